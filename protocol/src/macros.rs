@@ -48,7 +48,7 @@ macro_rules! wire_struct {
         }
 
         impl $crate::primitives::Wire for $name {
-            #[allow(unused_variables, clippy::manual_range_contains)]
+            #[allow(unused_variables, unused_mut, clippy::manual_range_contains)]
             fn encode(&self, buf: &mut ::bytes::BytesMut, version: i16, flexible: bool) {
                 $( $crate::wire_struct!(@enc self, buf, version, flexible, $field, $vers $(, $tag)?); )*
                 if flexible {
