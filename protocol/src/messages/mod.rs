@@ -12,16 +12,20 @@ pub mod api_versions;
 pub mod create_topics;
 pub mod delete_topics;
 pub mod fetch;
+pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 
 pub use api_versions::*;
 pub use create_topics::*;
 pub use delete_topics::*;
 pub use fetch::*;
+pub use init_producer_id::*;
 pub use list_offsets::*;
 pub use metadata::*;
+pub use offset_for_leader_epoch::*;
 pub use produce::*;
 
 /// A top-level request or response body.
