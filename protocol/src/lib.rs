@@ -27,6 +27,7 @@ pub mod header;
 pub mod macros;
 pub mod messages;
 pub mod primitives;
+pub mod record;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 

@@ -1,0 +1,256 @@
+//! Building a batch: records are encoded as they are pushed; `finish` writes the
+//! header, counts, last offset delta, max timestamp and CRC.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+use super::batch::write_crc;
+use super::record::RecordHeader;
+use super::{attr, Record, TimestampType, BATCH_HEADER_LEN, LOG_OVERHEAD, MAGIC_V2};
+use crate::primitives::{put_varint, put_varlong, varint_len};
+
+/// Longest encoding of a varint (32-bit value).
+const MAX_VARINT_LEN: usize = 5;
+/// Longest encoding of a varlong (64-bit value).
+const MAX_VARLONG_LEN: usize = 10;
+
+/// Builds one uncompressed record batch (format v2) into a [`BytesMut`].
+///
+/// Defaults: base offset 0, partition leader epoch -1, producer id -1, producer
+/// epoch -1, base sequence -1, no compression, create time, not transactional,
+/// not control. Record offset deltas are 0, 1, 2, ... in push order; timestamp deltas
+/// are relative to the base timestamp given to [`RecordBatchBuilder::new`] (pass the
+/// first record's timestamp to keep them short). An empty batch gets
+/// `lastOffsetDelta` 0 and `maxTimestamp` -1.
+#[derive(Debug, Clone)]
+pub struct RecordBatchBuilder {
+    base_offset: i64,
+    partition_leader_epoch: i32,
+    attributes: i16,
+    base_timestamp: i64,
+    max_timestamp: Option<i64>,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    /// Encoded records so far.
+    body: BytesMut,
+    /// Records pushed so far. Invariant: fits in an `i32`.
+    count: usize,
+}
+
+impl RecordBatchBuilder {
+    /// An empty builder whose timestamp deltas are relative to `base_timestamp`.
+    pub fn new(base_timestamp: i64) -> Self {
+        RecordBatchBuilder {
+            base_offset: 0,
+            partition_leader_epoch: -1,
+            attributes: 0,
+            base_timestamp,
+            max_timestamp: None,
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+            body: BytesMut::new(),
+            count: 0,
+        }
+    }
+
+    /// Sets the idempotent producer's id, epoch and the first record's sequence.
+    pub fn producer(mut self, producer_id: i64, producer_epoch: i16, base_sequence: i32) -> Self {
+        self.producer_id = producer_id;
+        self.producer_epoch = producer_epoch;
+        self.base_sequence = base_sequence;
+        self
+    }
+
+    /// Sets the base offset (the broker assigns it; producers leave 0).
+    pub fn base_offset(mut self, base_offset: i64) -> Self {
+        self.base_offset = base_offset;
+        self
+    }
+
+    /// Sets the partition leader epoch (the broker stamps it; producers leave -1).
+    pub fn partition_leader_epoch(mut self, epoch: i32) -> Self {
+        self.partition_leader_epoch = epoch;
+        self
+    }
+
+    /// Marks the batch as part of a transaction.
+    pub fn transactional(mut self, yes: bool) -> Self {
+        self.set_bit(attr::TRANSACTIONAL, yes);
+        self
+    }
+
+    /// Marks the batch as holding control records.
+    pub fn control(mut self, yes: bool) -> Self {
+        self.set_bit(attr::CONTROL, yes);
+        self
+    }
+
+    /// Sets the timestamp type. With [`TimestampType::LogAppendTime`] readers take
+    /// every record's timestamp from `maxTimestamp`.
+    pub fn timestamp_type(mut self, timestamp_type: TimestampType) -> Self {
+        self.set_bit(
+            attr::TIMESTAMP_TYPE,
+            timestamp_type == TimestampType::LogAppendTime,
+        );
+        self
+    }
+
+    fn set_bit(&mut self, bit: i16, on: bool) {
+        if on {
+            self.attributes |= bit;
+        } else {
+            self.attributes &= !bit;
+        }
+    }
+
+    /// An upper bound of one record's encoded size, for checking size limits
+    /// before pushing.
+    pub fn estimate_record_size(
+        key_len: usize,
+        value_len: usize,
+        headers: &[RecordHeader],
+    ) -> usize {
+        let headers_len: usize = headers
+            .iter()
+            .map(|h| 2 * MAX_VARINT_LEN + h.key.len() + h.value.as_ref().map_or(0, |v| v.len()))
+            .sum();
+        // length, attributes, timestamp delta, offset delta, key length, key,
+        // value length, value, header count, headers.
+        MAX_VARINT_LEN
+            + 1
+            + MAX_VARLONG_LEN
+            + MAX_VARINT_LEN
+            + MAX_VARINT_LEN
+            + key_len
+            + MAX_VARINT_LEN
+            + value_len
+            + MAX_VARINT_LEN
+            + headers_len
+    }
+
+    /// Appends a record.
+    ///
+    /// # Panics
+    ///
+    /// If the batch would exceed `i32::MAX` records or bytes, or a key, value or
+    /// header is longer than `i32::MAX` bytes (Kafka's limits; check sizes with
+    /// [`RecordBatchBuilder::estimate_record_size`] first).
+    pub fn push(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[RecordHeader],
+    ) {
+        let offset_delta = i32::try_from(self.count).expect("record count over i32::MAX");
+        let timestamp_delta = timestamp.wrapping_sub(self.base_timestamp);
+
+        let mut size = 1 + varint_len(timestamp_delta) + varint_len(offset_delta as i64);
+        size += bytes_len(key) + bytes_len(value);
+        size += varint_len(len_i32(headers.len()) as i64);
+        for h in headers {
+            size += bytes_len(Some(h.key.as_bytes())) + bytes_len(h.value.as_deref());
+        }
+        let size = len_i32(size);
+
+        self.body.reserve(MAX_VARINT_LEN + size as usize);
+        put_varint(&mut self.body, size);
+        self.body.put_i8(0);
+        put_varlong(&mut self.body, timestamp_delta);
+        put_varint(&mut self.body, offset_delta);
+        put_bytes(&mut self.body, key);
+        put_bytes(&mut self.body, value);
+        put_varint(&mut self.body, len_i32(headers.len()));
+        for h in headers {
+            put_bytes(&mut self.body, Some(h.key.as_bytes()));
+            put_bytes(&mut self.body, h.value.as_deref());
+        }
+        assert!(
+            self.body.len() <= i32::MAX as usize - BATCH_HEADER_LEN,
+            "record batch over i32::MAX bytes"
+        );
+
+        self.count += 1;
+        self.max_timestamp = Some(self.max_timestamp.map_or(timestamp, |m| m.max(timestamp)));
+    }
+
+    /// Appends a decoded record, keeping its timestamp, key, value and headers (its
+    /// offset is replaced by the next offset delta).
+    pub fn push_record(&mut self, record: &Record) {
+        self.push(
+            record.timestamp,
+            record.key.as_deref(),
+            record.value.as_deref(),
+            &record.headers,
+        );
+    }
+
+    /// Records pushed so far.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether no record was pushed.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The batch's encoded size so far (header included), for `batch.size` limits.
+    pub fn size_bytes(&self) -> usize {
+        BATCH_HEADER_LEN + self.body.len()
+    }
+
+    /// Writes the finished batch into a new buffer.
+    pub fn finish(self) -> Bytes {
+        let mut buf = BytesMut::with_capacity(self.size_bytes());
+        self.finish_into(&mut buf);
+        buf.freeze()
+    }
+
+    /// Appends the finished batch to `buf`.
+    pub fn finish_into(self, buf: &mut BytesMut) {
+        let start = buf.len();
+        let total = self.size_bytes();
+        buf.reserve(total);
+        let last_offset_delta = self.count.saturating_sub(1) as i32;
+        buf.put_i64(self.base_offset);
+        buf.put_i32((total - LOG_OVERHEAD) as i32);
+        buf.put_i32(self.partition_leader_epoch);
+        buf.put_i8(MAGIC_V2);
+        buf.put_u32(0); // CRC, written below.
+        buf.put_i16(self.attributes);
+        buf.put_i32(last_offset_delta);
+        buf.put_i64(self.base_timestamp);
+        buf.put_i64(self.max_timestamp.unwrap_or(-1));
+        buf.put_i64(self.producer_id);
+        buf.put_i16(self.producer_epoch);
+        buf.put_i32(self.base_sequence);
+        buf.put_i32(self.count as i32);
+        debug_assert_eq!(buf.len() - start, BATCH_HEADER_LEN);
+        buf.put_slice(&self.body);
+        write_crc(&mut buf[start..]);
+    }
+}
+
+fn len_i32(n: usize) -> i32 {
+    i32::try_from(n).expect("length over i32::MAX")
+}
+
+/// Encoded size of a varint-length-prefixed nullable byte string.
+fn bytes_len(b: Option<&[u8]>) -> usize {
+    match b {
+        None => 1,
+        Some(b) => varint_len(len_i32(b.len()) as i64) + b.len(),
+    }
+}
+
+fn put_bytes(buf: &mut BytesMut, b: Option<&[u8]>) {
+    match b {
+        None => put_varint(buf, -1),
+        Some(b) => {
+            put_varint(buf, len_i32(b.len()));
+            buf.put_slice(b);
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Kafka's record batch format v2 (magic 2, KIP-98): a zero-copy view over one batch,
+//! a lazy record iterator, an iterator over the batches of a records blob, in-place
+//! header rewrites for the broker, and a builder.
+//!
+//! Layout of a batch (all integers big-endian; see Apache Kafka's
+//! `DefaultRecordBatch`):
+//!
+//! | offset | field                  | type  | covered by CRC |
+//! |-------:|------------------------|-------|----------------|
+//! | 0      | baseOffset             | int64 | no             |
+//! | 8      | batchLength            | int32 | no             |
+//! | 12     | partitionLeaderEpoch   | int32 | no             |
+//! | 16     | magic (= 2)            | int8  | no             |
+//! | 17     | crc (CRC-32C)          | uint32| no             |
+//! | 21     | attributes             | int16 | yes            |
+//! | 23     | lastOffsetDelta        | int32 | yes            |
+//! | 27     | baseTimestamp          | int64 | yes            |
+//! | 35     | maxTimestamp           | int64 | yes            |
+//! | 43     | producerId             | int64 | yes            |
+//! | 51     | producerEpoch          | int16 | yes            |
+//! | 53     | baseSequence           | int32 | yes            |
+//! | 57     | recordCount            | int32 | yes            |
+//! | 61     | records...             |       | yes            |
+//!
+//! `batchLength` counts the bytes after itself, so a whole batch is
+//! `batchLength + 12` bytes. Because the CRC starts at the attributes, the broker can
+//! assign offsets and stamp its leader epoch without recomputing it
+//! ([`set_base_offset`], [`set_partition_leader_epoch`]).
+//!
+//! ```
+//! use baton_protocol::record::{RecordBatch, RecordBatchBuilder, RecordHeader};
+//! use bytes::Bytes;
+//!
+//! let mut builder = RecordBatchBuilder::new(1_700_000_000_000);
+//! let headers = [RecordHeader::new("trace", Some(Bytes::from_static(b"abc")))];
+//! builder.push(1_700_000_000_000, Some(b"key"), Some(b"value"), &headers);
+//! builder.push(1_700_000_000_005, None, None, &[]);
+//! let batch = RecordBatch::parse(builder.finish()).unwrap();
+//! batch.verify_crc().unwrap();
+//! let records: Vec<_> = batch.records().unwrap().collect::<Result<_, _>>().unwrap();
+//! assert_eq!(records.len(), 2);
+//! assert_eq!(records[0].value.as_deref(), Some(&b"value"[..]));
+//! assert_eq!(records[1].offset, 1);
+//! assert_eq!(batch.max_timestamp(), 1_700_000_000_005);
+//! ```
+
+mod batch;
+mod builder;
+#[allow(clippy::module_inception)]
+mod record;
+
+#[cfg(test)]
+mod tests;
+
+pub use batch::{
+    batches, set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchIter,
+    RecordBatch,
+};
+pub use builder::RecordBatchBuilder;
+pub use record::{ControlRecordType, Record, RecordHeader, Records};
+
+use crate::error::DecodeError;
+
+/// Size of the fixed batch header, from `baseOffset` through `recordCount`.
+pub const BATCH_HEADER_LEN: usize = 61;
+
+/// Bytes before `batchLength`'s count starts (`baseOffset` and `batchLength`), Kafka's
+/// `LOG_OVERHEAD`. A whole batch is `batchLength + LOG_OVERHEAD` bytes.
+pub const LOG_OVERHEAD: usize = 12;
+
+/// The record format version this module reads and writes.
+pub const MAGIC_V2: i8 = 2;
+
+/// Byte offsets of the header fields inside a batch.
+pub(crate) mod offsets {
+    pub const BASE_OFFSET: usize = 0;
+    pub const BATCH_LENGTH: usize = 8;
+    pub const PARTITION_LEADER_EPOCH: usize = 12;
+    pub const MAGIC: usize = 16;
+    pub const CRC: usize = 17;
+    pub const ATTRIBUTES: usize = 21;
+    pub const LAST_OFFSET_DELTA: usize = 23;
+    pub const BASE_TIMESTAMP: usize = 27;
+    pub const MAX_TIMESTAMP: usize = 35;
+    pub const PRODUCER_ID: usize = 43;
+    pub const PRODUCER_EPOCH: usize = 51;
+    pub const BASE_SEQUENCE: usize = 53;
+    pub const RECORD_COUNT: usize = 57;
+}
+
+/// Attribute bits of a batch (the low three bits are the compression codec).
+pub(crate) mod attr {
+    pub const COMPRESSION_MASK: i16 = 0x07;
+    pub const TIMESTAMP_TYPE: i16 = 0x08;
+    pub const TRANSACTIONAL: i16 = 0x10;
+    pub const CONTROL: i16 = 0x20;
+    pub const DELETE_HORIZON: i16 = 0x40;
+}
+
+/// The compression codec of a batch, from attribute bits 0-2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Compression {
+    /// Records are stored as they are.
+    #[default]
+    None,
+    /// gzip (codec 1).
+    Gzip,
+    /// Snappy, in Kafka's xerial framing (codec 2).
+    Snappy,
+    /// LZ4 frame format (codec 3).
+    Lz4,
+    /// Zstandard (codec 4, KIP-110).
+    Zstd,
+}
+
+impl Compression {
+    /// The codec named by attribute bits 0-2; codes 5-7 are
+    /// [`DecodeError::UnsupportedCompression`].
+    pub fn from_attributes(attributes: i16) -> Result<Compression, DecodeError> {
+        match (attributes & attr::COMPRESSION_MASK) as u8 {
+            0 => Ok(Compression::None),
+            1 => Ok(Compression::Gzip),
+            2 => Ok(Compression::Snappy),
+            3 => Ok(Compression::Lz4),
+            4 => Ok(Compression::Zstd),
+            other => Err(DecodeError::UnsupportedCompression(other)),
+        }
+    }
+
+    /// The codec's value in attribute bits 0-2.
+    pub fn bits(self) -> i16 {
+        match self {
+            Compression::None => 0,
+            Compression::Gzip => 1,
+            Compression::Snappy => 2,
+            Compression::Lz4 => 3,
+            Compression::Zstd => 4,
+        }
+    }
+}
+
+/// What a batch's timestamps mean (attribute bit 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum TimestampType {
+    /// Set by the producer for each record.
+    #[default]
+    CreateTime,
+    /// Set by the broker when it appended the batch; every record's timestamp is the
+    /// batch's `maxTimestamp`.
+    LogAppendTime,
+}
+
+impl TimestampType {
+    /// The type named by attribute bit 3.
+    pub fn from_attributes(attributes: i16) -> TimestampType {
+        if attributes & attr::TIMESTAMP_TYPE != 0 {
+            TimestampType::LogAppendTime
+        } else {
+            TimestampType::CreateTime
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Tests of the record batch format.
