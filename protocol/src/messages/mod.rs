@@ -140,6 +140,22 @@ mod tests {
         ($f:ident, $arg:expr) => {
             $f::<ApiVersionsRequest>($arg);
             $f::<ApiVersionsResponse>($arg);
+            $f::<MetadataRequest>($arg);
+            $f::<MetadataResponse>($arg);
+            $f::<ProduceRequest>($arg);
+            $f::<ProduceResponse>($arg);
+            $f::<FetchRequest>($arg);
+            $f::<FetchResponse>($arg);
+            $f::<ListOffsetsRequest>($arg);
+            $f::<ListOffsetsResponse>($arg);
+            $f::<CreateTopicsRequest>($arg);
+            $f::<CreateTopicsResponse>($arg);
+            $f::<DeleteTopicsRequest>($arg);
+            $f::<DeleteTopicsResponse>($arg);
+            $f::<InitProducerIdRequest>($arg);
+            $f::<InitProducerIdResponse>($arg);
+            $f::<OffsetForLeaderEpochRequest>($arg);
+            $f::<OffsetForLeaderEpochResponse>($arg);
         };
     }
 
@@ -154,5 +170,426 @@ mod tests {
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             all_messages!(never_panics, &bytes);
         }
+    }
+
+    /// Encodes `msg` in `version`, checks the bytes against `golden`, and checks that
+    /// `golden` decodes back to `msg`.
+    fn check_golden<M: Message>(msg: &M, version: i16, golden: &[u8]) {
+        let mut buf = BytesMut::new();
+        msg.encode_body(&mut buf, version).unwrap();
+        assert_eq!(
+            &buf[..],
+            golden,
+            "api {} v{version}: encoding differs from the hand-derived bytes",
+            M::API_KEY
+        );
+        let back = M::decode_body(Bytes::copy_from_slice(golden), version).unwrap();
+        assert_eq!(&back, msg, "api {} v{version}: decode", M::API_KEY);
+    }
+
+    /// The 8-byte body that made `Vec::with_capacity(0x7fffffff)` abort other decoders.
+    const LYING_METADATA_BODY: [u8; 8] = [0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0];
+
+    #[test]
+    fn metadata_request_claiming_huge_topic_count_is_bad_length() {
+        let err =
+            MetadataRequest::decode_body(Bytes::from_static(&LYING_METADATA_BODY), 1).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DecodeError::BadLength {
+                    length: 0x7fff_ffff,
+                    remaining: 4,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn metadata_frame_claiming_huge_topic_count_is_bad_length_in_every_version() {
+        use crate::frame::FrameCodec;
+        use crate::header::RequestHeader;
+
+        for version in MetadataRequest::MIN_VERSION..=MetadataRequest::MAX_VERSION {
+            let header_version = MetadataRequest::request_header_version(version);
+            let header = RequestHeader {
+                api_key: MetadataRequest::API_KEY,
+                api_version: version,
+                correlation_id: 7,
+                client_id: Some("x".into()),
+            };
+            let mut body = BytesMut::new();
+            header.encode(&mut body, header_version);
+            body.extend_from_slice(&LYING_METADATA_BODY);
+            let codec = FrameCodec::default();
+            let mut stream = BytesMut::new();
+            codec.encode(&body, &mut stream);
+
+            let frame = codec.decode(&mut stream).unwrap().unwrap();
+            let mut d = Decoder::new(frame);
+            let got = RequestHeader::decode(&mut d, header_version).unwrap();
+            assert_eq!(got.api_version, version);
+            let err = MetadataRequest::decode_body(d.take_rest(), version).unwrap_err();
+            assert!(
+                matches!(err, DecodeError::BadLength { .. }),
+                "v{version}: {err:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn golden_api_versions_request_v3() {
+        let msg = ApiVersionsRequest {
+            client_software_name: "baton".into(),
+            client_software_version: "0.1".into(),
+        };
+        #[rustfmt::skip]
+        let golden = [
+            0x06, b'b', b'a', b't', b'o', b'n', // compact string: len 5 + 1
+            0x04, b'0', b'.', b'1',             // compact string: len 3 + 1
+            0x00,                               // no tagged fields
+        ];
+        check_golden(&msg, 3, &golden);
+    }
+
+    fn one_partition_produce(
+        transactional_id: Option<&str>,
+        acks: i16,
+        timeout_ms: i32,
+    ) -> ProduceRequest {
+        ProduceRequest {
+            transactional_id: transactional_id.map(str::to_owned),
+            acks,
+            timeout_ms,
+            topic_data: vec![TopicProduceData {
+                name: "t".into(),
+                partition_data: vec![PartitionProduceData {
+                    index: 0,
+                    records: Some(Bytes::from_static(&[1, 2, 3])),
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn golden_produce_request_v3() {
+        let msg = one_partition_produce(None, -1, 30_000);
+        #[rustfmt::skip]
+        let golden = [
+            0xff, 0xff,             // transactional_id: null (int16 -1)
+            0xff, 0xff,             // acks: -1
+            0x00, 0x00, 0x75, 0x30, // timeout_ms: 30000
+            0x00, 0x00, 0x00, 0x01, // topic_data: 1 element
+            0x00, 0x01, b't',       //   name
+            0x00, 0x00, 0x00, 0x01, //   partition_data: 1 element
+            0x00, 0x00, 0x00, 0x00, //     index 0
+            0x00, 0x00, 0x00, 0x03, 1, 2, 3, // records: int32 length + bytes
+        ];
+        check_golden(&msg, 3, &golden);
+    }
+
+    #[test]
+    fn golden_produce_request_v9() {
+        let msg = one_partition_produce(Some("tx"), 1, 1000);
+        #[rustfmt::skip]
+        let golden = [
+            0x03, b't', b'x',       // transactional_id: compact nullable string
+            0x00, 0x01,             // acks: 1
+            0x00, 0x00, 0x03, 0xe8, // timeout_ms: 1000
+            0x02,                   // topic_data: compact array of 1
+            0x02, b't',             //   name
+            0x02,                   //   partition_data: compact array of 1
+            0x00, 0x00, 0x00, 0x00, //     index 0
+            0x04, 1, 2, 3,          //     records: compact bytes, len 3 + 1
+            0x00,                   //     partition tagged fields
+            0x00,                   //   topic tagged fields
+            0x00,                   // top-level tagged fields
+        ];
+        check_golden(&msg, 9, &golden);
+
+        // Null records are a compact length of 0.
+        let mut null_records = msg.clone();
+        null_records.topic_data[0].partition_data[0].records = None;
+        let mut golden = golden.to_vec();
+        golden.splice(17..21, [0x00]);
+        check_golden(&null_records, 9, &golden);
+    }
+
+    #[test]
+    fn golden_produce_response_v10_leader_hints() {
+        let msg = ProduceResponse {
+            responses: vec![TopicProduceResponse {
+                name: "t".into(),
+                partition_responses: vec![PartitionProduceResponse {
+                    index: 0,
+                    error_code: 6,
+                    base_offset: -1,
+                    current_leader: ProduceResponseLeaderIdAndEpoch {
+                        leader_id: 2,
+                        leader_epoch: 7,
+                    },
+                    ..Default::default()
+                }],
+            }],
+            throttle_time_ms: 0,
+            node_endpoints: vec![ProduceResponseNodeEndpoint {
+                node_id: 2,
+                host: "h".into(),
+                port: 9092,
+                rack: None,
+            }],
+        };
+        #[rustfmt::skip]
+        let golden = [
+            0x02,                                           // responses: 1
+            0x02, b't',                                     //   name
+            0x02,                                           //   partition_responses: 1
+            0x00, 0x00, 0x00, 0x00,                         //     index
+            0x00, 0x06,                                     //     error_code
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, //     base_offset -1
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, //     log_append_time_ms -1
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, //     log_start_offset -1
+            0x01,                                           //     record_errors: empty
+            0x00,                                           //     error_message: null
+            0x01,                                           //     1 tagged field:
+            0x00, 0x09,                                     //       tag 0, 9 bytes
+            0x00, 0x00, 0x00, 0x02,                         //       leader_id 2
+            0x00, 0x00, 0x00, 0x07,                         //       leader_epoch 7
+            0x00,                                           //       its tagged fields
+            0x00,                                           //   topic tagged fields
+            0x00, 0x00, 0x00, 0x00,                         // throttle_time_ms
+            0x01,                                           // 1 tagged field:
+            0x00, 0x0d,                                     //   tag 0, 13 bytes
+            0x02,                                           //   node_endpoints: 1
+            0x00, 0x00, 0x00, 0x02,                         //     node_id
+            0x02, b'h',                                     //     host
+            0x00, 0x00, 0x23, 0x84,                         //     port 9092
+            0x00,                                           //     rack: null
+            0x00,                                           //     tagged fields
+        ];
+        check_golden(&msg, 10, &golden);
+    }
+
+    #[test]
+    fn golden_fetch_request_v4() {
+        let msg = FetchRequest {
+            replica_id: -1,
+            max_wait_ms: 500,
+            min_bytes: 1,
+            max_bytes: 0x10_0000,
+            isolation_level: 1,
+            topics: vec![FetchTopic {
+                topic: "t".into(),
+                partitions: vec![FetchPartition {
+                    partition: 2,
+                    fetch_offset: 42,
+                    partition_max_bytes: 65536,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        #[rustfmt::skip]
+        let golden = [
+            0xff, 0xff, 0xff, 0xff, // replica_id -1
+            0x00, 0x00, 0x01, 0xf4, // max_wait_ms 500
+            0x00, 0x00, 0x00, 0x01, // min_bytes 1
+            0x00, 0x10, 0x00, 0x00, // max_bytes 1 MiB
+            0x01,                   // isolation_level READ_COMMITTED
+            0x00, 0x00, 0x00, 0x01, // topics: 1
+            0x00, 0x01, b't',       //   topic
+            0x00, 0x00, 0x00, 0x01, //   partitions: 1
+            0x00, 0x00, 0x00, 0x02, //     partition 2
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2a, // fetch_offset 42
+            0x00, 0x01, 0x00, 0x00, //     partition_max_bytes 65536
+        ];
+        check_golden(&msg, 4, &golden);
+    }
+
+    #[test]
+    fn golden_fetch_request_v12() {
+        let msg = FetchRequest {
+            cluster_id: Some("c".into()),
+            replica_id: -1,
+            max_wait_ms: 500,
+            min_bytes: 1,
+            topics: vec![FetchTopic {
+                topic: "t".into(),
+                partitions: vec![FetchPartition {
+                    partition: 0,
+                    current_leader_epoch: 5,
+                    fetch_offset: 10,
+                    last_fetched_epoch: 4,
+                    partition_max_bytes: 1024,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        #[rustfmt::skip]
+        let golden = [
+            0xff, 0xff, 0xff, 0xff, // replica_id -1
+            0x00, 0x00, 0x01, 0xf4, // max_wait_ms 500
+            0x00, 0x00, 0x00, 0x01, // min_bytes 1
+            0x7f, 0xff, 0xff, 0xff, // max_bytes default
+            0x00,                   // isolation_level
+            0x00, 0x00, 0x00, 0x00, // session_id 0
+            0xff, 0xff, 0xff, 0xff, // session_epoch -1
+            0x02,                   // topics: compact array of 1
+            0x02, b't',             //   topic
+            0x02,                   //   partitions: 1
+            0x00, 0x00, 0x00, 0x00, //     partition 0
+            0x00, 0x00, 0x00, 0x05, //     current_leader_epoch 5
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0a, // fetch_offset 10
+            0x00, 0x00, 0x00, 0x04, //     last_fetched_epoch 4
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // log_start_offset -1
+            0x00, 0x00, 0x04, 0x00, //     partition_max_bytes 1024
+            0x00,                   //     partition tagged fields
+            0x00,                   //   topic tagged fields
+            0x01,                   // forgotten_topics_data: empty compact array
+            0x01,                   // rack_id: empty compact string
+            0x01,                   // 1 tagged field:
+            0x00, 0x02, 0x02, b'c', //   tag 0 (cluster_id), 2 bytes, "c"
+        ];
+        check_golden(&msg, 12, &golden);
+    }
+
+    #[test]
+    fn golden_metadata_response_v9() {
+        let msg = MetadataResponse {
+            throttle_time_ms: 0,
+            brokers: vec![MetadataResponseBroker {
+                node_id: 1,
+                host: "h".into(),
+                port: 9092,
+                rack: None,
+            }],
+            cluster_id: Some("c".into()),
+            controller_id: 1,
+            topics: vec![MetadataResponseTopic {
+                error_code: 0,
+                name: Some("t".into()),
+                is_internal: false,
+                partitions: vec![MetadataResponsePartition {
+                    error_code: 0,
+                    partition_index: 0,
+                    leader_id: 1,
+                    leader_epoch: 3,
+                    replica_nodes: vec![1],
+                    isr_nodes: vec![1],
+                    offline_replicas: vec![],
+                }],
+                ..Default::default()
+            }],
+            cluster_authorized_operations: i32::MIN,
+        };
+        #[rustfmt::skip]
+        let golden = [
+            0x00, 0x00, 0x00, 0x00, // throttle_time_ms
+            0x02,                   // brokers: 1
+            0x00, 0x00, 0x00, 0x01, //   node_id
+            0x02, b'h',             //   host
+            0x00, 0x00, 0x23, 0x84, //   port 9092
+            0x00,                   //   rack: null
+            0x00,                   //   tagged fields
+            0x02, b'c',             // cluster_id
+            0x00, 0x00, 0x00, 0x01, // controller_id
+            0x02,                   // topics: 1
+            0x00, 0x00,             //   error_code
+            0x02, b't',             //   name
+            0x00,                   //   is_internal
+            0x02,                   //   partitions: 1
+            0x00, 0x00,             //     error_code
+            0x00, 0x00, 0x00, 0x00, //     partition_index
+            0x00, 0x00, 0x00, 0x01, //     leader_id
+            0x00, 0x00, 0x00, 0x03, //     leader_epoch
+            0x02, 0x00, 0x00, 0x00, 0x01, // replica_nodes [1]
+            0x02, 0x00, 0x00, 0x00, 0x01, // isr_nodes [1]
+            0x01,                   //     offline_replicas []
+            0x00,                   //     tagged fields
+            0x80, 0x00, 0x00, 0x00, //   topic_authorized_operations: i32::MIN
+            0x00,                   //   tagged fields
+            0x80, 0x00, 0x00, 0x00, // cluster_authorized_operations: i32::MIN
+            0x00,                   // tagged fields
+        ];
+        check_golden(&msg, 9, &golden);
+    }
+
+    #[test]
+    fn unknown_tagged_fields_are_skipped() {
+        // ApiVersionsRequest v3 with two tags nobody defines (5 and 9).
+        #[rustfmt::skip]
+        let body = [
+            0x02, b'a',
+            0x02, b'b',
+            0x02,                   // 2 tagged fields
+            0x05, 0x03, 0xaa, 0xbb, 0xcc, // tag 5, 3 bytes
+            0x09, 0x00,             // tag 9, empty
+        ];
+        let got = ApiVersionsRequest::decode_body(Bytes::copy_from_slice(&body), 3).unwrap();
+        assert_eq!(got.client_software_name, "a");
+        assert_eq!(got.client_software_version, "b");
+
+        // A Fetch response partition: known tag 1 (current_leader) between unknown
+        // tags 7 and 1000 (a two-byte uvarint tag).
+        #[rustfmt::skip]
+        let body = [
+            0x00, 0x00, 0x00, 0x00, // throttle_time_ms
+            0x00, 0x00,             // error_code
+            0x00, 0x00, 0x00, 0x00, // session_id
+            0x02,                   // responses: 1
+            0x02, b't',             //   topic
+            0x02,                   //   partitions: 1
+            0x00, 0x00, 0x00, 0x01, //     partition_index
+            0x00, 0x00,             //     error_code
+            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x05, // high_watermark
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // last_stable_offset
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // log_start_offset
+            0x00,                   //     aborted_transactions: null
+            0xff, 0xff, 0xff, 0xff, //     preferred_read_replica
+            0x00,                   //     records: null
+            0x03,                   //     3 tagged fields:
+            0x01, 0x09, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x08, 0x00, // tag 1
+            0x07, 0x02, 0x12, 0x34, //       tag 7, unknown
+            0xe8, 0x07, 0x01, 0xff, //       tag 1000, unknown
+            0x00,                   //   topic tagged fields
+            0x00,                   // tagged fields
+        ];
+        let got = FetchResponse::decode_body(Bytes::copy_from_slice(&body), 12).unwrap();
+        let p = &got.responses[0].partitions[0];
+        assert_eq!(p.partition_index, 1);
+        assert_eq!(p.high_watermark, 5);
+        assert_eq!(
+            p.current_leader,
+            FetchResponseLeaderIdAndEpoch {
+                leader_id: 3,
+                leader_epoch: 8
+            }
+        );
+        assert_eq!(p.diverging_epoch, FetchResponseEpochEndOffset::default());
+        assert_eq!(p.records, None);
+    }
+
+    #[test]
+    fn tagged_fields_equal_to_default_are_not_written() {
+        let msg = FetchResponsePartitionData::default();
+        let mut with_default = BytesMut::new();
+        msg.encode(&mut with_default, 12, true);
+        let mut with_leader = BytesMut::new();
+        let hinted = FetchResponsePartitionData {
+            current_leader: FetchResponseLeaderIdAndEpoch {
+                leader_id: 1,
+                leader_epoch: 2,
+            },
+            ..msg
+        };
+        hinted.encode(&mut with_leader, 12, true);
+        assert_eq!(with_default.last(), Some(&0x00), "empty tagged section");
+        // tag, size, 4 + 4 struct bytes and its own empty tagged section.
+        assert_eq!(with_leader.len(), with_default.len() + 11);
     }
 }
