@@ -1,0 +1,200 @@
+"""kafka-python side of the interop tests.
+
+Usage:
+    kafka_python_client.py create-topic BOOTSTRAP TOPIC PARTITIONS
+    kafka_python_client.py delete-topic BOOTSTRAP TOPIC
+    kafka_python_client.py list-topics  BOOTSTRAP
+    kafka_python_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
+    kafka_python_client.py consume      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
+
+Each command prints one `RESULT {json}` line on success and exits 0; on
+failure it prints the reason to stderr and exits non-zero.
+
+Configuration needed against baton-broker (and why):
+- producer `enable_idempotence=False`: kafka-python 3 turns idempotence on by
+  default, which needs InitProducerId; the broker does not serve it yet.
+- consumer `group_id=None` with `assign()`: no FindCoordinator / group APIs, so
+  no subscription and no offset commits (`enable_auto_commit=False`).
+"""
+
+import logging
+import os
+import sys
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient
+
+import records
+
+TIMEOUT_S = float(os.environ.get("INTEROP_CLIENT_TIMEOUT_S", "90"))
+
+
+def admin(bootstrap):
+    return KafkaAdminClient(
+        bootstrap_servers=bootstrap,
+        client_id="interop-kafka-python-admin",
+        request_timeout_ms=30000,
+    )
+
+
+def create_topic(bootstrap, topic, partitions):
+    client = admin(bootstrap)
+    try:
+        result = client.create_topics(
+            {topic: {"num_partitions": partitions, "replication_factor": 1}},
+            wait_for_metadata=True,
+        )
+        described = client.describe_topics([topic])
+        counts = {t["name"]: len(t["partitions"]) for t in described}
+    finally:
+        client.close()
+    errors = [t for t in result["topics"] if t.get("error_code", 0) != 0]
+    if errors:
+        print("create_topics returned errors: %r" % (errors,), file=sys.stderr)
+        return 1
+    records.emit({"client": "kafka-python", "created": topic, "partitions": counts.get(topic)})
+    return 0
+
+
+def delete_topic(bootstrap, topic):
+    client = admin(bootstrap)
+    try:
+        result = client.delete_topics([topic])
+    finally:
+        client.close()
+    errors = [t for t in result["topics"] if t.get("error_code", 0) != 0]
+    if errors:
+        print("delete_topics returned errors: %r" % (errors,), file=sys.stderr)
+        return 1
+    records.emit({"client": "kafka-python", "deleted": topic})
+    return 0
+
+
+def list_topics(bootstrap):
+    client = admin(bootstrap)
+    try:
+        described = client.describe_topics()
+    finally:
+        client.close()
+    topics = {t["name"]: len(t["partitions"]) for t in described}
+    records.emit({"client": "kafka-python", "topics": topics})
+    return 0
+
+
+def produce(bootstrap, topic, seed, count, partitions):
+    recs = records.generate(seed, count, partitions)
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        client_id="interop-kafka-python-producer",
+        enable_idempotence=False,
+        acks="all",
+        linger_ms=5,
+        max_request_size=1024 * 1024,
+        request_timeout_ms=30000,
+        max_block_ms=30000,
+    )
+    futures = []
+    try:
+        for r in recs:
+            futures.append(
+                producer.send(
+                    topic,
+                    key=r.key,
+                    value=r.value,
+                    headers=r.headers,
+                    partition=r.partition,
+                    timestamp_ms=r.timestamp_ms,
+                )
+            )
+        producer.flush(timeout=TIMEOUT_S)
+        # Offsets the broker assigned must follow the send order per partition.
+        next_offset = [0] * partitions
+        problems = []
+        for i, (r, f) in enumerate(zip(recs, futures)):
+            md = f.get(timeout=TIMEOUT_S)
+            if md.partition != r.partition or md.offset != next_offset[r.partition]:
+                problems.append(
+                    "record #%d: acked at partition %d offset %d, expected partition %d offset %d"
+                    % (i, md.partition, md.offset, r.partition, next_offset[r.partition])
+                )
+            next_offset[r.partition] += 1
+    finally:
+        producer.close(timeout=10)
+    for p in problems[:20]:
+        print("PRODUCE " + p, file=sys.stderr)
+    records.emit(
+        {
+            "client": "kafka-python",
+            "ok": not problems,
+            "produced": count,
+            "per_partition": next_offset,
+        }
+    )
+    return 0 if not problems else 1
+
+
+def consume(bootstrap, topic, seed, count, partitions):
+    checker = records.Checker(seed, count, partitions)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        client_id="interop-kafka-python-consumer",
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        request_timeout_ms=30000,
+    )
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        end_offsets = consumer.end_offsets(tps)
+        deadline = records.Deadline(TIMEOUT_S)
+        while not checker.done() and not deadline.expired():
+            batch = consumer.poll(timeout_ms=500, max_records=1000)
+            for tp, msgs in batch.items():
+                for m in msgs:
+                    checker.check(
+                        m.partition,
+                        m.offset,
+                        m.key,
+                        m.value,
+                        [(k, v) for k, v in (m.headers or [])],
+                        m.timestamp if m.timestamp_type == 0 else None,
+                    )
+                    if m.timestamp_type != 0:
+                        checker.fail("partition %d offset %d: timestamp type %d, expected 0 (CreateTime)"
+                                     % (m.partition, m.offset, m.timestamp_type))
+        # Anything past the expected end would show up in one more poll.
+        for tp, msgs in consumer.poll(timeout_ms=200).items():
+            for m in msgs:
+                checker.check(m.partition, m.offset, m.key, m.value, list(m.headers or []), None)
+    finally:
+        consumer.close()
+    ends = [end_offsets[tp] for tp in tps]
+    if ends != [len(e) for e in checker.expected]:
+        checker.fail("ListOffsets latest offsets %s, expected %s" % (ends, [len(e) for e in checker.expected]))
+    return checker.finish("kafka-python", {"end_offsets": ends})
+
+
+def main(argv):
+    logging.basicConfig(level=os.environ.get("INTEROP_LOG", "WARNING"), stream=sys.stderr)
+    if len(argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    cmd, bootstrap = argv[1], argv[2]
+    if cmd == "create-topic":
+        return create_topic(bootstrap, argv[3], int(argv[4]))
+    if cmd == "delete-topic":
+        return delete_topic(bootstrap, argv[3])
+    if cmd == "list-topics":
+        return list_topics(bootstrap)
+    if cmd in ("produce", "consume"):
+        topic, seed, count, partitions = argv[3], int(argv[4]), int(argv[5]), int(argv[6])
+        fn = produce if cmd == "produce" else consume
+        return fn(bootstrap, topic, seed, count, partitions)
+    print("unknown command %r\n%s" % (cmd, __doc__), file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,182 @@
+"""Deterministic record generator and checker shared by the interop scripts.
+
+Every producer script sends exactly the records that `generate(seed, count,
+partitions)` returns, to the partition each record names, in order. Every
+consumer script regenerates the same list from the same seed and compares
+what it read back, field by field, per partition.
+
+The mix covers what the wire format has to get right: null keys and values,
+0-byte keys and values, 100 KiB values, several headers per record (with
+repeated and non-ASCII names and empty values) and explicit create-time
+timestamps.
+"""
+
+import json
+import random
+import sys
+import time
+
+#: Size of the large values, in bytes (100 KiB).
+BIG_VALUE = 100 * 1024
+
+#: Header names drawn from; repeats within one record are allowed by Kafka.
+HEADER_NAMES = ["trace-id", "content-type", "ключ", "", "x" * 40, "emoji-\u2603"]
+
+
+class Record:
+    """One record as produced and as expected back."""
+
+    __slots__ = ("partition", "key", "value", "headers", "timestamp_ms")
+
+    def __init__(self, partition, key, value, headers, timestamp_ms):
+        self.partition = partition
+        self.key = key
+        self.value = value
+        self.headers = headers
+        self.timestamp_ms = timestamp_ms
+
+
+def generate(seed, count, partitions):
+    """Returns `count` records drawn from a generator seeded with `seed`."""
+    rng = random.Random(seed)
+    base_ts = 1_600_000_000_000 + rng.randrange(10**11)
+    records = []
+    for i in range(count):
+        partition = rng.randrange(partitions)
+
+        roll = rng.random()
+        if roll < 0.10:
+            value = None
+        elif roll < 0.15:
+            value = b""
+        elif roll < 0.17:
+            value = rng.randbytes(BIG_VALUE)
+        else:
+            value = rng.randbytes(rng.randrange(1, 2048))
+
+        roll = rng.random()
+        if roll < 0.10 and value is not None:
+            # kafka-python refuses a record whose key and value are both null.
+            key = None
+        elif roll < 0.15:
+            key = b""
+        else:
+            key = rng.randbytes(rng.randrange(1, 64))
+
+        headers = []
+        if rng.random() < 0.6:
+            for _ in range(rng.randrange(1, 5)):
+                name = rng.choice(HEADER_NAMES)
+                hvalue = b"" if rng.random() < 0.2 else rng.randbytes(rng.randrange(1, 64))
+                headers.append((name, hvalue))
+
+        records.append(Record(partition, key, value, headers, base_ts + i))
+    # Guarantee the edge cases appear even for small counts.
+    if count >= 4:
+        records[0].value = None
+        records[1].value = b""
+        records[1].key = b""
+        records[2].value = rng.randbytes(BIG_VALUE)
+        records[3].key = None
+        records[3].headers = [("", b""), ("dup", b"1"), ("dup", b"2")]
+    return records
+
+
+def by_partition(records, partitions):
+    """Splits records into one list per partition, keeping their order."""
+    out = [[] for _ in range(partitions)]
+    for r in records:
+        out[r.partition].append(r)
+    return out
+
+
+def short(b):
+    """A short printable description of a bytes value for error messages."""
+    if b is None:
+        return "null"
+    if len(b) <= 16:
+        return "%d bytes %s" % (len(b), b.hex())
+    return "%d bytes %s..." % (len(b), b[:16].hex())
+
+
+def describe_headers(headers):
+    return "[" + ", ".join("%r=%s" % (k, short(v)) for k, v in headers) + "]"
+
+
+class Checker:
+    """Compares consumed records with the expected ones, per partition."""
+
+    def __init__(self, seed, count, partitions):
+        self.expected = by_partition(generate(seed, count, partitions), partitions)
+        self.received = [0] * partitions
+        self.mismatches = []
+        self.unexpected = 0
+
+    def done(self):
+        return all(self.received[p] >= len(e) for p, e in enumerate(self.expected))
+
+    def check(self, partition, offset, key, value, headers, timestamp_ms):
+        """Checks one consumed record. Headers must be a list of (str, bytes)."""
+        expected = self.expected[partition]
+        index = self.received[partition]
+        self.received[partition] += 1
+        if index >= len(expected):
+            self.unexpected += 1
+            self.fail("partition %d: unexpected extra record at offset %d" % (partition, offset))
+            return
+        want = expected[index]
+        where = "partition %d offset %d (record #%d of the partition)" % (partition, offset, index)
+        if offset != index:
+            self.fail("%s: offset %d, expected %d (topic is fresh, offsets start at 0)" % (where, offset, index))
+        if key != want.key:
+            self.fail("%s: key %s, expected %s" % (where, short(key), short(want.key)))
+        if value != want.value:
+            self.fail("%s: value %s, expected %s" % (where, short(value), short(want.value)))
+        if headers != want.headers:
+            self.fail("%s: headers %s, expected %s" % (where, describe_headers(headers), describe_headers(want.headers)))
+        if timestamp_ms is not None and timestamp_ms != want.timestamp_ms:
+            self.fail("%s: timestamp %d, expected %d" % (where, timestamp_ms, want.timestamp_ms))
+
+    def fail(self, message):
+        if len(self.mismatches) < 20:
+            self.mismatches.append(message)
+        else:
+            self.mismatches[-1] = "... (more mismatches omitted)"
+
+    def finish(self, client, extra=None):
+        """Prints the result line and returns the process exit code."""
+        ok = self.done() and not self.mismatches and self.unexpected == 0
+        result = {
+            "client": client,
+            "ok": ok,
+            "consumed": sum(self.received),
+            "per_partition": self.received,
+            "expected_per_partition": [len(e) for e in self.expected],
+        }
+        if extra:
+            result.update(extra)
+        for m in self.mismatches:
+            print("MISMATCH " + m, file=sys.stderr)
+        if not self.done():
+            print(
+                "INCOMPLETE consumed %s of %s per partition"
+                % (self.received, [len(e) for e in self.expected]),
+                file=sys.stderr,
+            )
+        emit(result)
+        return 0 if ok else 1
+
+
+def emit(result):
+    """Prints one result line that the Rust test parses."""
+    print("RESULT " + json.dumps(result, sort_keys=True), flush=True)
+
+
+class Deadline:
+    """A wall-clock deadline for loops that wait on the broker."""
+
+    def __init__(self, seconds):
+        self.end = time.monotonic() + seconds
+
+    def expired(self):
+        return time.monotonic() >= self.end
