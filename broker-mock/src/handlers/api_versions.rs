@@ -1,0 +1,60 @@
+//! ApiVersions (key 18), versions 0–4.
+//!
+//! Lists exactly the APIs this broker handles, with the version ranges the protocol
+//! crate implements. A request in a version newer than 4 is answered in v0 with
+//! `UNSUPPORTED_VERSION` and the API list, so the client can retry with a version it
+//! finds there (KIP-511); its header is decoded leniently (only the correlation id is
+//! used).
+//!
+//! Deviations from Apache Kafka: no supported or finalized features are reported, and
+//! the client software name and version are not validated.
+
+use baton_protocol::messages::{
+    ApiVersion, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DeleteTopicsRequest,
+    FetchRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+};
+use baton_protocol::{ErrorCode, Message, RequestHeader};
+use bytes::Bytes;
+
+use super::{decode, encode};
+
+fn entry<M: Message>() -> ApiVersion {
+    ApiVersion {
+        api_key: M::API_KEY,
+        min_version: M::MIN_VERSION,
+        max_version: M::MAX_VERSION,
+    }
+}
+
+/// The APIs and versions this broker serves, by API key.
+pub fn supported() -> Vec<ApiVersion> {
+    vec![
+        entry::<ProduceRequest>(),
+        entry::<FetchRequest>(),
+        entry::<ListOffsetsRequest>(),
+        entry::<MetadataRequest>(),
+        entry::<ApiVersionsRequest>(),
+        entry::<CreateTopicsRequest>(),
+        entry::<DeleteTopicsRequest>(),
+    ]
+}
+
+pub(crate) fn handle(frame: Bytes, version: i16) -> Result<Bytes, String> {
+    if !ApiVersionsRequest::supports(version) {
+        let (_, _, correlation_id) = RequestHeader::peek(&frame).map_err(|e| e.to_string())?;
+        let response = ApiVersionsResponse {
+            error_code: ErrorCode::UnsupportedVersion.code(),
+            api_keys: supported(),
+            ..Default::default()
+        };
+        return encode::<ApiVersionsRequest>(correlation_id, 0, &response);
+    }
+    let (header, _request) = decode::<ApiVersionsRequest>(frame, version)?;
+    let response = ApiVersionsResponse {
+        error_code: 0,
+        api_keys: supported(),
+        throttle_time_ms: 0,
+        ..Default::default()
+    };
+    encode::<ApiVersionsRequest>(header.correlation_id, version, &response)
+}

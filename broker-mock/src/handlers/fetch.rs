@@ -1,0 +1,265 @@
+//! Fetch (key 1), versions 4–13.
+//!
+//! Reads whole batches below the high watermark (read_uncommitted) or the last stable
+//! offset (read_committed; equal to the high watermark while there are no
+//! transactions). Byte limits follow KIP-74: `max_bytes` bounds the response and
+//! `partition_max_bytes` each partition, but the first batch of the first partition
+//! with data is returned whole even when larger. Every batch's CRC is verified before
+//! it is sent; a partition with a bad batch answers `KAFKA_STORAGE_ERROR` (and the
+//! broker logs it) instead of sending the bytes. `max_wait_ms`/`min_bytes`
+//! long-polling wakes on every append; errors answer at once. `current_leader_epoch`
+//! (v9+) is checked when >= 0 (`FENCED_LEADER_EPOCH` / `UNKNOWN_LEADER_EPOCH`). v13
+//! names topics by id (`UNKNOWN_TOPIC_ID`).
+//!
+//! Deviations from Apache Kafka: fetch sessions (KIP-227) are never created; every
+//! response has `session_id` 0, so clients keep sending full fetches, and a request
+//! naming a non-zero session is `FETCH_SESSION_ID_NOT_FOUND`. Follower fetches
+//! (`replica_id` >= 0) are accepted and served like consumer fetches; no
+//! `diverging_epoch` is computed yet. `preferred_read_replica` is always -1; rack ids
+//! are ignored.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_protocol::messages::{
+    FetchPartition, FetchRequest, FetchResponse, FetchResponsePartitionData, FetchableTopicResponse,
+};
+use baton_protocol::ErrorCode;
+use bytes::{Bytes, BytesMut};
+use tokio::sync::{oneshot, watch};
+
+use super::encode;
+use crate::partition::{Isolation, ReadError};
+use crate::server::Reply;
+use crate::state::BrokerState;
+use crate::topics::Topic;
+
+/// Longest wait honoured, so a pathological `max_wait_ms` cannot pin a task for days.
+const MAX_WAIT_CAP: Duration = Duration::from_secs(300);
+
+fn partition_error(p: &FetchPartition, code: ErrorCode) -> FetchResponsePartitionData {
+    FetchResponsePartitionData {
+        partition_index: p.partition,
+        error_code: code.code(),
+        high_watermark: -1,
+        last_stable_offset: -1,
+        log_start_offset: -1,
+        records: Some(Bytes::new()),
+        ..Default::default()
+    }
+}
+
+struct ReadOutcome {
+    response: FetchResponse,
+    bytes: usize,
+    error: bool,
+}
+
+fn concat(batches: Vec<Bytes>) -> Bytes {
+    match batches.len() {
+        0 => Bytes::new(),
+        1 => batches.into_iter().next().unwrap_or_default(),
+        _ => {
+            let total = batches.iter().map(Bytes::len).sum();
+            let mut buf = BytesMut::with_capacity(total);
+            for b in batches {
+                buf.extend_from_slice(&b);
+            }
+            buf.freeze()
+        }
+    }
+}
+
+fn read_partition(
+    topic: &Topic,
+    p: &FetchPartition,
+    isolation: Isolation,
+    remaining: &mut usize,
+    min_one: &mut bool,
+) -> (FetchResponsePartitionData, usize, bool) {
+    let Some(partition) = topic.partition(p.partition) else {
+        return (
+            partition_error(p, ErrorCode::UnknownTopicOrPartition),
+            0,
+            true,
+        );
+    };
+    let st = partition.lock();
+    let mut out = FetchResponsePartitionData {
+        partition_index: p.partition,
+        error_code: 0,
+        high_watermark: st.high_watermark(),
+        last_stable_offset: st.last_stable_offset(),
+        log_start_offset: st.log_start_offset(),
+        aborted_transactions: match isolation {
+            Isolation::ReadCommitted => Some(Vec::new()),
+            Isolation::ReadUncommitted => None,
+        },
+        preferred_read_replica: -1,
+        records: Some(Bytes::new()),
+        ..Default::default()
+    };
+    if let Err(code) = st.check_epoch(p.current_leader_epoch) {
+        out.error_code = code.code();
+        return (out, 0, true);
+    }
+    let budget = (p.partition_max_bytes.max(0) as usize).min(*remaining);
+    match st.read(p.fetch_offset, budget, isolation) {
+        Ok(batches) => {
+            if batches.is_empty() {
+                return (out, 0, false);
+            }
+            if !*min_one && batches[0].len() > budget {
+                return (out, 0, false);
+            }
+            let data = concat(batches);
+            let n = data.len();
+            *remaining = remaining.saturating_sub(n);
+            *min_one = false;
+            out.records = Some(data);
+            (out, n, false)
+        }
+        Err(e) => {
+            if !matches!(e, ReadError::Code(_)) {
+                tracing::error!(
+                    topic = %topic.name,
+                    partition = p.partition,
+                    offset = p.fetch_offset,
+                    error = %e,
+                    "refusing to serve stored data"
+                );
+            }
+            out.error_code = e.code().code();
+            (out, 0, true)
+        }
+    }
+}
+
+fn read_once(state: &BrokerState, req: &FetchRequest, version: i16) -> ReadOutcome {
+    let isolation = Isolation::from_wire(req.isolation_level);
+    let mut remaining = req.max_bytes.max(0) as usize;
+    let mut min_one = true;
+    let mut bytes = 0;
+    let mut error = false;
+    let mut responses = Vec::with_capacity(req.topics.len());
+    for t in &req.topics {
+        let topic = if version >= 13 {
+            state.topic_by_id(t.topic_id)
+        } else {
+            state.topic(&t.topic)
+        };
+        let missing = if version >= 13 {
+            ErrorCode::UnknownTopicId
+        } else {
+            ErrorCode::UnknownTopicOrPartition
+        };
+        let partitions = t
+            .partitions
+            .iter()
+            .map(|p| match &topic {
+                None => {
+                    error = true;
+                    partition_error(p, missing)
+                }
+                Some(topic) => {
+                    let (data, n, err) =
+                        read_partition(topic, p, isolation, &mut remaining, &mut min_one);
+                    bytes += n;
+                    error |= err;
+                    data
+                }
+            })
+            .collect();
+        responses.push(FetchableTopicResponse {
+            topic: t.topic.clone(),
+            topic_id: t.topic_id,
+            partitions,
+        });
+    }
+    ReadOutcome {
+        response: FetchResponse {
+            throttle_time_ms: 0,
+            error_code: 0,
+            session_id: 0,
+            responses,
+        },
+        bytes,
+        error,
+    }
+}
+
+async fn long_poll(
+    state: Arc<BrokerState>,
+    req: FetchRequest,
+    version: i16,
+    mut stop: watch::Receiver<bool>,
+) -> FetchResponse {
+    if req.session_id != 0 {
+        return FetchResponse {
+            error_code: ErrorCode::FetchSessionIdNotFound.code(),
+            ..Default::default()
+        };
+    }
+    let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP);
+    let deadline = tokio::time::Instant::now() + wait;
+    let min_bytes = req.min_bytes.max(0) as usize;
+    let mut appended = state.subscribe_appends();
+    let req = Arc::new(req);
+    loop {
+        appended.borrow_and_update();
+        let (st, rq) = (state.clone(), req.clone());
+        let outcome = match tokio::task::spawn_blocking(move || read_once(&st, &rq, version)).await
+        {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::error!(error = %e, "fetch read failed");
+                return FetchResponse {
+                    error_code: ErrorCode::UnknownServerError.code(),
+                    ..Default::default()
+                };
+            }
+        };
+        let done = outcome.error
+            || outcome.bytes >= min_bytes
+            || tokio::time::Instant::now() >= deadline
+            || *stop.borrow();
+        if done {
+            return outcome.response;
+        }
+        tokio::select! {
+            r = appended.changed() => if r.is_err() { return outcome.response },
+            _ = tokio::time::sleep_until(deadline) => {}
+            _ = stop.changed() => {}
+        }
+    }
+}
+
+/// Starts a fetch; its response is delivered through the returned [`Reply::Later`].
+pub(crate) fn start(
+    state: Arc<BrokerState>,
+    req: FetchRequest,
+    version: i16,
+    correlation_id: i32,
+    stop: watch::Receiver<bool>,
+) -> Reply {
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let mut tx = tx;
+        let work = long_poll(state, req, version, stop);
+        tokio::pin!(work);
+        let response = tokio::select! {
+            r = &mut work => r,
+            // The connection went away; nobody will read the response.
+            _ = tx.closed() => return,
+        };
+        let bytes = match encode::<FetchRequest>(correlation_id, version, &response) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                tracing::error!(error = %e, "encoding fetch response failed");
+                None
+            }
+        };
+        let _ = tx.send(bytes);
+    });
+    Reply::Later(rx)
+}

@@ -1,0 +1,107 @@
+//! Metadata (key 3), versions 0–12.
+//!
+//! Reports this node as the only broker and the controller, and every partition as
+//! led by it with itself as the only replica and ISR member. `topics`: in v0 an empty
+//! list means all topics; in v1+ null means all and empty means none. Topics may be
+//! named or (v10+) given by id. Unknown topics are `UNKNOWN_TOPIC_OR_PARTITION` (or
+//! `UNKNOWN_TOPIC_ID`), unless auto-creation is enabled in the broker config *and*
+//! allowed by the request (always allowed before v4), in which case they are created
+//! with the default partition count.
+//!
+//! Deviations from Apache Kafka: no authorization, so authorized-operations fields
+//! keep their "not requested" value; auto-created topics are reported as ready at
+//! once (Kafka first answers `LEADER_NOT_AVAILABLE`); no internal topics exist.
+
+use baton_protocol::messages::{
+    MetadataRequest, MetadataResponse, MetadataResponseBroker, MetadataResponsePartition,
+    MetadataResponseTopic,
+};
+use baton_protocol::{ErrorCode, Uuid};
+
+use crate::state::BrokerState;
+use crate::topics::{validate_topic_name, Topic};
+
+fn describe(topic: &Topic) -> MetadataResponseTopic {
+    MetadataResponseTopic {
+        error_code: 0,
+        name: Some(topic.name.clone()),
+        topic_id: topic.id,
+        is_internal: false,
+        partitions: topic
+            .partitions
+            .iter()
+            .map(|p| {
+                let st = p.lock();
+                MetadataResponsePartition {
+                    error_code: 0,
+                    partition_index: p.index(),
+                    leader_id: st.leader,
+                    leader_epoch: st.leader_epoch(),
+                    replica_nodes: st.replicas.clone(),
+                    isr_nodes: st.isr.clone(),
+                    offline_replicas: Vec::new(),
+                }
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn error_topic(code: ErrorCode, name: Option<String>, topic_id: Uuid) -> MetadataResponseTopic {
+    MetadataResponseTopic {
+        error_code: code.code(),
+        name,
+        topic_id,
+        ..Default::default()
+    }
+}
+
+pub(crate) fn handle(state: &BrokerState, req: MetadataRequest, version: i16) -> MetadataResponse {
+    let all = match &req.topics {
+        None => true,
+        Some(t) => t.is_empty() && version == 0,
+    };
+    let topics = if all {
+        state.all_topics().iter().map(|t| describe(t)).collect()
+    } else {
+        let auto = req.allow_auto_topic_creation || version < 4;
+        req.topics
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| match t.name {
+                Some(name) => {
+                    if validate_topic_name(&name).is_err() {
+                        return error_topic(
+                            ErrorCode::InvalidTopicException,
+                            Some(name),
+                            Uuid::ZERO,
+                        );
+                    }
+                    match state.topic_or_auto_create(&name, auto) {
+                        Some(topic) => describe(&topic),
+                        None => {
+                            error_topic(ErrorCode::UnknownTopicOrPartition, Some(name), Uuid::ZERO)
+                        }
+                    }
+                }
+                None => match state.topic_by_id(t.topic_id) {
+                    Some(topic) => describe(&topic),
+                    None => error_topic(ErrorCode::UnknownTopicId, None, t.topic_id),
+                },
+            })
+            .collect()
+    };
+    MetadataResponse {
+        throttle_time_ms: 0,
+        brokers: vec![MetadataResponseBroker {
+            node_id: state.config.node_id,
+            host: state.advertised_host.clone(),
+            port: state.advertised_port,
+            rack: None,
+        }],
+        cluster_id: Some(state.cluster_id.clone()),
+        controller_id: state.config.node_id,
+        topics,
+        ..Default::default()
+    }
+}

@@ -1,0 +1,142 @@
+//! Request dispatch and one handler per API key.
+//!
+//! [`dispatch`] peeks a frame's API key and version, decodes the request header and
+//! body with the version's header format, runs the handler (off the async threads:
+//! handlers touch files), and encodes the response with its header. Anything that
+//! cannot be decoded or is not supported is an `Err` with a reason, which closes the
+//! connection. ApiVersions is the exception: a too-new version is answered (KIP-511).
+
+pub mod api_versions;
+pub mod create_topics;
+pub mod delete_topics;
+pub mod fetch;
+pub mod list_offsets;
+pub mod metadata;
+pub mod produce;
+
+use std::sync::Arc;
+
+use baton_protocol::frame::{begin_frame, finish_frame};
+use baton_protocol::messages::{
+    ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest, ListOffsetsRequest,
+    MetadataRequest, ProduceRequest,
+};
+use baton_protocol::primitives::Decoder;
+use baton_protocol::{Message, Request, RequestHeader, ResponseHeader};
+use bytes::{Bytes, BytesMut};
+use tokio::sync::watch;
+
+use crate::server::Reply;
+use crate::state::BrokerState;
+
+/// Decodes a whole request frame (header and body) in `version`.
+pub(crate) fn decode<R: Request>(frame: Bytes, version: i16) -> Result<(RequestHeader, R), String> {
+    if !R::supports(version) {
+        return Err(format!(
+            "unsupported version {version} of api key {}",
+            R::API_KEY
+        ));
+    }
+    let mut d = Decoder::new(frame);
+    let header = RequestHeader::decode(&mut d, R::request_header_version(version))
+        .map_err(|e| format!("bad request header for api key {}: {e}", R::API_KEY))?;
+    let body = R::decode_body(d.take_rest(), version)
+        .map_err(|e| format!("bad api key {} v{version} request: {e}", R::API_KEY))?;
+    Ok((header, body))
+}
+
+/// Encodes a response frame: size, response header, body.
+pub(crate) fn encode<R: Request>(
+    correlation_id: i32,
+    version: i16,
+    response: &R::Response,
+) -> Result<Bytes, String> {
+    let mut buf = BytesMut::new();
+    let at = begin_frame(&mut buf);
+    ResponseHeader { correlation_id }.encode(&mut buf, R::response_header_version(version));
+    response
+        .encode_body(&mut buf, version)
+        .map_err(|e| format!("encoding api key {} v{version} response: {e}", R::API_KEY))?;
+    finish_frame(&mut buf, at);
+    Ok(buf.freeze())
+}
+
+/// Decodes, runs `handler` on the blocking pool, and encodes its response (`None`
+/// means the request gets no response).
+async fn run<R, F>(
+    state: &Arc<BrokerState>,
+    frame: Bytes,
+    version: i16,
+    handler: F,
+) -> Result<Reply, String>
+where
+    R: Request + Send + 'static,
+    R::Response: Send + 'static,
+    F: FnOnce(&BrokerState, R, i16) -> Option<R::Response> + Send + 'static,
+{
+    let (header, request) = decode::<R>(frame, version)?;
+    let st = state.clone();
+    let response = tokio::task::spawn_blocking(move || handler(&st, request, version))
+        .await
+        .map_err(|e| format!("handler for api key {} failed: {e}", R::API_KEY))?;
+    match response {
+        None => Ok(Reply::Now(None)),
+        Some(r) => Ok(Reply::Now(Some(encode::<R>(
+            header.correlation_id,
+            version,
+            &r,
+        )?))),
+    }
+}
+
+/// Handles one request frame; `Err` closes the connection with the given reason.
+pub(crate) async fn dispatch(
+    state: &Arc<BrokerState>,
+    frame: Bytes,
+    stop: &watch::Receiver<bool>,
+) -> Result<Reply, String> {
+    let (api_key, version, _) = RequestHeader::peek(&frame).map_err(|e| e.to_string())?;
+    match api_key {
+        ApiVersionsRequest::API_KEY => {
+            api_versions::handle(frame, version).map(|b| Reply::Now(Some(b)))
+        }
+        MetadataRequest::API_KEY => {
+            run::<MetadataRequest, _>(state, frame, version, |s, r, v| {
+                Some(metadata::handle(s, r, v))
+            })
+            .await
+        }
+        ProduceRequest::API_KEY => {
+            run::<ProduceRequest, _>(state, frame, version, produce::handle).await
+        }
+        FetchRequest::API_KEY => {
+            let (header, request) = decode::<FetchRequest>(frame, version)?;
+            Ok(fetch::start(
+                state.clone(),
+                request,
+                version,
+                header.correlation_id,
+                stop.clone(),
+            ))
+        }
+        ListOffsetsRequest::API_KEY => {
+            run::<ListOffsetsRequest, _>(state, frame, version, |s, r, v| {
+                Some(list_offsets::handle(s, r, v))
+            })
+            .await
+        }
+        CreateTopicsRequest::API_KEY => {
+            run::<CreateTopicsRequest, _>(state, frame, version, |s, r, v| {
+                Some(create_topics::handle(s, r, v))
+            })
+            .await
+        }
+        DeleteTopicsRequest::API_KEY => {
+            run::<DeleteTopicsRequest, _>(state, frame, version, |s, r, v| {
+                Some(delete_topics::handle(s, r, v))
+            })
+            .await
+        }
+        other => Err(format!("unknown api key {other}")),
+    }
+}

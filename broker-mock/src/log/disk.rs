@@ -1,0 +1,575 @@
+//! The segmented on-disk log.
+//!
+//! A partition directory holds segments named by their base offset, 20 digits as in
+//! Kafka: `00000000000000000000.log` holds raw record batches exactly as stored, and
+//! `00000000000000000000.index` a sparse offset index of 8-byte entries (offset
+//! relative to the segment base as `u32`, file position as `u32`), one entry every
+//! `index_interval_bytes` of appended data.
+//!
+//! Opening a log recovers it: every batch of every segment is checked (framing, magic,
+//! CRC, offsets increasing). At the first bad batch the segment is cut there, later
+//! segments are removed, and each segment's index is rebuilt from the scan. Kafka only
+//! rechecks past its recovery point; this log trusts nothing it did not just read.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+
+use super::header::{frame_len, validate, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
+use crate::error::LogError;
+
+const INDEX_ENTRY: usize = 8;
+
+/// What recovery found and removed while opening a log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recovery {
+    /// Bytes cut from the end of the segment where the first bad batch was found.
+    pub truncated_bytes: u64,
+    /// Whole segments removed because they followed a bad batch.
+    pub removed_segments: usize,
+    /// Why the cut was made, if one was.
+    pub reason: Option<&'static str>,
+}
+
+#[derive(Debug)]
+struct Segment {
+    base: i64,
+    /// Offset after the last batch; `base` when empty.
+    next: i64,
+    path: PathBuf,
+    file: File,
+    size: u64,
+    index_path: PathBuf,
+    index_file: File,
+    /// In-memory copy of the index file: (relative offset, position).
+    index: Vec<(u32, u32)>,
+    since_index: u64,
+    /// Largest batch max timestamp in the segment, -1 when empty.
+    max_ts: i64,
+}
+
+fn segment_paths(dir: &Path, base: i64) -> (PathBuf, PathBuf) {
+    (
+        dir.join(format!("{base:020}.log")),
+        dir.join(format!("{base:020}.index")),
+    )
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, pos)
+}
+
+#[cfg(unix)]
+fn write_at(file: &File, buf: &[u8], pos: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.write_all_at(buf, pos)
+}
+
+#[cfg(not(unix))]
+fn read_at(file: &File, buf: &mut [u8], pos: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = file.try_clone()?;
+    f.seek(SeekFrom::Start(pos))?;
+    f.read_exact(buf)
+}
+
+#[cfg(not(unix))]
+fn write_at(file: &File, buf: &[u8], pos: u64) -> std::io::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = file.try_clone()?;
+    f.seek(SeekFrom::Start(pos))?;
+    f.write_all(buf)
+}
+
+fn open_rw(path: &Path) -> Result<File, LogError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| LogError::io(path, e))
+}
+
+impl Segment {
+    fn create(dir: &Path, base: i64) -> Result<Segment, LogError> {
+        let (path, index_path) = segment_paths(dir, base);
+        let file = open_rw(&path)?;
+        file.set_len(0).map_err(|e| LogError::io(&path, e))?;
+        let index_file = open_rw(&index_path)?;
+        index_file
+            .set_len(0)
+            .map_err(|e| LogError::io(&index_path, e))?;
+        Ok(Segment {
+            base,
+            next: base,
+            path,
+            file,
+            size: 0,
+            index_path,
+            index_file,
+            index: Vec::new(),
+            since_index: 0,
+            max_ts: -1,
+        })
+    }
+
+    /// Scans the segment file, keeping the longest valid prefix whose offsets start at
+    /// or after `min_offset`. Returns the segment and the reason for a cut, if any.
+    fn recover(
+        dir: &Path,
+        base: i64,
+        min_offset: i64,
+        interval: u32,
+    ) -> Result<(Segment, Option<(&'static str, u64)>), LogError> {
+        let (path, index_path) = segment_paths(dir, base);
+        let file = open_rw(&path)?;
+        let len = file.metadata().map_err(|e| LogError::io(&path, e))?.len();
+        let mut seg = Segment {
+            base,
+            next: base,
+            path,
+            file,
+            size: 0,
+            index_path: index_path.clone(),
+            index_file: open_rw(&index_path)?,
+            index: Vec::new(),
+            since_index: 0,
+            max_ts: -1,
+        };
+        let mut reader = BufReader::new(
+            seg.file
+                .try_clone()
+                .map_err(|e| LogError::io(&seg.path, e))?,
+        );
+        let mut cut = None;
+        let mut expected = min_offset.max(base);
+        let mut pos = 0u64;
+        while pos < len {
+            let left = len - pos;
+            if left < LOG_OVERHEAD as u64 {
+                cut = Some(("torn batch header at end of segment", left));
+                break;
+            }
+            let mut head = [0u8; LOG_OVERHEAD];
+            reader
+                .read_exact(&mut head)
+                .map_err(|e| LogError::io(&seg.path, e))?;
+            let Some((_, total)) = frame_len(&head) else {
+                cut = Some(("impossible batch length", left));
+                break;
+            };
+            if total as u64 > left {
+                cut = Some(("torn batch at end of segment", left));
+                break;
+            }
+            let mut batch = vec![0u8; total];
+            batch[..LOG_OVERHEAD].copy_from_slice(&head);
+            reader
+                .read_exact(&mut batch[LOG_OVERHEAD..])
+                .map_err(|e| LogError::io(&seg.path, e))?;
+            let h = match validate(&batch) {
+                Ok(h) => h,
+                Err(reason) => {
+                    cut = Some((reason, left));
+                    break;
+                }
+            };
+            if h.base_offset < expected {
+                cut = Some(("batch offsets go backwards", left));
+                break;
+            }
+            if h.last_offset - base > u32::MAX as i64 {
+                cut = Some(("batch offset out of segment range", left));
+                break;
+            }
+            seg.note_append(&h, pos, interval);
+            expected = h.last_offset + 1;
+            pos += total as u64;
+        }
+        if cut.is_some() {
+            seg.file
+                .set_len(pos)
+                .map_err(|e| LogError::io(&seg.path, e))?;
+        }
+        seg.rewrite_index()?;
+        Ok((seg, cut))
+    }
+
+    /// Updates in-memory state for a batch written at `pos`; returns the index entry
+    /// added for it, if one was.
+    fn note_append(&mut self, h: &BatchHeader, pos: u64, interval: u32) -> Option<(u32, u32)> {
+        let mut entry = None;
+        if self.since_index >= interval as u64 {
+            let e = ((h.base_offset - self.base) as u32, pos as u32);
+            self.index.push(e);
+            self.since_index = 0;
+            entry = Some(e);
+        }
+        self.since_index += h.total_len as u64;
+        self.next = h.last_offset + 1;
+        self.size = pos + h.total_len as u64;
+        self.max_ts = self.max_ts.max(h.max_timestamp);
+        entry
+    }
+
+    fn rewrite_index(&mut self) -> Result<(), LogError> {
+        let mut buf = Vec::with_capacity(self.index.len() * INDEX_ENTRY);
+        for (rel, pos) in &self.index {
+            buf.extend_from_slice(&rel.to_be_bytes());
+            buf.extend_from_slice(&pos.to_be_bytes());
+        }
+        self.index_file
+            .set_len(0)
+            .and_then(|_| write_at(&self.index_file, &buf, 0))
+            .map_err(|e| LogError::io(&self.index_path, e))
+    }
+
+    /// Reads and parses the batch header at `pos` (bounded by the segment size).
+    fn header_at(&self, pos: u64) -> Result<BatchHeader, LogError> {
+        let left = self.size.saturating_sub(pos);
+        if left < HEADER_LEN as u64 {
+            return Err(self.corrupt(pos, "batch header past segment end"));
+        }
+        let mut buf = [0u8; HEADER_LEN];
+        read_at(&self.file, &mut buf, pos).map_err(|e| LogError::io(&self.path, e))?;
+        let h = BatchHeader::parse(&buf).map_err(|r| self.corrupt(pos, r))?;
+        if h.total_len as u64 > left {
+            return Err(self.corrupt(pos, "batch runs past segment end"));
+        }
+        Ok(h)
+    }
+
+    fn corrupt(&self, pos: u64, reason: &'static str) -> LogError {
+        LogError::Corrupt {
+            path: self.path.clone(),
+            position: pos,
+            reason,
+        }
+    }
+
+    /// Position of the first batch whose last offset is at or past `offset` (or the
+    /// segment size when there is none), with its header.
+    fn locate(&self, offset: i64) -> Result<(u64, Option<BatchHeader>), LogError> {
+        let rel = (offset - self.base).clamp(0, u32::MAX as i64) as u32;
+        let i = self.index.partition_point(|(r, _)| *r <= rel);
+        let mut pos = if i == 0 {
+            0
+        } else {
+            self.index[i - 1].1 as u64
+        };
+        while pos < self.size {
+            let h = self.header_at(pos)?;
+            if h.last_offset >= offset {
+                return Ok((pos, Some(h)));
+            }
+            pos += h.total_len as u64;
+        }
+        Ok((self.size, None))
+    }
+
+    fn read_range(&self, from: u64, to: u64) -> Result<Bytes, LogError> {
+        let mut buf = vec![0u8; (to - from) as usize];
+        read_at(&self.file, &mut buf, from).map_err(|e| LogError::io(&self.path, e))?;
+        Ok(Bytes::from(buf))
+    }
+
+    /// Cuts the segment at `pos` (a batch boundary) and drops index entries past it.
+    fn cut_at(&mut self, pos: u64, next: i64) -> Result<(), LogError> {
+        self.file
+            .set_len(pos)
+            .map_err(|e| LogError::io(&self.path, e))?;
+        self.size = pos;
+        self.next = next;
+        self.index.retain(|(_, p)| (*p as u64) < pos);
+        self.since_index = pos - self.index.last().map_or(0, |(_, p)| *p as u64);
+        self.max_ts = -1;
+        let mut p = 0;
+        while p < self.size {
+            let h = self.header_at(p)?;
+            self.max_ts = self.max_ts.max(h.max_timestamp);
+            p += h.total_len as u64;
+        }
+        self.rewrite_index()
+    }
+
+    fn remove_files(self) -> Result<(), LogError> {
+        let Segment {
+            path,
+            file,
+            index_path,
+            index_file,
+            ..
+        } = self;
+        drop(file);
+        drop(index_file);
+        fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
+        match fs::remove_file(&index_path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(LogError::io(&index_path, e)),
+        }
+    }
+}
+
+/// A segmented log in one directory.
+///
+/// Invariant: `segments` is never empty, is sorted by base offset, segment `i + 1`
+/// starts at or after segment `i`'s next offset, and only the last one is appended to.
+#[derive(Debug)]
+pub struct DiskLog {
+    dir: PathBuf,
+    segment_bytes: u64,
+    index_interval: u32,
+    segments: Vec<Segment>,
+}
+
+impl DiskLog {
+    /// Opens (creating if needed) the log in `dir`, recovering every segment.
+    pub fn open(
+        dir: impl Into<PathBuf>,
+        segment_bytes: u64,
+        index_interval_bytes: u32,
+    ) -> Result<(DiskLog, Recovery), LogError> {
+        let dir = dir.into();
+        fs::create_dir_all(&dir).map_err(|e| LogError::io(&dir, e))?;
+        let mut bases = Vec::new();
+        for entry in fs::read_dir(&dir).map_err(|e| LogError::io(&dir, e))? {
+            let entry = entry.map_err(|e| LogError::io(&dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if let Some(stem) = name.strip_suffix(".log") {
+                if stem.len() == 20 {
+                    if let Ok(base) = stem.parse::<i64>() {
+                        bases.push(base);
+                    }
+                }
+            } else if let Some(stem) = name.strip_suffix(".index") {
+                // Indexes without a segment are leftovers of a crash mid-roll.
+                if !dir.join(format!("{stem}.log")).exists() {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+        bases.sort_unstable();
+        let mut recovery = Recovery::default();
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut iter = bases.into_iter();
+        for base in iter.by_ref() {
+            let min = segments.last().map_or(0, |s| s.next);
+            if base < min {
+                // Overlaps its predecessor: treat as damage and stop here.
+                let (path, index) = segment_paths(&dir, base);
+                let _ = fs::remove_file(index);
+                fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
+                recovery.removed_segments += 1;
+                recovery
+                    .reason
+                    .get_or_insert("segment overlaps its predecessor");
+                break;
+            }
+            let (seg, cut) = Segment::recover(&dir, base, min, index_interval_bytes)?;
+            let had_cut = cut.is_some();
+            if let Some((reason, bytes)) = cut {
+                recovery.truncated_bytes += bytes;
+                recovery.reason = Some(reason);
+            }
+            segments.push(seg);
+            if had_cut {
+                break;
+            }
+        }
+        for base in iter {
+            let (path, index) = segment_paths(&dir, base);
+            let _ = fs::remove_file(index);
+            fs::remove_file(&path).map_err(|e| LogError::io(&path, e))?;
+            recovery.removed_segments += 1;
+        }
+        if segments.is_empty() {
+            segments.push(Segment::create(&dir, 0)?);
+        }
+        Ok((
+            DiskLog {
+                dir,
+                segment_bytes: segment_bytes.max(HEADER_LEN as u64),
+                index_interval: index_interval_bytes,
+                segments,
+            },
+            recovery,
+        ))
+    }
+
+    /// The directory holding this log.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Number of segments (for tests and diagnostics).
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    pub(super) fn start(&self) -> i64 {
+        self.segments[0].base
+    }
+
+    pub(super) fn end(&self) -> i64 {
+        self.segments[self.segments.len() - 1].next
+    }
+
+    fn active(&mut self) -> &mut Segment {
+        let n = self.segments.len();
+        &mut self.segments[n - 1]
+    }
+
+    pub(super) fn append(&mut self, h: BatchHeader, data: Bytes) -> Result<(), LogError> {
+        let len = data.len() as u64;
+        let seg_bytes = self.segment_bytes.min(u32::MAX as u64);
+        let active = self.active();
+        if active.size > 0
+            && (active.size + len > seg_bytes || h.last_offset - active.base > u32::MAX as i64)
+        {
+            active
+                .file
+                .sync_data()
+                .map_err(|e| LogError::io(&active.path, e))?;
+            let seg = Segment::create(&self.dir, h.base_offset)?;
+            self.segments.push(seg);
+        }
+        let interval = self.index_interval;
+        let active = self.active();
+        let pos = active.size;
+        write_at(&active.file, &data, pos).map_err(|e| LogError::io(&active.path, e))?;
+        if let Some((rel, p)) = active.note_append(&h, pos, interval) {
+            let mut e = [0u8; INDEX_ENTRY];
+            e[..4].copy_from_slice(&rel.to_be_bytes());
+            e[4..].copy_from_slice(&p.to_be_bytes());
+            let at = ((active.index.len() - 1) * INDEX_ENTRY) as u64;
+            write_at(&active.index_file, &e, at)
+                .map_err(|e| LogError::io(&active.index_path, e))?;
+        }
+        Ok(())
+    }
+
+    fn segment_for(&self, offset: i64) -> usize {
+        self.segments
+            .partition_point(|s| s.base <= offset)
+            .saturating_sub(1)
+    }
+
+    pub(super) fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<Bytes>, LogError> {
+        let mut out = Vec::new();
+        let mut total = 0usize;
+        for seg in &self.segments[self.segment_for(from)..] {
+            let (start, first) = seg.locate(from)?;
+            let Some(first) = first else { continue };
+            let mut lens = Vec::new();
+            let mut pos = start;
+            let mut next = Some(first);
+            while let Some(h) = next.take() {
+                let len = h.total_len;
+                if !out.is_empty() || !lens.is_empty() {
+                    if total + len > max_bytes {
+                        break;
+                    }
+                }
+                lens.push(len);
+                total += len;
+                pos += len as u64;
+                if total >= max_bytes || pos >= seg.size {
+                    break;
+                }
+                next = Some(seg.header_at(pos)?);
+            }
+            let mut data = seg.read_range(start, pos)?;
+            for len in lens {
+                out.push(data.split_to(len));
+            }
+            if total >= max_bytes || pos < seg.size {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    pub(super) fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
+        if offset >= self.end() {
+            return Ok(());
+        }
+        if offset <= self.start() {
+            for seg in self.segments.drain(..) {
+                seg.remove_files()?;
+            }
+            let base = offset.max(0);
+            self.segments.push(Segment::create(&self.dir, base)?);
+            return Ok(());
+        }
+        while self.segments.len() > 1 && self.segments[self.segments.len() - 1].base >= offset {
+            let seg = self.segments.pop().expect("more than one segment");
+            seg.remove_files()?;
+        }
+        let active = self.active();
+        let (pos, h) = active.locate(offset)?;
+        if let Some(h) = h {
+            active.cut_at(pos, h.base_offset)?;
+        }
+        Ok(())
+    }
+
+    pub(super) fn find_by_timestamp(&self, ts: i64) -> Result<Option<Bytes>, LogError> {
+        for seg in self.segments.iter().filter(|s| s.max_ts >= ts) {
+            let mut pos = 0;
+            while pos < seg.size {
+                let h = seg.header_at(pos)?;
+                if h.max_timestamp >= ts {
+                    return seg.read_range(pos, pos + h.total_len as u64).map(Some);
+                }
+                pos += h.total_len as u64;
+            }
+        }
+        Ok(None)
+    }
+
+    pub(super) fn max_timestamp_batch(&self) -> Result<Option<Bytes>, LogError> {
+        let mut best: Option<&Segment> = None;
+        for seg in self.segments.iter().filter(|s| s.size > 0) {
+            if best.map_or(true, |b| seg.max_ts > b.max_ts) {
+                best = Some(seg);
+            }
+        }
+        let Some(seg) = best else { return Ok(None) };
+        let mut pos = 0;
+        while pos < seg.size {
+            let h = seg.header_at(pos)?;
+            if h.max_timestamp == seg.max_ts {
+                return seg.read_range(pos, pos + h.total_len as u64).map(Some);
+            }
+            pos += h.total_len as u64;
+        }
+        Ok(None)
+    }
+
+    pub(super) fn flush(&mut self) -> Result<(), LogError> {
+        for seg in &mut self.segments {
+            seg.file
+                .sync_data()
+                .map_err(|e| LogError::io(&seg.path, e))?;
+            seg.index_file
+                .flush()
+                .and_then(|_| seg.index_file.sync_data())
+                .map_err(|e| LogError::io(&seg.index_path, e))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the log's files and directory.
+    pub(super) fn delete(self) -> Result<(), LogError> {
+        let dir = self.dir.clone();
+        drop(self);
+        fs::remove_dir_all(&dir).map_err(|e| LogError::io(&dir, e))
+    }
+}

@@ -1,0 +1,239 @@
+//! The network side: a listener, one task per connection, and request dispatch.
+//!
+//! Each connection reads ahead and handles requests in arrival order, so produces from
+//! one connection are applied in order. A request's reply is either ready at once or,
+//! for a long-polling Fetch, a pending result; a writer sends replies strictly in
+//! request order, waiting for pending ones, so a slow Fetch never reorders responses
+//! while later requests are still being handled. `acks=0` produces have no reply but
+//! take their place in the order. A frame that cannot be handled (malformed, unknown
+//! API, oversized) closes only its connection, after the replies already due are sent.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_protocol::FrameCodec;
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinSet;
+
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+use crate::handlers;
+use crate::state::BrokerState;
+
+/// Replies queued per connection before reading pauses (backpressure).
+const MAX_IN_FLIGHT: usize = 128;
+/// Largest read buffer growth per read, so a lying size prefix allocates nothing big.
+const READ_CHUNK: usize = 64 * 1024;
+/// How long shutdown waits for connections to send what they owe.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// A reply to one request, in request order.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// Ready now; `None` means no response at all (acks=0).
+    Now(Option<Bytes>),
+    /// Computed by another task (long-polling fetch); `None` as above.
+    Later(oneshot::Receiver<Option<Bytes>>),
+}
+
+/// Starts broker nodes.
+#[derive(Debug)]
+pub struct Broker;
+
+impl Broker {
+    /// Binds the listener, loads (and recovers) persisted topics, and starts serving.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancelling before it completes leaves nothing running: the listener is only
+    /// spawned at the end. On-disk recovery already performed stays performed.
+    pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
+        if config.default_num_partitions < 1 {
+            return Err(BrokerError::Config(
+                "default_num_partitions must be at least 1".into(),
+            ));
+        }
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| BrokerError::Bind {
+                    addr: config.listen,
+                    source,
+                })?;
+        let local_addr = listener.local_addr().map_err(|source| BrokerError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+        let host = config
+            .advertised_host
+            .clone()
+            .unwrap_or_else(|| local_addr.ip().to_string());
+        let cfg = config.clone();
+        let state = tokio::task::spawn_blocking(move || {
+            BrokerState::open(cfg, host, local_addr.port() as i32)
+        })
+        .await
+        .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
+        let state = Arc::new(state);
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let accept = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
+        tracing::info!(addr = %local_addr, node_id = config.node_id, "broker listening");
+        Ok(BrokerHandle {
+            local_addr,
+            state,
+            stop: stop_tx,
+            accept: Some(accept),
+        })
+    }
+}
+
+/// A running broker node. Dropping it without [`BrokerHandle::shutdown`] aborts its
+/// tasks without flushing, like a crash (data written so far stays in the OS cache).
+#[derive(Debug)]
+pub struct BrokerHandle {
+    local_addr: SocketAddr,
+    state: Arc<BrokerState>,
+    stop: watch::Sender<bool>,
+    accept: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl BrokerHandle {
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// `"host:port"` of the listener, for a client's bootstrap servers.
+    pub fn bootstrap(&self) -> String {
+        self.local_addr.to_string()
+    }
+
+    /// Stops accepting, lets connections send the replies they owe (up to a grace
+    /// period), closes them, and flushes every log.
+    ///
+    /// # Cancel safety
+    ///
+    /// If cancelled, the broker is still told to stop and its tasks are aborted when
+    /// the handle is dropped; logs are then not flushed.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(accept) = self.accept.take() {
+            let _ = accept.await;
+        }
+        let state = self.state.clone();
+        let _ = tokio::task::spawn_blocking(move || state.flush_all()).await;
+        tracing::info!(addr = %self.local_addr, "broker stopped");
+    }
+}
+
+impl Drop for BrokerHandle {
+    fn drop(&mut self) {
+        if let Some(accept) = self.accept.take() {
+            accept.abort();
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<BrokerState>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            res = listener.accept() => match res {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    conns.spawn(serve_connection(stream, peer, state.clone(), stop.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let drain = async { while conns.join_next().await.is_some() {} };
+    if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+        conns.shutdown().await;
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    state: Arc<BrokerState>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let codec = FrameCodec::new(state.config.max_frame_bytes);
+    let (mut rd, wr) = stream.into_split();
+    let (tx, rx) = mpsc::channel::<Reply>(MAX_IN_FLIGHT);
+    let reader = async move {
+        let mut buf = BytesMut::new();
+        loop {
+            match codec.decode(&mut buf) {
+                Ok(Some(frame)) => match handlers::dispatch(&state, frame, &stop).await {
+                    Ok(reply) => {
+                        if tx.send(reply).await.is_err() {
+                            return;
+                        }
+                        continue;
+                    }
+                    Err(reason) => {
+                        tracing::warn!(%peer, %reason, "closing connection");
+                        return;
+                    }
+                },
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(%peer, reason = %e, "closing connection: bad frame");
+                    return;
+                }
+            }
+            buf.reserve(codec.wanted(&buf).min(READ_CHUNK));
+            tokio::select! {
+                r = rd.read_buf(&mut buf) => match r {
+                    Ok(0) => {
+                        if !buf.is_empty() {
+                            tracing::warn!(%peer, pending = buf.len(), "connection closed mid-frame");
+                        }
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::debug!(%peer, error = %e, "read failed");
+                        return;
+                    }
+                },
+                _ = stop.changed() => return,
+            }
+        }
+    };
+    let writer = write_replies(wr, rx, peer);
+    tokio::join!(reader, writer);
+}
+
+async fn write_replies(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Reply>, peer: SocketAddr) {
+    while let Some(reply) = rx.recv().await {
+        let bytes = match reply {
+            Reply::Now(b) => b,
+            Reply::Later(rx) => rx.await.ok().flatten(),
+        };
+        if let Some(b) = bytes {
+            if let Err(e) = wr.write_all(&b).await {
+                tracing::debug!(%peer, error = %e, "write failed");
+                return;
+            }
+        }
+    }
+    let _ = wr.shutdown().await;
+}
