@@ -1,1 +1,15 @@
-//! x
+//! Baton: an async Kafka client.
+
+pub mod admin;
+pub mod client;
+pub mod connection;
+pub mod metadata;
+mod pool;
+pub mod producer;
+
+pub use admin::{Admin, AdminError, ListedOffset, NewTopic, OffsetSpec};
+pub use baton_protocol::record::RecordHeader;
+pub use client::{Client, ClientBuilder, ClientError};
+pub use producer::{
+    Acks, DeliveryFuture, ProduceError, Producer, ProducerBuilder, ProducerRecord, RecordMetadata,
+};

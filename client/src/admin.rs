@@ -1,0 +1,457 @@
+//! [`Admin`]: create and delete topics, list partition offsets, describe the cluster.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use baton_protocol::messages::{
+    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, DeleteTopicState,
+    DeleteTopicsRequest, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+};
+use baton_protocol::{ErrorCode, Uuid};
+use tokio::time::Instant;
+
+use crate::client::{Client, ClientError, ClientInner};
+use crate::metadata::{ClusterMetadata, Scope};
+
+/// Errors of the admin API, wrapping the cluster layer's [`ClientError`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdminError {
+    /// The request could not be delivered or answered.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// The broker refused the operation for some topics; the others succeeded.
+    #[error("{} topic(s) failed: {}", .0.len(), describe(.0))]
+    Topics(Vec<TopicError>),
+    /// Topics were created but some partitions still had no leader when the
+    /// operation timeout elapsed.
+    #[error("topics created, but partitions of {topics:?} had no leader after {timeout:?}")]
+    LeadersNotElected {
+        /// Topics with leaderless partitions.
+        topics: Vec<String>,
+        /// How long the call waited.
+        timeout: Duration,
+    },
+}
+
+fn describe(errors: &[TopicError]) -> String {
+    errors
+        .iter()
+        .map(|e| match &e.message {
+            Some(m) => format!("{}: {} ({m})", e.topic, e.code),
+            None => format!("{}: {}", e.topic, e.code),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One topic's failure in a create or delete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TopicError {
+    /// The topic.
+    pub topic: String,
+    /// The error code the broker sent.
+    pub code: ErrorCode,
+    /// The broker's message, if it sent one.
+    pub message: Option<String>,
+}
+
+/// A topic to create.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct NewTopic {
+    /// The topic name.
+    pub name: String,
+    /// Number of partitions (-1: the broker's default).
+    pub num_partitions: i32,
+    /// Replication factor (-1: the broker's default).
+    pub replication_factor: i16,
+    /// Topic configs (`cleanup.policy`, `retention.ms`, ...).
+    pub configs: Vec<(String, Option<String>)>,
+}
+
+impl NewTopic {
+    /// A topic with `num_partitions` partitions replicated `replication_factor` times.
+    pub fn new(name: impl Into<String>, num_partitions: i32, replication_factor: i16) -> Self {
+        NewTopic {
+            name: name.into(),
+            num_partitions,
+            replication_factor,
+            configs: Vec::new(),
+        }
+    }
+
+    /// Adds a topic config.
+    pub fn config(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.configs.push((key.into(), Some(value.into())));
+        self
+    }
+}
+
+/// Which offset of a partition to look up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetSpec {
+    /// The log start offset (the first offset still stored).
+    Earliest,
+    /// The log end offset (the offset the next record will get).
+    Latest,
+    /// The first offset whose record timestamp is at or after this time (ms since
+    /// the epoch); the log end offset if there is none.
+    Timestamp(i64),
+}
+
+impl OffsetSpec {
+    fn wire(self) -> i64 {
+        match self {
+            OffsetSpec::Earliest => -2,
+            OffsetSpec::Latest => -1,
+            OffsetSpec::Timestamp(t) => t,
+        }
+    }
+}
+
+/// An offset found by [`Admin::list_offsets`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListedOffset {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The offset (-1 if the broker found none, see [`OffsetSpec::Timestamp`]).
+    pub offset: i64,
+    /// The timestamp of the record at `offset`, -1 if not applicable.
+    pub timestamp: i64,
+    /// The leader epoch of that record, -1 if unknown.
+    pub leader_epoch: i32,
+}
+
+/// Cluster administration. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Admin {
+    client: Client,
+    operation_timeout: Duration,
+}
+
+impl Admin {
+    /// An admin handle on `client`'s cluster.
+    pub fn new(client: &Client) -> Self {
+        Admin {
+            client: client.clone(),
+            operation_timeout: Duration::from_secs(30),
+        }
+    }
+
+    /// How long the broker may take to create or delete topics, and how long
+    /// [`Admin::create_topics`] waits for leaders (default 30 s).
+    pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout;
+        self
+    }
+
+    /// Creates topics through the controller, then waits (up to the operation
+    /// timeout) until metadata shows a leader for every new partition, so that
+    /// producing and consuming can start at once.
+    ///
+    /// A topic that already exists is reported as TOPIC_ALREADY_EXISTS in
+    /// [`AdminError::Topics`].
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe in effect: if the future is dropped after the request was
+    /// sent, the topics may or may not be created. The connection stays usable.
+    pub async fn create_topics(
+        &self,
+        topics: impl IntoIterator<Item = NewTopic>,
+    ) -> Result<(), AdminError> {
+        let topics: Vec<NewTopic> = topics.into_iter().collect();
+        if topics.is_empty() {
+            return Ok(());
+        }
+        let timeout_ms = self.operation_timeout.as_millis().min(i32::MAX as u128) as i32;
+        let req = CreateTopicsRequest {
+            topics: topics
+                .iter()
+                .map(|t| CreatableTopic {
+                    name: t.name.clone(),
+                    num_partitions: t.num_partitions,
+                    replication_factor: t.replication_factor,
+                    assignments: Vec::new(),
+                    configs: t
+                        .configs
+                        .iter()
+                        .map(|(name, value)| CreatableTopicConfig {
+                            name: name.clone(),
+                            value: value.clone(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            timeout_ms,
+            validate_only: false,
+        };
+        let conn = self.client.inner.controller_connection().await?;
+        let resp = conn
+            .send_with_timeout(&req, self.client.request_timeout() + self.operation_timeout)
+            .await
+            .map_err(ClientError::from)?;
+        let errors: Vec<TopicError> = resp
+            .topics
+            .into_iter()
+            .filter(|t| t.error_code != 0)
+            .map(|t| TopicError {
+                topic: t.name,
+                code: ErrorCode::from_code(t.error_code),
+                message: t.error_message,
+            })
+            .collect();
+        let created: Vec<String> = topics
+            .iter()
+            .map(|t| t.name.clone())
+            .filter(|n| !errors.iter().any(|e| &e.topic == n))
+            .collect();
+        self.wait_for_leaders(&created).await?;
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(AdminError::Topics(errors))
+        }
+    }
+
+    async fn wait_for_leaders(&self, topics: &[String]) -> Result<(), AdminError> {
+        if topics.is_empty() {
+            return Ok(());
+        }
+        let deadline = Instant::now() + self.operation_timeout;
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            let (meta, _) = self
+                .client
+                .inner
+                .refresh(Scope::Topics(topics.to_vec()), None)
+                .await?;
+            let missing: Vec<String> = topics
+                .iter()
+                .filter(|name| match meta.topic(name) {
+                    None => true,
+                    Some(t) => {
+                        t.partitions.is_empty() || t.partitions.iter().any(|p| p.leader.is_none())
+                    }
+                })
+                .cloned()
+                .collect();
+            if missing.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() + backoff > deadline {
+                return Err(AdminError::LeadersNotElected {
+                    topics: missing,
+                    timeout: self.operation_timeout,
+                });
+            }
+            tokio::time::sleep(backoff).await;
+            backoff = (backoff * 2).min(Duration::from_millis(500));
+        }
+    }
+
+    /// Creates one topic; see [`Admin::create_topics`].
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`Admin::create_topics`].
+    pub async fn create_topic(
+        &self,
+        name: impl Into<String>,
+        num_partitions: i32,
+        replication_factor: i16,
+    ) -> Result<(), AdminError> {
+        self.create_topics([NewTopic::new(name, num_partitions, replication_factor)])
+            .await
+    }
+
+    /// Deletes topics by name through the controller.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe in effect: if the future is dropped after the request was
+    /// sent, the topics may or may not be deleted.
+    pub async fn delete_topics(
+        &self,
+        names: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Result<(), AdminError> {
+        let names: Vec<String> = names.into_iter().map(Into::into).collect();
+        if names.is_empty() {
+            return Ok(());
+        }
+        let timeout_ms = self.operation_timeout.as_millis().min(i32::MAX as u128) as i32;
+        let req = DeleteTopicsRequest {
+            topics: names
+                .iter()
+                .map(|n| DeleteTopicState {
+                    name: Some(n.clone()),
+                    topic_id: Uuid::ZERO,
+                })
+                .collect(),
+            topic_names: names.clone(),
+            timeout_ms,
+        };
+        let conn = self.client.inner.controller_connection().await?;
+        let resp = conn
+            .send_with_timeout(&req, self.client.request_timeout() + self.operation_timeout)
+            .await
+            .map_err(ClientError::from)?;
+        // Forget the deleted topics' metadata.
+        let _ = self.client.inner.refresh(Scope::Topics(names), None).await;
+        let errors: Vec<TopicError> = resp
+            .responses
+            .into_iter()
+            .filter(|t| t.error_code != 0)
+            .map(|t| TopicError {
+                topic: t.name.unwrap_or_default(),
+                code: ErrorCode::from_code(t.error_code),
+                message: t.error_message,
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(AdminError::Topics(errors))
+        }
+    }
+
+    /// Looks up offsets of partitions, asking each partition's leader. Results come
+    /// in the order of `queries`. Retriable errors (a leader change) are retried
+    /// after a metadata refresh for up to the request timeout.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: this only reads.
+    pub async fn list_offsets<T: Into<String>>(
+        &self,
+        queries: impl IntoIterator<Item = (T, i32, OffsetSpec)>,
+    ) -> Result<Vec<ListedOffset>, AdminError> {
+        let queries: Vec<(String, i32, OffsetSpec)> = queries
+            .into_iter()
+            .map(|(t, p, s)| (t.into(), p, s))
+            .collect();
+        Ok(list_offsets(&self.client.inner, &queries).await?)
+    }
+
+    /// Describes the cluster: brokers, controller, and every topic with its
+    /// partitions' leaders, replicas and in-sync replicas (fresh metadata).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: this only reads.
+    pub async fn describe_cluster(&self) -> Result<ClusterMetadata, AdminError> {
+        let meta = self.client.refresh_metadata().await?;
+        Ok((*meta).clone())
+    }
+}
+
+/// Looks up offsets, grouping the queries by leader and retrying retriable errors
+/// until the request timeout elapses. Shared by [`Admin`] and the consumer.
+pub(crate) async fn list_offsets(
+    inner: &ClientInner,
+    queries: &[(String, i32, OffsetSpec)],
+) -> Result<Vec<ListedOffset>, ClientError> {
+    let deadline = Instant::now() + inner.pool.config().request_timeout;
+    let mut results: Vec<Option<ListedOffset>> = vec![None; queries.len()];
+    let mut backoff = Duration::from_millis(10);
+    loop {
+        let mut last_error: Option<ClientError> = None;
+        // leader -> (generation, indices into queries)
+        let mut by_leader: BTreeMap<i32, (u64, Vec<usize>)> = BTreeMap::new();
+        for (i, (topic, partition, _)) in queries.iter().enumerate() {
+            if results[i].is_some() {
+                continue;
+            }
+            match inner.leader(topic, *partition).await {
+                Ok((leader, generation)) => by_leader
+                    .entry(leader)
+                    .or_insert((generation, Vec::new()))
+                    .1
+                    .push(i),
+                Err(e) if e.is_retriable() => last_error = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        for (leader, (generation, indices)) in by_leader {
+            let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
+            for &i in &indices {
+                let (topic, partition, spec) = &queries[i];
+                topics.entry(topic).or_default().push(ListOffsetsPartition {
+                    partition_index: *partition,
+                    current_leader_epoch: -1,
+                    timestamp: spec.wire(),
+                });
+            }
+            let req = ListOffsetsRequest {
+                replica_id: -1,
+                isolation_level: 0,
+                topics: topics
+                    .into_iter()
+                    .map(|(name, partitions)| ListOffsetsTopic {
+                        name: name.to_string(),
+                        partitions,
+                    })
+                    .collect(),
+            };
+            let resp = match inner.node_connection(leader).await {
+                Ok(conn) => conn.send(&req).await.map_err(ClientError::from),
+                Err(e) => Err(e),
+            };
+            let resp = match resp {
+                Ok(r) => r,
+                Err(e) if e.is_retriable() => {
+                    inner.metadata.invalidate(generation);
+                    last_error = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            for t in resp.topics {
+                for p in t.partitions {
+                    let Some(&i) = indices
+                        .iter()
+                        .find(|&&i| queries[i].0 == t.name && queries[i].1 == p.partition_index)
+                    else {
+                        continue;
+                    };
+                    let code = ErrorCode::from_code(p.error_code);
+                    if code.is_ok() {
+                        results[i] = Some(ListedOffset {
+                            topic: t.name.clone(),
+                            partition: p.partition_index,
+                            offset: p.offset,
+                            timestamp: p.timestamp,
+                            leader_epoch: p.leader_epoch,
+                        });
+                    } else {
+                        let e = ClientError::Broker {
+                            code,
+                            context: format!("ListOffsets {}/{}", t.name, p.partition_index),
+                        };
+                        if !code.is_retriable() {
+                            return Err(e);
+                        }
+                        inner.metadata.invalidate(generation);
+                        last_error = Some(e);
+                    }
+                }
+            }
+        }
+        if results.iter().all(Option::is_some) {
+            return Ok(results.into_iter().map(|r| r.expect("checked")).collect());
+        }
+        if Instant::now() + backoff > deadline {
+            return Err(last_error.unwrap_or(ClientError::Broker {
+                code: ErrorCode::RequestTimedOut,
+                context: "ListOffsets: partitions missing from the response".to_string(),
+            }));
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_millis(500));
+    }
+}

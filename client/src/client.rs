@@ -1,0 +1,409 @@
+//! [`Client`]: the broker pool and the metadata cache of one cluster, shared by
+//! producers, consumers and the admin API built on it.
+
+use std::fmt;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::task::AbortHandle;
+
+use crate::connection::{Connection, ConnectionConfig, ConnectionError};
+use crate::metadata::{BrokerMetadata, ClusterMetadata, MetadataCache, Scope};
+use crate::pool::{BrokerPool, PoolKey};
+use baton_protocol::ErrorCode;
+
+/// Errors of the cluster layer (broker pool and metadata), wrapping the connection
+/// layer's [`ConnectionError`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// A request on one connection failed.
+    #[error(transparent)]
+    Connection(#[from] ConnectionError),
+    /// No bootstrap server or known broker answered a metadata request.
+    #[error("no broker answered (tried {tried:?}); last error: {last}")]
+    NoBrokerAvailable {
+        /// Addresses tried, in order.
+        tried: Vec<String>,
+        /// The error of the last attempt.
+        #[source]
+        last: Box<ConnectionError>,
+    },
+    /// The client was built without bootstrap servers.
+    #[error("no bootstrap servers given")]
+    NoBootstrapServers,
+    /// The topic does not exist (after a metadata refresh).
+    #[error("unknown topic {topic}")]
+    UnknownTopic {
+        /// The topic.
+        topic: String,
+    },
+    /// The topic exists but has no such partition.
+    #[error("topic {topic} has no partition {partition}")]
+    UnknownPartition {
+        /// The topic.
+        topic: String,
+        /// The partition asked for.
+        partition: i32,
+    },
+    /// The partition has no leader right now (an election is under way, or the
+    /// leader's broker is not in the metadata).
+    #[error("no leader available for {topic}/{partition}")]
+    LeaderNotAvailable {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+    },
+    /// Metadata names no controller.
+    #[error("the cluster reports no controller")]
+    NoController,
+    /// The node id is not among the brokers in the metadata.
+    #[error("unknown broker {node_id}")]
+    UnknownBroker {
+        /// The node id.
+        node_id: i32,
+    },
+    /// A broker answered with an error code.
+    #[error("broker error {code} for {context}")]
+    Broker {
+        /// The error code.
+        code: ErrorCode,
+        /// What the request was about (a topic, a partition).
+        context: String,
+    },
+}
+
+impl ClientError {
+    /// Whether the operation might succeed if retried after a metadata refresh.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            ClientError::Connection(e) => e.is_retriable(),
+            ClientError::NoBrokerAvailable { .. } => true,
+            ClientError::LeaderNotAvailable { .. } => true,
+            ClientError::UnknownBroker { .. } => true,
+            ClientError::NoController => true,
+            ClientError::Broker { code, .. } => code.is_retriable(),
+            _ => false,
+        }
+    }
+}
+
+/// Builds a [`Client`]; see [`Client::builder`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    bootstrap: Vec<String>,
+    connection: ConnectionConfig,
+    metadata_refresh_interval: Duration,
+}
+
+impl ClientBuilder {
+    /// The client id sent in every request header (default `"baton"`).
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.connection.client_id = Some(id.into());
+        self
+    }
+
+    /// How long a single request may wait for its response (default 30 s).
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.connection.request_timeout = timeout;
+        self
+    }
+
+    /// How long opening a connection and negotiating versions may take (default 10 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connection.connect_timeout = timeout;
+        self
+    }
+
+    /// The largest frame accepted or sent (default 100 MiB).
+    pub fn max_frame_size(mut self, bytes: usize) -> Self {
+        self.connection.max_frame_size = bytes;
+        self
+    }
+
+    /// How often metadata is refreshed in the background even without errors
+    /// (default 5 minutes, Kafka's `metadata.max.age.ms`).
+    pub fn metadata_refresh_interval(mut self, interval: Duration) -> Self {
+        self.metadata_refresh_interval = interval;
+        self
+    }
+
+    /// Connects to the first bootstrap server that answers, loads the cluster's
+    /// metadata and starts the periodic refresh.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future closes any connection it opened.
+    pub async fn build(self) -> Result<Client, ClientError> {
+        if self.bootstrap.is_empty() {
+            return Err(ClientError::NoBootstrapServers);
+        }
+        let interval = self.metadata_refresh_interval;
+        let inner = Arc::new_cyclic(|weak: &Weak<ClientInner>| {
+            let weak = weak.clone();
+            let refresher = tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(interval).await;
+                    let Some(inner) = weak.upgrade() else { return };
+                    if let Err(e) = inner.refresh(Scope::Topics(Vec::new()), None).await {
+                        tracing::debug!(error = %e, "periodic metadata refresh failed");
+                    }
+                }
+            })
+            .abort_handle();
+            ClientInner {
+                bootstrap: self.bootstrap,
+                pool: BrokerPool::new(self.connection),
+                metadata: MetadataCache::new(),
+                refresher,
+            }
+        });
+        inner.refresh(Scope::Topics(Vec::new()), None).await?;
+        Ok(Client { inner })
+    }
+}
+
+/// A handle on one Kafka cluster: connections to its brokers and a metadata cache.
+///
+/// Cheap to clone (an [`Arc`] inside); clones share connections and metadata.
+/// Background work (the periodic metadata refresh) stops when the last clone is
+/// dropped.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<ClientInner>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("bootstrap", &self.inner.bootstrap)
+            .field("pool", &self.inner.pool)
+            .finish_non_exhaustive()
+    }
+}
+
+pub(crate) struct ClientInner {
+    bootstrap: Vec<String>,
+    pub(crate) pool: BrokerPool,
+    pub(crate) metadata: MetadataCache,
+    refresher: AbortHandle,
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        self.refresher.abort();
+    }
+}
+
+impl Client {
+    /// Starts building a client that bootstraps from `servers` (`host:port` each),
+    /// trying them in order until one answers.
+    pub fn builder(servers: impl IntoIterator<Item = impl Into<String>>) -> ClientBuilder {
+        ClientBuilder {
+            bootstrap: servers.into_iter().map(Into::into).collect(),
+            connection: ConnectionConfig::default(),
+            metadata_refresh_interval: Duration::from_secs(300),
+        }
+    }
+
+    /// The current metadata snapshot, without contacting any broker.
+    pub fn metadata(&self) -> Arc<ClusterMetadata> {
+        self.inner.metadata.snapshot().0
+    }
+
+    /// Fetches fresh metadata for every topic of the cluster and installs it.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: the cached snapshot is either replaced whole or left as it was.
+    pub async fn refresh_metadata(&self) -> Result<Arc<ClusterMetadata>, ClientError> {
+        self.inner.refresh(Scope::All, None).await.map(|(m, _)| m)
+    }
+
+    /// A connection to the broker with node id `node_id`, opened if needed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: a connection being opened is dropped with the future.
+    pub async fn broker_connection(&self, node_id: i32) -> Result<Connection, ClientError> {
+        self.inner.node_connection(node_id).await
+    }
+
+    /// The configured per-request timeout.
+    pub fn request_timeout(&self) -> Duration {
+        self.inner.pool.config().request_timeout
+    }
+}
+
+impl ClientInner {
+    /// Refreshes metadata for `scope`. With `seen = Some(g)`, skips the round trip if
+    /// a refresh newer than generation `g` already happened (single-flight).
+    pub(crate) async fn refresh(
+        &self,
+        scope: Scope,
+        seen: Option<u64>,
+    ) -> Result<(Arc<ClusterMetadata>, u64), ClientError> {
+        let _guard = self.metadata.refresh_lock().lock().await;
+        if let Some(seen) = seen {
+            let (meta, generation) = self.metadata.snapshot();
+            if generation > seen && !self.metadata.is_stale() {
+                return Ok((meta, generation));
+            }
+        }
+        let req = self.metadata.request(&scope);
+        let (meta, _) = self.metadata.snapshot();
+        let mut tried = Vec::new();
+        let mut last = None;
+        let known: Vec<BrokerMetadata> = meta.brokers.values().cloned().collect();
+        let mut candidates: Vec<(PoolKey, String)> = known
+            .into_iter()
+            .map(|b| (PoolKey::Node(b.node_id), b.addr()))
+            .collect();
+        // Prefer brokers we already hold a healthy connection to.
+        candidates.sort_by_key(|(k, _)| self.pool.existing(k).is_none());
+        candidates.extend(
+            self.bootstrap
+                .iter()
+                .map(|a| (PoolKey::Bootstrap(a.clone()), a.clone())),
+        );
+        for (key, addr) in candidates {
+            tried.push(addr.clone());
+            let result = async {
+                let conn = self.pool.get(key, &addr).await?;
+                conn.send(&req).await
+            }
+            .await;
+            match result {
+                Ok(resp) => {
+                    let installed = self.metadata.install(&scope, resp);
+                    let live: Vec<i32> = installed.0.brokers.keys().copied().collect();
+                    self.pool.retain_nodes(&live);
+                    return Ok(installed);
+                }
+                Err(e) => {
+                    tracing::debug!(%addr, error = %e, "metadata request failed");
+                    last = Some(e);
+                }
+            }
+        }
+        Err(ClientError::NoBrokerAvailable {
+            tried,
+            last: Box::new(last.expect("at least one bootstrap server")),
+        })
+    }
+
+    /// Metadata that knows `topic`, refreshing once if the cached snapshot does not
+    /// or is stale.
+    pub(crate) async fn topic_metadata(
+        &self,
+        topic: &str,
+    ) -> Result<(Arc<ClusterMetadata>, u64), ClientError> {
+        self.metadata.track(topic);
+        let (meta, generation) = self.metadata.snapshot();
+        if !self.metadata.is_stale() && meta.topic(topic).is_some() {
+            return Ok((meta, generation));
+        }
+        let (meta, generation) = self
+            .refresh(Scope::Topics(vec![topic.to_string()]), Some(generation))
+            .await?;
+        if meta.topic(topic).is_none() {
+            // The single-flight shortcut may have returned a snapshot from a refresh
+            // that did not ask about this topic.
+            let (meta, generation) = self
+                .refresh(Scope::Topics(vec![topic.to_string()]), None)
+                .await?;
+            if meta.topic(topic).is_none() {
+                return Err(ClientError::UnknownTopic {
+                    topic: topic.to_string(),
+                });
+            }
+            return Ok((meta, generation));
+        }
+        Ok((meta, generation))
+    }
+
+    /// The number of partitions of `topic`.
+    pub(crate) async fn partition_count(&self, topic: &str) -> Result<i32, ClientError> {
+        let (meta, _) = self.topic_metadata(topic).await?;
+        let t = meta.topic(topic).expect("topic_metadata checked");
+        if t.partitions.is_empty() {
+            return Err(ClientError::LeaderNotAvailable {
+                topic: topic.to_string(),
+                partition: -1,
+            });
+        }
+        Ok(t.partitions.len() as i32)
+    }
+
+    /// The leader of `topic`/`partition` and the metadata generation it came from
+    /// (pass that to [`MetadataCache::invalidate`] when the leader turns out wrong).
+    pub(crate) async fn leader(
+        &self,
+        topic: &str,
+        partition: i32,
+    ) -> Result<(i32, u64), ClientError> {
+        let (meta, generation) = self.topic_metadata(topic).await?;
+        let t = meta.topic(topic).expect("topic_metadata checked");
+        let p = match t.partition(partition) {
+            Some(p) => p,
+            None if t.partitions.is_empty() => {
+                return Err(ClientError::LeaderNotAvailable {
+                    topic: topic.to_string(),
+                    partition,
+                })
+            }
+            None => {
+                return Err(ClientError::UnknownPartition {
+                    topic: topic.to_string(),
+                    partition,
+                })
+            }
+        };
+        match p.leader {
+            Some(leader) if meta.broker(leader).is_some() => Ok((leader, generation)),
+            _ => {
+                self.metadata.invalidate(generation);
+                Err(ClientError::LeaderNotAvailable {
+                    topic: topic.to_string(),
+                    partition,
+                })
+            }
+        }
+    }
+
+    /// A connection to broker `node_id`, opened if needed.
+    pub(crate) async fn node_connection(&self, node_id: i32) -> Result<Connection, ClientError> {
+        let (meta, generation) = self.metadata.snapshot();
+        let broker = match meta.broker(node_id) {
+            Some(b) => b.clone(),
+            None => {
+                let (meta, _) = self
+                    .refresh(Scope::Topics(Vec::new()), Some(generation))
+                    .await?;
+                meta.broker(node_id)
+                    .cloned()
+                    .ok_or(ClientError::UnknownBroker { node_id })?
+            }
+        };
+        Ok(self
+            .pool
+            .get(PoolKey::Node(node_id), &broker.addr())
+            .await?)
+    }
+
+    /// A connection to the controller (for admin requests).
+    pub(crate) async fn controller_connection(&self) -> Result<Connection, ClientError> {
+        let (meta, generation) = self.metadata.snapshot();
+        let id = match meta.controller_id {
+            Some(id) => id,
+            None => self
+                .refresh(Scope::Topics(Vec::new()), Some(generation))
+                .await?
+                .0
+                .controller_id
+                .ok_or(ClientError::NoController)?,
+        };
+        self.node_connection(id).await
+    }
+}

@@ -1,0 +1,728 @@
+//! The connection layer: one TCP connection to one broker.
+//!
+//! A [`Connection`] pipelines requests: each gets a correlation id and a slot in a
+//! map of pending requests, its frame goes to a writer task, and a reader task
+//! matches each response frame to its slot by correlation id. Many requests can be
+//! in flight at once; responses may come back in any order.
+//!
+//! At connect the connection asks the broker for its supported API versions
+//! (ApiVersions v3, falling back to v0 when the broker answers UNSUPPORTED_VERSION)
+//! and from then on [`Connection::send`] picks, for each API, the highest version
+//! both sides support.
+//!
+//! **Failure is sticky.** When the socket fails (I/O error, the peer closes it, a frame
+//! over the configured maximum), every request in flight fails with the same
+//! [`BrokenCause`] (shared in an [`Arc`]) and the connection is *poisoned*: later
+//! calls fail at once with that cause. Nothing reconnects here; the broker pool one
+//! layer up replaces poisoned connections.
+//!
+//! **Cancellation never desyncs the stream.** A request's frame is handed whole to the
+//! writer task, so dropping a [`Connection::send`] future cannot leave half a frame on
+//! the socket; the pending slot is removed by a drop guard, and a response that
+//! arrives later for a dropped request is read and discarded.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton_protocol::frame::{begin_frame, finish_frame, DEFAULT_MAX_FRAME};
+use baton_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, Message, Request};
+use baton_protocol::primitives::Decoder;
+use baton_protocol::{
+    DecodeError, EncodeError, ErrorCode, FrameCodec, RequestHeader, ResponseHeader,
+};
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+/// How many encoded frames may wait for the writer task before senders wait.
+const WRITE_QUEUE: usize = 256;
+
+/// Settings of one connection.
+#[derive(Debug, Clone)]
+pub struct ConnectionConfig {
+    /// Sent in every request header so brokers can attribute requests in their logs
+    /// and quotas. `None` sends a null client id.
+    pub client_id: Option<String>,
+    /// Frames larger than this are refused in both directions: a response announcing
+    /// a larger size breaks the connection before anything is buffered, and a request
+    /// that would encode larger fails without being sent. Default 100 MiB.
+    pub max_frame_size: usize,
+    /// How long [`Connection::send`] waits for a response before giving up on it.
+    /// Default 30 s.
+    pub request_timeout: Duration,
+    /// How long [`Connection::connect`] may take, TCP handshake and version
+    /// negotiation together. Default 10 s.
+    pub connect_timeout: Duration,
+    /// Reported to the broker in ApiVersions v3+ (KIP-511).
+    pub client_software_name: String,
+    /// Reported to the broker in ApiVersions v3+ (KIP-511).
+    pub client_software_version: String,
+}
+
+impl Default for ConnectionConfig {
+    fn default() -> Self {
+        ConnectionConfig {
+            client_id: Some("baton".to_string()),
+            max_frame_size: DEFAULT_MAX_FRAME,
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            client_software_name: "baton".to_string(),
+            client_software_version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// Why a connection stopped working: the root cause shared by every request that was
+/// in flight when it broke and by every later call on the poisoned connection.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrokenCause {
+    /// Reading from or writing to the socket failed.
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+    /// The broker closed the connection.
+    #[error("the broker closed the connection")]
+    Closed,
+    /// The broker sent a frame that could not be split off the stream (for example
+    /// one larger than the configured maximum); the stream cannot be resynchronised.
+    #[error("bad frame from the broker: {0}")]
+    Frame(DecodeError),
+    /// The broker sent a response frame too short to hold a correlation id.
+    #[error("response frame without a correlation id: {0}")]
+    BadHeader(DecodeError),
+}
+
+/// Errors of the connection layer.
+///
+/// Cheap to clone: causes that are not `Clone` themselves are shared in an [`Arc`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConnectionError {
+    /// The TCP connection could not be opened.
+    #[error("could not connect to {addr}: {source}")]
+    Connect {
+        /// The address dialled.
+        addr: String,
+        /// The I/O error.
+        #[source]
+        source: Arc<io::Error>,
+    },
+    /// Opening the connection and negotiating versions took longer than the
+    /// connect timeout.
+    #[error("connecting to {addr} timed out after {timeout:?}")]
+    ConnectTimeout {
+        /// The address dialled.
+        addr: String,
+        /// The configured connect timeout.
+        timeout: Duration,
+    },
+    /// The connection broke; `cause` is the root cause, the same for every request
+    /// that was in flight and for every later call.
+    #[error("connection to {addr} is broken: {cause}")]
+    Broken {
+        /// The broker's address.
+        addr: String,
+        /// What broke it.
+        #[source]
+        cause: Arc<BrokenCause>,
+    },
+    /// No response arrived within the request timeout. The connection stays usable;
+    /// the response, if it comes later, is discarded.
+    #[error("request with api key {api_key} to {addr} timed out after {timeout:?}")]
+    Timeout {
+        /// The broker's address.
+        addr: String,
+        /// The API key of the request.
+        api_key: i16,
+        /// The timeout that elapsed.
+        timeout: Duration,
+    },
+    /// The broker does not offer this API at all.
+    #[error("broker {addr} does not support api key {api_key}")]
+    UnsupportedApi {
+        /// The broker's address.
+        addr: String,
+        /// The API key.
+        api_key: i16,
+    },
+    /// The broker offers this API, but no version this client implements.
+    #[error(
+        "no common version of api key {api_key} with {addr}: broker {broker_min}..={broker_max}, \
+         client {client_min}..={client_max}"
+    )]
+    NoCommonVersion {
+        /// The broker's address.
+        addr: String,
+        /// The API key.
+        api_key: i16,
+        /// Lowest version the broker supports.
+        broker_min: i16,
+        /// Highest version the broker supports.
+        broker_max: i16,
+        /// Lowest version this client implements.
+        client_min: i16,
+        /// Highest version this client implements.
+        client_max: i16,
+    },
+    /// The broker answered ApiVersions with an error.
+    #[error("api version negotiation with {addr} failed: {code}")]
+    Negotiation {
+        /// The broker's address.
+        addr: String,
+        /// The error code the broker sent.
+        code: ErrorCode,
+    },
+    /// The request could not be encoded.
+    #[error("could not encode request: {0}")]
+    Encode(#[from] EncodeError),
+    /// The request would be larger than the maximum frame size; it was not sent.
+    #[error("request of {size} bytes exceeds the maximum frame size of {max}")]
+    RequestTooLarge {
+        /// Encoded size of the request.
+        size: usize,
+        /// Configured maximum.
+        max: usize,
+    },
+    /// A response arrived but could not be decoded. Only this request fails; the
+    /// connection stays usable because the framing is intact.
+    #[error("could not decode response to api key {api_key} v{version} from {addr}: {source}")]
+    Decode {
+        /// The broker's address.
+        addr: String,
+        /// The API key of the request.
+        api_key: i16,
+        /// The version used.
+        version: i16,
+        /// What went wrong.
+        #[source]
+        source: DecodeError,
+    },
+}
+
+impl ConnectionError {
+    /// Whether retrying the request (on a fresh connection, possibly to another
+    /// broker after a metadata refresh) might succeed.
+    pub fn is_retriable(&self) -> bool {
+        matches!(
+            self,
+            ConnectionError::Connect { .. }
+                | ConnectionError::ConnectTimeout { .. }
+                | ConnectionError::Broken { .. }
+                | ConnectionError::Timeout { .. }
+        )
+    }
+}
+
+/// A version range one side supports for one API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VersionRange {
+    /// Lowest supported version, inclusive.
+    pub min: i16,
+    /// Highest supported version, inclusive.
+    pub max: i16,
+}
+
+/// A response frame (header included) or the reason none will come.
+type Slot = oneshot::Sender<Result<Bytes, Arc<BrokenCause>>>;
+
+/// State shared by the handle, the reader task and the writer task.
+struct Shared {
+    addr: String,
+    state: Mutex<State>,
+}
+
+struct State {
+    next_correlation_id: i32,
+    pending: HashMap<i32, Slot>,
+    /// Set once, when the connection breaks; never cleared.
+    poisoned: Option<Arc<BrokenCause>>,
+}
+
+impl Shared {
+    /// Breaks the connection: records the cause (only the first one counts) and fails
+    /// every pending request with it.
+    fn poison(&self, cause: BrokenCause) {
+        let drained: Vec<Slot> = {
+            let mut st = self.state.lock().expect("connection state poisoned");
+            if st.poisoned.is_some() {
+                return;
+            }
+            let cause = Arc::new(cause);
+            tracing::debug!(addr = %self.addr, %cause, "connection broken");
+            st.poisoned = Some(cause);
+            st.pending.drain().map(|(_, slot)| slot).collect()
+        };
+        let cause = self.poisoned().expect("just set");
+        for slot in drained {
+            let _ = slot.send(Err(cause.clone()));
+        }
+    }
+
+    fn poisoned(&self) -> Option<Arc<BrokenCause>> {
+        self.state
+            .lock()
+            .expect("connection state poisoned")
+            .poisoned
+            .clone()
+    }
+
+    fn broken(&self, cause: Arc<BrokenCause>) -> ConnectionError {
+        ConnectionError::Broken {
+            addr: self.addr.clone(),
+            cause,
+        }
+    }
+}
+
+/// Removes a pending slot when the request is abandoned (future dropped, timeout).
+struct PendingGuard<'a> {
+    shared: &'a Shared,
+    correlation_id: i32,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut st) = self.shared.state.lock() {
+            st.pending.remove(&self.correlation_id);
+        }
+    }
+}
+
+/// A frame for the writer task; `written` is told once it is on the socket.
+struct Outgoing {
+    frame: Bytes,
+    written: Option<oneshot::Sender<()>>,
+}
+
+/// One pipelined connection to one broker. Cheap to clone; all clones share the
+/// socket. The reader and writer tasks stop when the last clone is dropped.
+#[derive(Clone)]
+pub struct Connection {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<Outgoing>,
+    reader: AbortHandle,
+    versions: HashMap<i16, VersionRange>,
+    config: ConnectionConfig,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl fmt::Debug for Connection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Connection")
+            .field("addr", &self.inner.shared.addr)
+            .field("poisoned", &self.inner.shared.poisoned())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Connection {
+    /// Opens a TCP connection to `addr` (`host:port`) and negotiates API versions.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future closes the half-open connection and leaves
+    /// nothing behind.
+    pub async fn connect(addr: &str, config: &ConnectionConfig) -> Result<Self, ConnectionError> {
+        let timeout = config.connect_timeout;
+        match tokio::time::timeout(timeout, Self::connect_inner(addr, config)).await {
+            Ok(result) => result,
+            Err(_) => Err(ConnectionError::ConnectTimeout {
+                addr: addr.to_string(),
+                timeout,
+            }),
+        }
+    }
+
+    async fn connect_inner(addr: &str, config: &ConnectionConfig) -> Result<Self, ConnectionError> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .map_err(|e| ConnectionError::Connect {
+                addr: addr.to_string(),
+                source: Arc::new(e),
+            })?;
+        let _ = stream.set_nodelay(true);
+        let (read, write) = stream.into_split();
+        let shared = Arc::new(Shared {
+            addr: addr.to_string(),
+            state: Mutex::new(State {
+                next_correlation_id: 1,
+                pending: HashMap::new(),
+                poisoned: None,
+            }),
+        });
+        let (tx, rx) = mpsc::channel(WRITE_QUEUE);
+        let codec = FrameCodec::new(config.max_frame_size);
+        let reader = tokio::spawn(read_loop(read, codec, shared.clone())).abort_handle();
+        tokio::spawn(write_loop(write, rx, shared.clone()));
+        let mut conn = Connection {
+            inner: Arc::new(Inner {
+                shared,
+                tx,
+                reader,
+                versions: HashMap::new(),
+                config: config.clone(),
+            }),
+        };
+        let versions = conn.negotiate().await?;
+        Arc::get_mut(&mut conn.inner)
+            .expect("connection not shared during negotiation")
+            .versions = versions;
+        Ok(conn)
+    }
+
+    /// Asks for ApiVersions v3; on UNSUPPORTED_VERSION (answered in v0 by old
+    /// brokers) asks again in v0.
+    async fn negotiate(&self) -> Result<HashMap<i16, VersionRange>, ConnectionError> {
+        let req = ApiVersionsRequest {
+            client_software_name: self.inner.config.client_software_name.clone(),
+            client_software_version: self.inner.config.client_software_version.clone(),
+        };
+        let timeout = self.inner.config.request_timeout;
+        let body = self.round_trip_raw(&req, 3, timeout).await?;
+        let resp = match ApiVersionsResponse::decode_body(body.clone(), 3) {
+            Ok(r) if r.error_code != ErrorCode::UnsupportedVersion.code() => r,
+            first => {
+                // A broker without v3 answers in v0 with UNSUPPORTED_VERSION.
+                let old = ApiVersionsResponse::decode_body(body, 0);
+                match (first, old) {
+                    (_, Ok(r)) if r.error_code == ErrorCode::UnsupportedVersion.code() => {
+                        let body = self.round_trip_raw(&req, 0, timeout).await?;
+                        ApiVersionsResponse::decode_body(body, 0).map_err(|source| {
+                            self.decode_error(ApiVersionsRequest::API_KEY, 0, source)
+                        })?
+                    }
+                    (Ok(r), _) => r,
+                    (Err(source), _) => {
+                        return Err(self.decode_error(ApiVersionsRequest::API_KEY, 3, source))
+                    }
+                }
+            }
+        };
+        let code = ErrorCode::from_code(resp.error_code);
+        if !code.is_ok() {
+            return Err(ConnectionError::Negotiation {
+                addr: self.addr().to_string(),
+                code,
+            });
+        }
+        Ok(resp
+            .api_keys
+            .iter()
+            .map(|k| {
+                (
+                    k.api_key,
+                    VersionRange {
+                        min: k.min_version,
+                        max: k.max_version,
+                    },
+                )
+            })
+            .collect())
+    }
+
+    fn decode_error(&self, api_key: i16, version: i16, source: DecodeError) -> ConnectionError {
+        ConnectionError::Decode {
+            addr: self.addr().to_string(),
+            api_key,
+            version,
+            source,
+        }
+    }
+
+    /// The address this connection was opened to.
+    pub fn addr(&self) -> &str {
+        &self.inner.shared.addr
+    }
+
+    /// Whether the connection has broken; a poisoned connection fails every call.
+    pub fn is_poisoned(&self) -> bool {
+        self.inner.shared.poisoned().is_some()
+    }
+
+    /// The versions the broker announced for `api_key`, if it supports it.
+    pub fn broker_versions(&self, api_key: i16) -> Option<VersionRange> {
+        self.inner.versions.get(&api_key).copied()
+    }
+
+    /// The version [`Connection::send`] uses for `R`: the highest both sides support.
+    pub fn version_for<R: Request>(&self) -> Result<i16, ConnectionError> {
+        let broker =
+            self.broker_versions(R::API_KEY)
+                .ok_or_else(|| ConnectionError::UnsupportedApi {
+                    addr: self.addr().to_string(),
+                    api_key: R::API_KEY,
+                })?;
+        let version = R::MAX_VERSION.min(broker.max);
+        if version < R::MIN_VERSION.max(broker.min) {
+            return Err(ConnectionError::NoCommonVersion {
+                addr: self.addr().to_string(),
+                api_key: R::API_KEY,
+                broker_min: broker.min,
+                broker_max: broker.max,
+                client_min: R::MIN_VERSION,
+                client_max: R::MAX_VERSION,
+            });
+        }
+        Ok(version)
+    }
+
+    /// Sends `req` in the negotiated version and waits for its response, up to the
+    /// configured request timeout.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe with respect to the connection: if the future is dropped, the
+    /// request may or may not have reached the broker (and may take effect there),
+    /// but the connection stays in sync and its response is discarded on arrival.
+    pub async fn send<R: Request>(&self, req: &R) -> Result<R::Response, ConnectionError> {
+        self.send_with_timeout(req, self.inner.config.request_timeout)
+            .await
+    }
+
+    /// Like [`Connection::send`], with an explicit timeout (for example a Fetch
+    /// whose `max_wait_ms` is longer than the default timeout).
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`Connection::send`].
+    pub async fn send_with_timeout<R: Request>(
+        &self,
+        req: &R,
+        timeout: Duration,
+    ) -> Result<R::Response, ConnectionError> {
+        let version = self.version_for::<R>()?;
+        let body = self.round_trip_raw(req, version, timeout).await?;
+        R::Response::decode_body(body, version)
+            .map_err(|source| self.decode_error(R::API_KEY, version, source))
+    }
+
+    /// Sends `req` without waiting for a response, for requests the broker does not
+    /// answer (a Produce with `acks = 0`). Returns once the frame is written to the
+    /// socket.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe with respect to the connection: once queued, the frame is written
+    /// whole whether or not the future is still polled.
+    pub async fn send_no_response<R: Request>(&self, req: &R) -> Result<(), ConnectionError> {
+        let version = self.version_for::<R>()?;
+        let (frame, _) = self.encode(req, version)?;
+        let (written_tx, written_rx) = oneshot::channel();
+        self.enqueue(Outgoing {
+            frame,
+            written: Some(written_tx),
+        })
+        .await?;
+        match written_rx.await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(self.current_broken()),
+        }
+    }
+
+    fn current_broken(&self) -> ConnectionError {
+        let cause = self
+            .inner
+            .shared
+            .poisoned()
+            .unwrap_or_else(|| Arc::new(BrokenCause::Closed));
+        self.inner.shared.broken(cause)
+    }
+
+    /// Encodes the header and body of `req` into one frame and reserves a
+    /// correlation id; returns the frame and the id.
+    fn encode<R: Request>(&self, req: &R, version: i16) -> Result<(Bytes, i32), ConnectionError> {
+        let correlation_id = {
+            let mut st = self
+                .inner
+                .shared
+                .state
+                .lock()
+                .expect("connection state poisoned");
+            if let Some(cause) = &st.poisoned {
+                return Err(self.inner.shared.broken(cause.clone()));
+            }
+            loop {
+                let id = st.next_correlation_id;
+                st.next_correlation_id = id.checked_add(1).unwrap_or(1);
+                if !st.pending.contains_key(&id) {
+                    break id;
+                }
+            }
+        };
+        let header = RequestHeader {
+            api_key: R::API_KEY,
+            api_version: version,
+            correlation_id,
+            client_id: self.inner.config.client_id.clone(),
+        };
+        let mut buf = BytesMut::with_capacity(256);
+        let at = begin_frame(&mut buf);
+        header.encode(&mut buf, R::request_header_version(version));
+        req.encode_body(&mut buf, version)?;
+        let size = buf.len() - 4;
+        if size > self.inner.config.max_frame_size || size > i32::MAX as usize {
+            return Err(ConnectionError::RequestTooLarge {
+                size,
+                max: self.inner.config.max_frame_size,
+            });
+        }
+        finish_frame(&mut buf, at);
+        Ok((buf.freeze(), correlation_id))
+    }
+
+    async fn enqueue(&self, out: Outgoing) -> Result<(), ConnectionError> {
+        self.inner
+            .tx
+            .send(out)
+            .await
+            .map_err(|_| self.current_broken())
+    }
+
+    /// Sends one request and returns the response body (header stripped).
+    async fn round_trip_raw<R: Request>(
+        &self,
+        req: &R,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<Bytes, ConnectionError> {
+        let shared = &*self.inner.shared;
+        let (frame, correlation_id) = self.encode(req, version)?;
+        let (slot_tx, slot_rx) = oneshot::channel();
+        {
+            let mut st = shared.state.lock().expect("connection state poisoned");
+            if let Some(cause) = &st.poisoned {
+                return Err(shared.broken(cause.clone()));
+            }
+            st.pending.insert(correlation_id, slot_tx);
+        }
+        // From here on, leaving early (error, timeout, drop) frees the slot.
+        let _guard = PendingGuard {
+            shared,
+            correlation_id,
+        };
+        let exchange = async {
+            self.enqueue(Outgoing {
+                frame,
+                written: None,
+            })
+            .await?;
+            match slot_rx.await {
+                Ok(Ok(frame)) => Ok(frame),
+                Ok(Err(cause)) => Err(shared.broken(cause)),
+                Err(_) => Err(self.current_broken()),
+            }
+        };
+        let frame = match tokio::time::timeout(timeout, exchange).await {
+            Ok(result) => result?,
+            Err(_) => {
+                return Err(ConnectionError::Timeout {
+                    addr: shared.addr.clone(),
+                    api_key: R::API_KEY,
+                    timeout,
+                })
+            }
+        };
+        let mut d = Decoder::new(frame);
+        ResponseHeader::decode(&mut d, R::response_header_version(version))
+            .map_err(|source| self.decode_error(R::API_KEY, version, source))?;
+        Ok(d.take_rest())
+    }
+}
+
+/// Splits frames off the socket and hands each to its pending slot.
+async fn read_loop(mut read: OwnedReadHalf, codec: FrameCodec, shared: Arc<Shared>) {
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    loop {
+        loop {
+            match codec.decode(&mut buf) {
+                Ok(Some(frame)) => {
+                    let id = match ResponseHeader::peek_correlation_id(&frame) {
+                        Ok(id) => id,
+                        Err(e) => {
+                            shared.poison(BrokenCause::BadHeader(e));
+                            return;
+                        }
+                    };
+                    let slot = shared
+                        .state
+                        .lock()
+                        .expect("connection state poisoned")
+                        .pending
+                        .remove(&id);
+                    match slot {
+                        Some(slot) => {
+                            let _ = slot.send(Ok(frame));
+                        }
+                        None => {
+                            tracing::trace!(addr = %shared.addr, id, "discarding response to an abandoned request");
+                        }
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    shared.poison(BrokenCause::Frame(e));
+                    return;
+                }
+            }
+        }
+        buf.reserve(codec.wanted(&buf).min(1024 * 1024));
+        match read.read_buf(&mut buf).await {
+            Ok(0) => {
+                shared.poison(BrokenCause::Closed);
+                return;
+            }
+            Ok(_) => {}
+            Err(e) => {
+                shared.poison(BrokenCause::Io(e));
+                return;
+            }
+        }
+    }
+}
+
+/// Writes queued frames, coalescing whatever is queued into one flush.
+async fn write_loop(write: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, shared: Arc<Shared>) {
+    let mut w = BufWriter::with_capacity(64 * 1024, write);
+    let mut acks = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        let mut result = Ok(());
+        while let Some(out) = next.take() {
+            if shared.poisoned().is_some() {
+                return;
+            }
+            result = w.write_all(&out.frame).await;
+            if result.is_err() {
+                break;
+            }
+            acks.extend(out.written);
+            next = rx.try_recv().ok();
+        }
+        if result.is_ok() {
+            result = w.flush().await;
+        }
+        if let Err(e) = result {
+            shared.poison(BrokenCause::Io(e));
+            return;
+        }
+        for ack in acks.drain(..) {
+            let _ = ack.send(());
+        }
+    }
+    let _ = w.shutdown().await;
+}
