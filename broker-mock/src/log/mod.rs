@@ -138,3 +138,6 @@ impl Log {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
