@@ -23,6 +23,7 @@ pub mod error;
 pub mod handlers;
 pub mod log;
 pub mod partition;
+pub mod replication;
 pub mod server;
 mod state;
 pub mod topics;

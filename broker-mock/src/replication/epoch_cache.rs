@@ -106,7 +106,9 @@ impl LeaderEpochCache {
         for e in &entries {
             let ok = e.epoch >= 0
                 && e.start_offset >= 0
-                && previous.map_or(true, |p| e.epoch > p.epoch && e.start_offset > p.start_offset);
+                && previous.map_or(true, |p| {
+                    e.epoch > p.epoch && e.start_offset > p.start_offset
+                });
             if !ok {
                 return Err(EpochCacheError::NotMonotonic {
                     epoch: e.epoch,
@@ -348,7 +350,9 @@ impl LeaderEpochCache {
         }
         let mut entries = Vec::with_capacity(count);
         for _ in 0..count {
-            let line = lines.next().ok_or_else(|| malformed("missing entry line"))?;
+            let line = lines
+                .next()
+                .ok_or_else(|| malformed("missing entry line"))?;
             let mut parts = line.split(' ');
             let epoch: i32 = parse_num(parts.next(), "epoch")?;
             let start_offset: i64 = parse_num(parts.next(), "start offset")?;
@@ -419,12 +423,27 @@ mod tests {
     fn end_offset_for_matches_kafka() {
         let c = cache(&[(1, 0), (3, 10), (4, 25)]);
         let leo = 40;
-        assert_eq!(c.end_offset_for(UNDEFINED_EPOCH, leo), EpochEndOffset::UNDEFINED);
-        assert_eq!(c.end_offset_for(4, leo), eo(4, 40), "latest epoch ends at LEO");
+        assert_eq!(
+            c.end_offset_for(UNDEFINED_EPOCH, leo),
+            EpochEndOffset::UNDEFINED
+        );
+        assert_eq!(
+            c.end_offset_for(4, leo),
+            eo(4, 40),
+            "latest epoch ends at LEO"
+        );
         assert_eq!(c.end_offset_for(3, leo), eo(3, 25));
-        assert_eq!(c.end_offset_for(2, leo), eo(1, 10), "floor epoch, next start");
+        assert_eq!(
+            c.end_offset_for(2, leo),
+            eo(1, 10),
+            "floor epoch, next start"
+        );
         assert_eq!(c.end_offset_for(1, leo), eo(1, 10));
-        assert_eq!(c.end_offset_for(0, leo), eo(0, 0), "below first: first start");
+        assert_eq!(
+            c.end_offset_for(0, leo),
+            eo(0, 0),
+            "below first: first start"
+        );
         assert_eq!(c.end_offset_for(5, leo), EpochEndOffset::UNDEFINED);
         assert_eq!(
             LeaderEpochCache::new().end_offset_for(0, 0),
@@ -466,7 +485,11 @@ mod tests {
         c.truncate_from_start(25);
         assert_eq!(c, cache(&[(4, 25)]));
         c.truncate_from_start(5);
-        assert_eq!(c, cache(&[(4, 25)]), "moving start backwards changes nothing");
+        assert_eq!(
+            c,
+            cache(&[(4, 25)]),
+            "moving start backwards changes nothing"
+        );
     }
 
     #[test]

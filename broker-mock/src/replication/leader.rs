@@ -157,9 +157,7 @@ impl ProduceOutcome {
     pub fn error_code(self) -> ErrorCode {
         match self {
             ProduceOutcome::Committed => ErrorCode::None,
-            ProduceOutcome::NotEnoughReplicasAfterAppend => {
-                ErrorCode::NotEnoughReplicasAfterAppend
-            }
+            ProduceOutcome::NotEnoughReplicasAfterAppend => ErrorCode::NotEnoughReplicasAfterAppend,
             ProduceOutcome::TimedOut => ErrorCode::RequestTimedOut,
             ProduceOutcome::NotLeader => ErrorCode::NotLeaderOrFollower,
         }
@@ -481,8 +479,7 @@ impl LeaderState {
         let p = self.followers.get_mut(&replica).expect("checked above");
         if fetch_offset >= leader_leo {
             p.last_caught_up_ms = Some(p.last_caught_up_ms.map_or(now_ms, |t| t.max(now_ms)));
-        } else if let (Some(prev_leo), Some(prev_t)) = (p.last_fetch_leader_leo, p.last_fetch_ms)
-        {
+        } else if let (Some(prev_leo), Some(prev_t)) = (p.last_fetch_leader_leo, p.last_fetch_ms) {
             if fetch_offset >= prev_leo {
                 p.last_caught_up_ms = Some(p.last_caught_up_ms.map_or(prev_t, |t| t.max(prev_t)));
             }
@@ -634,7 +631,10 @@ impl LeaderState {
         if self.pending_isr.is_some() || isr == self.isr {
             return;
         }
-        assert!(isr.contains(&self.local_id), "an ISR proposal never drops the leader");
+        assert!(
+            isr.contains(&self.local_id),
+            "an ISR proposal never drops the leader"
+        );
         self.pending_isr = Some(PendingIsr {
             kind,
             isr: isr.clone(),
@@ -714,7 +714,10 @@ impl LeaderState {
 
     /// Asserts the invariants written on the fields.
     fn check_invariants(&self) {
-        assert!(self.isr.contains(&self.local_id), "ISR must contain the leader");
+        assert!(
+            self.isr.contains(&self.local_id),
+            "ISR must contain the leader"
+        );
         assert!(
             self.high_watermark <= self.log_end_offset,
             "HW {} > LEO {}",
@@ -786,7 +789,10 @@ mod tests {
         l.on_follower_fetch(2, 12, 4).unwrap();
         l.on_follower_fetch(3, 12, 4).unwrap();
         assert_eq!(l.high_watermark(), 12);
-        assert_eq!(hw_moves(&l.take_actions()), vec![(4, 6), (6, 8), (8, 10), (10, 12)]);
+        assert_eq!(
+            hw_moves(&l.take_actions()),
+            vec![(4, 6), (6, 8), (8, 10), (10, 12)]
+        );
         assert!(l.on_local_append(11).is_err());
         assert!(l.on_follower_fetch(2, 13, 5).is_err());
         assert!(l.on_follower_fetch(9, 0, 5).is_err());
@@ -809,7 +815,10 @@ mod tests {
         // Follower 2 keeps up, 3 stops fetching.
         l.on_follower_fetch(2, 20, 5_000).unwrap();
         l.tick(LAG + 100);
-        assert!(l.take_actions().is_empty(), "exactly lag max is not yet out");
+        assert!(
+            l.take_actions().is_empty(),
+            "exactly lag max is not yet out"
+        );
         l.tick(LAG + 101);
         let actions = l.take_actions();
         assert_eq!(
@@ -824,7 +833,10 @@ mod tests {
         // While pending, the HW still waits for 3 (maximal ISR).
         assert_eq!(l.high_watermark(), 10);
         l.tick(LAG + 200);
-        assert!(l.take_actions().is_empty(), "one change in flight at a time");
+        assert!(
+            l.take_actions().is_empty(),
+            "one change in flight at a time"
+        );
         l.on_isr_committed(vec![1, 2], 8).unwrap();
         assert_eq!(l.high_watermark(), 20);
         assert_eq!(l.isr(), &[1, 2]);
@@ -835,9 +847,8 @@ mod tests {
         let mut l = leader(&[1, 2, 3], 0, 0, 1);
         // The leader appends steadily; 2 always fetches the current LEO, 3 stays one behind
         // the LEO of its previous fetch (credited with that earlier time), ...
-        let mut t = 0;
         for i in 1..=30 {
-            t = i * 1_000;
+            let t = i * 1_000;
             l.on_local_append(i as i64 * 10).unwrap();
             l.on_follower_fetch(2, i as i64 * 10, t).unwrap();
             l.on_follower_fetch(3, (i as i64 - 1) * 10, t).unwrap();
@@ -851,7 +862,7 @@ mod tests {
         );
         // ... until 3 stalls at an offset while the leader moves on.
         for i in 31..=45 {
-            t = i * 1_000;
+            let t = i * 1_000;
             l.on_local_append(i as i64 * 10).unwrap();
             l.on_follower_fetch(2, i as i64 * 10, t).unwrap();
             l.on_follower_fetch(3, 300, t).unwrap();
@@ -863,7 +874,9 @@ mod tests {
             .filter(|a| matches!(a, LeaderAction::ProposeIsr { .. }))
             .collect();
         assert_eq!(proposals.len(), 1);
-        assert!(matches!(&proposals[0], LeaderAction::ProposeIsr { isr, kind: IsrChangeKind::Shrink, .. } if isr == &vec![1, 2]));
+        assert!(
+            matches!(&proposals[0], LeaderAction::ProposeIsr { isr, kind: IsrChangeKind::Shrink, .. } if isr == &vec![1, 2])
+        );
     }
 
     #[test]
@@ -891,7 +904,10 @@ mod tests {
         l.on_isr_committed(vec![1, 2, 3], 8).unwrap();
         l.on_follower_fetch(3, 15, 5).unwrap();
         assert_eq!(l.high_watermark(), 15);
-        assert!(l.on_isr_committed(vec![2, 3], 9).is_err(), "never drop the leader");
+        assert!(
+            l.on_isr_committed(vec![2, 3], 9).is_err(),
+            "never drop the leader"
+        );
     }
 
     #[test]
@@ -1039,7 +1055,10 @@ mod tests {
                 last_hw = hw;
                 for r in l.isr() {
                     let r_leo = if *r == 1 { leo[1] } else { leo[*r as usize] };
-                    assert!(hw <= r_leo, "seed {seed}: HW {hw} beyond ISR member {r} LEO {r_leo}");
+                    assert!(
+                        hw <= r_leo,
+                        "seed {seed}: HW {hw} beyond ISR member {r} LEO {r_leo}"
+                    );
                 }
             }
         }
