@@ -363,10 +363,18 @@ pub(crate) async fn list_offsets(
         let mut last_error: Option<ClientError> = None;
         // leader -> (generation, indices into queries)
         let mut by_leader: BTreeMap<i32, (u64, Vec<usize>)> = BTreeMap::new();
+        // A partition may appear only once per request; repeats wait for a later round.
+        let mut this_round: Vec<(&str, i32)> = Vec::new();
+        let mut deferred = false;
         for (i, (topic, partition, _)) in queries.iter().enumerate() {
             if results[i].is_some() {
                 continue;
             }
+            if this_round.contains(&(topic.as_str(), *partition)) {
+                deferred = true;
+                continue;
+            }
+            this_round.push((topic.as_str(), *partition));
             match inner.leader(topic, *partition).await {
                 Ok((leader, generation)) => by_leader
                     .entry(leader)
@@ -444,6 +452,9 @@ pub(crate) async fn list_offsets(
         }
         if results.iter().all(Option::is_some) {
             return Ok(results.into_iter().map(|r| r.expect("checked")).collect());
+        }
+        if deferred && last_error.is_none() {
+            continue;
         }
         if Instant::now() + backoff > deadline {
             return Err(last_error.unwrap_or(ClientError::Broker {

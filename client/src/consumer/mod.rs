@@ -1,0 +1,331 @@
+//! The consumer: fetches assigned partitions in the background and yields records
+//! in offset order per partition.
+//!
+//! A background task sends one Fetch per leader broker for the assigned partitions
+//! it leads. Every batch's CRC-32C is checked, and every record of the batch
+//! decoded, before any record of it is yielded; a batch that fails is fetched again
+//! after a metadata refresh (a new leader may serve a healthy copy), and a failure
+//! that persists becomes [`ConsumerError::CorruptBatch`]. Records reach the
+//! application through a bounded channel, which is what makes
+//! [`Consumer::recv`] cancel safe and applies backpressure to fetching.
+
+mod fetcher;
+
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use baton_protocol::{DecodeError, ErrorCode};
+use bytes::Bytes;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use crate::admin::{list_offsets, OffsetSpec};
+use crate::client::{Client, ClientError};
+use crate::RecordHeader;
+
+/// Where a partition's consumption starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartOffset {
+    /// The first offset still stored (log start offset).
+    Earliest,
+    /// The log end offset at the time the consumer is built: only new records.
+    Latest,
+    /// This exact offset.
+    Offset(i64),
+    /// The first record with a timestamp at or after this time (ms since the
+    /// epoch); the log end offset if there is none.
+    Timestamp(i64),
+}
+
+/// What to do when the broker answers OFFSET_OUT_OF_RANGE for a partition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OffsetReset {
+    /// Restart from the earliest stored offset. The default: it never skips
+    /// records that are still available.
+    #[default]
+    Earliest,
+    /// Jump to the log end offset.
+    Latest,
+    /// Yield [`ConsumerError::OffsetOutOfRange`] and stop fetching the partition.
+    Fail,
+}
+
+/// A consumed record. Key, value and header values are zero-copy slices of the
+/// Fetch response that carried them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConsumerRecord {
+    /// The topic (shared by all records of the partition).
+    pub topic: Arc<str>,
+    /// The partition.
+    pub partition: i32,
+    /// The record's offset.
+    pub offset: i64,
+    /// The record's timestamp (create or log append time, per the topic's config).
+    pub timestamp: i64,
+    /// The key, `None` if null.
+    pub key: Option<Bytes>,
+    /// The value, `None` if null.
+    pub value: Option<Bytes>,
+    /// The headers, in order.
+    pub headers: Vec<RecordHeader>,
+}
+
+/// Errors of the consumer, wrapping the cluster layer's [`ClientError`].
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConsumerError {
+    /// Resolving start offsets or fetching failed for good.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    /// A record batch failed its CRC (or could not be decoded) on every attempt, new
+    /// leaders included. No record of that batch was yielded, and the partition is
+    /// no longer fetched.
+    #[error("record batch at {topic}/{partition} offset {offset} is corrupt after {attempts} attempts: {source}")]
+    CorruptBatch {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The batch's base offset (or the fetch offset if the batch could not be
+        /// framed).
+        offset: i64,
+        /// How many fetches returned it corrupt.
+        attempts: u32,
+        /// The last failure.
+        #[source]
+        source: DecodeError,
+    },
+    /// The fetch offset is outside the partition's log and the reset policy is
+    /// [`OffsetReset::Fail`]; the partition is no longer fetched.
+    #[error("offset {offset} is out of range for {topic}/{partition}")]
+    OffsetOutOfRange {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The offset that was out of range.
+        offset: i64,
+    },
+    /// The broker answered a non-retriable error for a partition; the partition is
+    /// no longer fetched.
+    #[error("fetching {topic}/{partition} failed: {code}")]
+    Broker {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The error code.
+        code: ErrorCode,
+    },
+    /// The consumer's background task has stopped (every partition failed, or the
+    /// runtime is shutting down).
+    #[error("the consumer is closed")]
+    Closed,
+}
+
+/// Consumer settings; see [`ConsumerBuilder`] for meanings and defaults.
+#[derive(Debug, Clone)]
+pub(crate) struct ConsumerConfig {
+    pub(crate) max_wait: Duration,
+    pub(crate) min_bytes: i32,
+    pub(crate) max_bytes: i32,
+    pub(crate) partition_max_bytes: i32,
+    pub(crate) offset_reset: OffsetReset,
+    pub(crate) channel_capacity: usize,
+    pub(crate) max_corrupt_attempts: u32,
+    pub(crate) retry_backoff: Duration,
+}
+
+/// Builds a [`Consumer`]; see [`Consumer::builder`].
+#[derive(Debug, Clone)]
+pub struct ConsumerBuilder {
+    client: Client,
+    assignments: Vec<(String, i32, StartOffset)>,
+    config: ConsumerConfig,
+}
+
+impl ConsumerBuilder {
+    /// Consumes `partition` of `topic` from `start`. Call once per partition.
+    pub fn assign(mut self, topic: impl Into<String>, partition: i32, start: StartOffset) -> Self {
+        self.assignments.push((topic.into(), partition, start));
+        self
+    }
+
+    /// How long the broker may hold a Fetch while it has less than `min_bytes`
+    /// (default 500 ms, Kafka's `fetch.max.wait.ms`).
+    pub fn max_wait(mut self, max_wait: Duration) -> Self {
+        self.config.max_wait = max_wait;
+        self
+    }
+
+    /// Bytes the broker should gather before answering a Fetch (default 1).
+    pub fn min_bytes(mut self, bytes: i32) -> Self {
+        self.config.min_bytes = bytes.max(0);
+        self
+    }
+
+    /// Upper bound of one Fetch response (default 50 MiB, Kafka's
+    /// `fetch.max.bytes`). The broker still returns one whole batch if the first is
+    /// larger.
+    pub fn max_bytes(mut self, bytes: i32) -> Self {
+        self.config.max_bytes = bytes.max(1);
+        self
+    }
+
+    /// Upper bound of one partition's data in a Fetch response (default 1 MiB,
+    /// Kafka's `max.partition.fetch.bytes`).
+    pub fn partition_max_bytes(mut self, bytes: i32) -> Self {
+        self.config.partition_max_bytes = bytes.max(1);
+        self
+    }
+
+    /// What to do on OFFSET_OUT_OF_RANGE (default [`OffsetReset::Earliest`]).
+    pub fn offset_reset(mut self, reset: OffsetReset) -> Self {
+        self.config.offset_reset = reset;
+        self
+    }
+
+    /// How many records may wait between the fetch task and [`Consumer::recv`]
+    /// (default 1024). When full, fetching pauses.
+    pub fn channel_capacity(mut self, records: usize) -> Self {
+        self.config.channel_capacity = records.max(1);
+        self
+    }
+
+    /// How many consecutive fetches may return a corrupt batch for one partition
+    /// before [`ConsumerError::CorruptBatch`] is yielded (default 5).
+    pub fn max_corrupt_attempts(mut self, attempts: u32) -> Self {
+        self.config.max_corrupt_attempts = attempts.max(1);
+        self
+    }
+
+    /// Resolves every partition's start offset (ListOffsets for all but
+    /// [`StartOffset::Offset`]) and starts the background fetch task.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: nothing has started until this returns.
+    pub async fn build(self) -> Result<Consumer, ConsumerError> {
+        let queries: Vec<(String, i32, OffsetSpec)> = self
+            .assignments
+            .iter()
+            .filter_map(|(t, p, s)| {
+                let spec = match s {
+                    StartOffset::Earliest => OffsetSpec::Earliest,
+                    StartOffset::Latest => OffsetSpec::Latest,
+                    StartOffset::Timestamp(ts) => OffsetSpec::Timestamp(*ts),
+                    StartOffset::Offset(_) => return None,
+                };
+                Some((t.clone(), *p, spec))
+            })
+            .collect();
+        let mut listed = list_offsets(&self.client.inner, &queries).await?.into_iter();
+        let mut resolved = Vec::with_capacity(self.assignments.len());
+        let mut latest_fallback = Vec::new();
+        for (topic, partition, start) in &self.assignments {
+            let offset = match start {
+                StartOffset::Offset(o) => *o,
+                _ => listed.next().map_or(-1, |l| l.offset),
+            };
+            if offset < 0 {
+                // No record at or after the timestamp: start at the end.
+                latest_fallback.push(resolved.len());
+            }
+            resolved.push((topic.clone(), *partition, offset));
+        }
+        if !latest_fallback.is_empty() {
+            let q: Vec<(String, i32, OffsetSpec)> = latest_fallback
+                .iter()
+                .map(|&i| (resolved[i].0.clone(), resolved[i].1, OffsetSpec::Latest))
+                .collect();
+            let ends = list_offsets(&self.client.inner, &q).await?;
+            for (&i, end) in latest_fallback.iter().zip(ends) {
+                resolved[i].2 = end.offset.max(0);
+            }
+        }
+        let (tx, rx) = mpsc::channel(self.config.channel_capacity);
+        let task = tokio::spawn(fetcher::run(self.client, self.config, resolved, tx)).abort_handle();
+        Ok(Consumer { rx, task })
+    }
+}
+
+/// Reads records of assigned partitions. Records of one partition come in offset
+/// order; partitions interleave.
+///
+/// Dropping the consumer stops its background fetch task.
+///
+/// ```no_run
+/// # async fn demo(client: &baton::Client) -> Result<(), baton::ConsumerError> {
+/// use baton::{Consumer, StartOffset};
+///
+/// let mut consumer = Consumer::builder(client)
+///     .assign("events", 0, StartOffset::Earliest)
+///     .build()
+///     .await?;
+/// let record = consumer.recv().await?;
+/// println!("{}@{}: {:?}", record.partition, record.offset, record.value);
+/// # Ok(()) }
+/// ```
+pub struct Consumer {
+    rx: mpsc::Receiver<Result<ConsumerRecord, ConsumerError>>,
+    task: AbortHandle,
+}
+
+impl fmt::Debug for Consumer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer")
+            .field("buffered", &self.rx.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for Consumer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Consumer {
+    /// Starts building a consumer on `client`.
+    pub fn builder(client: &Client) -> ConsumerBuilder {
+        ConsumerBuilder {
+            client: client.clone(),
+            assignments: Vec::new(),
+            config: ConsumerConfig {
+                max_wait: Duration::from_millis(500),
+                min_bytes: 1,
+                max_bytes: 50 * 1024 * 1024,
+                partition_max_bytes: 1024 * 1024,
+                offset_reset: OffsetReset::Earliest,
+                channel_capacity: 1024,
+                max_corrupt_attempts: 5,
+                retry_backoff: Duration::from_millis(100),
+            },
+        }
+    }
+
+    /// The next record, or an error about one partition (see [`ConsumerError`]);
+    /// after a partition's error the others keep flowing.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: records wait in a bounded channel and are taken out only when
+    /// this returns them, so dropping the future (in `select!`, on a timeout) loses
+    /// no record; the next call returns it.
+    pub async fn recv(&mut self) -> Result<ConsumerRecord, ConsumerError> {
+        self.rx.recv().await.unwrap_or(Err(ConsumerError::Closed))
+    }
+}
+
+impl futures_core::Stream for Consumer {
+    type Item = Result<ConsumerRecord, ConsumerError>;
+
+    /// Like [`Consumer::recv`]; the stream ends when the background task stops.
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}

@@ -1,0 +1,80 @@
+//! Admin operations against the in-process broker.
+
+mod client_util;
+
+use baton::{Admin, AdminError, NewTopic, OffsetSpec, Producer, ProducerRecord};
+use baton_protocol::ErrorCode;
+use client_util::{broker_and_client, topic_name};
+
+#[tokio::test]
+async fn create_describe_list_offsets_delete() {
+    let (broker, client) = broker_and_client().await;
+    let admin = Admin::new(&client);
+    let topic = topic_name("admin");
+    admin
+        .create_topics([NewTopic::new(topic.clone(), 3, 1)])
+        .await
+        .unwrap();
+
+    let cluster = admin.describe_cluster().await.unwrap();
+    assert_eq!(cluster.brokers.len(), 1);
+    assert!(cluster.controller_id.is_some());
+    let t = cluster.topic(&topic).expect("created topic is described");
+    assert_eq!(t.partitions.len(), 3);
+    for p in &t.partitions {
+        let leader = p.leader.expect("every partition has a leader");
+        assert!(cluster.broker(leader).is_some());
+        assert_eq!(p.replicas, vec![leader]);
+        assert_eq!(p.isr, vec![leader]);
+    }
+
+    // Creating it again reports TOPIC_ALREADY_EXISTS for that topic.
+    match admin.create_topic(topic.clone(), 3, 1).await {
+        Err(AdminError::Topics(errors)) => {
+            assert_eq!(errors.len(), 1);
+            assert_eq!(errors[0].code, ErrorCode::TopicAlreadyExists);
+        }
+        other => panic!("expected TOPIC_ALREADY_EXISTS, got {other:?}"),
+    }
+
+    // Five records into partition 1, with known timestamps.
+    let producer = Producer::builder(&client).build();
+    let mut deliveries = Vec::new();
+    for i in 0..5i64 {
+        let record = ProducerRecord::new(topic.clone())
+            .partition(1)
+            .value(format!("v{i}"))
+            .timestamp(1_000 + i * 10);
+        deliveries.push(producer.send(record).await.unwrap());
+    }
+    for d in deliveries {
+        d.await.unwrap();
+    }
+
+    let offsets = admin
+        .list_offsets([
+            (topic.clone(), 0, OffsetSpec::Earliest),
+            (topic.clone(), 0, OffsetSpec::Latest),
+            (topic.clone(), 1, OffsetSpec::Earliest),
+            (topic.clone(), 1, OffsetSpec::Latest),
+            (topic.clone(), 1, OffsetSpec::Timestamp(1_025)),
+        ])
+        .await
+        .unwrap();
+    let got: Vec<i64> = offsets.iter().map(|o| o.offset).collect();
+    assert_eq!(got, vec![0, 0, 0, 5, 3]);
+    assert_eq!(offsets[4].timestamp, 1_030);
+
+    admin.delete_topics([topic.clone()]).await.unwrap();
+    let cluster = admin.describe_cluster().await.unwrap();
+    assert!(cluster.topic(&topic).is_none(), "deleted topic is gone");
+    match admin.delete_topics([topic.clone()]).await {
+        Err(AdminError::Topics(errors)) => {
+            assert_eq!(errors[0].code, ErrorCode::UnknownTopicOrPartition)
+        }
+        other => panic!("expected UNKNOWN_TOPIC_OR_PARTITION, got {other:?}"),
+    }
+
+    producer.close().await;
+    broker.shutdown().await;
+}
