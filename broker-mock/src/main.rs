@@ -66,20 +66,18 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
             "--advertised-host" => config.advertised_host = Some(take("--advertised-host")?),
             "--node-id" => {
                 let v = take("--node-id")?;
-                config.node_id = v
-                    .parse()
-                    .ok()
-                    .filter(|n: &i32| *n >= 0)
-                    .ok_or_else(|| format!("--node-id {v:?}: expected a non-negative integer"))?;
+                config.node_id =
+                    v.parse().ok().filter(|n: &i32| *n >= 0).ok_or_else(|| {
+                        format!("--node-id {v:?}: expected a non-negative integer")
+                    })?;
             }
             "--auto-create-topics" => config.auto_create_topics = true,
             "--default-partitions" => {
                 let v = take("--default-partitions")?;
-                config.default_num_partitions = v
-                    .parse()
-                    .ok()
-                    .filter(|n: &i32| *n >= 1)
-                    .ok_or_else(|| format!("--default-partitions {v:?}: expected an integer >= 1"))?;
+                config.default_num_partitions =
+                    v.parse().ok().filter(|n: &i32| *n >= 1).ok_or_else(|| {
+                        format!("--default-partitions {v:?}: expected an integer >= 1")
+                    })?;
             }
             "--log-level" => log_level = Some(take("--log-level")?),
             other => return Err(format!("unknown argument {other:?} (see --help)")),
@@ -138,7 +136,10 @@ fn main() -> ExitCode {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("baton-broker: cannot start runtime: {e}");

@@ -36,7 +36,12 @@ fn offsets(batches: &[Bytes]) -> Vec<(i64, i64)> {
 fn fill(log: &mut Log, batches: usize) -> Vec<Bytes> {
     let mut out = Vec::new();
     for i in 0..batches {
-        let b = batch(log.log_end_offset(), 1 + i % 3, 1_000 + 10 * i as i64, 50 + i * 7);
+        let b = batch(
+            log.log_end_offset(),
+            1 + i % 3,
+            1_000 + 10 * i as i64,
+            50 + i * 7,
+        );
         log.append(b.clone()).unwrap();
         out.push(b);
     }
@@ -91,7 +96,11 @@ fn in_memory_matches_on_disk() {
         assert_eq!(d.log_end_offset(), m.log_end_offset());
         for from in 0..=d.log_end_offset() + 1 {
             for max in [0, 1, 100, 400, 5000] {
-                assert_eq!(d.read(from, max).unwrap(), m.read(from, max).unwrap(), "from {from} max {max}");
+                assert_eq!(
+                    d.read(from, max).unwrap(),
+                    m.read(from, max).unwrap(),
+                    "from {from} max {max}"
+                );
             }
         }
         for ts in [0, 1_000, 1_095, 1_200, 5_000] {
@@ -100,7 +109,10 @@ fn in_memory_matches_on_disk() {
                 m.find_batch_by_timestamp(ts).unwrap()
             );
         }
-        assert_eq!(d.max_timestamp_batch().unwrap(), m.max_timestamp_batch().unwrap());
+        assert_eq!(
+            d.max_timestamp_batch().unwrap(),
+            m.max_timestamp_batch().unwrap()
+        );
     };
     check(&d, &m);
     for to in [70, 41, 5] {
@@ -124,7 +136,10 @@ fn truncate_to_cuts_at_batch_boundaries() {
     assert_eq!(log.log_end_offset(), 30);
     log.truncate_to(14).unwrap(); // inside the batch 12..=14: it goes
     assert_eq!(log.log_end_offset(), 12);
-    assert_eq!(offsets(&log.read(0, usize::MAX).unwrap()).last(), Some(&(9, 11)));
+    assert_eq!(
+        offsets(&log.read(0, usize::MAX).unwrap()).last(),
+        Some(&(9, 11))
+    );
     log.append(batch(12, 1, 0, 10)).unwrap();
     assert_eq!(log.log_end_offset(), 13);
     drop(log);
@@ -142,7 +157,10 @@ fn appends_must_not_go_backwards() {
     log.append(batch(0, 2, 0, 1)).unwrap();
     assert!(matches!(
         log.append(batch(1, 1, 0, 1)),
-        Err(LogError::NonMonotonic { expected: 2, got: 1 })
+        Err(LogError::NonMonotonic {
+            expected: 2,
+            got: 1
+        })
     ));
     assert!(matches!(
         log.append(Bytes::from_static(b"short")),
@@ -170,7 +188,12 @@ fn recovery_cuts_a_torn_tail() {
         drop(log);
         let seg = last_segment(dir.path());
         let before = fs::metadata(&seg).unwrap().len();
-        OpenOptions::new().append(true).open(&seg).unwrap().write_all(garbage).unwrap();
+        OpenOptions::new()
+            .append(true)
+            .open(&seg)
+            .unwrap()
+            .write_all(garbage)
+            .unwrap();
         let (log, rec) = Log::open(dir.path(), 1024, 100).unwrap();
         assert_eq!(rec.truncated_bytes, garbage.len() as u64);
         assert!(rec.reason.is_some());
@@ -200,7 +223,9 @@ fn recovery_cuts_at_a_corrupt_batch_mid_segment() {
     assert!(!later.exists());
     assert_eq!(fs::metadata(&seg).unwrap().len(), pos as u64);
     assert_eq!(log.read(0, usize::MAX).unwrap(), written[..4].to_vec());
-    let next = RecordBatch::parse(written[3].clone()).unwrap().next_offset();
+    let next = RecordBatch::parse(written[3].clone())
+        .unwrap()
+        .next_offset();
     assert_eq!(log.log_end_offset(), next);
 }
 

@@ -1,0 +1,193 @@
+//! A raw Kafka client over TCP for broker tests, built on the protocol crate only.
+
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+
+use baton_protocol::frame::{begin_frame, finish_frame};
+use baton_protocol::messages::*;
+use baton_protocol::primitives::Decoder;
+use baton_protocol::record::{RecordBatch, RecordBatchBuilder};
+use baton_protocol::{FrameCodec, Message, Request, RequestHeader, ResponseHeader, Uuid};
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// One connection speaking Kafka frames.
+pub struct Client {
+    pub stream: TcpStream,
+    next_corr: i32,
+    buf: BytesMut,
+}
+
+impl Client {
+    pub async fn connect(addr: SocketAddr) -> Client {
+        let stream = TcpStream::connect(addr).await.expect("connect");
+        stream.set_nodelay(true).unwrap();
+        Client {
+            stream,
+            next_corr: 1,
+            buf: BytesMut::new(),
+        }
+    }
+
+    pub fn encode<R: Request>(corr: i32, req: &R, version: i16) -> Bytes {
+        let mut buf = BytesMut::new();
+        let at = begin_frame(&mut buf);
+        RequestHeader {
+            api_key: R::API_KEY,
+            api_version: version,
+            correlation_id: corr,
+            client_id: Some("broker-test".into()),
+        }
+        .encode(&mut buf, R::request_header_version(version));
+        req.encode_body(&mut buf, version).unwrap();
+        finish_frame(&mut buf, at);
+        buf.freeze()
+    }
+
+    /// Sends a request and returns its correlation id.
+    pub async fn send<R: Request>(&mut self, req: &R, version: i16) -> i32 {
+        let corr = self.next_corr;
+        self.next_corr += 1;
+        let frame = Self::encode(corr, req, version);
+        self.stream.write_all(&frame).await.expect("write");
+        corr
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await
+    }
+
+    /// Reads the next response frame, or `None` at end of stream.
+    pub async fn recv_frame(&mut self) -> Option<Bytes> {
+        let codec = FrameCodec::default();
+        loop {
+            if let Some(f) = codec.decode(&mut self.buf).expect("frame") {
+                return Some(f);
+            }
+            match self.stream.read_buf(&mut self.buf).await {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// Reads the next response as `R::Response` in `version`; returns its correlation id.
+    pub async fn recv<R: Request>(&mut self, version: i16) -> (i32, R::Response) {
+        let frame = self.recv_frame().await.expect("response");
+        let mut d = Decoder::new(frame);
+        let h = ResponseHeader::decode(&mut d, R::response_header_version(version)).unwrap();
+        let body = R::Response::decode_body(d.take_rest(), version).unwrap();
+        (h.correlation_id, body)
+    }
+
+    pub async fn call<R: Request>(&mut self, req: &R, version: i16) -> R::Response {
+        let corr = self.send(req, version).await;
+        let (got, resp) = self.recv::<R>(version).await;
+        assert_eq!(got, corr, "correlation id");
+        resp
+    }
+}
+
+pub fn records(base_ts: i64, values: &[&str]) -> Bytes {
+    let mut b = RecordBatchBuilder::new(base_ts);
+    for (i, v) in values.iter().enumerate() {
+        b.push(base_ts + i as i64, Some(b"key"), Some(v.as_bytes()), &[]);
+    }
+    b.finish()
+}
+
+pub fn produce_req(topic: &str, partition: i32, acks: i16, records: Bytes) -> ProduceRequest {
+    ProduceRequest {
+        transactional_id: None,
+        acks,
+        timeout_ms: 5000,
+        topic_data: vec![TopicProduceData {
+            name: topic.into(),
+            partition_data: vec![PartitionProduceData {
+                index: partition,
+                records: Some(records),
+            }],
+        }],
+    }
+}
+
+pub fn fetch_req(
+    topic: &str,
+    partition: i32,
+    offset: i64,
+    max_wait_ms: i32,
+    min_bytes: i32,
+) -> FetchRequest {
+    FetchRequest {
+        replica_id: -1,
+        max_wait_ms,
+        min_bytes,
+        max_bytes: 1 << 20,
+        isolation_level: 0,
+        session_id: 0,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: topic.into(),
+            topic_id: Uuid::ZERO,
+            partitions: vec![FetchPartition {
+                partition,
+                fetch_offset: offset,
+                partition_max_bytes: 1 << 20,
+                ..Default::default()
+            }],
+        }],
+        ..Default::default()
+    }
+}
+
+pub fn create_req(name: &str, partitions: i32, configs: &[(&str, &str)]) -> CreateTopicsRequest {
+    CreateTopicsRequest {
+        topics: vec![CreatableTopic {
+            name: name.into(),
+            num_partitions: partitions,
+            replication_factor: -1,
+            assignments: vec![],
+            configs: configs
+                .iter()
+                .map(|(k, v)| CreatableTopicConfig {
+                    name: (*k).into(),
+                    value: Some((*v).into()),
+                })
+                .collect(),
+        }],
+        timeout_ms: 5000,
+        validate_only: false,
+    }
+}
+
+pub async fn create_topic(c: &mut Client, name: &str, partitions: i32) {
+    let resp = c.call(&create_req(name, partitions, &[]), 7).await;
+    assert_eq!(
+        resp.topics[0].error_code, 0,
+        "{:?}",
+        resp.topics[0].error_message
+    );
+}
+
+/// All record values in a fetch response partition's records.
+pub fn values(records: &Option<Bytes>) -> Vec<String> {
+    let mut out = Vec::new();
+    for batch in baton_protocol::record::batches(records.clone().unwrap_or_default()) {
+        let batch: RecordBatch = batch.unwrap();
+        batch.verify_crc().unwrap();
+        for r in batch.records().unwrap() {
+            let r = r.unwrap();
+            out.push(String::from_utf8(r.value.unwrap().to_vec()).unwrap());
+        }
+    }
+    out
+}
+
+/// A unique topic name per call.
+pub fn topic_name(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    format!("{prefix}-{}", N.fetch_add(1, Ordering::Relaxed))
+}
