@@ -489,7 +489,7 @@ impl Connection {
     /// Cancel safe with respect to the connection: if the future is dropped, the
     /// request may or may not have reached the broker (and may take effect there),
     /// but the connection stays in sync and its response is discarded on arrival.
-    pub async fn send<R: Request>(&self, req: &R) -> Result<R::Response, ConnectionError> {
+    pub async fn send<R: Request + Sync>(&self, req: &R) -> Result<R::Response, ConnectionError> {
         self.send_with_timeout(req, self.inner.config.request_timeout)
             .await
     }
@@ -500,7 +500,7 @@ impl Connection {
     /// # Cancel safety
     ///
     /// As for [`Connection::send`].
-    pub async fn send_with_timeout<R: Request>(
+    pub async fn send_with_timeout<R: Request + Sync>(
         &self,
         req: &R,
         timeout: Duration,
@@ -519,7 +519,10 @@ impl Connection {
     ///
     /// Cancel safe with respect to the connection: once queued, the frame is written
     /// whole whether or not the future is still polled.
-    pub async fn send_no_response<R: Request>(&self, req: &R) -> Result<(), ConnectionError> {
+    pub async fn send_no_response<R: Request + Sync>(
+        &self,
+        req: &R,
+    ) -> Result<(), ConnectionError> {
         let version = self.version_for::<R>()?;
         let (frame, _) = self.encode(req, version)?;
         let (written_tx, written_rx) = oneshot::channel();
@@ -594,7 +597,7 @@ impl Connection {
     }
 
     /// Sends one request and returns the response body (header stripped).
-    async fn round_trip_raw<R: Request>(
+    async fn round_trip_raw<R: Request + Sync>(
         &self,
         req: &R,
         version: i16,

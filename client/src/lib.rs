@@ -1,4 +1,53 @@
-//! Baton: an async Kafka client.
+//! Baton: an async Kafka client that owns its buffers.
+//!
+//! ```no_run
+//! use std::time::Duration;
+//!
+//! use baton::{Admin, Client, Consumer, Producer, ProducerRecord, StartOffset};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = Client::builder(["127.0.0.1:9092"])
+//!     .client_id("example")
+//!     .request_timeout(Duration::from_secs(10))
+//!     .build()
+//!     .await?;
+//!
+//! Admin::new(&client).create_topic("greetings", 3, 1).await?;
+//!
+//! let producer = Producer::builder(&client).build();
+//! let delivery = producer
+//!     .send(ProducerRecord::new("greetings").key("k").value("hello"))
+//!     .await?;
+//! let meta = delivery.await?;
+//! println!("delivered to {}/{} at offset {}", meta.topic, meta.partition, meta.offset);
+//! producer.close().await;
+//!
+//! let mut consumer = Consumer::builder(&client)
+//!     .assign("greetings", meta.partition, StartOffset::Earliest)
+//!     .build()
+//!     .await?;
+//! let record = consumer.recv().await?;
+//! assert_eq!(record.value.as_deref(), Some(&b"hello"[..]));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Layers
+//!
+//! From the wire up, each with its own error type wrapping the one below:
+//!
+//! | module | what | error |
+//! |---|---|---|
+//! | [`connection`] | one TCP connection: pipelining by correlation id, version negotiation, poisoning on failure | [`ConnectionError`](connection::ConnectionError) |
+//! | [`client`], [`metadata`] | broker pool (one lazy connection per broker, replaced when poisoned) and the generation-numbered metadata cache | [`ClientError`] |
+//! | [`producer`], [`consumer`], [`admin`] | what applications use | [`ProduceError`], [`ConsumerError`], [`AdminError`] |
+//!
+//! # Ownership and cancellation
+//!
+//! The producer takes [`bytes::Bytes`] by value and holds a record until its outcome
+//! is final, then hands it back. Every async method documents what happens if its
+//! future is dropped ("Cancel safety").
 
 pub mod admin;
 pub mod client;
@@ -8,8 +57,13 @@ pub mod metadata;
 mod pool;
 pub mod producer;
 
-pub use admin::{Admin, AdminError, ListedOffset, NewTopic, OffsetSpec};
+pub use admin::{Admin, AdminError, ListedOffset, NewTopic, OffsetSpec, TopicError};
 pub use baton_protocol::record::RecordHeader;
 pub use client::{Client, ClientBuilder, ClientError};
-pub use consumer::{Consumer, ConsumerBuilder, ConsumerError, ConsumerRecord, OffsetReset, StartOffset};
-pub use producer::{Acks, DeliveryFuture, ProduceError, Producer, ProducerBuilder, ProducerRecord, RecordMetadata};
+pub use consumer::{
+    Consumer, ConsumerBuilder, ConsumerError, ConsumerRecord, OffsetReset, StartOffset,
+};
+pub use producer::{
+    Acks, AttemptError, DeliveryFuture, ProduceError, Producer, ProducerBuilder, ProducerRecord,
+    RecordMetadata,
+};

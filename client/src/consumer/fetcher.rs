@@ -53,7 +53,12 @@ struct Done {
 
 /// Runs until the consumer is dropped (its receiver closes) or every partition has
 /// stopped.
-pub(crate) async fn run(client: Client, cfg: ConsumerConfig, assigned: Vec<(String, i32, i64)>, tx: Tx) {
+pub(crate) async fn run(
+    client: Client,
+    cfg: ConsumerConfig,
+    assigned: Vec<(String, i32, i64)>,
+    tx: Tx,
+) {
     let mut parts: Vec<Part> = assigned
         .into_iter()
         .map(|(topic, partition, offset)| Part {
@@ -77,20 +82,23 @@ pub(crate) async fn run(client: Client, cfg: ConsumerConfig, assigned: Vec<(Stri
         let now = Instant::now();
         // Group idle partitions by leader.
         let mut groups: BTreeMap<i32, (u64, Vec<usize>)> = BTreeMap::new();
-        for i in 0..parts.len() {
-            let p = &parts[i];
+        for (i, p) in parts.iter_mut().enumerate() {
             if p.busy || p.stopped || p.retry_at.is_some_and(|t| t > now) {
                 continue;
             }
             match client.inner.leader(&p.topic, p.partition).await {
                 Ok((leader, generation)) => {
                     if !busy_leaders.contains(&leader) {
-                        groups.entry(leader).or_insert((generation, Vec::new())).1.push(i);
+                        groups
+                            .entry(leader)
+                            .or_insert((generation, Vec::new()))
+                            .1
+                            .push(i);
                     }
                 }
-                Err(e) if e.is_retriable() => backoff(&mut parts[i], &cfg),
+                Err(e) if e.is_retriable() => backoff(p, &cfg),
                 Err(e) => {
-                    parts[i].stopped = true;
+                    p.stopped = true;
                     if tx.send(Err(e.into())).await.is_err() {
                         return;
                     }
@@ -101,7 +109,10 @@ pub(crate) async fn run(client: Client, cfg: ConsumerConfig, assigned: Vec<(Stri
             let meta = client.metadata();
             let topic_ids: Vec<Uuid> = idxs
                 .iter()
-                .map(|&i| meta.topic(&parts[i].topic).map_or(Uuid::ZERO, |t| t.topic_id))
+                .map(|&i| {
+                    meta.topic(&parts[i].topic)
+                        .map_or(Uuid::ZERO, |t| t.topic_id)
+                })
                 .collect();
             let req = build_request(&cfg, &parts, &idxs, &topic_ids);
             for &i in &idxs {
@@ -159,10 +170,16 @@ async fn sleep_until_opt(at: Option<Instant>) {
 fn backoff(p: &mut Part, cfg: &ConsumerConfig) {
     p.failures = p.failures.saturating_add(1);
     let shift = p.failures.saturating_sub(1).min(4);
-    p.retry_at = Some(Instant::now() + (cfg.retry_backoff * (1u32 << shift)).min(Duration::from_secs(1)));
+    p.retry_at =
+        Some(Instant::now() + (cfg.retry_backoff * (1u32 << shift)).min(Duration::from_secs(1)));
 }
 
-fn build_request(cfg: &ConsumerConfig, parts: &[Part], idxs: &[usize], topic_ids: &[Uuid]) -> FetchRequest {
+fn build_request(
+    cfg: &ConsumerConfig,
+    parts: &[Part],
+    idxs: &[usize],
+    topic_ids: &[Uuid],
+) -> FetchRequest {
     let mut topics: Vec<FetchTopic> = Vec::new();
     for (k, &i) in idxs.iter().enumerate() {
         let p = &parts[i];
@@ -232,7 +249,8 @@ async fn handle(
             let Some(k) = done.parts.iter().enumerate().position(|(k, &i)| {
                 let p = &parts[i];
                 p.partition == pd.partition_index
-                    && (*p.topic == t.topic || (t.topic_id != Uuid::ZERO && t.topic_id == done.topic_ids[k]))
+                    && (*p.topic == t.topic
+                        || (t.topic_id != Uuid::ZERO && t.topic_id == done.topic_ids[k]))
             }) else {
                 continue;
             };

@@ -223,7 +223,9 @@ impl ConsumerBuilder {
                 Some((t.clone(), *p, spec))
             })
             .collect();
-        let mut listed = list_offsets(&self.client.inner, &queries).await?.into_iter();
+        let mut listed = list_offsets(&self.client.inner, &queries)
+            .await?
+            .into_iter();
         let mut resolved = Vec::with_capacity(self.assignments.len());
         let mut latest_fallback = Vec::new();
         for (topic, partition, start) in &self.assignments {
@@ -248,7 +250,8 @@ impl ConsumerBuilder {
             }
         }
         let (tx, rx) = mpsc::channel(self.config.channel_capacity);
-        let task = tokio::spawn(fetcher::run(self.client, self.config, resolved, tx)).abort_handle();
+        let task =
+            tokio::spawn(fetcher::run(self.client, self.config, resolved, tx)).abort_handle();
         Ok(Consumer { rx, task })
     }
 }

@@ -96,7 +96,7 @@ impl AttemptError {
     }
 }
 
-fn describe_last(e: &Option<AttemptError>) -> String {
+fn describe_last(e: &Option<Box<AttemptError>>) -> String {
     e.as_ref()
         .map_or_else(|| "none".to_string(), |e| e.to_string())
 }
@@ -186,7 +186,7 @@ pub enum ProduceError {
         /// How many times the record's batch was sent.
         attempts: u32,
         /// The error of the last attempt, if there was one.
-        last_error: Option<AttemptError>,
+        last_error: Option<Box<AttemptError>>,
         /// The record.
         record: Box<ProducerRecord>,
     },

@@ -66,7 +66,7 @@ fn fail_expired(shared: &Shared, batch: Batch) {
             partition,
             timeout: shared.config.delivery_timeout,
             attempts,
-            last_error: last_error.clone(),
+            last_error: last_error.clone().map(Box::new),
             record: Box::new(p.record),
         }));
     }
