@@ -75,6 +75,23 @@ pub enum DecodeError {
     /// A record batch uses a magic (format version) other than 2.
     #[error("unsupported record batch magic {0}")]
     UnsupportedMagic(i8),
+    /// A compressed records section would decompress to more than the allowed size
+    /// (see [`DecompressionLimits`](crate::record::DecompressionLimits)).
+    #[error("{codec} records section decompresses to more than {limit} bytes")]
+    DecompressedTooLarge {
+        /// The batch's codec.
+        codec: crate::record::Compression,
+        /// The limit that applied to this records section.
+        limit: usize,
+    },
+    /// A compressed records section is not a complete, valid stream of its codec.
+    #[error("corrupt {codec} records section: {detail}")]
+    CorruptCompression {
+        /// The batch's codec.
+        codec: crate::record::Compression,
+        /// What the codec reported.
+        detail: String,
+    },
 }
 
 /// Why a message could not be encoded.

@@ -5,6 +5,7 @@ use std::fmt;
 
 use bytes::Bytes;
 
+use super::compression::{decompress, DecompressionLimits};
 use super::offsets as off;
 use super::record::Records;
 use super::{attr, Compression, TimestampType, BATCH_HEADER_LEN, LOG_OVERHEAD, MAGIC_V2};
@@ -213,12 +214,27 @@ impl RecordBatch {
 
     /// The records, decoded lazily as the iterator advances.
     ///
-    /// Keys and values are zero-copy slices of the batch's buffer. The iterator
-    /// yields an error (and then ends) if a record is malformed, if fewer records
-    /// than announced are present, or if bytes trail the last one. A compressed batch
-    /// is [`DecodeError::UnsupportedCompression`] until codecs are added.
+    /// Keys and values are zero-copy slices of the batch's buffer, or, for a
+    /// compressed batch, of one buffer holding the decompressed records section
+    /// (decompressed here, once, within [`DecompressionLimits::default`]). The
+    /// iterator yields an error (and then ends) if a record is malformed, if fewer
+    /// records than announced are present, or if bytes trail the last one.
+    ///
+    /// # Errors
+    ///
+    /// For compressed batches: [`DecodeError::UnsupportedCompression`] if the
+    /// codec's feature is off, [`DecodeError::DecompressedTooLarge`] or
+    /// [`DecodeError::CorruptCompression`].
     pub fn records(&self) -> Result<Records, DecodeError> {
-        let body = self.decompressed_body()?;
+        self.records_with_limits(&DecompressionLimits::default())
+    }
+
+    /// [`RecordBatch::records`] with explicit limits on decompression.
+    pub fn records_with_limits(
+        &self,
+        limits: &DecompressionLimits,
+    ) -> Result<Records, DecodeError> {
+        let body = self.decompressed_body(limits)?;
         Ok(Records::new(
             body,
             self.record_count(),
@@ -234,12 +250,12 @@ impl RecordBatch {
         self.data.slice(BATCH_HEADER_LEN..)
     }
 
-    /// The records section with compression undone. Codecs plug in here, each
-    /// bounded by a decompressed-size cap.
-    fn decompressed_body(&self) -> Result<Bytes, DecodeError> {
+    /// The records section with compression undone, bounded by `limits`; an
+    /// uncompressed section is returned without copying.
+    fn decompressed_body(&self, limits: &DecompressionLimits) -> Result<Bytes, DecodeError> {
         match self.compression() {
             Compression::None => Ok(self.records_bytes()),
-            other => Err(DecodeError::UnsupportedCompression(other.bits() as u8)),
+            codec => decompress(codec, &self.data[BATCH_HEADER_LEN..], limits),
         }
     }
 

@@ -1,11 +1,15 @@
-//! Building a batch: records are encoded as they are pushed; `finish` writes the
-//! header, counts, last offset delta, max timestamp and CRC.
+//! Building a batch: records are encoded as they are pushed; `finish` compresses the
+//! records section (once) and writes the header, counts, last offset delta, max
+//! timestamp and CRC.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::batch::write_crc;
+use super::compression::compress;
 use super::record::RecordHeader;
-use super::{attr, Record, TimestampType, BATCH_HEADER_LEN, LOG_OVERHEAD, MAGIC_V2};
+use super::{
+    attr, offsets, Compression, Record, TimestampType, BATCH_HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
+};
 use crate::primitives::{put_varint, put_varlong, varint_len};
 
 /// Longest encoding of a varint (32-bit value).
@@ -13,11 +17,13 @@ const MAX_VARINT_LEN: usize = 5;
 /// Longest encoding of a varlong (64-bit value).
 const MAX_VARLONG_LEN: usize = 10;
 
-/// Builds one uncompressed record batch (format v2) into a [`BytesMut`].
+/// Builds one record batch (format v2) into a [`BytesMut`].
 ///
 /// Defaults: base offset 0, partition leader epoch -1, producer id -1, producer
 /// epoch -1, base sequence -1, no compression, create time, not transactional,
-/// not control. Record offset deltas are 0, 1, 2, ... in push order; timestamp deltas
+/// not control. With [`RecordBatchBuilder::compression`] the records section is
+/// compressed once, when the batch is finished; the finished [`Bytes`] are what a
+/// retry resends. Record offset deltas are 0, 1, 2, ... in push order; timestamp deltas
 /// are relative to the base timestamp given to [`RecordBatchBuilder::new`] (pass the
 /// first record's timestamp to keep them short). An empty batch gets
 /// `lastOffsetDelta` 0 and `maxTimestamp` -1.
@@ -35,6 +41,10 @@ pub struct RecordBatchBuilder {
     body: BytesMut,
     /// Records pushed so far. Invariant: fits in an `i32`.
     count: usize,
+    /// Codec of the records section. Invariant: supported by this build.
+    compression: Compression,
+    /// Requested compression level; `None` is the codec's default.
+    compression_level: Option<i32>,
 }
 
 impl RecordBatchBuilder {
@@ -51,7 +61,34 @@ impl RecordBatchBuilder {
             base_sequence: -1,
             body: BytesMut::new(),
             count: 0,
+            compression: Compression::None,
+            compression_level: None,
         }
+    }
+
+    /// Sets the codec that compresses the records section when the batch is
+    /// finished (default [`Compression::None`]).
+    ///
+    /// # Panics
+    ///
+    /// If the codec's cargo feature is off; check [`Compression::is_supported`]
+    /// when the codec comes from configuration.
+    pub fn compression(mut self, codec: Compression) -> Self {
+        assert!(
+            codec.is_supported(),
+            "compression codec {codec} is not enabled in this build of baton-protocol"
+        );
+        self.attributes = (self.attributes & !attr::COMPRESSION_MASK) | codec.bits();
+        self.compression = codec;
+        self
+    }
+
+    /// Sets the compression level: gzip 1-9 (default 6), Zstandard -131072 to 22
+    /// (default 3). Out-of-range levels are clamped; codecs without levels (Snappy,
+    /// LZ4) ignore it. See [`Compression::level_range`].
+    pub fn compression_level(mut self, level: i32) -> Self {
+        self.compression_level = Some(level);
+        self
     }
 
     /// Sets the idempotent producer's id, epoch and the first record's sequence.
@@ -197,6 +234,9 @@ impl RecordBatchBuilder {
     }
 
     /// The batch's encoded size so far (header included), for `batch.size` limits.
+    /// For a compressed batch this is the size before compression, which is what
+    /// the Java client's `batch.size` limit measures too; the finished batch is
+    /// usually smaller.
     pub fn size_bytes(&self) -> usize {
         BATCH_HEADER_LEN + self.body.len()
     }
@@ -209,13 +249,17 @@ impl RecordBatchBuilder {
     }
 
     /// Appends the finished batch to `buf`.
+    ///
+    /// # Panics
+    ///
+    /// If the compressed records section would take the batch over `i32::MAX`
+    /// bytes.
     pub fn finish_into(self, buf: &mut BytesMut) {
         let start = buf.len();
-        let total = self.size_bytes();
-        buf.reserve(total);
+        buf.reserve(self.size_bytes());
         let last_offset_delta = self.count.saturating_sub(1) as i32;
         buf.put_i64(self.base_offset);
-        buf.put_i32((total - LOG_OVERHEAD) as i32);
+        buf.put_i32(0); // batchLength, written below.
         buf.put_i32(self.partition_leader_epoch);
         buf.put_i8(MAGIC_V2);
         buf.put_u32(0); // CRC, written below.
@@ -228,7 +272,13 @@ impl RecordBatchBuilder {
         buf.put_i32(self.base_sequence);
         buf.put_i32(self.count as i32);
         debug_assert_eq!(buf.len() - start, BATCH_HEADER_LEN);
-        buf.put_slice(&self.body);
+        match self.compression {
+            Compression::None => buf.put_slice(&self.body),
+            codec => compress(codec, self.compression_level, &self.body, buf),
+        }
+        let batch_length = len_i32(buf.len() - start - LOG_OVERHEAD);
+        let at = start + offsets::BATCH_LENGTH;
+        buf[at..at + 4].copy_from_slice(&batch_length.to_be_bytes());
         write_crc(&mut buf[start..]);
     }
 }

@@ -46,6 +46,7 @@
 
 mod batch;
 mod builder;
+pub mod compression;
 #[allow(clippy::module_inception)]
 mod record;
 
@@ -57,6 +58,10 @@ pub use batch::{
     RecordBatch,
 };
 pub use builder::RecordBatchBuilder;
+pub use compression::{
+    compress, decompress, DecompressionLimits, DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_RATIO,
+    DEFAULT_RATIO_ALLOWANCE, XERIAL_BLOCK_SIZE, XERIAL_MAGIC,
+};
 pub use record::{ControlRecordType, Record, RecordHeader, Records};
 
 use crate::error::DecodeError;
