@@ -19,6 +19,7 @@
 //! persistence), [`config`].
 
 pub mod config;
+pub mod controller;
 pub mod error;
 pub mod handlers;
 pub mod log;

@@ -1,0 +1,501 @@
+//! The controller's replicated state: what replaying the metadata log produces.
+//!
+//! [`ControllerState::apply`] is the only way to change it, so a controller that
+//! restarts and replays its log reaches exactly the state it had. Apply validates every
+//! record against the state (a CRC-valid but inconsistent log is an error, not a
+//! panic) and asserts the invariants afterwards.
+
+use std::collections::BTreeMap;
+
+use baton_protocol::Uuid;
+
+use super::records::{
+    LeaderMoveRecord, MetadataLogEntry, MetadataRecord, MoveState, PartitionChangeRecord,
+    PartitionRecord, NO_LEADER,
+};
+
+/// The topic config that allows electing an out-of-sync replica.
+pub const UNCLEAN_LEADER_ELECTION: &str = "unclean.leader.election.enable";
+
+/// A registered broker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerInfo {
+    /// Broker id.
+    pub broker_id: i32,
+    /// The process incarnation that registered.
+    pub incarnation_id: u64,
+    /// KRaft's broker epoch: the log offset of the registration record. Heartbeats must
+    /// carry it.
+    pub broker_epoch: i64,
+    /// Advertised host.
+    pub host: String,
+    /// Advertised port.
+    pub port: u16,
+    /// Fenced brokers may not lead nor be added to an ISR.
+    pub fenced: bool,
+    /// In controlled shutdown: leaderships are being moved away; not eligible for new
+    /// leaderships or ISR additions.
+    pub in_controlled_shutdown: bool,
+}
+
+impl BrokerInfo {
+    /// Whether it may lead or join an ISR.
+    pub fn is_eligible(&self) -> bool {
+        !self.fenced && !self.in_controlled_shutdown
+    }
+}
+
+/// A topic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicInfo {
+    /// Name.
+    pub name: String,
+    /// Id.
+    pub topic_id: Uuid,
+    /// Config overrides.
+    pub configs: Vec<(String, String)>,
+    /// Partition count.
+    pub partitions: i32,
+}
+
+impl TopicInfo {
+    /// A config override's value.
+    pub fn config(&self, key: &str) -> Option<&str> {
+        self.configs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Whether unclean leader election is enabled for this topic.
+    pub fn unclean_election(&self) -> bool {
+        self.config(UNCLEAN_LEADER_ELECTION) == Some("true")
+    }
+}
+
+/// A partition's state.
+///
+/// Invariants: `isr ⊆ replicas`, no duplicates; `leader == NO_LEADER` or
+/// `leader ∈ isr`; `leader_epoch` and `partition_epoch` never decrease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionInfo {
+    /// Topic id.
+    pub topic_id: Uuid,
+    /// Index.
+    pub partition: i32,
+    /// Assigned replicas, preferred first.
+    pub replicas: Vec<i32>,
+    /// In-sync replicas.
+    pub isr: Vec<i32>,
+    /// Leader, or [`NO_LEADER`].
+    pub leader: i32,
+    /// Bumped on every leader change.
+    pub leader_epoch: i32,
+    /// Bumped on every change.
+    pub partition_epoch: i32,
+}
+
+impl PartitionInfo {
+    /// Whether there is no leader.
+    pub fn is_offline(&self) -> bool {
+        self.leader == NO_LEADER
+    }
+
+    /// The preferred leader (first replica).
+    pub fn preferred_leader(&self) -> Option<i32> {
+        self.replicas.first().copied()
+    }
+}
+
+/// A planned leadership move in progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaderMove {
+    /// Current leader.
+    pub from: i32,
+    /// Successor.
+    pub to: i32,
+    /// Phase: [`MoveState::Requested`] or [`MoveState::Draining`].
+    pub state: MoveState,
+}
+
+/// Why a record could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApplyError {
+    /// The entry's offset is not the next one.
+    #[error("entry offset {got}, expected {expected}")]
+    OffsetGap {
+        /// Offset found.
+        got: i64,
+        /// Offset expected.
+        expected: i64,
+    },
+    /// The entry's controller epoch is older than one already applied.
+    #[error("controller epoch {got} older than {current}")]
+    StaleControllerEpoch {
+        /// Epoch found.
+        got: i32,
+        /// Epoch applied before.
+        current: i32,
+    },
+    /// The record contradicts the state.
+    #[error("inconsistent record at offset {offset}: {reason}")]
+    Inconsistent {
+        /// Entry offset.
+        offset: i64,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Everything the metadata log describes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ControllerState {
+    /// Offset the next entry must have. Invariant: never decreases.
+    next_offset: i64,
+    /// Highest controller epoch applied. Invariant: never decreases.
+    controller_epoch: i32,
+    /// Brokers by id.
+    brokers: BTreeMap<i32, BrokerInfo>,
+    /// Topics by id.
+    topics: BTreeMap<Uuid, TopicInfo>,
+    /// Topic ids by name. Invariant: the inverse of `topics`.
+    topic_names: BTreeMap<String, Uuid>,
+    /// Partitions by (topic id, index). Invariant: each topic's are `0..partitions`.
+    partitions: BTreeMap<(Uuid, i32), PartitionInfo>,
+    /// Planned moves by partition. Invariant: `from` is the partition's leader and
+    /// `to` is in its ISR.
+    moves: BTreeMap<(Uuid, i32), LeaderMove>,
+}
+
+impl ControllerState {
+    /// An empty state.
+    pub fn new() -> Self {
+        ControllerState::default()
+    }
+
+    /// Offset the next entry gets.
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// Highest controller epoch applied (0 if none).
+    pub fn controller_epoch(&self) -> i32 {
+        self.controller_epoch
+    }
+
+    /// A broker.
+    pub fn broker(&self, id: i32) -> Option<&BrokerInfo> {
+        self.brokers.get(&id)
+    }
+
+    /// All brokers by id.
+    pub fn brokers(&self) -> impl Iterator<Item = &BrokerInfo> {
+        self.brokers.values()
+    }
+
+    /// Ids of brokers eligible for leadership and placement, ascending.
+    pub fn eligible_brokers(&self) -> Vec<i32> {
+        self.brokers
+            .values()
+            .filter(|b| b.is_eligible())
+            .map(|b| b.broker_id)
+            .collect()
+    }
+
+    /// Whether `id` is registered and eligible.
+    pub fn is_eligible(&self, id: i32) -> bool {
+        self.brokers.get(&id).is_some_and(|b| b.is_eligible())
+    }
+
+    /// A topic by id.
+    pub fn topic(&self, id: Uuid) -> Option<&TopicInfo> {
+        self.topics.get(&id)
+    }
+
+    /// A topic by name.
+    pub fn topic_by_name(&self, name: &str) -> Option<&TopicInfo> {
+        self.topic_names
+            .get(name)
+            .and_then(|id| self.topics.get(id))
+    }
+
+    /// All topics by id.
+    pub fn topics(&self) -> impl Iterator<Item = &TopicInfo> {
+        self.topics.values()
+    }
+
+    /// A partition.
+    pub fn partition(&self, topic_id: Uuid, partition: i32) -> Option<&PartitionInfo> {
+        self.partitions.get(&(topic_id, partition))
+    }
+
+    /// All partitions, by topic id then index.
+    pub fn partitions(&self) -> impl Iterator<Item = &PartitionInfo> {
+        self.partitions.values()
+    }
+
+    /// The planned move of a partition, if any.
+    pub fn leader_move(&self, topic_id: Uuid, partition: i32) -> Option<&LeaderMove> {
+        self.moves.get(&(topic_id, partition))
+    }
+
+    /// All planned moves.
+    pub fn leader_moves(&self) -> impl Iterator<Item = ((Uuid, i32), &LeaderMove)> {
+        self.moves.iter().map(|(k, v)| (*k, v))
+    }
+
+    /// Applies one entry. On error the state is unchanged.
+    pub fn apply(&mut self, entry: &MetadataLogEntry) -> Result<(), ApplyError> {
+        if entry.offset != self.next_offset {
+            return Err(ApplyError::OffsetGap {
+                got: entry.offset,
+                expected: self.next_offset,
+            });
+        }
+        if entry.controller_epoch < self.controller_epoch {
+            return Err(ApplyError::StaleControllerEpoch {
+                got: entry.controller_epoch,
+                current: self.controller_epoch,
+            });
+        }
+        let bad = |reason: String| ApplyError::Inconsistent {
+            offset: entry.offset,
+            reason,
+        };
+        match &entry.record {
+            MetadataRecord::RegisterBroker(r) => {
+                // A registration (or re-registration by a new incarnation) starts fenced.
+                // Re-registration must follow a fence so no stale leadership survives.
+                if let Some(b) = self.brokers.get(&r.broker_id) {
+                    if !b.fenced {
+                        return Err(bad(format!(
+                            "broker {} re-registered while unfenced",
+                            r.broker_id
+                        )));
+                    }
+                }
+                self.brokers.insert(
+                    r.broker_id,
+                    BrokerInfo {
+                        broker_id: r.broker_id,
+                        incarnation_id: r.incarnation_id,
+                        broker_epoch: entry.offset,
+                        host: r.host.clone(),
+                        port: r.port,
+                        fenced: true,
+                        in_controlled_shutdown: false,
+                    },
+                );
+            }
+            MetadataRecord::FenceBroker { broker_id } => {
+                let id = *broker_id;
+                if !self.brokers.contains_key(&id) {
+                    return Err(bad(format!("fence of unknown broker {id}")));
+                }
+                let leads = self.partitions.values().any(|p| p.leader == id);
+                if leads {
+                    return Err(bad(format!("fence of broker {id} that still leads")));
+                }
+                let b = self.brokers.get_mut(&id).expect("checked");
+                b.fenced = true;
+                b.in_controlled_shutdown = false;
+            }
+            MetadataRecord::UnfenceBroker { broker_id } => {
+                let b = self
+                    .brokers
+                    .get_mut(broker_id)
+                    .ok_or_else(|| bad(format!("unfence of unknown broker {broker_id}")))?;
+                b.fenced = false;
+            }
+            MetadataRecord::BrokerShutdownRequested { broker_id } => {
+                let b = self
+                    .brokers
+                    .get_mut(broker_id)
+                    .ok_or_else(|| bad(format!("shutdown of unknown broker {broker_id}")))?;
+                b.in_controlled_shutdown = true;
+            }
+            MetadataRecord::Topic(t) => {
+                if self.topics.contains_key(&t.topic_id) || self.topic_names.contains_key(&t.name) {
+                    return Err(bad(format!("topic {} exists", t.name)));
+                }
+                self.topic_names.insert(t.name.clone(), t.topic_id);
+                self.topics.insert(
+                    t.topic_id,
+                    TopicInfo {
+                        name: t.name.clone(),
+                        topic_id: t.topic_id,
+                        configs: t.configs.clone(),
+                        partitions: 0,
+                    },
+                );
+            }
+            MetadataRecord::Partition(p) => self.apply_partition(p).map_err(bad)?,
+            MetadataRecord::PartitionChange(c) => self.apply_change(c).map_err(bad)?,
+            MetadataRecord::LeaderMove(m) => self.apply_move(m).map_err(bad)?,
+            MetadataRecord::RemoveTopic { topic_id } => {
+                let t = self
+                    .topics
+                    .remove(topic_id)
+                    .ok_or_else(|| bad("removal of unknown topic".into()))?;
+                self.topic_names.remove(&t.name);
+                self.partitions.retain(|(id, _), _| id != topic_id);
+                self.moves.retain(|(id, _), _| id != topic_id);
+            }
+        }
+        self.next_offset += 1;
+        self.controller_epoch = entry.controller_epoch;
+        self.check_invariants();
+        Ok(())
+    }
+
+    fn apply_partition(&mut self, p: &PartitionRecord) -> Result<(), String> {
+        let topic = self
+            .topics
+            .get(&p.topic_id)
+            .ok_or("partition of unknown topic")?;
+        if p.partition != topic.partitions {
+            return Err(format!(
+                "partition {} out of order (next is {})",
+                p.partition, topic.partitions
+            ));
+        }
+        check_assignment(&p.replicas, &p.isr, p.leader)?;
+        if p.leader_epoch < 0 || p.partition_epoch < 0 {
+            return Err("negative epoch".into());
+        }
+        self.partitions.insert(
+            (p.topic_id, p.partition),
+            PartitionInfo {
+                topic_id: p.topic_id,
+                partition: p.partition,
+                replicas: p.replicas.clone(),
+                isr: p.isr.clone(),
+                leader: p.leader,
+                leader_epoch: p.leader_epoch,
+                partition_epoch: p.partition_epoch,
+            },
+        );
+        self.topics
+            .get_mut(&p.topic_id)
+            .expect("checked")
+            .partitions += 1;
+        Ok(())
+    }
+
+    fn apply_change(&mut self, c: &PartitionChangeRecord) -> Result<(), String> {
+        let key = (c.topic_id, c.partition);
+        let p = self
+            .partitions
+            .get(&key)
+            .ok_or("change of unknown partition")?;
+        let isr = c.isr.clone().unwrap_or_else(|| p.isr.clone());
+        let leader = c.leader.unwrap_or(p.leader);
+        check_assignment(&p.replicas, &isr, leader)?;
+        if leader != NO_LEADER && !self.brokers.contains_key(&leader) {
+            return Err(format!("leader {leader} is not a registered broker"));
+        }
+        let leader_changed = leader != p.leader;
+        let p = self.partitions.get_mut(&key).expect("checked");
+        p.isr = isr;
+        p.partition_epoch += 1;
+        if leader_changed {
+            p.leader = leader;
+            p.leader_epoch += 1;
+            // A leadership change ends any planned move.
+            self.moves.remove(&key);
+        }
+        // A move whose successor left the ISR cannot complete.
+        if let Some(m) = self.moves.get(&key) {
+            if !self.partitions[&key].isr.contains(&m.to) {
+                self.moves.remove(&key);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_move(&mut self, m: &LeaderMoveRecord) -> Result<(), String> {
+        let key = (m.topic_id, m.partition);
+        let p = self
+            .partitions
+            .get(&key)
+            .ok_or("move of unknown partition")?;
+        let current = self.moves.get(&key).copied();
+        match m.state {
+            MoveState::Requested => {
+                if current.is_some() {
+                    return Err("a move is already in progress".into());
+                }
+                if p.leader != m.from || m.from == m.to || !p.isr.contains(&m.to) {
+                    return Err(format!(
+                        "move {} -> {} does not fit leader {} ISR {:?}",
+                        m.from, m.to, p.leader, p.isr
+                    ));
+                }
+                self.moves.insert(
+                    key,
+                    LeaderMove {
+                        from: m.from,
+                        to: m.to,
+                        state: MoveState::Requested,
+                    },
+                );
+            }
+            MoveState::Draining { .. } => match current {
+                Some(c) if c.from == m.from && c.to == m.to && c.state == MoveState::Requested => {
+                    self.moves.get_mut(&key).expect("present").state = m.state;
+                }
+                _ => return Err("draining without a requested move".into()),
+            },
+            MoveState::HandedOver | MoveState::Aborted => match current {
+                Some(c) if c.from == m.from && c.to == m.to => {
+                    if m.state == MoveState::HandedOver
+                        && !matches!(c.state, MoveState::Draining { .. })
+                    {
+                        return Err("handover before draining".into());
+                    }
+                    self.moves.remove(&key);
+                }
+                _ => return Err("end of a move not in progress".into()),
+            },
+        }
+        Ok(())
+    }
+
+    fn check_invariants(&self) {
+        for p in self.partitions.values() {
+            assert!(
+                check_assignment(&p.replicas, &p.isr, p.leader).is_ok(),
+                "partition invariant broken: {p:?}"
+            );
+        }
+        for (key, m) in &self.moves {
+            let p = &self.partitions[key];
+            assert!(
+                p.leader == m.from && p.isr.contains(&m.to),
+                "move {m:?} on {p:?}"
+            );
+        }
+        assert_eq!(self.topics.len(), self.topic_names.len());
+    }
+}
+
+/// Checks `isr ⊆ replicas`, no duplicates, leader in ISR (unless none).
+fn check_assignment(replicas: &[i32], isr: &[i32], leader: i32) -> Result<(), String> {
+    let mut seen = std::collections::BTreeSet::new();
+    if replicas.is_empty() || !replicas.iter().all(|r| *r >= 0 && seen.insert(*r)) {
+        return Err(format!("bad replicas {replicas:?}"));
+    }
+    let mut seen_isr = std::collections::BTreeSet::new();
+    if !isr
+        .iter()
+        .all(|r| replicas.contains(r) && seen_isr.insert(*r))
+    {
+        return Err(format!("ISR {isr:?} not a subset of replicas {replicas:?}"));
+    }
+    if leader != NO_LEADER && !isr.contains(&leader) {
+        return Err(format!("leader {leader} not in ISR {isr:?}"));
+    }
+    Ok(())
+}
