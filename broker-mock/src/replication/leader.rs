@@ -565,6 +565,15 @@ impl LeaderState {
         if !isr.contains(&self.local_id) || !isr.iter().all(|r| self.replicas.contains(r)) {
             return Err(LeaderError::InvalidIsr(isr));
         }
+        // A member that joined without ever matching the leader LEO exactly is credited
+        // with its last fetch, so it is not removed by the very next tick.
+        for r in &isr {
+            if let Some(p) = self.followers.get_mut(r) {
+                if !self.isr.contains(r) && p.last_caught_up_ms.is_none() {
+                    p.last_caught_up_ms = p.last_fetch_ms;
+                }
+            }
+        }
         self.isr = isr;
         self.partition_epoch = partition_epoch;
         self.pending_isr = None;
