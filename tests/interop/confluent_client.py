@@ -13,9 +13,11 @@ failure it prints the reason to stderr and exits non-zero.
 Configuration needed against baton-broker (and why):
 - producer `enable.idempotence=False` (librdkafka's default, set explicitly):
   the broker does not serve InitProducerId yet.
-- consumer without `group.id`, partitions given to `assign()` with
-  OFFSET_BEGINNING: no FindCoordinator / group APIs and no offset commits
-  (`enable.auto.commit=False`, `enable.auto.offset.store=False`).
+- consumer: the Python binding refuses to build a Consumer without `group.id`
+  ("group.id must be set"), so one is set, but it is never used for group
+  membership: partitions are given to `assign()` with OFFSET_BEGINNING (no
+  committed offsets to look up), `enable.auto.commit=False` and
+  `enable.auto.offset.store=False`, so no OffsetCommit/OffsetFetch is sent.
 """
 
 import os
@@ -161,9 +163,8 @@ def consume(bootstrap, topic, seed, count, partitions):
             "error_cb": error_cb,
         }
     )
-    group_id = os.environ.get("INTEROP_CONFLUENT_GROUP_ID")
-    if group_id:
-        config["group.id"] = group_id
+    # Required by the binding; only names the (unused) group.
+    config["group.id"] = "interop-confluent-unused-group"
     consumer = Consumer(config)
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
