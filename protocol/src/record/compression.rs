@@ -239,7 +239,8 @@ pub fn compress(codec: Compression, level: Option<i32>, input: &[u8], out: &mut 
 /// `limits.limit_for(input.len())` bytes.
 ///
 /// An empty `input` decompresses to nothing for every codec. [`Compression::None`]
-/// returns `input` as it is.
+/// copies `input`, within the same limit. The result is one buffer; records decoded
+/// from it are zero-copy slices of it.
 ///
 /// # Errors
 ///
