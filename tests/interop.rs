@@ -484,29 +484,45 @@ fn create_topic(with: Client, bootstrap: &str, topic: &str, seed: u64) {
     );
 }
 
-/// Produces the seeded records with `producer`, then consumes them with each
-/// of `consumers` and checks they come back byte-identical in partition order.
-fn round_trip(producer: Client, consumers: &[Client], data_dir: Option<PathBuf>) {
-    let seed = seed();
-    let topic = topic(&format!("{producer:?}").to_lowercase(), seed);
-    with_broker(data_dir, |bootstrap| {
-        create_topic(producer, bootstrap, &topic, seed);
-        let count = RECORD_COUNT.to_string();
+/// One produce-then-consume scenario on a running broker.
+struct Scenario<'a> {
+    bootstrap: &'a str,
+    seed: u64,
+    topic: &'a str,
+    count: u32,
+    compression: &'a str,
+}
+
+impl Scenario<'_> {
+    /// Creates the topic, produces the seeded records with `producer`, then
+    /// consumes them with each of `consumers` and checks they come back
+    /// byte-identical in partition order.
+    fn run(&self, producer: Client, consumers: &[Client]) {
+        let Scenario {
+            bootstrap,
+            seed,
+            topic,
+            count,
+            compression,
+        } = *self;
+        create_topic(producer, bootstrap, topic, seed);
+        let count_arg = count.to_string();
         let partitions = PARTITIONS.to_string();
         let seed_arg = seed.to_string();
-        let args = [bootstrap, topic.as_str(), &seed_arg, &count, &partitions];
+        let args = [bootstrap, topic, &seed_arg, &count_arg, &partitions];
 
-        let produced = client(producer, &[&["produce"], &args[..]].concat(), seed);
+        let produce_args = [&["produce"], &args[..], &[compression]].concat();
+        let produced = client(producer, &produce_args, seed);
         assert!(
             produced.bool("ok"),
-            "seed {seed}: {producer:?} produce: {}",
+            "seed {seed}: {producer:?} produce ({compression}): {}",
             produced.json
         );
         let per_partition = produced.ints("per_partition").expect("per_partition");
         assert_eq!(per_partition.len(), PARTITIONS as usize);
         assert_eq!(
             per_partition.iter().sum::<i64>(),
-            i64::from(RECORD_COUNT),
+            i64::from(count),
             "seed {seed}"
         );
 
@@ -514,7 +530,7 @@ fn round_trip(producer: Client, consumers: &[Client], data_dir: Option<PathBuf>)
             let consumed = client(consumer, &[&["consume"], &args[..]].concat(), seed);
             assert!(
                 consumed.bool("ok"),
-                "seed {seed}: {consumer:?} reading {producer:?}'s records: {}",
+                "seed {seed}: {consumer:?} reading {producer:?}'s records ({compression}): {}",
                 consumed.json
             );
             assert_eq!(
@@ -527,6 +543,52 @@ fn round_trip(producer: Client, consumers: &[Client], data_dir: Option<PathBuf>)
                 Some(&per_partition),
                 "seed {seed}: {consumer:?} sees log end offsets equal to the record counts"
             );
+        }
+    }
+}
+
+/// Produces [`RECORD_COUNT`] uncompressed records with `producer` on a fresh
+/// broker and reads them back with each of `consumers`.
+fn round_trip(producer: Client, consumers: &[Client], data_dir: Option<PathBuf>) {
+    let seed = seed();
+    let topic = topic(&format!("{producer:?}").to_lowercase(), seed);
+    with_broker(data_dir, |bootstrap| {
+        Scenario {
+            bootstrap,
+            seed,
+            topic: &topic,
+            count: RECORD_COUNT,
+            compression: "none",
+        }
+        .run(producer, consumers);
+    });
+}
+
+/// Codecs every client here supports, by their configuration names.
+const CODECS: [&str; 4] = ["gzip", "snappy", "lz4", "zstd"];
+
+/// Records per codec in the compression tests.
+const COMPRESSED_COUNT: u32 = 1_000;
+
+/// Produces with every codec from `producer` on one on-disk broker; both
+/// Python clients read each topic back.
+fn compressed_round_trips(producer: Client) {
+    let seed = seed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    with_broker(Some(dir.path().to_path_buf()), |bootstrap| {
+        for codec in CODECS {
+            let topic = topic(
+                &format!("{}-{codec}", format!("{producer:?}").to_lowercase()),
+                seed,
+            );
+            Scenario {
+                bootstrap,
+                seed,
+                topic: &topic,
+                count: COMPRESSED_COUNT,
+                compression: codec,
+            }
+            .run(producer, &[Client::KafkaPython, Client::Confluent]);
         }
     });
 }
@@ -555,6 +617,18 @@ fn confluent_round_trip_and_kafka_python_reads_it() {
         &[Client::Confluent, Client::KafkaPython],
         None,
     );
+}
+
+/// kafka-python writes gzip, snappy, lz4 and zstd batches; both clients read them.
+#[test]
+fn kafka_python_compressed_batches() {
+    compressed_round_trips(Client::KafkaPython);
+}
+
+/// librdkafka writes gzip, snappy, lz4 and zstd batches; both clients read them.
+#[test]
+fn confluent_compressed_batches() {
+    compressed_round_trips(Client::Confluent);
 }
 
 /// `kcat -L` lists the topic and its partitions; kcat produces and consumes a

@@ -4,7 +4,7 @@ Usage:
     confluent_client.py create-topic BOOTSTRAP TOPIC PARTITIONS
     confluent_client.py delete-topic BOOTSTRAP TOPIC
     confluent_client.py list-topics  BOOTSTRAP
-    confluent_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
+    confluent_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION]
     confluent_client.py consume      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
 
 Each command prints one `RESULT {json}` line on success and exits 0; on
@@ -82,7 +82,7 @@ def list_topics(bootstrap):
     return 0
 
 
-def produce(bootstrap, topic, seed, count, partitions):
+def produce(bootstrap, topic, seed, count, partitions, compression="none"):
     recs = records.generate(seed, count, partitions)
     config = base_config(bootstrap, "interop-confluent-producer")
     config.update(
@@ -92,6 +92,7 @@ def produce(bootstrap, topic, seed, count, partitions):
             "linger.ms": 5,
             "message.max.bytes": 1024 * 1024,
             "message.timeout.ms": int(TIMEOUT_S * 1000),
+            "compression.type": compression,
             "error_cb": error_cb,
         }
     )
@@ -145,6 +146,7 @@ def produce(bootstrap, topic, seed, count, partitions):
             "client": "confluent-kafka",
             "ok": not errors,
             "produced": count,
+            "compression": compression,
             "per_partition": next_offset,
         }
     )
@@ -212,8 +214,10 @@ def main(argv):
             return list_topics(bootstrap)
         if cmd in ("produce", "consume"):
             topic, seed, count, partitions = argv[3], int(argv[4]), int(argv[5]), int(argv[6])
-            fn = produce if cmd == "produce" else consume
-            return fn(bootstrap, topic, seed, count, partitions)
+            if cmd == "produce":
+                compression = argv[7] if len(argv) > 7 else "none"
+                return produce(bootstrap, topic, seed, count, partitions, compression)
+            return consume(bootstrap, topic, seed, count, partitions)
     except KafkaException as e:
         print("KafkaException: %s" % (e,), file=sys.stderr)
         return 1

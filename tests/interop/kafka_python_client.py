@@ -4,7 +4,7 @@ Usage:
     kafka_python_client.py create-topic BOOTSTRAP TOPIC PARTITIONS
     kafka_python_client.py delete-topic BOOTSTRAP TOPIC
     kafka_python_client.py list-topics  BOOTSTRAP
-    kafka_python_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
+    kafka_python_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION]
     kafka_python_client.py consume      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
 
 Each command prints one `RESULT {json}` line on success and exits 0; on
@@ -81,7 +81,7 @@ def list_topics(bootstrap):
     return 0
 
 
-def produce(bootstrap, topic, seed, count, partitions):
+def produce(bootstrap, topic, seed, count, partitions, compression="none"):
     recs = records.generate(seed, count, partitions)
     producer = KafkaProducer(
         bootstrap_servers=bootstrap,
@@ -92,6 +92,7 @@ def produce(bootstrap, topic, seed, count, partitions):
         max_request_size=1024 * 1024,
         request_timeout_ms=30000,
         max_block_ms=30000,
+        compression_type=None if compression == "none" else compression,
     )
     futures = []
     try:
@@ -127,6 +128,7 @@ def produce(bootstrap, topic, seed, count, partitions):
             "client": "kafka-python",
             "ok": not problems,
             "produced": count,
+            "compression": compression,
             "per_partition": next_offset,
         }
     )
@@ -190,8 +192,10 @@ def main(argv):
         return list_topics(bootstrap)
     if cmd in ("produce", "consume"):
         topic, seed, count, partitions = argv[3], int(argv[4]), int(argv[5]), int(argv[6])
-        fn = produce if cmd == "produce" else consume
-        return fn(bootstrap, topic, seed, count, partitions)
+        if cmd == "produce":
+            compression = argv[7] if len(argv) > 7 else "none"
+            return produce(bootstrap, topic, seed, count, partitions, compression)
+        return consume(bootstrap, topic, seed, count, partitions)
     print("unknown command %r\n%s" % (cmd, __doc__), file=sys.stderr)
     return 2
 

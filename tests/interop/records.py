@@ -7,8 +7,8 @@ what it read back, field by field, per partition.
 
 The mix covers what the wire format has to get right: null keys and values,
 0-byte keys and values, 100 KiB values, several headers per record (with
-repeated and non-ASCII names and empty values) and explicit create-time
-timestamps.
+repeated and non-ASCII names and empty values), explicit create-time
+timestamps, and repetitive values so that compressed batches shrink.
 """
 
 import json
@@ -21,6 +21,10 @@ BIG_VALUE = 100 * 1024
 
 #: Header names drawn from; repeats within one record are allowed by Kafka.
 HEADER_NAMES = ["trace-id", "content-type", "ключ", "", "x" * 40, "emoji-\u2603"]
+
+
+#: Words repeated to make compressible values.
+WORDS = ["baton ", "kafka record ", "0123456789", "\u2603 snow ", "{\"k\": 1} "]
 
 
 class Record:
@@ -51,6 +55,9 @@ def generate(seed, count, partitions):
             value = b""
         elif roll < 0.17:
             value = rng.randbytes(BIG_VALUE)
+        elif roll < 0.50:
+            # Repetitive text, so that compressed batches really shrink.
+            value = (rng.choice(WORDS) * rng.randrange(1, 400)).encode()
         else:
             value = rng.randbytes(rng.randrange(1, 2048))
 
