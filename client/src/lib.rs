@@ -64,6 +64,6 @@ pub use consumer::{
     Consumer, ConsumerBuilder, ConsumerError, ConsumerRecord, OffsetReset, StartOffset,
 };
 pub use producer::{
-    Acks, AttemptError, DeliveryFuture, ProduceError, Producer, ProducerBuilder, ProducerRecord,
-    RecordMetadata,
+    Acks, AttemptError, Compression, DeliveryFuture, ProduceError, Producer, ProducerBuilder,
+    ProducerConfigError, ProducerRecord, RecordMetadata,
 };

@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_protocol::record::RecordBatchBuilder;
+use baton_protocol::record::{Compression, RecordBatchBuilder};
 use bytes::Bytes;
 use tokio::sync::{oneshot, watch, OwnedSemaphorePermit};
 use tokio::time::Instant;
@@ -70,13 +70,20 @@ impl Batch {
         }
     }
 
-    /// The encoded batch, building it on first use.
-    pub(crate) fn encoded(&mut self) -> Bytes {
+    /// The encoded batch, built (and compressed with `codec` at `level`) on first
+    /// use; every later call, retries included, returns the same bytes.
+    ///
+    /// Invariant: once encoded, a batch never changes (`append` never adds to it),
+    /// so a retry resends exactly what the first attempt sent.
+    pub(crate) fn encoded(&mut self, codec: Compression, level: Option<i32>) -> Bytes {
         if let Some(b) = &self.encoded {
             return b.clone();
         }
         let base = self.records.first().map_or(0, |p| p.timestamp);
-        let mut builder = RecordBatchBuilder::new(base);
+        let mut builder = RecordBatchBuilder::new(base).compression(codec);
+        if let Some(level) = level {
+            builder = builder.compression_level(level);
+        }
         for p in &self.records {
             builder.push(
                 p.timestamp,
@@ -97,6 +104,18 @@ pub(crate) struct PartitionQueue {
     pub(crate) batches: VecDeque<Batch>,
     /// Set while a batch of this partition is on the wire.
     pub(crate) in_flight: Option<watch::Receiver<()>>,
+}
+
+impl PartitionQueue {
+    /// Whether a record of estimated size `size` can join the last batch (which
+    /// must exist, never have been encoded or sent, and have room for it).
+    fn last_fits(&self, size: usize, batch_size: usize) -> bool {
+        self.batches.back().is_some_and(|last| {
+            last.attempts == 0
+                && last.encoded.is_none()
+                && (last.records.is_empty() || last.size + size <= batch_size)
+        })
+    }
 }
 
 /// What `append` did, so the caller knows whether to wake the sender.
@@ -144,15 +163,7 @@ impl Accumulator {
             .entry((key_topic.clone(), partition))
             .or_default();
         let mut wake = false;
-        let fits = match queue.batches.back() {
-            Some(last) => {
-                last.attempts == 0
-                    && last.encoded.is_none()
-                    && (last.records.is_empty() || last.size + size <= batch_size)
-            }
-            None => false,
-        };
-        if !fits {
+        if !queue.last_fits(size, batch_size) {
             queue
                 .batches
                 .push_back(Batch::new(key_topic, partition, now, delivery_timeout));
@@ -165,6 +176,23 @@ impl Accumulator {
             wake = true;
         }
         Appended { wake }
+    }
+
+    /// Whether appending a record of estimated size `size` to `topic`/`partition`
+    /// would open a new batch (the last one was sent or is full, or there is none).
+    pub(crate) fn needs_new_batch(
+        &self,
+        topic: &str,
+        partition: i32,
+        size: usize,
+        batch_size: usize,
+    ) -> bool {
+        let Some(topic) = self.names.get(topic) else {
+            return true;
+        };
+        self.queues
+            .get(&(topic.clone(), partition))
+            .map_or(true, |q| !q.last_fits(size, batch_size))
     }
 
     /// Whether nothing is queued or in flight.
@@ -244,6 +272,70 @@ impl Accumulator {
         queue.in_flight = None;
         if let Some(batch) = retry {
             queue.batches.push_front(batch);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use baton_protocol::record::RecordBatch;
+    use tokio::sync::Semaphore;
+
+    use super::*;
+
+    fn pending(memory: &Arc<Semaphore>, value: &'static str) -> Pending {
+        Pending {
+            record: ProducerRecord::new("t").key("k").value(value),
+            timestamp: 1_700_000_000_000,
+            tx: oneshot::channel().0,
+            _permit: memory.clone().try_acquire_many_owned(1).unwrap(),
+        }
+    }
+
+    /// A batch is compressed once; after a failed attempt it goes back to the front
+    /// of its queue unchanged, new records go to a new batch, and the retry sends
+    /// the very same bytes.
+    #[tokio::test]
+    async fn retries_resend_the_bytes_of_the_first_attempt() {
+        let memory = Arc::new(Semaphore::new(1000));
+        let timeout = Duration::from_secs(60);
+        for codec in Compression::ALL {
+            let mut acc = Accumulator::default();
+            for i in 0..50 {
+                let v = if i % 2 == 0 {
+                    "even value"
+                } else {
+                    "odd value"
+                };
+                acc.append("t", 0, pending(&memory, v), 40, 1 << 20, timeout);
+            }
+            let (mut ready, _, _) = acc.drain(Instant::now(), Duration::ZERO, 1 << 20);
+            let mut batch = ready.pop().expect("one batch ready");
+            let first = batch.encoded(codec, Some(3));
+            let parsed = RecordBatch::parse(first.clone()).unwrap();
+            assert_eq!(parsed.compression(), codec);
+            assert_eq!(parsed.record_count(), 50);
+            parsed.verify_crc().unwrap();
+
+            batch.attempts = 1;
+            let topic = batch.topic.clone();
+            acc.finish_attempt(&topic, 0, Some(batch));
+            assert!(acc.needs_new_batch("t", 0, 40, 1 << 20));
+            acc.append("t", 0, pending(&memory, "later"), 40, 1 << 20, timeout);
+            let (mut ready, _, _) = acc.drain(Instant::now(), Duration::ZERO, 1 << 20);
+            assert_eq!(ready.len(), 1, "one batch per partition in flight");
+            let mut retried = ready.pop().unwrap();
+            assert_eq!(retried.records.len(), 50, "the retried batch is unchanged");
+            // Even a different codec setting cannot change an encoded batch.
+            let again = retried.encoded(Compression::None, None);
+            assert_eq!(again, first);
+            assert_eq!(
+                again.as_ptr(),
+                first.as_ptr(),
+                "the same buffer, not a rebuild"
+            );
         }
     }
 }

@@ -15,6 +15,27 @@
 //! [`ProduceError::into_record`]). No buffer is released earlier, so a buffer pool
 //! can never reclaim bytes the producer may still send.
 //!
+//! # Compression
+//!
+//! [`ProducerBuilder::compression`] picks the codec of every batch the producer
+//! writes (default [`Compression::None`], as in the Java client's
+//! `compression.type=none`), and [`ProducerBuilder::compression_level`] its level.
+//! A batch is encoded and compressed once, when the sender takes it for its first
+//! attempt; from then on it is immutable, and every retry resends exactly the same
+//! bytes (the same CRC). The records themselves are still held, unchanged, until
+//! their outcome is final. `batch_size` measures records before compression, as the
+//! Java client's `batch.size` does.
+//!
+//! # Partitioning
+//!
+//! Records without an explicit partition are placed by the producer's
+//! [`Partitioner`]. The [`DefaultPartitioner`] is compatible with the Java client
+//! and with librdkafka's `murmur2_random`: a keyed record goes to
+//! `(murmur2(key) & 0x7fffffff) % partitions` ([`partition_for_key`]); unkeyed
+//! records stick to one partition until its batch is sent or full. See
+//! [`RoundRobinPartitioner`] for the alternative, and the `partitioner` module docs
+//! for details.
+//!
 //! # Delivery guarantees
 //!
 //! Retriable failures (NOT_LEADER_OR_FOLLOWER, a broken connection, a request
@@ -41,7 +62,10 @@ use baton_protocol::ErrorCode;
 use tokio::sync::{oneshot, Notify, Semaphore};
 use tokio::time::Instant;
 
-pub use partitioner::{DefaultPartitioner, Partitioner};
+pub use baton_protocol::record::Compression;
+pub use partitioner::{
+    murmur2, partition_for_key, DefaultPartitioner, Partitioner, RoundRobinPartitioner,
+};
 pub use record::{ProducerRecord, RecordMetadata};
 
 use crate::client::{Client, ClientError};
@@ -252,6 +276,55 @@ pub(crate) struct ProducerConfig {
     pub(crate) delivery_timeout: Duration,
     pub(crate) retry_backoff: Duration,
     pub(crate) retry_backoff_max: Duration,
+    /// Codec of every batch. Invariant (checked at build): supported by this build.
+    pub(crate) compression: Compression,
+    /// Level for `compression`; `None` is the codec's default. Invariant (checked
+    /// at build): in the codec's range if the codec has levels.
+    pub(crate) compression_level: Option<i32>,
+}
+
+impl ProducerConfig {
+    /// Checks the settings that can be wrong.
+    fn validate(&self) -> Result<(), ProducerConfigError> {
+        let codec = self.compression;
+        if !codec.is_supported() {
+            return Err(ProducerConfigError::UnsupportedCompression(codec));
+        }
+        if let (Some(level), Some(range)) = (self.compression_level, codec.level_range()) {
+            if !range.contains(&level) {
+                return Err(ProducerConfigError::InvalidCompressionLevel {
+                    codec,
+                    level,
+                    min: *range.start(),
+                    max: *range.end(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A producer setting that cannot work, reported by [`ProducerBuilder::try_build`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProducerConfigError {
+    /// The codec's cargo feature (of `baton-protocol`) is off in this build; see
+    /// [`Compression::is_supported`].
+    #[error("compression codec {0} is not enabled in this build")]
+    UnsupportedCompression(Compression),
+    /// The compression level is outside the codec's range (see
+    /// [`Compression::level_range`]).
+    #[error("compression level {level} is outside {codec}'s range {min}..={max}")]
+    InvalidCompressionLevel {
+        /// The codec.
+        codec: Compression,
+        /// The level asked for.
+        level: i32,
+        /// The lowest level the codec accepts.
+        min: i32,
+        /// The highest level the codec accepts.
+        max: i32,
+    },
 }
 
 /// Builds a [`Producer`]; see [`Producer::builder`].
@@ -323,18 +396,64 @@ impl ProducerBuilder {
     }
 
     /// The partitioner for records without an explicit partition (default
-    /// [`DefaultPartitioner`]).
+    /// [`DefaultPartitioner`]: murmur2 for keys as the Java client, sticky for
+    /// unkeyed records).
     pub fn partitioner(mut self, partitioner: impl Partitioner) -> Self {
         self.partitioner = Arc::new(partitioner);
         self
     }
 
-    /// Starts the producer and its background sender task.
+    /// The codec that compresses every batch (default [`Compression::None`], as the
+    /// Java client's `compression.type`). Each batch is compressed once, when it is
+    /// first sent; retries resend the same compressed bytes. The codec must be
+    /// enabled in this build ([`Compression::is_supported`]; all are by default),
+    /// which [`ProducerBuilder::try_build`] checks.
+    pub fn compression(mut self, codec: Compression) -> Self {
+        self.config.compression = codec;
+        self
+    }
+
+    /// The compression level (default: the codec's own default, gzip 6 and
+    /// Zstandard 3, as in the Java client). Must lie in the codec's
+    /// [`Compression::level_range`] (gzip 1-9, Zstandard -131072 to 22), which
+    /// [`ProducerBuilder::try_build`] checks; codecs without levels here (Snappy,
+    /// LZ4, none) ignore it.
+    pub fn compression_level(mut self, level: i32) -> Self {
+        self.config.compression_level = Some(level);
+        self
+    }
+
+    /// Checks the settings, then starts the producer and its background sender
+    /// task.
+    ///
+    /// # Errors
+    ///
+    /// [`ProducerConfigError`] if the compression codec is not enabled in this
+    /// build or the compression level is outside the codec's range.
     ///
     /// # Panics
     ///
     /// If called outside a Tokio runtime.
+    pub fn try_build(self) -> Result<Producer, ProducerConfigError> {
+        self.config.validate()?;
+        Ok(self.start())
+    }
+
+    /// Starts the producer and its background sender task; use
+    /// [`ProducerBuilder::try_build`] when the settings come from configuration.
+    ///
+    /// # Panics
+    ///
+    /// If a setting is invalid (see [`ProducerConfigError`]: only the compression
+    /// codec and level can be), or if called outside a Tokio runtime.
     pub fn build(self) -> Producer {
+        if let Err(e) = self.config.validate() {
+            panic!("invalid producer settings: {e}");
+        }
+        self.start()
+    }
+
+    fn start(self) -> Producer {
         let shared = Arc::new(Shared {
             memory: Arc::new(Semaphore::new(self.config.buffer_memory)),
             client: self.client,
@@ -441,6 +560,8 @@ impl Producer {
                 delivery_timeout: Duration::from_secs(120),
                 retry_backoff: Duration::from_millis(100),
                 retry_backoff_max: Duration::from_secs(1),
+                compression: Compression::None,
+                compression_level: None,
             },
             partitioner: Arc::new(DefaultPartitioner::new()),
         }
@@ -482,7 +603,7 @@ impl Producer {
                 record: Box::new(record),
             });
         }
-        let (record, partition) = self.choose_partition(record).await?;
+        let (record, mut partition, count) = self.choose_partition(record).await?;
         let permit = shared
             .memory
             .clone()
@@ -492,6 +613,26 @@ impl Producer {
         let (tx, rx) = oneshot::channel();
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let topic = record.topic.clone();
+        // A partition the partitioner chose may move when it would open a new batch
+        // (sticky partitioning); the partitioner runs outside the accumulator lock.
+        if record.partition.is_none()
+            && shared
+                .lock()
+                .needs_new_batch(&topic, partition, size, cfg.batch_size)
+        {
+            partition =
+                shared
+                    .partitioner
+                    .on_new_batch(&topic, record.key.as_deref(), count, partition);
+            if !(0..count).contains(&partition) {
+                return Err(ProduceError::InvalidPartition {
+                    topic,
+                    partition,
+                    partition_count: count,
+                    record: Box::new(record),
+                });
+            }
+        }
         let appended = {
             let mut acc = shared.lock();
             if acc.closed {
@@ -519,12 +660,13 @@ impl Producer {
         Ok(DeliveryFuture { rx })
     }
 
-    /// The record's partition: explicit, or chosen by the partitioner. Retries
-    /// retriable metadata errors until the delivery timeout.
+    /// The record's partition (explicit, or chosen by the partitioner) and the
+    /// topic's partition count. Retries retriable metadata errors until the delivery
+    /// timeout.
     async fn choose_partition(
         &self,
         record: ProducerRecord,
-    ) -> Result<(ProducerRecord, i32), ProduceError> {
+    ) -> Result<(ProducerRecord, i32, i32), ProduceError> {
         let shared = &self.handle.shared;
         let deadline = Instant::now() + shared.config.delivery_timeout;
         let mut backoff = Duration::from_millis(10);
@@ -559,7 +701,7 @@ impl Producer {
                 record: Box::new(record),
             });
         }
-        Ok((record, partition))
+        Ok((record, partition, count))
     }
 
     /// Sends every record handed over before this call at once (ignoring linger) and

@@ -91,7 +91,9 @@ async fn dispatch(shared: &Arc<Shared>, ready: Vec<Batch>) {
         let mut chunk = Vec::new();
         let mut size = 0;
         for (mut batch, generation) in batches {
-            let len = batch.encoded().len();
+            let len = batch
+                .encoded(shared.config.compression, shared.config.compression_level)
+                .len();
             if !chunk.is_empty() && size + len > shared.config.max_request_size {
                 tokio::spawn(send_request(
                     shared.clone(),
@@ -115,7 +117,8 @@ async fn send_request(shared: Arc<Shared>, leader: i32, mut batches: Vec<(Batch,
     let mut topics: BTreeMap<Arc<str>, Vec<PartitionProduceData>> = BTreeMap::new();
     for (batch, _) in batches.iter_mut() {
         batch.attempts += 1;
-        let records = batch.encoded();
+        // Encoded (and compressed) at the first attempt; a retry gets the same bytes.
+        let records = batch.encoded(cfg.compression, cfg.compression_level);
         topics
             .entry(batch.topic.clone())
             .or_default()
