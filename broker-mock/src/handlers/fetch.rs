@@ -229,7 +229,7 @@ async fn long_poll(
         tokio::select! {
             r = appended.changed() => if r.is_err() { return outcome.response },
             _ = tokio::time::sleep_until(deadline) => {}
-            _ = stop.changed() => {}
+            r = stop.changed() => if r.is_err() { return outcome.response },
         }
     }
 }

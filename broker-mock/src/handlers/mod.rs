@@ -1,6 +1,6 @@
 //! Request dispatch and one handler per API key.
 //!
-//! [`dispatch`] peeks a frame's API key and version, decodes the request header and
+//! `dispatch` peeks a frame's API key and version, decodes the request header and
 //! body with the version's header format, runs the handler (off the async threads:
 //! handlers touch files), and encodes the response with its header. Anything that
 //! cannot be decoded or is not supported is an `Err` with a reason, which closes the

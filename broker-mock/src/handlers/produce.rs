@@ -38,7 +38,7 @@ pub(crate) fn handle(
     req: ProduceRequest,
     _version: i16,
 ) -> Option<ProduceResponse> {
-    let acks_ok = matches!(req.acks, 0 | 1 | -1);
+    let acks_ok = (-1..=1).contains(&req.acks);
     let mut appended = false;
     let mut responses = Vec::with_capacity(req.topic_data.len());
     for topic_data in req.topic_data {

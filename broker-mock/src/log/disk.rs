@@ -22,6 +22,9 @@ use crate::error::LogError;
 
 const INDEX_ENTRY: usize = 8;
 
+/// Why recovery cut a segment, and how many bytes it cut.
+type Cut = (&'static str, u64);
+
 /// What recovery found and removed while opening a log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Recovery {
@@ -125,7 +128,7 @@ impl Segment {
         base: i64,
         min_offset: i64,
         interval: u32,
-    ) -> Result<(Segment, Option<(&'static str, u64)>), LogError> {
+    ) -> Result<(Segment, Option<Cut>), LogError> {
         let (path, index_path) = segment_paths(dir, base);
         let file = open_rw(&path)?;
         let len = file.metadata().map_err(|e| LogError::io(&path, e))?.len();
@@ -472,10 +475,8 @@ impl DiskLog {
             let mut next = Some(first);
             while let Some(h) = next.take() {
                 let len = h.total_len;
-                if !out.is_empty() || !lens.is_empty() {
-                    if total + len > max_bytes {
-                        break;
-                    }
+                if (!out.is_empty() || !lens.is_empty()) && total + len > max_bytes {
+                    break;
                 }
                 lens.push(len);
                 total += len;

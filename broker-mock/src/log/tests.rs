@@ -216,7 +216,7 @@ fn recovery_cuts_at_a_corrupt_batch_mid_segment() {
     data[pos + 70] ^= 0x5A; // a record byte of the fifth batch: CRC fails
     fs::write(&seg, &data).unwrap();
     let later = dir.path().join("00000000000000099999.log");
-    fs::write(&later, &batch(99_999, 1, 0, 1)).unwrap();
+    fs::write(&later, batch(99_999, 1, 0, 1)).unwrap();
     let (log, rec) = Log::open(dir.path(), 1 << 20, 100).unwrap();
     assert_eq!(rec.reason, Some("batch CRC mismatch"));
     assert_eq!(rec.removed_segments, 1);

@@ -47,7 +47,7 @@ impl Client {
     }
 
     /// Sends a request and returns its correlation id.
-    pub async fn send<R: Request>(&mut self, req: &R, version: i16) -> i32 {
+    pub async fn send<R: Request + Sync>(&mut self, req: &R, version: i16) -> i32 {
         let corr = self.next_corr;
         self.next_corr += 1;
         let frame = Self::encode(corr, req, version);
@@ -82,7 +82,7 @@ impl Client {
         (h.correlation_id, body)
     }
 
-    pub async fn call<R: Request>(&mut self, req: &R, version: i16) -> R::Response {
+    pub async fn call<R: Request + Sync>(&mut self, req: &R, version: i16) -> R::Response {
         let corr = self.send(req, version).await;
         let (got, resp) = self.recv::<R>(version).await;
         assert_eq!(got, corr, "correlation id");
