@@ -436,3 +436,51 @@ async fn restart_keeps_topics_and_data() {
     );
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn kip74_first_batch_is_whole_and_corrupt_stored_data_is_never_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(BrokerConfig::on_disk(dir.path()))
+        .await
+        .unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c, "big", 2).await;
+    let big = "x".repeat(5_000);
+    for p in 0..2 {
+        c.call(&produce_req("big", p, 1, records(1, &[&big])), 9)
+            .await;
+        c.call(&produce_req("big", p, 1, records(2, &["small"])), 9)
+            .await;
+    }
+    let mut req = fetch_req("big", 0, 0, 0, 0);
+    req.max_bytes = 100;
+    req.topics[0].partitions[0].partition_max_bytes = 100;
+    let mut second = req.topics[0].partitions[0].clone();
+    second.partition = 1;
+    req.topics[0].partitions.push(second);
+    let resp = c.call(&req, 12).await;
+    let parts = &resp.responses[0].partitions;
+    assert_eq!(
+        values(&parts[0].records),
+        [big.clone()],
+        "one whole batch over the limit"
+    );
+    assert!(
+        values(&parts[1].records).is_empty(),
+        "no budget left for the second partition"
+    );
+
+    // Damage a stored record byte of partition 1: the broker refuses to serve it.
+    let seg = dir.path().join("big-1").join("00000000000000000000.log");
+    let mut data = std::fs::read(&seg).unwrap();
+    data[100] ^= 0x01;
+    std::fs::write(&seg, &data).unwrap();
+    let resp = c.call(&fetch_req("big", 1, 0, 0, 0), 12).await;
+    let p = &resp.responses[0].partitions[0];
+    assert_eq!(p.error_code, ErrorCode::KafkaStorageError.code());
+    assert!(p.records.as_ref().is_none_or(|r| r.is_empty()));
+    // The healthy partition is unaffected.
+    let resp = c.call(&fetch_req("big", 0, 0, 0, 0), 12).await;
+    assert_eq!(values(&resp.responses[0].partitions[0].records).len(), 2);
+    broker.shutdown().await;
+}
