@@ -462,7 +462,7 @@ async fn kip74_first_batch_is_whole_and_corrupt_stored_data_is_never_served() {
     let parts = &resp.responses[0].partitions;
     assert_eq!(
         values(&parts[0].records),
-        [big.clone()],
+        vec![big],
         "one whole batch over the limit"
     );
     assert!(
