@@ -33,8 +33,8 @@
 //! and with librdkafka's `murmur2_random`: a keyed record goes to
 //! `(murmur2(key) & 0x7fffffff) % partitions` ([`partition_for_key`]); unkeyed
 //! records stick to one partition until its batch is sent or full. See
-//! [`RoundRobinPartitioner`] for the alternative, and the `partitioner` module docs
-//! for details.
+//! [`DefaultPartitioner`] for details and [`RoundRobinPartitioner`] for the
+//! alternative.
 //!
 //! # Delivery guarantees
 //!

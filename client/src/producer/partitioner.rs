@@ -1,27 +1,6 @@
-//! Choosing a partition for records without an explicit one.
-//!
-//! The [`DefaultPartitioner`] places records as the Java client does (Kafka 3.3+,
-//! KIP-794) and as librdkafka's `murmur2_random` partitioner does for keys:
-//!
-//! - a keyed record goes to `(murmur2(key) & 0x7fffffff) % partition_count`
-//!   ([`partition_for_key`]), the formula of the Java client's
-//!   `BuiltInPartitioner.partitionForKey` (`Utils.toPositive(Utils.murmur2(key)) %
-//!   numPartitions`) and of librdkafka's `rd_kafka_msg_partitioner_murmur2`. The
-//!   same key and partition count give the same partition in Baton, the Java
-//!   client, librdkafka (`partitioner=murmur2_random` or `murmur2`) and every client
-//!   that follows them, so keyed data written by a mix of these clients stays
-//!   together. An empty key is a key: it hashes like any other (as in Java and
-//!   librdkafka); only a null key (`None`) is unkeyed.
-//! - unkeyed records are *sticky* (KIP-480): they all go to one partition until the
-//!   batch there is sent or full, then to another partition chosen at random.
-//!   Sticky partitioning fills batches instead of spreading a few records over every
-//!   partition, which is what makes batching (and compression) effective for
-//!   unkeyed data. Unlike the Java client since KIP-794, the switch is not weighted
-//!   by broker load (no adaptive partitioning).
-//!
-//! [`RoundRobinPartitioner`] cycles through the partitions for every record, keyed
-//! or not, like the Java client's `RoundRobinPartitioner`. Applications can supply
-//! their own [`Partitioner`].
+//! Choosing a partition for records without an explicit one: the [`Partitioner`]
+//! trait, the Java-compatible [`DefaultPartitioner`] and the
+//! [`RoundRobinPartitioner`].
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
@@ -181,19 +160,34 @@ impl Sticky {
     }
 }
 
-/// A seed from the standard library's per-process random hasher keys.
+/// A seed from the standard library's randomly keyed hasher (its keys come from the
+/// operating system's randomness and differ for every `RandomState`).
 fn random_seed() -> u64 {
-    let mut h = RandomState::new().build_hasher();
-    h.write_u64(0x6261_746f_6e);
-    h.finish()
+    RandomState::new().build_hasher().finish()
 }
 
-/// The default partitioner, compatible with the Java client and librdkafka's
-/// `murmur2_random` for keyed records (see the [module docs](self)).
+/// The default partitioner: records land where the Java client (Kafka 3.3+,
+/// KIP-794) puts them, and keyed records where librdkafka's `murmur2_random` (and
+/// `murmur2`) partitioner puts them.
 ///
-/// - Keyed records: [`partition_for_key`], murmur2 as in the Java client.
-/// - Unkeyed records: sticky; one partition per topic until its batch is sent or
-///   full, then another one at random.
+/// - A keyed record goes to `(murmur2(key) & 0x7fffffff) % partition_count`
+///   ([`partition_for_key`]), the formula of the Java client's
+///   `BuiltInPartitioner.partitionForKey` (`Utils.toPositive(Utils.murmur2(key)) %
+///   numPartitions`) and of librdkafka's `rd_kafka_msg_partitioner_murmur2`. The
+///   same key and partition count give the same partition in Baton, the Java
+///   client, librdkafka and every client that follows them, so keyed data written
+///   by a mix of these clients stays together. An empty key is a key and hashes
+///   like any other (as in Java and librdkafka); only a null key (`None`) is
+///   unkeyed.
+/// - Unkeyed records are *sticky* (KIP-480): they all go to one partition of the
+///   topic until the batch there is sent or full, then to another partition chosen
+///   at random (never the same one twice in a row). Sticky partitioning fills
+///   batches instead of spreading a few records over every partition, which is
+///   what makes batching and compression effective for unkeyed data. Unlike the
+///   Java client since KIP-794, the choice is not weighted by broker load (no
+///   adaptive partitioning), and unlike librdkafka's `murmur2_random` (random per
+///   record, or sticky for `sticky.partitioning.linger.ms`) the switch follows
+///   batches.
 #[derive(Debug)]
 pub struct DefaultPartitioner {
     sticky: Mutex<Sticky>,
