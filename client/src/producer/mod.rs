@@ -613,34 +613,37 @@ impl Producer {
         let (tx, rx) = oneshot::channel();
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let topic = record.topic.clone();
-        // A partition the partitioner chose may move when it would open a new batch
-        // (sticky partitioning); the partitioner runs outside the accumulator lock.
-        if record.partition.is_none()
-            && shared
-                .lock()
-                .needs_new_batch(&topic, partition, size, cfg.batch_size)
-        {
-            partition =
-                shared
-                    .partitioner
-                    .on_new_batch(&topic, record.key.as_deref(), count, partition);
-            if !(0..count).contains(&partition) {
-                return Err(ProduceError::InvalidPartition {
-                    topic,
-                    partition,
-                    partition_count: count,
-                    record: Box::new(record),
-                });
-            }
-        }
-        let appended = {
+        // A partition the partitioner chose may move once, when the record would
+        // open a new batch there (sticky partitioning). The partitioner runs outside
+        // the accumulator lock.
+        let mut may_move = record.partition.is_none();
+        let appended = loop {
             let mut acc = shared.lock();
             if acc.closed {
                 return Err(ProduceError::Closed {
                     record: Some(Box::new(record)),
                 });
             }
-            acc.append(
+            if may_move && acc.needs_new_batch(&topic, partition, size, cfg.batch_size) {
+                drop(acc);
+                may_move = false;
+                partition = shared.partitioner.on_new_batch(
+                    &topic,
+                    record.key.as_deref(),
+                    count,
+                    partition,
+                );
+                if !(0..count).contains(&partition) {
+                    return Err(ProduceError::InvalidPartition {
+                        topic,
+                        partition,
+                        partition_count: count,
+                        record: Box::new(record),
+                    });
+                }
+                continue;
+            }
+            break acc.append(
                 &topic,
                 partition,
                 Pending {
@@ -652,7 +655,7 @@ impl Producer {
                 size,
                 cfg.batch_size,
                 cfg.delivery_timeout,
-            )
+            );
         };
         if appended.wake {
             shared.wake.notify_one();
