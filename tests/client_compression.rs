@@ -7,6 +7,8 @@
 //! a recording proxy listens: every connection the client makes (bootstrap and the
 //! advertised address alike) goes through the proxy, which logs each Produce
 //! request's batches and can drop a response after the broker wrote the batch.
+//! (All of 127.0.0.0/8 is loopback on Linux; macOS needs `ifconfig lo0 alias
+//! 127.0.0.2` first.)
 
 mod client_util;
 
