@@ -8,7 +8,10 @@ use bytes::{Bytes, BytesMut};
 use crate::error::{DecodeError, EncodeError};
 use crate::primitives::{Decoder, Wire};
 
+pub mod alter_partition;
 pub mod api_versions;
+pub mod broker_heartbeat;
+pub mod broker_registration;
 pub mod create_topics;
 pub mod delete_topics;
 pub mod fetch;
@@ -18,7 +21,10 @@ pub mod metadata;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 
+pub use alter_partition::*;
 pub use api_versions::*;
+pub use broker_heartbeat::*;
+pub use broker_registration::*;
 pub use create_topics::*;
 pub use delete_topics::*;
 pub use fetch::*;
@@ -156,6 +162,12 @@ mod tests {
             $f::<InitProducerIdResponse>($arg);
             $f::<OffsetForLeaderEpochRequest>($arg);
             $f::<OffsetForLeaderEpochResponse>($arg);
+            $f::<BrokerRegistrationRequest>($arg);
+            $f::<BrokerRegistrationResponse>($arg);
+            $f::<BrokerHeartbeatRequest>($arg);
+            $f::<BrokerHeartbeatResponse>($arg);
+            $f::<AlterPartitionRequest>($arg);
+            $f::<AlterPartitionResponse>($arg);
         };
     }
 
