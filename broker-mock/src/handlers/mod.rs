@@ -30,6 +30,10 @@ use crate::server::Reply;
 use crate::state::BrokerState;
 
 /// Decodes a whole request frame (header and body) in `version`.
+///
+/// Bytes left after the body are ignored, as Apache Kafka does: librdkafka 2.x
+/// sends Metadata v12 "all topics" requests with 3 stray bytes after the body
+/// (an unshrunk 4-byte placeholder for the null topics array).
 pub(crate) fn decode<R: Request>(frame: Bytes, version: i16) -> Result<(RequestHeader, R), String> {
     if !R::supports(version) {
         return Err(format!(
@@ -40,8 +44,16 @@ pub(crate) fn decode<R: Request>(frame: Bytes, version: i16) -> Result<(RequestH
     let mut d = Decoder::new(frame);
     let header = RequestHeader::decode(&mut d, R::request_header_version(version))
         .map_err(|e| format!("bad request header for api key {}: {e}", R::API_KEY))?;
-    let body = R::decode_body(d.take_rest(), version)
+    let body = R::decode(&mut d, version, R::is_flexible(version))
         .map_err(|e| format!("bad api key {} v{version} request: {e}", R::API_KEY))?;
+    if !d.is_empty() {
+        tracing::debug!(
+            api_key = R::API_KEY,
+            version,
+            trailing = d.remaining(),
+            "ignoring bytes after the request body"
+        );
+    }
     Ok((header, body))
 }
 
