@@ -12,27 +12,49 @@ pub mod alter_partition;
 pub mod api_versions;
 pub mod broker_heartbeat;
 pub mod broker_registration;
+pub mod consumer_protocol;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_topics;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sync_group;
 
 pub use alter_partition::*;
 pub use api_versions::*;
 pub use broker_heartbeat::*;
 pub use broker_registration::*;
+pub use consumer_protocol::*;
 pub use create_topics::*;
+pub use delete_groups::*;
 pub use delete_topics::*;
+pub use describe_groups::*;
 pub use fetch::*;
+pub use find_coordinator::*;
+pub use heartbeat::*;
 pub use init_producer_id::*;
+pub use join_group::*;
+pub use leave_group::*;
+pub use list_groups::*;
 pub use list_offsets::*;
 pub use metadata::*;
+pub use offset_commit::*;
+pub use offset_fetch::*;
 pub use offset_for_leader_epoch::*;
 pub use produce::*;
+pub use sync_group::*;
 
 /// A top-level request or response body.
 pub trait Message: Wire + Default + Clone + std::fmt::Debug + PartialEq {
@@ -168,6 +190,26 @@ mod tests {
             $f::<BrokerHeartbeatResponse>($arg);
             $f::<AlterPartitionRequest>($arg);
             $f::<AlterPartitionResponse>($arg);
+            $f::<FindCoordinatorRequest>($arg);
+            $f::<FindCoordinatorResponse>($arg);
+            $f::<JoinGroupRequest>($arg);
+            $f::<JoinGroupResponse>($arg);
+            $f::<SyncGroupRequest>($arg);
+            $f::<SyncGroupResponse>($arg);
+            $f::<HeartbeatRequest>($arg);
+            $f::<HeartbeatResponse>($arg);
+            $f::<LeaveGroupRequest>($arg);
+            $f::<LeaveGroupResponse>($arg);
+            $f::<OffsetCommitRequest>($arg);
+            $f::<OffsetCommitResponse>($arg);
+            $f::<OffsetFetchRequest>($arg);
+            $f::<OffsetFetchResponse>($arg);
+            $f::<DescribeGroupsRequest>($arg);
+            $f::<DescribeGroupsResponse>($arg);
+            $f::<ListGroupsRequest>($arg);
+            $f::<ListGroupsResponse>($arg);
+            $f::<DeleteGroupsRequest>($arg);
+            $f::<DeleteGroupsResponse>($arg);
         };
     }
 
