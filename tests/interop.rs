@@ -12,8 +12,12 @@
 //! and the tests run as root. `.ci/run` prepares the same things up front. If
 //! setup fails, every test here fails with the reason; none is skipped.
 //!
-//! Records come from a seeded generator (`tests/interop/records.py`); the seed
-//! is printed by every test and `BATON_INTEROP_SEED=N` replays it.
+//! Records come from a seeded generator (`tests/interop/records.py`): keys,
+//! headers, null, 0-byte and 100 KiB values, explicit timestamps. Each client
+//! writes 10,000 of them uncompressed and 1,000 per codec (gzip, snappy, lz4,
+//! zstd); both Python clients read every topic back and compare key, value,
+//! headers, timestamp and offset per partition. The seed is printed by every
+//! test and `BATON_INTEROP_SEED=N` replays it.
 //!
 //! What the clients need to work against the broker, which has no consumer
 //! groups and no idempotent producer yet:
