@@ -24,6 +24,7 @@ pub mod error;
 pub mod handlers;
 pub mod log;
 pub mod partition;
+pub mod producer_state;
 pub mod replication;
 pub mod server;
 mod state;

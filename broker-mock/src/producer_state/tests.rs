@@ -1,0 +1,391 @@
+use baton_protocol::record::{set_base_offset, RecordBatch, RecordBatchBuilder};
+use baton_protocol::ErrorCode;
+use bytes::{Bytes, BytesMut};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngSeed};
+
+use super::*;
+use crate::log::Log;
+
+fn b(pid: i64, epoch: i16, seq: i32, count: i32) -> ProducerBatch {
+    ProducerBatch {
+        producer_id: pid,
+        producer_epoch: epoch,
+        base_sequence: seq,
+        last_offset_delta: count - 1,
+    }
+}
+
+/// A table plus a log end, applying the produce path's rule: check, then record
+/// each batch at the next offsets.
+#[derive(Default)]
+struct Sim {
+    table: ProducerStateTable,
+    end: i64,
+}
+
+impl Sim {
+    fn produce(&mut self, batches: &[ProducerBatch]) -> Result<i64, ErrorCode> {
+        match self.table.check(batches)? {
+            Verdict::Duplicate(d) => Ok(d.base_offset),
+            Verdict::Append => {
+                let base = self.end;
+                for batch in batches {
+                    self.table.record(batch, self.end, -1);
+                    self.end += batch.last_offset_delta as i64 + 1;
+                }
+                Ok(base)
+            }
+        }
+    }
+}
+
+#[test]
+fn retry_is_deduplicated_with_its_original_offset() {
+    let mut s = Sim::default();
+    assert_eq!(s.produce(&[b(7, 0, 0, 3)]), Ok(0));
+    assert_eq!(s.produce(&[b(7, 0, 3, 2)]), Ok(3));
+    assert_eq!(s.produce(&[b(-1, -1, -1, 4)]), Ok(5));
+    // Both retries answer with the first append's offsets; nothing moves.
+    assert_eq!(s.produce(&[b(7, 0, 0, 3)]), Ok(0));
+    assert_eq!(s.produce(&[b(7, 0, 3, 2)]), Ok(3));
+    assert_eq!(s.end, 9);
+    let d = s.table.check(&[b(7, 0, 3, 2)]).unwrap();
+    assert_eq!(
+        d,
+        Verdict::Duplicate(Duplicate {
+            base_offset: 3,
+            last_offset: 4,
+            log_append_time_ms: -1
+        })
+    );
+}
+
+#[test]
+fn gaps_and_overlaps_are_out_of_order() {
+    let mut s = Sim::default();
+    s.produce(&[b(1, 0, 0, 5)]).unwrap();
+    // A gap.
+    assert_eq!(
+        s.produce(&[b(1, 0, 6, 1)]),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    // An overlap that is not an exact retry.
+    assert_eq!(
+        s.produce(&[b(1, 0, 2, 4)]),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    // An unknown producer must start at 0.
+    assert_eq!(
+        s.produce(&[b(2, 0, 1, 1)]),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    assert_eq!(s.produce(&[b(1, 0, 5, 1)]), Ok(5));
+    assert_eq!(s.end, 6);
+}
+
+#[test]
+fn stale_epoch_is_rejected_and_new_epoch_resets() {
+    let mut s = Sim::default();
+    s.produce(&[b(1, 3, 0, 2)]).unwrap();
+    s.produce(&[b(1, 3, 2, 2)]).unwrap();
+    assert_eq!(
+        s.produce(&[b(1, 2, 4, 1)]),
+        Err(ErrorCode::InvalidProducerEpoch)
+    );
+    // A newer epoch must start at sequence 0.
+    assert_eq!(
+        s.produce(&[b(1, 4, 4, 1)]),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    assert_eq!(s.produce(&[b(1, 4, 0, 1)]), Ok(4));
+    let e = s.table.get(1).unwrap();
+    assert_eq!(e.epoch(), 4);
+    assert_eq!(
+        e.batches().count(),
+        1,
+        "the old epoch's batches are forgotten"
+    );
+    // A retry from the old epoch is now stale, not a duplicate.
+    assert_eq!(
+        s.produce(&[b(1, 3, 2, 2)]),
+        Err(ErrorCode::InvalidProducerEpoch)
+    );
+    assert_eq!(s.produce(&[b(1, 4, 1, 1)]), Ok(5));
+}
+
+#[test]
+fn sequences_wrap_from_i32_max_to_zero() {
+    assert_eq!(b(1, 0, i32::MAX - 1, 4).last_sequence(), 1);
+    assert_eq!(b(1, 0, i32::MAX, 1).last_sequence(), i32::MAX);
+    let mut t = ProducerStateTable::new();
+    t.record(&b(1, 0, i32::MAX - 2, 3), 0, -1);
+    assert_eq!(t.get(1).unwrap().last_seq(), i32::MAX);
+    assert_eq!(t.check(&[b(1, 0, 0, 2)]), Ok(Verdict::Append));
+    t.record(&b(1, 0, i32::MAX - 1, 4), 3, -1);
+    assert_eq!(t.get(1).unwrap().last_seq(), 1);
+    assert_eq!(t.check(&[b(1, 0, 2, 1)]), Ok(Verdict::Append));
+    assert!(matches!(
+        t.check(&[b(1, 0, i32::MAX - 1, 4)]),
+        Ok(Verdict::Duplicate(Duplicate { base_offset: 3, .. }))
+    ));
+}
+
+#[test]
+fn only_the_last_five_batches_are_remembered() {
+    let mut s = Sim::default();
+    for i in 0..6 {
+        assert_eq!(s.produce(&[b(9, 0, i * 2, 2)]), Ok(i as i64 * 2));
+    }
+    let e = s.table.get(9).unwrap();
+    assert_eq!(e.batches().count(), BATCHES_PER_PRODUCER);
+    // The oldest batch fell out of the window: its retry is out of order.
+    assert_eq!(
+        s.produce(&[b(9, 0, 0, 2)]),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    // The five most recent are all still recognised.
+    for i in 1..6 {
+        assert_eq!(s.produce(&[b(9, 0, i * 2, 2)]), Ok(i as i64 * 2));
+    }
+    assert_eq!(s.end, 12);
+}
+
+#[test]
+fn requests_with_several_batches() {
+    let mut s = Sim::default();
+    // Checked in order against what the earlier ones leave.
+    assert_eq!(
+        s.produce(&[b(1, 0, 0, 2), b(1, 0, 2, 2), b(2, 0, 0, 1)]),
+        Ok(0)
+    );
+    assert_eq!(s.produce(&[b(1, 0, 5, 1), b(1, 0, 4, 1)]).ok(), None);
+    // A whole retry answers with the first batch's original offset.
+    assert_eq!(s.produce(&[b(1, 0, 0, 2), b(1, 0, 2, 2)]), Ok(0));
+    // Retried and new batches mixed.
+    assert_eq!(
+        s.produce(&[b(1, 0, 2, 2), b(1, 0, 4, 1)]),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    // The same new batch twice in one request.
+    assert_eq!(
+        s.produce(&[b(1, 0, 4, 1), b(1, 0, 4, 1)]),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    assert_eq!(s.end, 5);
+}
+
+#[test]
+fn non_idempotent_batches_pass_and_bad_sequences_are_invalid() {
+    let t = ProducerStateTable::new();
+    assert_eq!(
+        t.check(&[b(-1, -1, -1, 1), b(-1, -1, 5, 1)]),
+        Ok(Verdict::Append)
+    );
+    assert_eq!(t.check(&[b(3, 0, -1, 1)]), Err(ErrorCode::InvalidRecord));
+}
+
+#[test]
+fn producer_count_is_bounded_and_the_oldest_goes_first() {
+    let mut t = ProducerStateTable::new();
+    for pid in 0..MAX_PRODUCERS_PER_PARTITION as i64 {
+        t.record(&b(pid, 0, 0, 1), pid, -1);
+    }
+    // Producer 0 writes again, so producer 1 now has the oldest last batch.
+    t.record(&b(0, 0, 1, 1), MAX_PRODUCERS_PER_PARTITION as i64, -1);
+    t.record(&b(100_000, 0, 0, 1), 100_000, -1);
+    assert_eq!(t.len(), MAX_PRODUCERS_PER_PARTITION);
+    assert!(t.get(0).is_some());
+    assert!(t.get(1).is_none());
+}
+
+// ---- Rebuilding from the log ----
+
+fn encode(pid: i64, epoch: i16, seq: i32, count: i32, ts: i64) -> Bytes {
+    let mut builder = RecordBatchBuilder::new(ts).producer(pid, epoch, seq);
+    for i in 0..count {
+        builder.push(ts + i as i64, None, Some(b"v"), &[]);
+    }
+    builder.finish()
+}
+
+/// The produce path over a real log: check, assign offsets, append, record.
+fn produce_to_log(
+    log: &mut Log,
+    table: &mut ProducerStateTable,
+    batches: &[Bytes],
+) -> Result<i64, ErrorCode> {
+    let parsed: Vec<RecordBatch> = batches
+        .iter()
+        .map(|b| RecordBatch::parse(b.clone()).unwrap())
+        .collect();
+    let headers: Vec<ProducerBatch> = parsed.iter().map(ProducerBatch::of).collect();
+    if let Verdict::Duplicate(d) = table.check(&headers)? {
+        return Ok(d.base_offset);
+    }
+    let base = log.log_end_offset();
+    for (batch, header) in parsed.iter().zip(&headers) {
+        let at = log.log_end_offset();
+        let mut buf = BytesMut::from(&batch.as_bytes()[..]);
+        set_base_offset(&mut buf, at);
+        log.append(buf.freeze()).unwrap();
+        table.record(header, at, -1);
+    }
+    Ok(base)
+}
+
+/// One step of a random producer workload.
+#[derive(Debug, Clone)]
+enum Op {
+    /// Producer `p` sends its next batch of `n` records, and with `two` a second
+    /// one-record batch in the same request.
+    Next { p: usize, n: i32, two: bool },
+    /// Producer `p` retries one of its last 7 batches.
+    Retry { p: usize, back: usize },
+    /// Producer `p` sends with a sequence gap.
+    Gap { p: usize },
+    /// Producer `p` bumps its epoch and restarts at sequence 0.
+    Bump { p: usize },
+    /// A producer without idempotence writes.
+    Plain { n: i32 },
+    /// The log is truncated to `frac`/16 of its length.
+    Truncate { frac: i64 },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0usize..4, 1i32..5, any::<bool>()).prop_map(|(p, n, two)| Op::Next { p, n, two }),
+        3 => (0usize..4, 0usize..7).prop_map(|(p, back)| Op::Retry { p, back }),
+        1 => (0usize..4).prop_map(|p| Op::Gap { p }),
+        1 => (0usize..4).prop_map(|p| Op::Bump { p }),
+        1 => (1i32..4).prop_map(|n| Op::Plain { n }),
+        1 => (0i64..16).prop_map(|frac| Op::Truncate { frac }),
+    ]
+}
+
+/// A client-side view of one producer: its epoch, next sequence and sent batches.
+#[derive(Debug, Default, Clone)]
+struct Client {
+    epoch: i16,
+    next_seq: i32,
+    sent: Vec<(i16, i32, i32)>,
+}
+
+fn run_workload(log: &mut Log, ops: &[Op]) -> ProducerStateTable {
+    let mut table = ProducerStateTable::new();
+    let mut clients = vec![Client::default(); 4];
+    let pid = |p: usize| 1000 + p as i64;
+    for (i, op) in ops.iter().enumerate() {
+        let ts = i as i64;
+        match *op {
+            Op::Next { p, n, two } => {
+                let c = &mut clients[p];
+                let mut batches = vec![encode(pid(p), c.epoch, c.next_seq, n, ts)];
+                let mut planned = vec![(c.epoch, c.next_seq, n)];
+                if two {
+                    let s = increment_sequence(c.next_seq, n);
+                    batches.push(encode(pid(p), c.epoch, s, 1, ts));
+                    planned.push((c.epoch, s, 1));
+                }
+                if produce_to_log(log, &mut table, &batches).is_ok() {
+                    for (e, s, n) in planned {
+                        c.next_seq = increment_sequence(s, n);
+                        c.sent.push((e, s, n));
+                    }
+                }
+            }
+            Op::Retry { p, back } => {
+                let c = &clients[p];
+                if let Some(&(e, s, n)) = c.sent.iter().rev().nth(back) {
+                    let before = log.log_end_offset();
+                    let r = produce_to_log(log, &mut table, &[encode(pid(p), e, s, n, ts)]);
+                    // A retry never appends.
+                    if r.is_ok() {
+                        assert_eq!(log.log_end_offset(), before, "retry appended: {op:?}");
+                    }
+                }
+            }
+            Op::Gap { p } => {
+                let c = &clients[p];
+                let s = increment_sequence(c.next_seq, 1);
+                let before = log.log_end_offset();
+                let r = produce_to_log(log, &mut table, &[encode(pid(p), c.epoch, s, 1, ts)]);
+                assert!(r.is_err(), "a gap was accepted: {op:?}");
+                assert_eq!(log.log_end_offset(), before);
+            }
+            Op::Bump { p } => {
+                let c = &mut clients[p];
+                c.epoch += 1;
+                c.next_seq = 0;
+            }
+            Op::Plain { n } => {
+                produce_to_log(log, &mut table, &[encode(-1, -1, -1, n, ts)]).unwrap();
+            }
+            Op::Truncate { frac } => {
+                let to = log.log_end_offset() * frac / 16;
+                log.truncate_to(to).unwrap();
+                table = rebuild(log).unwrap();
+                // The clients lost their unreplicated tail: resume from the log.
+                for (p, c) in clients.iter_mut().enumerate() {
+                    c.sent.clear();
+                    match table.get(pid(p)) {
+                        Some(e) if e.epoch() == c.epoch => {
+                            c.next_seq = increment_sequence(e.last_seq(), 1)
+                        }
+                        Some(_) | None => {
+                            c.epoch += 1;
+                            c.next_seq = 0;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    table
+}
+
+fn seeded(cases: u32, seed: u64) -> Config {
+    Config {
+        cases,
+        rng_seed: RngSeed::Fixed(seed),
+        ..Config::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(seeded(128, 0x1de4_0b07))]
+
+    /// After any workload, the state rebuilt from the log equals the live state.
+    #[test]
+    fn rebuilt_state_equals_live_state(ops in proptest::collection::vec(op(), 0..80)) {
+        let mut log = Log::memory();
+        let live = run_workload(&mut log, &ops);
+        let rebuilt = rebuild(&log).unwrap();
+        prop_assert_eq!(live, rebuilt);
+    }
+}
+
+#[test]
+fn rebuild_from_a_reopened_disk_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let ops: Vec<Op> = (0..40)
+        .map(|i| match i % 5 {
+            0..=2 => Op::Next {
+                p: i % 3,
+                n: 1 + (i as i32 % 3),
+                two: i % 7 == 0,
+            },
+            3 => Op::Retry { p: i % 3, back: 1 },
+            _ => Op::Plain { n: 2 },
+        })
+        .collect();
+    let live = {
+        let (mut log, _) = Log::open(dir.path(), 1 << 12, 256).unwrap();
+        let live = run_workload(&mut log, &ops);
+        log.flush().unwrap();
+        live
+    };
+    assert!(!live.is_empty());
+    let (log, _) = Log::open(dir.path(), 1 << 12, 256).unwrap();
+    assert_eq!(rebuild(&log).unwrap(), live);
+}
