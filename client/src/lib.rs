@@ -53,6 +53,7 @@ pub mod admin;
 pub mod client;
 pub mod connection;
 pub mod consumer;
+pub mod group;
 pub mod metadata;
 mod pool;
 pub mod producer;

@@ -1,0 +1,3 @@
+//! Consumer groups.
+
+pub mod assignor;
