@@ -45,7 +45,7 @@ use baton_protocol::record::{RecordBatch, TimestampType};
 use baton_protocol::ErrorCode;
 
 pub use allocator::{AllocatorError, ProducerIdAllocator};
-pub use rebuild::{rebuild, RebuildError};
+pub use rebuild::{rebuild, rebuild_or_empty, RebuildError};
 
 /// How many of a producer's most recent batches each partition remembers, as Kafka
 /// does (`ProducerStateEntry.NUM_BATCHES_TO_RETAIN`); it is also the producer's
@@ -342,6 +342,12 @@ impl ProducerStateTable {
             TimestampType::CreateTime => -1,
         };
         self.record(&ProducerBatch::of(batch), batch.base_offset(), append_time);
+    }
+
+    /// [`check`](Self::check) over parsed batches.
+    pub fn check_batches(&self, batches: &[RecordBatch]) -> Result<Verdict, ErrorCode> {
+        let headers: Vec<ProducerBatch> = batches.iter().map(ProducerBatch::of).collect();
+        self.check(&headers)
     }
 
     /// Forgets the producer whose last batch is oldest (ties: the smaller id).

@@ -55,3 +55,18 @@ pub fn rebuild(log: &Log) -> Result<ProducerStateTable, RebuildError> {
     }
     Ok(table)
 }
+
+/// [`rebuild`] for a partition that must open anyway: on failure the error is
+/// logged and the state is empty. Safe in the sense that an empty state never lets
+/// a retry of a batch past sequence 0 through: such a retry, and the producer's next
+/// batch, are `OUT_OF_ORDER_SEQUENCE_NUMBER` (a producer the partition does not know
+/// must start at sequence 0); only a retried first batch could be stored twice.
+pub fn rebuild_or_empty(log: &Log) -> ProducerStateTable {
+    match rebuild(log) {
+        Ok(table) => table,
+        Err(e) => {
+            tracing::error!(error = %e, "producer state not rebuilt; starting empty");
+            ProducerStateTable::new()
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! InitProducerId (key 22), versions 0–5.
+//!
+//! A producer without a transactional id gets a fresh producer id with epoch 0
+//! (KIP-98), unique within the process and, with a data directory, across restarts
+//! (see [`ProducerIdAllocator`]). As in Apache Kafka, the `producer_id` and
+//! `producer_epoch` fields (v3+, KIP-360) are ignored for such a producer: it gets a
+//! new id even when it names its current one. An idempotent producer that wants to
+//! keep its id after an unknown outcome bumps its epoch itself (KIP-360), and the
+//! partitions accept the newer epoch when it restarts at sequence 0.
+//!
+//! Deviations from Apache Kafka: there is no transaction coordinator, so a non-null
+//! transactional id is answered with `UNSUPPORTED_VERSION` (Kafka would route it to
+//! the coordinator; Redpanda answers transaction FindCoordinator requests with this
+//! code when transactions are disabled). An empty transactional id is
+//! `INVALID_REQUEST`, as in Kafka. A failure to persist the id block is
+//! `UNKNOWN_SERVER_ERROR`.
+
+use baton_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
+use baton_protocol::ErrorCode;
+
+use crate::producer_state::ProducerIdAllocator;
+use crate::state::BrokerState;
+
+fn failed(code: ErrorCode) -> InitProducerIdResponse {
+    InitProducerIdResponse {
+        throttle_time_ms: 0,
+        error_code: code.code(),
+        producer_id: -1,
+        producer_epoch: -1,
+    }
+}
+
+pub(crate) fn handle(
+    state: &BrokerState,
+    req: InitProducerIdRequest,
+    _version: i16,
+) -> InitProducerIdResponse {
+    match req.transactional_id.as_deref() {
+        None => {}
+        Some("") => return failed(ErrorCode::InvalidRequest),
+        Some(_) => return failed(ErrorCode::UnsupportedVersion),
+    }
+    let id = ProducerIdAllocator::for_data_dir(state.config.data_dir.as_deref())
+        .and_then(|a| a.next_id());
+    match id {
+        Ok(producer_id) => {
+            tracing::debug!(producer_id, "allocated producer id");
+            InitProducerIdResponse {
+                throttle_time_ms: 0,
+                error_code: 0,
+                producer_id,
+                producer_epoch: 0,
+            }
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "allocating a producer id failed");
+            failed(ErrorCode::UnknownServerError)
+        }
+    }
+}
