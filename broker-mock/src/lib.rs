@@ -18,6 +18,7 @@
 //! [`log`] (segmented on-disk and in-memory logs), [`topics`] (names, configs,
 //! persistence), [`config`].
 
+pub mod cluster;
 pub mod config;
 pub mod controller;
 pub mod error;
@@ -30,6 +31,7 @@ pub mod server;
 mod state;
 pub mod topics;
 
+pub use cluster::{Cluster, ClusterBuilder};
 pub use config::BrokerConfig;
 pub use error::{BrokerError, LogError};
 pub use log::Log;

@@ -1,9 +1,13 @@
 //! A partition: its log plus the replication state around it.
 //!
-//! On a single node this broker leads every partition and the high watermark follows
-//! the log end offset. The fields a replicated partition needs (leader, epoch,
-//! replicas, ISR, high watermark) are here already so that replication can drive them.
+//! A partition plays one [`Role`]. A single-node broker is `Standalone`: it leads and
+//! its high watermark follows the log end offset. In a cluster a partition is led
+//! through a [`LeaderState`] machine (HW = min LEO over the ISR, `acks=all` waits), or
+//! followed (the replica fetcher appends the leader's batches), or not hosted. The
+//! leader epoch cache (which epoch wrote which offsets) is kept beside the log and
+//! rebuilt from the stored batches when a replica opens, so it needs no file of its own.
 
+use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
 use baton_protocol::record::{
@@ -12,9 +16,56 @@ use baton_protocol::record::{
 };
 use baton_protocol::ErrorCode;
 use bytes::{Bytes, BytesMut};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::error::LogError;
 use crate::log::Log;
+use crate::producer_state::{self, ProducerBatch, ProducerStateTable, Verdict};
+use crate::replication::{LeaderAction, LeaderEpochCache, LeaderState, ProduceOutcome};
+
+/// What this node does for a partition.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Role {
+    /// The single-node broker: leads, and the HW follows the log end offset.
+    Standalone,
+    /// Leads in a cluster, through the leader state machine.
+    Leader(Box<LeaderState>),
+    /// Follows `leader` (`-1` while the partition has no leader).
+    Follower {
+        /// The leader's node id, or -1.
+        leader: i32,
+    },
+    /// Not a replica of this partition on this node.
+    NotReplica,
+}
+
+/// Something a partition leader must tell the controller; sent by the node's
+/// controller channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LeaderReport {
+    /// Propose a new ISR (AlterPartition).
+    AlterIsr {
+        topic: String,
+        partition: i32,
+        leader_epoch: i32,
+        partition_epoch: i32,
+        isr: Vec<i32>,
+    },
+    /// A planned move: writes stopped with the log ending at `log_end_offset`.
+    DrainStarted {
+        topic: String,
+        partition: i32,
+        log_end_offset: i64,
+    },
+    /// A planned move: the successor reached the frozen log end.
+    SuccessorCaughtUp {
+        topic: String,
+        partition: i32,
+        successor: i32,
+        log_end_offset: i64,
+    },
+}
 
 /// Kafka's `isolation_level` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +115,22 @@ pub struct PartitionState {
     pub isr: Vec<i32>,
     /// Set when the topic is deleted; every later operation fails.
     deleted: bool,
+    /// What this node does for the partition.
+    role: Role,
+    /// Which leader epoch wrote which offsets. Invariant: every entry starts below the
+    /// log end offset.
+    epoch_cache: LeaderEpochCache,
+    /// `acks=all` produces waiting for the HW, by wait id.
+    waiters: BTreeMap<u64, oneshot::Sender<ProduceOutcome>>,
+    /// Next wait id.
+    next_wait_id: u64,
+    /// Where a leader's reports to the controller go (cluster mode).
+    reports: Option<mpsc::UnboundedSender<LeaderReport>>,
+    /// Topic name and partition index, for reports.
+    ident: Option<(String, i32)>,
+    /// Idempotent producers' last batches, derived from the log: rebuilt when the
+    /// partition opens and after truncation, updated after every append.
+    producers: ProducerStateTable,
 }
 
 impl PartitionState {
@@ -160,6 +227,13 @@ impl PartitionState {
         if iter.position() != records.len() || valid.is_empty() {
             return Err(ErrorCode::CorruptMessage);
         }
+        if let Verdict::Duplicate(d) = self.producers.check_batches(&valid)? {
+            return Ok(AppendInfo {
+                base_offset: d.base_offset,
+                log_append_time_ms: d.log_append_time_ms,
+                log_start_offset: self.log_start_offset(),
+            });
+        }
         let base_offset = self.log_end_offset();
         let log_append_time_ms = match timestamp_type {
             TimestampType::CreateTime => -1,
@@ -173,17 +247,19 @@ impl PartitionState {
             if timestamp_type == TimestampType::LogAppendTime {
                 set_log_append_time(&mut buf, now_ms);
             }
+            let batch_base = next;
             next += batch.last_offset_delta() as i64 + 1;
             if let Err(e) = self.log.append(buf.freeze()) {
                 tracing::error!(error = %e, "append failed");
-                // What was appended before the failure stays; the HW covers it.
-                let leo = self.log_end_offset();
-                self.set_high_watermark(leo);
+                // What was appended before the failure stays.
+                self.after_local_append();
                 return Err(ErrorCode::KafkaStorageError);
             }
+            let _ = self.epoch_cache.assign(self.leader_epoch, batch_base);
+            self.producers
+                .record(&ProducerBatch::of(&batch), batch_base, log_append_time_ms);
         }
-        let leo = self.log_end_offset();
-        self.set_high_watermark(leo);
+        self.after_local_append();
         Ok(AppendInfo {
             base_offset,
             log_append_time_ms,
@@ -223,12 +299,253 @@ impl PartitionState {
     }
 
     /// Removes batches at and past `offset` (see [`Log::truncate_to`]), pulling the
-    /// high watermark down with the log end.
+    /// high watermark and the epoch cache down with the log end.
     pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
         self.log.truncate_to(offset)?;
         let leo = self.log_end_offset();
         self.high_watermark = self.high_watermark.min(leo).max(self.log_start_offset());
+        self.epoch_cache.truncate_from_end(leo);
+        self.producers = producer_state::rebuild_or_empty(&self.log);
         Ok(())
+    }
+
+    /// The idempotent producers' state.
+    pub fn producers(&self) -> &ProducerStateTable {
+        &self.producers
+    }
+
+    /// Rebuilds the producer state from the log (see [`producer_state::rebuild`]).
+    /// Followers keep it current as they append, so becoming leader needs this only
+    /// if the log changed behind the partition's back.
+    pub fn rebuild_producer_state(&mut self) {
+        self.producers = producer_state::rebuild_or_empty(&self.log);
+    }
+
+    /// What this node does for the partition.
+    pub fn role(&self) -> &Role {
+        &self.role
+    }
+
+    /// The leader state machine, when leading in a cluster.
+    pub fn leader_state(&self) -> Option<&LeaderState> {
+        match &self.role {
+            Role::Leader(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// Whether this node serves clients' produce and fetch for the partition.
+    pub fn is_leader(&self) -> bool {
+        matches!(self.role, Role::Standalone | Role::Leader(_))
+    }
+
+    /// The leader epoch cache.
+    pub fn epoch_cache(&self) -> &LeaderEpochCache {
+        &self.epoch_cache
+    }
+
+    /// Replaces the epoch cache (a follower's, after truncation or appends).
+    pub(crate) fn set_epoch_cache(&mut self, cache: LeaderEpochCache) {
+        self.epoch_cache = cache;
+    }
+
+    /// The HW moves with the log end on a standalone node; a cluster leader tells its
+    /// state machine and applies what follows.
+    fn after_local_append(&mut self) {
+        let leo = self.log_end_offset();
+        match &mut self.role {
+            Role::Leader(l) => {
+                if let Err(e) = l.on_local_append(leo) {
+                    tracing::error!(error = %e, "leader state refused an append");
+                }
+                self.drive_leader();
+            }
+            _ => self.set_high_watermark(leo),
+        }
+    }
+
+    /// Applies the leader machine's pending actions: HW moves, completed waits and
+    /// reports for the controller. Returns whether the HW moved.
+    pub(crate) fn drive_leader(&mut self) -> bool {
+        let actions = match &mut self.role {
+            Role::Leader(l) => l.take_actions(),
+            _ => return false,
+        };
+        self.apply_leader_actions(actions)
+    }
+
+    fn apply_leader_actions(&mut self, actions: Vec<LeaderAction>) -> bool {
+        let mut moved = false;
+        for a in actions {
+            match a {
+                LeaderAction::HighWatermarkAdvanced { to, .. } => {
+                    let to = to.min(self.log_end_offset());
+                    if to > self.high_watermark {
+                        self.set_high_watermark(to);
+                        moved = true;
+                    }
+                }
+                LeaderAction::ProduceCompleted { wait_id, outcome } => {
+                    if let Some(tx) = self.waiters.remove(&wait_id) {
+                        let _ = tx.send(outcome);
+                    }
+                }
+                LeaderAction::ProposeIsr {
+                    isr,
+                    leader_epoch,
+                    partition_epoch,
+                    ..
+                } => self.report(|topic, partition| LeaderReport::AlterIsr {
+                    topic,
+                    partition,
+                    leader_epoch,
+                    partition_epoch,
+                    isr,
+                }),
+                LeaderAction::SuccessorCaughtUp {
+                    successor,
+                    log_end_offset,
+                } => self.report(|topic, partition| LeaderReport::SuccessorCaughtUp {
+                    topic,
+                    partition,
+                    successor,
+                    log_end_offset,
+                }),
+            }
+        }
+        moved
+    }
+
+    fn report(&self, make: impl FnOnce(String, i32) -> LeaderReport) {
+        if let (Some(tx), Some((topic, partition))) = (&self.reports, &self.ident) {
+            let _ = tx.send(make(topic.clone(), *partition));
+        }
+    }
+
+    /// Tells the controller a planned move stopped writes at the current log end.
+    pub(crate) fn report_drain_started(&self) {
+        let leo = self.log_end_offset();
+        self.report(|topic, partition| LeaderReport::DrainStarted {
+            topic,
+            partition,
+            log_end_offset: leo,
+        });
+    }
+
+    /// Takes the leadership under `leader_epoch`: assignment from the controller, the
+    /// local log end starts the epoch. Any previous role ends first.
+    pub(crate) fn become_leader(
+        &mut self,
+        init: crate::replication::LeaderInit,
+        config: crate::replication::LeaderConfig,
+        reports: mpsc::UnboundedSender<LeaderReport>,
+    ) -> Result<(), crate::replication::LeaderError> {
+        let epoch = init.leader_epoch;
+        let leader = LeaderState::new(init, config)?;
+        self.end_role();
+        if epoch > self.leader_epoch {
+            self.leader_epoch = epoch;
+        }
+        self.leader = leader.local_id();
+        self.reports = Some(reports);
+        self.role = Role::Leader(Box::new(leader));
+        self.drive_leader();
+        Ok(())
+    }
+
+    /// Follows `leader` (or waits for one when `-1`) at `leader_epoch`.
+    pub(crate) fn become_follower(&mut self, leader: i32, leader_epoch: i32) {
+        self.end_role();
+        if leader_epoch > self.leader_epoch {
+            self.leader_epoch = leader_epoch;
+        }
+        self.leader = leader;
+        self.role = Role::Follower { leader };
+    }
+
+    /// Stops hosting the partition as a replica.
+    pub(crate) fn become_not_replica(&mut self, leader: i32, leader_epoch: i32) {
+        self.end_role();
+        if leader_epoch > self.leader_epoch {
+            self.leader_epoch = leader_epoch;
+        }
+        self.leader = leader;
+        self.role = Role::NotReplica;
+    }
+
+    /// Ends a leadership: waiting produces fail with NOT_LEADER_OR_FOLLOWER.
+    fn end_role(&mut self) {
+        if let Role::Leader(l) = std::mem::replace(&mut self.role, Role::NotReplica) {
+            let actions = l.resign();
+            self.apply_leader_actions(actions);
+        }
+        self.reports = None;
+        for (_, tx) in std::mem::take(&mut self.waiters) {
+            let _ = tx.send(ProduceOutcome::NotLeader);
+        }
+    }
+
+    /// Mutable access to the leader machine; call [`drive_leader`](Self::drive_leader)
+    /// after using it.
+    pub(crate) fn leader_state_mut(&mut self) -> Option<&mut LeaderState> {
+        match &mut self.role {
+            Role::Leader(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// Registers an `acks=all` produce that needs the HW at `required_offset`.
+    pub(crate) fn await_replication(
+        &mut self,
+        required_offset: i64,
+        deadline_ms: u64,
+    ) -> Option<oneshot::Receiver<ProduceOutcome>> {
+        let Role::Leader(l) = &mut self.role else {
+            return None;
+        };
+        let id = self.next_wait_id;
+        self.next_wait_id += 1;
+        let (tx, rx) = oneshot::channel();
+        self.waiters.insert(id, tx);
+        l.await_replication(id, required_offset, deadline_ms);
+        self.drive_leader();
+        Some(rx)
+    }
+
+    /// Appends a batch fetched from the leader as it is (offsets and epoch already
+    /// assigned). The caller checked its CRC and contiguity.
+    pub(crate) fn append_replica_batch(&mut self, batch: Bytes) -> Result<(), LogError> {
+        let parsed = RecordBatch::parse(batch.clone()).ok();
+        self.log.append(batch)?;
+        if let Some(b) = parsed {
+            self.producers.record_stored(&b);
+        }
+        Ok(())
+    }
+
+    /// Sets a follower's HW (bounded by the log end).
+    pub(crate) fn set_follower_high_watermark(&mut self, hw: i64) {
+        let hw = hw.min(self.log_end_offset()).max(self.log_start_offset());
+        self.high_watermark = hw;
+    }
+
+    /// Reads whole batches from `from` up to the log end for a follower, each
+    /// CRC-checked.
+    pub fn read_for_replica(&self, from: i64, max_bytes: usize) -> Result<Vec<Bytes>, ReadError> {
+        if self.deleted {
+            return Err(ReadError::Code(ErrorCode::UnknownTopicOrPartition));
+        }
+        if from < self.log_start_offset() || from > self.log_end_offset() {
+            return Err(ReadError::Code(ErrorCode::OffsetOutOfRange));
+        }
+        if from == self.log_end_offset() {
+            return Ok(Vec::new());
+        }
+        let out = self.log.read(from, max_bytes).map_err(ReadError::Log)?;
+        for b in &out {
+            verify_stored(b)?;
+        }
+        Ok(out)
     }
 
     /// The first committed record with timestamp at or after `ts`: `(offset, timestamp)`.
@@ -354,6 +671,32 @@ impl ReadError {
     }
 }
 
+/// Rebuilds the epoch cache from the stored batches' leader epochs.
+fn rebuild_epoch_cache(log: &Log) -> LeaderEpochCache {
+    let mut cache = LeaderEpochCache::new();
+    let mut from = log.log_start_offset();
+    let end = log.log_end_offset();
+    while from < end {
+        let Ok(batches) = log.read(from, 1 << 20) else {
+            break;
+        };
+        if batches.is_empty() {
+            break;
+        }
+        for b in &batches {
+            let Ok(h) = crate::log::header::BatchHeader::parse(b) else {
+                return cache;
+            };
+            let epoch = i32::from_be_bytes([b[12], b[13], b[14], b[15]]);
+            if epoch >= 0 {
+                let _ = cache.assign(epoch, h.base_offset);
+            }
+            from = h.last_offset + 1;
+        }
+    }
+    cache
+}
+
 /// One partition of a topic.
 #[derive(Debug)]
 pub struct Partition {
@@ -367,9 +710,9 @@ impl Partition {
     /// the log end (single node: everything stored is committed).
     pub fn new(topic: impl Into<String>, index: i32, node_id: i32, log: Log) -> Self {
         let hw = log.log_end_offset();
+        let producers = producer_state::rebuild_or_empty(&log);
+        let topic = topic.into();
         Partition {
-            topic: topic.into(),
-            index,
             state: Mutex::new(PartitionState {
                 log,
                 high_watermark: hw,
@@ -378,7 +721,46 @@ impl Partition {
                 replicas: vec![node_id],
                 isr: vec![node_id],
                 deleted: false,
+                role: Role::Standalone,
+                epoch_cache: LeaderEpochCache::new(),
+                waiters: BTreeMap::new(),
+                next_wait_id: 0,
+                reports: None,
+                ident: Some((topic.clone(), index)),
+                producers,
             }),
+            topic,
+            index,
+        }
+    }
+
+    /// A cluster replica over `log`, with no role yet. Its HW starts at the log start
+    /// (a restarted replica does not know what was committed) and its epoch cache is
+    /// rebuilt from the stored batches.
+    pub fn new_replica(topic: impl Into<String>, index: i32, log: Log) -> Self {
+        let hw = log.log_start_offset();
+        let cache = rebuild_epoch_cache(&log);
+        let producers = producer_state::rebuild_or_empty(&log);
+        let topic = topic.into();
+        Partition {
+            state: Mutex::new(PartitionState {
+                log,
+                high_watermark: hw,
+                leader: -1,
+                leader_epoch: cache.latest_epoch().unwrap_or(0),
+                replicas: Vec::new(),
+                isr: Vec::new(),
+                deleted: false,
+                role: Role::NotReplica,
+                epoch_cache: cache,
+                waiters: BTreeMap::new(),
+                next_wait_id: 0,
+                reports: None,
+                ident: Some((topic.clone(), index)),
+                producers,
+            }),
+            topic,
+            index,
         }
     }
 
@@ -403,6 +785,7 @@ impl Partition {
     pub(crate) fn delete(&self) -> Result<(), LogError> {
         let mut st = self.lock();
         st.deleted = true;
+        st.end_role();
         let log = std::mem::replace(&mut st.log, Log::memory());
         log.delete()
     }

@@ -20,6 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinSet;
 
+use crate::cluster::node::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::handlers;
@@ -53,6 +54,14 @@ impl Broker {
     /// Cancelling before it completes leaves nothing running: the listener is only
     /// spawned at the end. On-disk recovery already performed stays performed.
     pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
+        Broker::start_with(config, None).await
+    }
+
+    /// Starts a node, standalone or (with a link) part of a cluster.
+    pub(crate) async fn start_with(
+        config: BrokerConfig,
+        cluster: Option<Arc<ClusterLink>>,
+    ) -> Result<BrokerHandle, BrokerError> {
         if config.default_num_partitions < 1 {
             return Err(BrokerError::Config(
                 "default_num_partitions must be at least 1".into(),
@@ -75,7 +84,7 @@ impl Broker {
             .unwrap_or_else(|| local_addr.ip().to_string());
         let cfg = config.clone();
         let state = tokio::task::spawn_blocking(move || {
-            BrokerState::open(cfg, host, local_addr.port() as i32)
+            BrokerState::open(cfg, host, local_addr.port() as i32, cluster)
         })
         .await
         .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
@@ -106,6 +115,11 @@ impl BrokerHandle {
     /// The address the listener is bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The node's shared state.
+    pub(crate) fn state(&self) -> &Arc<BrokerState> {
+        &self.state
     }
 
     /// `"host:port"` of the listener, for a client's bootstrap servers.

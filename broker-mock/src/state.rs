@@ -6,6 +6,7 @@ use std::sync::{Arc, RwLock};
 use baton_protocol::{ErrorCode, Uuid};
 use tokio::sync::watch;
 
+use crate::cluster::node::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::topics::{self, random_uuid, Storage, Topic, TopicConfig};
@@ -22,6 +23,8 @@ pub(crate) struct BrokerState {
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     /// Bumped after every append or high watermark move; long-polling fetches wait on it.
     appended: watch::Sender<u64>,
+    /// The node's link to its cluster; `None` for a single-node broker.
+    pub cluster: Option<Arc<ClusterLink>>,
 }
 
 impl BrokerState {
@@ -29,12 +32,14 @@ impl BrokerState {
         config: BrokerConfig,
         advertised_host: String,
         advertised_port: i32,
+        cluster: Option<Arc<ClusterLink>>,
     ) -> Result<Self, BrokerError> {
         let storage = Storage {
             data_dir: config.data_dir.clone(),
             segment_bytes: config.segment_bytes,
             index_interval_bytes: config.index_interval_bytes,
             node_id: config.node_id,
+            cluster: cluster.is_some(),
         };
         let cluster_id = topics::cluster_id(config.data_dir.as_deref())?;
         let loaded = storage.load_all()?;
@@ -50,6 +55,7 @@ impl BrokerState {
             storage,
             topics: RwLock::new(topics),
             appended: watch::Sender::new(0),
+            cluster,
         })
     }
 
@@ -80,7 +86,7 @@ impl BrokerState {
         if let Some(t) = self.topic(name) {
             return Some(t);
         }
-        if !(auto_create && self.config.auto_create_topics) {
+        if !(auto_create && self.config.auto_create_topics) || self.cluster.is_some() {
             return None;
         }
         if topics::validate_topic_name(name).is_err() {
@@ -130,6 +136,36 @@ impl BrokerState {
         let topic = Arc::new(topic);
         topics.insert(name.to_owned(), topic.clone());
         tracing::info!(topic = name, partitions, "created topic");
+        Ok(topic)
+    }
+
+    /// Creates a cluster replica's local copy of a topic with the controller's id,
+    /// replacing a local topic of that name with another id. Returns the topic.
+    pub fn ensure_replica_topic(
+        &self,
+        name: &str,
+        id: Uuid,
+        partitions: i32,
+        replication_factor: i16,
+        config: TopicConfig,
+    ) -> Result<Arc<Topic>, BrokerError> {
+        if let Some(t) = self.topic(name) {
+            if t.id == id {
+                return Ok(t);
+            }
+            let _ = self.delete_topic(name);
+        }
+        let topic = self
+            .storage
+            .create(name, id, partitions, replication_factor, config)?;
+        let topic = Arc::new(topic);
+        self.write_topics().insert(name.to_owned(), topic.clone());
+        tracing::info!(
+            topic = name,
+            partitions,
+            node = self.config.node_id,
+            "replica topic created"
+        );
         Ok(topic)
     }
 

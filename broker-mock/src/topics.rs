@@ -214,6 +214,8 @@ pub(crate) struct Storage {
     pub segment_bytes: u64,
     pub index_interval_bytes: u32,
     pub node_id: i32,
+    /// Cluster replicas start without a role (see [`Partition::new_replica`]).
+    pub cluster: bool,
 }
 
 impl Storage {
@@ -259,7 +261,11 @@ impl Storage {
                 log
             }
         };
-        Ok(Partition::new(name, p, self.node_id, log))
+        if self.cluster {
+            Ok(Partition::new_replica(name, p, log))
+        } else {
+            Ok(Partition::new(name, p, self.node_id, log))
+        }
     }
 
     /// Creates a topic's logs and, on disk, its metadata file.

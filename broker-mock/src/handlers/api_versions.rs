@@ -11,7 +11,8 @@
 
 use baton_protocol::messages::{
     ApiVersion, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DeleteTopicsRequest,
-    FetchRequest, ListOffsetsRequest, MetadataRequest, ProduceRequest,
+    FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest,
+    OffsetForLeaderEpochRequest, ProduceRequest,
 };
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use bytes::Bytes;
@@ -36,6 +37,8 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<ApiVersionsRequest>(),
         entry::<CreateTopicsRequest>(),
         entry::<DeleteTopicsRequest>(),
+        entry::<InitProducerIdRequest>(),
+        entry::<OffsetForLeaderEpochRequest>(),
     ]
 }
 

@@ -11,11 +11,16 @@
 //! (v9+) is checked when >= 0 (`FENCED_LEADER_EPOCH` / `UNKNOWN_LEADER_EPOCH`). v13
 //! names topics by id (`UNKNOWN_TOPIC_ID`).
 //!
+//! In a cluster only the partition's leader serves fetches (`NOT_LEADER_OR_FOLLOWER`
+//! elsewhere). A follower's fetch (`replica_id` >= 0) reads up to the log end rather
+//! than the high watermark, updates the leader's view of that follower (its fetch
+//! offset is its log end offset, which may advance the high watermark and complete
+//! `acks=all` produces), and, from v12, is answered with `diverging_epoch` instead of
+//! records when its `last_fetched_epoch` shows its log parted from the leader's.
+//!
 //! Deviations from Apache Kafka: fetch sessions (KIP-227) are never created; every
 //! response has `session_id` 0, so clients keep sending full fetches, and a request
-//! naming a non-zero session is `FETCH_SESSION_ID_NOT_FOUND`. Follower fetches
-//! (`replica_id` >= 0) are accepted and served like consumer fetches; no
-//! `diverging_epoch` is computed yet. `preferred_read_replica` is always -1; rack ids
+//! naming a non-zero session is `FETCH_SESSION_ID_NOT_FOUND`. `preferred_read_replica` is always -1; rack ids
 //! are ignored.
 
 use std::sync::Arc;
@@ -53,6 +58,17 @@ struct ReadOutcome {
     response: FetchResponse,
     bytes: usize,
     error: bool,
+    /// A leader's high watermark moved during the read (follower fetch).
+    hw_moved: bool,
+}
+
+/// A follower's fetch, as seen by the leader.
+#[derive(Debug, Clone, Copy)]
+struct ReplicaFetch {
+    replica_id: i32,
+    /// The first read of this request: the follower's progress is recorded then.
+    first: bool,
+    now_ms: u64,
 }
 
 fn concat(batches: Vec<Bytes>) -> Bytes {
@@ -76,6 +92,8 @@ fn read_partition(
     isolation: Isolation,
     remaining: &mut usize,
     min_one: &mut bool,
+    replica: Option<ReplicaFetch>,
+    hw_moved: &mut bool,
 ) -> (FetchResponsePartitionData, usize, bool) {
     let Some(partition) = topic.partition(p.partition) else {
         return (
@@ -84,7 +102,45 @@ fn read_partition(
             true,
         );
     };
-    let st = partition.lock();
+    let mut st = partition.lock();
+    if !st.is_leader() {
+        drop(st);
+        return (partition_error(p, ErrorCode::NotLeaderOrFollower), 0, true);
+    }
+    if let Some(r) = replica {
+        if let Err(code) = st.check_epoch(p.current_leader_epoch) {
+            drop(st);
+            return (partition_error(p, code), 0, true);
+        }
+        let leo = st.log_end_offset();
+        if let Some(div) =
+            st.epoch_cache()
+                .diverging_epoch(p.fetch_offset, p.last_fetched_epoch, leo)
+        {
+            let mut out = partition_error(p, ErrorCode::None);
+            out.high_watermark = st.high_watermark();
+            out.last_stable_offset = st.last_stable_offset();
+            out.log_start_offset = st.log_start_offset();
+            out.diverging_epoch.epoch = div.epoch;
+            out.diverging_epoch.end_offset = div.end_offset;
+            return (out, 0, true);
+        }
+        if r.first {
+            if let Some(l) = st.leader_state_mut() {
+                if let Err(e) = l.on_follower_fetch(r.replica_id, p.fetch_offset, r.now_ms) {
+                    let code = match e {
+                        crate::replication::LeaderError::OffsetOutOfRange { .. } => {
+                            ErrorCode::OffsetOutOfRange
+                        }
+                        _ => ErrorCode::NotLeaderOrFollower,
+                    };
+                    drop(st);
+                    return (partition_error(p, code), 0, true);
+                }
+                *hw_moved |= st.drive_leader();
+            }
+        }
+    }
     let mut out = FetchResponsePartitionData {
         partition_index: p.partition,
         error_code: 0,
@@ -104,7 +160,11 @@ fn read_partition(
         return (out, 0, true);
     }
     let budget = (p.partition_max_bytes.max(0) as usize).min(*remaining);
-    match st.read(p.fetch_offset, budget, isolation) {
+    let read = match replica {
+        Some(_) => st.read_for_replica(p.fetch_offset, budget),
+        None => st.read(p.fetch_offset, budget, isolation),
+    };
+    match read {
         Ok(batches) => {
             if batches.is_empty() {
                 return (out, 0, false);
@@ -135,12 +195,21 @@ fn read_partition(
     }
 }
 
-fn read_once(state: &BrokerState, req: &FetchRequest, version: i16) -> ReadOutcome {
+fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool) -> ReadOutcome {
     let isolation = Isolation::from_wire(req.isolation_level);
     let mut remaining = req.max_bytes.max(0) as usize;
     let mut min_one = true;
     let mut bytes = 0;
     let mut error = false;
+    let mut hw_moved = false;
+    let replica = match &state.cluster {
+        Some(link) if req.replica_id >= 0 => Some(ReplicaFetch {
+            replica_id: req.replica_id,
+            first,
+            now_ms: link.now_ms(),
+        }),
+        _ => None,
+    };
     let mut responses = Vec::with_capacity(req.topics.len());
     for t in &req.topics {
         let topic = if version >= 13 {
@@ -162,8 +231,15 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16) -> ReadOutco
                     partition_error(p, missing)
                 }
                 Some(topic) => {
-                    let (data, n, err) =
-                        read_partition(topic, p, isolation, &mut remaining, &mut min_one);
+                    let (data, n, err) = read_partition(
+                        topic,
+                        p,
+                        isolation,
+                        &mut remaining,
+                        &mut min_one,
+                        replica,
+                        &mut hw_moved,
+                    );
                     bytes += n;
                     error |= err;
                     data
@@ -185,6 +261,7 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16) -> ReadOutco
         },
         bytes,
         error,
+        hw_moved,
     }
 }
 
@@ -205,20 +282,26 @@ async fn long_poll(
     let min_bytes = req.min_bytes.max(0) as usize;
     let mut appended = state.subscribe_appends();
     let req = Arc::new(req);
+    let mut first = true;
     loop {
         appended.borrow_and_update();
         let (st, rq) = (state.clone(), req.clone());
-        let outcome = match tokio::task::spawn_blocking(move || read_once(&st, &rq, version)).await
-        {
-            Ok(o) => o,
-            Err(e) => {
-                tracing::error!(error = %e, "fetch read failed");
-                return FetchResponse {
-                    error_code: ErrorCode::UnknownServerError.code(),
-                    ..Default::default()
-                };
-            }
-        };
+        let once = first;
+        first = false;
+        let outcome =
+            match tokio::task::spawn_blocking(move || read_once(&st, &rq, version, once)).await {
+                Ok(o) => o,
+                Err(e) => {
+                    tracing::error!(error = %e, "fetch read failed");
+                    return FetchResponse {
+                        error_code: ErrorCode::UnknownServerError.code(),
+                        ..Default::default()
+                    };
+                }
+            };
+        if outcome.hw_moved {
+            state.notify_append();
+        }
         let done = outcome.error
             || outcome.bytes >= min_bytes
             || tokio::time::Instant::now() >= deadline

@@ -8,6 +8,8 @@
 //! none found answers offset -1 and timestamp -1. `current_leader_epoch` (v4+) is
 //! checked when >= 0.
 //!
+//! In a cluster only the leader answers (`NOT_LEADER_OR_FOLLOWER` elsewhere).
+//!
 //! Deviations from Apache Kafka: the leader epoch returned is the partition's current
 //! epoch rather than the epoch of the batch holding the offset (identical while there
 //! is a single leader); for compressed or LogAppendTime batches a timestamp search
@@ -56,6 +58,10 @@ pub(crate) fn handle(
                     let st = partition.lock();
                     if st.is_deleted() {
                         out.error_code = ErrorCode::UnknownTopicOrPartition.code();
+                        return out;
+                    }
+                    if !st.is_leader() {
+                        out.error_code = ErrorCode::NotLeaderOrFollower.code();
                         return out;
                     }
                     if let Err(code) = st.check_epoch(p.current_leader_epoch) {

@@ -8,6 +8,11 @@
 //! allowed by the request (always allowed before v4), in which case they are created
 //! with the default partition count.
 //!
+//! In a cluster the answer comes from the node's replay of the controller's metadata
+//! log: every unfenced broker, and per partition the real leader (`-1` with
+//! `LEADER_NOT_AVAILABLE` while offline), leader epoch, replicas, ISR and the replicas
+//! on fenced brokers as offline replicas. Topics are never auto-created there.
+//!
 //! Deviations from Apache Kafka: no authorization, so authorized-operations fields
 //! keep their "not requested" value; auto-created topics are reported as ready at
 //! once (Kafka first answers `LEADER_NOT_AVAILABLE`); no internal topics exist.
@@ -18,6 +23,8 @@ use baton_protocol::messages::{
 };
 use baton_protocol::{ErrorCode, Uuid};
 
+use crate::cluster::node::ClusterLink;
+use crate::controller::{ControllerState, TopicInfo};
 use crate::state::BrokerState;
 use crate::topics::{validate_topic_name, Topic};
 
@@ -56,7 +63,107 @@ fn error_topic(code: ErrorCode, name: Option<String>, topic_id: Uuid) -> Metadat
     }
 }
 
+fn describe_cluster_topic(img: &ControllerState, t: &TopicInfo) -> MetadataResponseTopic {
+    let partitions = (0..t.partitions)
+        .filter_map(|i| img.partition(t.topic_id, i))
+        .map(|p| {
+            let offline: Vec<i32> = p
+                .replicas
+                .iter()
+                .copied()
+                .filter(|r| img.broker(*r).map_or(true, |b| b.fenced))
+                .collect();
+            MetadataResponsePartition {
+                error_code: if p.is_offline() {
+                    ErrorCode::LeaderNotAvailable.code()
+                } else {
+                    0
+                },
+                partition_index: p.partition,
+                leader_id: if p.is_offline() { -1 } else { p.leader },
+                leader_epoch: p.leader_epoch,
+                replica_nodes: p.replicas.clone(),
+                isr_nodes: p.isr.clone(),
+                offline_replicas: offline,
+            }
+        })
+        .collect();
+    MetadataResponseTopic {
+        error_code: 0,
+        name: Some(t.name.clone()),
+        topic_id: t.topic_id,
+        is_internal: false,
+        partitions,
+        ..Default::default()
+    }
+}
+
+fn handle_cluster(
+    state: &BrokerState,
+    link: &ClusterLink,
+    req: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
+    let img = link.image();
+    let all = match &req.topics {
+        None => true,
+        Some(t) => t.is_empty() && version == 0,
+    };
+    let topics = if all {
+        img.topics()
+            .map(|t| describe_cluster_topic(&img, t))
+            .collect()
+    } else {
+        req.topics
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| match t.name {
+                Some(name) => {
+                    if validate_topic_name(&name).is_err() {
+                        return error_topic(
+                            ErrorCode::InvalidTopicException,
+                            Some(name),
+                            Uuid::ZERO,
+                        );
+                    }
+                    match img.topic_by_name(&name) {
+                        Some(topic) => describe_cluster_topic(&img, topic),
+                        None => {
+                            error_topic(ErrorCode::UnknownTopicOrPartition, Some(name), Uuid::ZERO)
+                        }
+                    }
+                }
+                None => match img.topic(t.topic_id) {
+                    Some(topic) => describe_cluster_topic(&img, topic),
+                    None => error_topic(ErrorCode::UnknownTopicId, None, t.topic_id),
+                },
+            })
+            .collect()
+    };
+    let brokers = img
+        .brokers()
+        .filter(|b| !b.fenced)
+        .map(|b| MetadataResponseBroker {
+            node_id: b.broker_id,
+            host: b.host.clone(),
+            port: b.port as i32,
+            rack: None,
+        })
+        .collect();
+    MetadataResponse {
+        throttle_time_ms: 0,
+        brokers,
+        cluster_id: Some(link.options.cluster_id.clone()),
+        controller_id: state.config.node_id,
+        topics,
+        ..Default::default()
+    }
+}
+
 pub(crate) fn handle(state: &BrokerState, req: MetadataRequest, version: i16) -> MetadataResponse {
+    if let Some(link) = &state.cluster {
+        return handle_cluster(state, link, req, version);
+    }
     let all = match &req.topics {
         None => true,
         Some(t) => t.is_empty() && version == 0,

@@ -10,16 +10,19 @@ pub mod api_versions;
 pub mod create_topics;
 pub mod delete_topics;
 pub mod fetch;
+pub mod init_producer_id;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_for_leader_epoch;
 pub mod produce;
 
 use std::sync::Arc;
 
 use baton_protocol::frame::{begin_frame, finish_frame};
 use baton_protocol::messages::{
-    ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest, ListOffsetsRequest,
-    MetadataRequest, ProduceRequest,
+    ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest,
+    InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
+    ProduceRequest,
 };
 use baton_protocol::primitives::Decoder;
 use baton_protocol::{Message, Request, RequestHeader, ResponseHeader};
@@ -101,6 +104,41 @@ where
     }
 }
 
+/// Produce: appends on the blocking pool; `acks=all` partitions in a cluster answer
+/// later, when the high watermark covers them.
+async fn produce_request(
+    state: &Arc<BrokerState>,
+    frame: Bytes,
+    version: i16,
+) -> Result<Reply, String> {
+    let (header, request) = decode::<ProduceRequest>(frame, version)?;
+    let timeout_ms = request.timeout_ms;
+    let st = state.clone();
+    let (response, waits) =
+        tokio::task::spawn_blocking(move || produce::handle(&st, request, version))
+            .await
+            .map_err(|e| format!("produce handler failed: {e}"))?;
+    let Some(response) = response else {
+        return Ok(Reply::Now(None));
+    };
+    if waits.is_empty() {
+        return Ok(Reply::Now(Some(encode::<ProduceRequest>(
+            header.correlation_id,
+            version,
+            &response,
+        )?)));
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    tokio::spawn(async move {
+        let response = produce::finish(response, waits, timeout_ms).await;
+        let bytes = encode::<ProduceRequest>(header.correlation_id, version, &response)
+            .map_err(|e| tracing::error!(error = %e, "encoding produce response failed"))
+            .ok();
+        let _ = tx.send(bytes);
+    });
+    Ok(Reply::Later(rx))
+}
+
 /// Handles one request frame; `Err` closes the connection with the given reason.
 pub(crate) async fn dispatch(
     state: &Arc<BrokerState>,
@@ -118,9 +156,7 @@ pub(crate) async fn dispatch(
             })
             .await
         }
-        ProduceRequest::API_KEY => {
-            run::<ProduceRequest, _>(state, frame, version, produce::handle).await
-        }
+        ProduceRequest::API_KEY => produce_request(state, frame, version).await,
         FetchRequest::API_KEY => {
             let (header, request) = decode::<FetchRequest>(frame, version)?;
             Ok(fetch::start(
@@ -137,6 +173,18 @@ pub(crate) async fn dispatch(
             })
             .await
         }
+        OffsetForLeaderEpochRequest::API_KEY => {
+            run::<OffsetForLeaderEpochRequest, _>(state, frame, version, |s, r, v| {
+                Some(offset_for_leader_epoch::handle(s, r, v))
+            })
+            .await
+        }
+        CreateTopicsRequest::API_KEY if state.cluster.is_some() => {
+            crate::cluster::forward::create_topics(state, frame, version).await
+        }
+        DeleteTopicsRequest::API_KEY if state.cluster.is_some() => {
+            crate::cluster::forward::delete_topics(state, frame, version).await
+        }
         CreateTopicsRequest::API_KEY => {
             run::<CreateTopicsRequest, _>(state, frame, version, |s, r, v| {
                 Some(create_topics::handle(s, r, v))
@@ -146,6 +194,12 @@ pub(crate) async fn dispatch(
         DeleteTopicsRequest::API_KEY => {
             run::<DeleteTopicsRequest, _>(state, frame, version, |s, r, v| {
                 Some(delete_topics::handle(s, r, v))
+            })
+            .await
+        }
+        InitProducerIdRequest::API_KEY => {
+            run::<InitProducerIdRequest, _>(state, frame, version, |s, r, v| {
+                Some(init_producer_id::handle(s, r, v))
             })
             .await
         }

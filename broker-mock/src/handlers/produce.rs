@@ -19,8 +19,14 @@ use baton_protocol::messages::{
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 };
 use baton_protocol::ErrorCode;
+use tokio::sync::oneshot;
 
+use crate::replication::ProduceOutcome;
 use crate::state::{now_ms, BrokerState};
+
+/// An `acks=all` partition waiting for the high watermark: (topic index, partition
+/// index in the response, outcome).
+pub(crate) type Wait = (usize, usize, oneshot::Receiver<ProduceOutcome>);
 
 fn failed(index: i32, code: ErrorCode) -> PartitionProduceResponse {
     PartitionProduceResponse {
@@ -37,11 +43,16 @@ pub(crate) fn handle(
     state: &BrokerState,
     req: ProduceRequest,
     _version: i16,
-) -> Option<ProduceResponse> {
+) -> (Option<ProduceResponse>, Vec<Wait>) {
     let acks_ok = (-1..=1).contains(&req.acks);
     let mut appended = false;
+    let mut waits = Vec::new();
     let mut responses = Vec::with_capacity(req.topic_data.len());
-    for topic_data in req.topic_data {
+    let deadline_ms = state
+        .cluster
+        .as_ref()
+        .map_or(0, |c| c.now_ms() + req.timeout_ms.max(0) as u64);
+    for (ti, topic_data) in req.topic_data.into_iter().enumerate() {
         let topic = if acks_ok {
             state.topic_or_auto_create(&topic_data.name, true)
         } else {
@@ -50,7 +61,8 @@ pub(crate) fn handle(
         let partition_responses = topic_data
             .partition_data
             .into_iter()
-            .map(|pd| {
+            .enumerate()
+            .map(|(pi, pd)| {
                 if !acks_ok {
                     return failed(pd.index, ErrorCode::InvalidRequiredAcks);
                 }
@@ -64,7 +76,23 @@ pub(crate) fn handle(
                     .as_ref()
                     .map(|t| t.config.timestamp_type())
                     .unwrap_or_default();
-                let result = partition.lock().append_records(&records, ts_type, now_ms());
+                let mut st = partition.lock();
+                if !st.is_leader() {
+                    return failed(pd.index, ErrorCode::NotLeaderOrFollower);
+                }
+                if let Some(l) = st.leader_state() {
+                    if let Err(r) = l.check_produce(req.acks == -1) {
+                        return failed(pd.index, r.error_code());
+                    }
+                }
+                let result = st.append_records(&records, ts_type, now_ms());
+                if result.is_ok() && req.acks == -1 {
+                    let leo = st.log_end_offset();
+                    if let Some(rx) = st.await_replication(leo, deadline_ms) {
+                        waits.push((ti, pi, rx));
+                    }
+                }
+                drop(st);
                 match result {
                     Ok(info) => {
                         appended = true;
@@ -93,11 +121,42 @@ pub(crate) fn handle(
         state.notify_append();
     }
     if req.acks == 0 {
-        return None;
+        return (None, Vec::new());
     }
-    Some(ProduceResponse {
+    let response = ProduceResponse {
         responses,
         throttle_time_ms: 0,
         ..Default::default()
-    })
+    };
+    (Some(response), waits)
+}
+
+/// Fills in the outcome of each `acks=all` wait (a lost waiter counts as
+/// NOT_LEADER_OR_FOLLOWER: the leadership ended).
+pub(crate) async fn finish(
+    mut response: ProduceResponse,
+    waits: Vec<Wait>,
+    timeout_ms: i32,
+) -> ProduceResponse {
+    // The leader times waits out itself; this bound only guards against a leader that
+    // stopped ticking.
+    let bound = std::time::Duration::from_millis(timeout_ms.max(0) as u64 + 5_000);
+    for (ti, pi, rx) in waits {
+        let outcome = match tokio::time::timeout(bound, rx).await {
+            Ok(Ok(o)) => o,
+            Ok(Err(_)) => ProduceOutcome::NotLeader,
+            Err(_) => ProduceOutcome::TimedOut,
+        };
+        let code = outcome.error_code();
+        if code != ErrorCode::None {
+            if let Some(p) = response
+                .responses
+                .get_mut(ti)
+                .and_then(|t| t.partition_responses.get_mut(pi))
+            {
+                p.error_code = code.code();
+            }
+        }
+    }
+    response
 }

@@ -1,0 +1,778 @@
+//! The controller as a running component: its own listener, its metadata log on disk,
+//! and the requests brokers send it.
+//!
+//! Requests served (each on a plain request/response connection):
+//! - BrokerRegistration (62), BrokerHeartbeat (63): sessions, fencing and controlled
+//!   shutdown, through [`Controller`]'s decisions;
+//! - AlterPartition (56) v2–3: ISR changes proposed by leaders;
+//! - LeaderMoveReport (Baton-private, see [`super::move_report`]): planned-move steps;
+//! - CreateTopics (19), DeleteTopics (20): forwarded by brokers;
+//! - Fetch (1) of `__cluster_metadata` partition 0: the metadata log itself, which
+//!   brokers replay as KRaft brokers do. Deviation: the `records` bytes are this
+//!   crate's metadata entry framing ([`crate::controller::records`]), not record
+//!   batches.
+//!
+//! Every decision's entries are appended to `<data_dir>/metadata.log` and synced
+//! before the answer is sent or the entries are served; a restarted controller replays
+//! the file (cutting a torn tail) and continues with the next controller epoch.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use baton_protocol::frame::DEFAULT_MAX_FRAME;
+use baton_protocol::messages::{
+    AlterPartitionRequest, AlterPartitionResponse, AlterPartitionResponsePartitionData,
+    AlterPartitionResponseTopicData, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+    BrokerRegistrationRequest, BrokerRegistrationResponse, CreatableTopicResult,
+    CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest,
+    DeleteTopicsResponse, FetchRequest, FetchResponse, FetchResponsePartitionData,
+    FetchableTopicResponse,
+};
+use baton_protocol::{ErrorCode, FrameCodec, Message, RequestHeader, Uuid};
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::move_report::{
+    LeaderMoveReportRequest, LeaderMoveReportResponse, LEADER_MOVE_REPORT_KEY, PHASE_CAUGHT_UP,
+};
+use crate::controller::{
+    decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
+};
+use crate::error::{BrokerError, LogError};
+use crate::handlers::{decode, encode};
+use crate::topics::{random_uuid, validate_config, validate_topic_name};
+
+/// The metadata log's topic name in Fetch requests.
+pub const METADATA_TOPIC: &str = "__cluster_metadata";
+/// Most metadata bytes served per Fetch.
+const MAX_FETCH_BYTES: usize = 1 << 20;
+/// Longest metadata long-poll honoured.
+const MAX_WAIT: Duration = Duration::from_secs(5);
+/// How often time-based decisions (session expiry, move timeouts, preferred leaders)
+/// run.
+const TICK: Duration = Duration::from_millis(100);
+
+/// How a controller is set up.
+#[derive(Debug, Clone)]
+pub struct ControllerOptions {
+    /// Address to listen on (port 0 picks one).
+    pub listen: SocketAddr,
+    /// Directory for `metadata.log`; `None` keeps the log in memory only.
+    pub data_dir: Option<PathBuf>,
+    /// Session timeout, move timeout and preferred-leader restore.
+    pub config: ControllerConfig,
+    /// Partitions for CreateTopics with `num_partitions = -1`.
+    pub default_num_partitions: i32,
+    /// Replication factor for CreateTopics with `replication_factor = -1` (capped at
+    /// the eligible brokers).
+    pub default_replication_factor: i16,
+}
+
+impl Default for ControllerOptions {
+    fn default() -> Self {
+        ControllerOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir: None,
+            config: ControllerConfig::default(),
+            default_num_partitions: 1,
+            default_replication_factor: 3,
+        }
+    }
+}
+
+struct Inner {
+    ctl: Controller,
+    /// Encoded entries, by offset.
+    encoded: Vec<Bytes>,
+    file: Option<(PathBuf, File)>,
+}
+
+struct Core {
+    inner: Mutex<Inner>,
+    /// The next metadata offset, published after entries are durable.
+    grew: watch::Sender<i64>,
+    start: Instant,
+    options: ControllerOptions,
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core").finish_non_exhaustive()
+    }
+}
+
+impl Core {
+    fn now_ms(&self) -> u64 {
+        self.start.elapsed().as_millis() as u64
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Persists the entries the last decisions wrote, then publishes them.
+    fn commit(&self, inner: &mut Inner) {
+        let entries = inner.ctl.take_entries();
+        if entries.is_empty() {
+            return;
+        }
+        let mut all = Vec::new();
+        for e in &entries {
+            let mut buf = Vec::new();
+            e.encode(&mut buf);
+            all.extend_from_slice(&buf);
+            inner.encoded.push(Bytes::from(buf));
+        }
+        if let Some((path, file)) = &mut inner.file {
+            if let Err(e) = file.write_all(&all).and_then(|_| file.sync_data()) {
+                tracing::error!(path = %path.display(), error = %e, "writing the metadata log failed");
+            }
+        }
+        let next = inner.ctl.state().next_offset();
+        self.grew.send_replace(next);
+    }
+}
+
+/// Starts controllers.
+#[derive(Debug)]
+pub struct ControllerServer;
+
+impl ControllerServer {
+    /// Replays the metadata log (if any), binds the listener and starts serving.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancelling before it completes leaves nothing running; a torn log tail already
+    /// cut stays cut.
+    pub async fn start(options: ControllerOptions) -> Result<ControllerHandle, BrokerError> {
+        let listener =
+            TcpListener::bind(options.listen)
+                .await
+                .map_err(|source| BrokerError::Bind {
+                    addr: options.listen,
+                    source,
+                })?;
+        let local_addr = listener.local_addr().map_err(|source| BrokerError::Bind {
+            addr: options.listen,
+            source,
+        })?;
+        let start = Instant::now();
+        let opts = options.clone();
+        let inner = tokio::task::spawn_blocking(move || open_log(&opts))
+            .await
+            .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
+        let next = inner.ctl.state().next_offset();
+        let core = Arc::new(Core {
+            inner: Mutex::new(inner),
+            grew: watch::Sender::new(next),
+            start,
+            options,
+        });
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let accept = tokio::spawn(accept_loop(listener, core.clone(), stop_rx.clone()));
+        let ticker = tokio::spawn(tick_loop(core.clone(), stop_rx));
+        tracing::info!(addr = %local_addr, metadata_offset = next, "controller listening");
+        Ok(ControllerHandle {
+            local_addr,
+            core,
+            stop: stop_tx,
+            tasks: vec![accept, ticker],
+        })
+    }
+}
+
+fn open_log(options: &ControllerOptions) -> Result<Inner, BrokerError> {
+    let Some(dir) = &options.data_dir else {
+        return Ok(Inner {
+            ctl: Controller::new(1, options.config),
+            encoded: Vec::new(),
+            file: None,
+        });
+    };
+    std::fs::create_dir_all(dir).map_err(|e| LogError::io(dir, e))?;
+    let path = dir.join("metadata.log");
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(LogError::io(&path, e).into()),
+    };
+    let bad = |reason: String| BrokerError::Config(format!("{}: {reason}", path.display()));
+    let decoded = decode_log(&bytes).map_err(|e| bad(e.to_string()))?;
+    if decoded.torn_tail {
+        tracing::warn!(path = %path.display(), cut = bytes.len() - decoded.valid_len, "cutting a torn metadata log tail");
+    }
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| LogError::io(&path, e))?;
+    file.set_len(decoded.valid_len as u64)
+        .map_err(|e| LogError::io(&path, e))?;
+    let mut file = file;
+    use std::io::Seek;
+    file.seek(std::io::SeekFrom::End(0))
+        .map_err(|e| LogError::io(&path, e))?;
+    let mut encoded = Vec::with_capacity(decoded.entries.len());
+    let mut pos = 0;
+    for _ in &decoded.entries {
+        let (_, used) = crate::controller::MetadataLogEntry::decode(&bytes[pos..])
+            .map_err(|e| bad(e.to_string()))?;
+        encoded.push(Bytes::copy_from_slice(&bytes[pos..pos + used]));
+        pos += used;
+    }
+    let n = decoded.entries.len();
+    let ctl = if n == 0 {
+        Controller::new(1, options.config)
+    } else {
+        Controller::recover(decoded.entries, options.config, 0).map_err(|e| bad(e.to_string()))?
+    };
+    tracing::info!(
+        entries = n,
+        epoch = ctl.controller_epoch(),
+        "controller replayed its metadata log"
+    );
+    Ok(Inner {
+        ctl,
+        encoded,
+        file: Some((path, file)),
+    })
+}
+
+/// A running controller. Dropping it without [`ControllerHandle::shutdown`] aborts it
+/// (what was synced stays on disk).
+#[derive(Debug)]
+pub struct ControllerHandle {
+    local_addr: SocketAddr,
+    core: Arc<Core>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl ControllerHandle {
+    /// The listener's address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// A copy of the replicated state.
+    pub fn state(&self) -> ControllerState {
+        self.core.lock().ctl.state().clone()
+    }
+
+    /// The offset the next metadata entry gets.
+    pub fn metadata_offset(&self) -> i64 {
+        *self.core.grew.borrow()
+    }
+
+    /// Stops serving.
+    ///
+    /// # Cancel safety
+    ///
+    /// If cancelled, the tasks are aborted when the handle is dropped.
+    pub async fn shutdown(mut self) {
+        let _ = self.stop.send(true);
+        for t in self.tasks.drain(..) {
+            let _ = t.await;
+        }
+    }
+}
+
+impl Drop for ControllerHandle {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+async fn tick_loop(core: Arc<Core>, mut stop: watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(TICK);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = every.tick() => {}
+            _ = stop.changed() => return,
+        }
+        let c = core.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            let now = c.now_ms();
+            let mut inner = c.lock();
+            inner.ctl.tick(now);
+            c.commit(&mut inner);
+        })
+        .await;
+    }
+}
+
+async fn accept_loop(listener: TcpListener, core: Arc<Core>, mut stop: watch::Receiver<bool>) {
+    let mut conns = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            res = listener.accept() => match res {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    conns.spawn(serve(stream, peer, core.clone(), stop.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "controller accept failed");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    conns.shutdown().await;
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    core: Arc<Core>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let codec = FrameCodec::new(DEFAULT_MAX_FRAME);
+    let mut buf = BytesMut::new();
+    loop {
+        let frame = loop {
+            match codec.decode(&mut buf) {
+                Ok(Some(f)) => break f,
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(%peer, error = %e, "controller: bad frame");
+                    return;
+                }
+            }
+            buf.reserve(codec.wanted(&buf).min(64 * 1024));
+            tokio::select! {
+                r = stream.read_buf(&mut buf) => match r {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {}
+                },
+                _ = stop.changed() => return,
+            }
+        };
+        let reply = match handle(&core, frame, &mut stop).await {
+            Ok(b) => b,
+            Err(reason) => {
+                tracing::warn!(%peer, %reason, "controller: closing connection");
+                return;
+            }
+        };
+        if stream.write_all(&reply).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Runs a synchronous decision on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    core: &Arc<Core>,
+    f: impl FnOnce(&Core, &mut Inner) -> T + Send + 'static,
+) -> Result<T, String> {
+    let c = core.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut inner = c.lock();
+        let out = f(&c, &mut inner);
+        c.commit(&mut inner);
+        out
+    })
+    .await
+    .map_err(|e| format!("controller task failed: {e}"))
+}
+
+async fn handle(
+    core: &Arc<Core>,
+    frame: Bytes,
+    stop: &mut watch::Receiver<bool>,
+) -> Result<Bytes, String> {
+    let (api_key, version, _) = RequestHeader::peek(&frame).map_err(|e| e.to_string())?;
+    match api_key {
+        BrokerRegistrationRequest::API_KEY => {
+            let (h, req) = decode::<BrokerRegistrationRequest>(frame, version)?;
+            let resp = blocking(core, move |c, inner| register(c, inner, req)).await?;
+            encode::<BrokerRegistrationRequest>(h.correlation_id, version, &resp)
+        }
+        BrokerHeartbeatRequest::API_KEY => {
+            let (h, req) = decode::<BrokerHeartbeatRequest>(frame, version)?;
+            let resp = blocking(core, move |c, inner| heartbeat(c, inner, req)).await?;
+            encode::<BrokerHeartbeatRequest>(h.correlation_id, version, &resp)
+        }
+        AlterPartitionRequest::API_KEY => {
+            let (h, req) = decode::<AlterPartitionRequest>(frame, version)?;
+            let resp = blocking(core, move |_, inner| alter_partition(inner, req, version)).await?;
+            encode::<AlterPartitionRequest>(h.correlation_id, version, &resp)
+        }
+        LEADER_MOVE_REPORT_KEY => {
+            let (h, req) = decode::<LeaderMoveReportRequest>(frame, version)?;
+            let resp = blocking(core, move |_, inner| move_report(inner, req)).await?;
+            encode::<LeaderMoveReportRequest>(h.correlation_id, version, &resp)
+        }
+        CreateTopicsRequest::API_KEY => {
+            let (h, req) = decode::<CreateTopicsRequest>(frame, version)?;
+            let resp = blocking(core, move |c, inner| create_topics(c, inner, req)).await?;
+            encode::<CreateTopicsRequest>(h.correlation_id, version, &resp)
+        }
+        DeleteTopicsRequest::API_KEY => {
+            let (h, req) = decode::<DeleteTopicsRequest>(frame, version)?;
+            let resp = blocking(core, move |_, inner| delete_topics(inner, req, version)).await?;
+            encode::<DeleteTopicsRequest>(h.correlation_id, version, &resp)
+        }
+        FetchRequest::API_KEY => {
+            let (h, req) = decode::<FetchRequest>(frame, version)?;
+            let resp = fetch_metadata(core, req, stop).await;
+            encode::<FetchRequest>(h.correlation_id, version, &resp)
+        }
+        other => Err(format!("controller: unsupported api key {other}")),
+    }
+}
+
+fn incarnation(id: &Uuid) -> u64 {
+    let mut hi = [0u8; 8];
+    let mut lo = [0u8; 8];
+    hi.copy_from_slice(&id.0[..8]);
+    lo.copy_from_slice(&id.0[8..]);
+    u64::from_be_bytes(hi) ^ u64::from_be_bytes(lo).rotate_left(17)
+}
+
+fn register(
+    core: &Core,
+    inner: &mut Inner,
+    req: BrokerRegistrationRequest,
+) -> BrokerRegistrationResponse {
+    let Some(l) = req.listeners.first() else {
+        return BrokerRegistrationResponse {
+            error_code: ErrorCode::InvalidRequest.code(),
+            ..Default::default()
+        };
+    };
+    match inner.ctl.register_broker(
+        req.broker_id,
+        incarnation(&req.incarnation_id),
+        &l.host,
+        l.port,
+        core.now_ms(),
+    ) {
+        Ok(epoch) => BrokerRegistrationResponse {
+            broker_epoch: epoch,
+            ..Default::default()
+        },
+        Err(e) => BrokerRegistrationResponse {
+            error_code: e.error_code().code(),
+            ..Default::default()
+        },
+    }
+}
+
+fn heartbeat(
+    core: &Core,
+    inner: &mut Inner,
+    req: BrokerHeartbeatRequest,
+) -> BrokerHeartbeatResponse {
+    let hb = Heartbeat {
+        broker_id: req.broker_id,
+        broker_epoch: req.broker_epoch,
+        metadata_offset: req.current_metadata_offset,
+        want_shutdown: req.want_shut_down,
+    };
+    match inner.ctl.heartbeat(hb, core.now_ms()) {
+        Ok(r) => BrokerHeartbeatResponse {
+            is_caught_up: req.current_metadata_offset >= inner.ctl.state().next_offset(),
+            is_fenced: r.fenced,
+            should_shut_down: r.should_shut_down,
+            ..Default::default()
+        },
+        Err(e) => BrokerHeartbeatResponse {
+            error_code: e.error_code().code(),
+            ..Default::default()
+        },
+    }
+}
+
+fn alter_partition(
+    inner: &mut Inner,
+    req: AlterPartitionRequest,
+    version: i16,
+) -> AlterPartitionResponse {
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            let topic_id = if version >= 2 {
+                t.topic_id
+            } else {
+                inner
+                    .ctl
+                    .state()
+                    .topic_by_name(&t.topic_name)
+                    .map_or(Uuid::ZERO, |x| x.topic_id)
+            };
+            let partitions = t
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let new_isr = if version >= 3 {
+                        p.new_isr_with_epochs.iter().map(|b| b.broker_id).collect()
+                    } else {
+                        p.new_isr
+                    };
+                    let ask = AlterPartition {
+                        broker_id: req.broker_id,
+                        topic_id,
+                        partition: p.partition_index,
+                        leader_epoch: p.leader_epoch,
+                        partition_epoch: p.partition_epoch,
+                        new_isr,
+                    };
+                    match inner.ctl.alter_partition(&ask) {
+                        Ok(info) => AlterPartitionResponsePartitionData {
+                            partition_index: p.partition_index,
+                            error_code: 0,
+                            leader_id: info.leader,
+                            leader_epoch: info.leader_epoch,
+                            isr: info.isr,
+                            leader_recovery_state: 0,
+                            partition_epoch: info.partition_epoch,
+                        },
+                        Err(e) => AlterPartitionResponsePartitionData {
+                            partition_index: p.partition_index,
+                            error_code: e.error_code().code(),
+                            ..Default::default()
+                        },
+                    }
+                })
+                .collect();
+            AlterPartitionResponseTopicData {
+                topic_name: t.topic_name,
+                topic_id,
+                partitions,
+            }
+        })
+        .collect();
+    AlterPartitionResponse {
+        topics,
+        ..Default::default()
+    }
+}
+
+fn move_report(inner: &mut Inner, req: LeaderMoveReportRequest) -> LeaderMoveReportResponse {
+    let r = if req.phase == PHASE_CAUGHT_UP {
+        inner
+            .ctl
+            .report_successor_caught_up(
+                req.broker_id,
+                req.topic_id,
+                req.partition,
+                req.successor,
+                req.log_end_offset,
+            )
+            .map(|_| ())
+    } else {
+        inner.ctl.report_drain_started(
+            req.broker_id,
+            req.topic_id,
+            req.partition,
+            req.log_end_offset,
+        )
+    };
+    LeaderMoveReportResponse {
+        error_code: r.err().map_or(0, |e| e.error_code().code()),
+    }
+}
+
+fn create_topics(core: &Core, inner: &mut Inner, req: CreateTopicsRequest) -> CreateTopicsResponse {
+    let fail = |name: String, code: ErrorCode, msg: String| CreatableTopicResult {
+        name,
+        error_code: code.code(),
+        error_message: Some(msg),
+        num_partitions: -1,
+        replication_factor: -1,
+        configs: None,
+        ..Default::default()
+    };
+    let topics = req
+        .topics
+        .into_iter()
+        .map(|t| {
+            if let Err(m) = validate_topic_name(&t.name) {
+                return fail(t.name, ErrorCode::InvalidTopicException, m);
+            }
+            if !t.assignments.is_empty() {
+                return fail(
+                    t.name,
+                    ErrorCode::InvalidReplicaAssignment,
+                    "explicit assignments are not supported by this cluster".into(),
+                );
+            }
+            let mut configs = Vec::new();
+            for c in &t.configs {
+                if let Err(m) = validate_config(&c.name, c.value.as_deref()) {
+                    return fail(t.name, ErrorCode::InvalidConfig, m);
+                }
+                configs.push((c.name.clone(), c.value.clone().unwrap_or_default()));
+            }
+            let partitions = match t.num_partitions {
+                -1 => core.options.default_num_partitions,
+                n => n,
+            };
+            let live = inner.ctl.state().eligible_brokers().len();
+            let rf = match t.replication_factor {
+                -1 => (core.options.default_replication_factor as usize).min(live.max(1)) as i32,
+                n => n as i32,
+            };
+            if partitions > crate::handlers::create_topics::MAX_PARTITIONS {
+                return fail(
+                    t.name,
+                    ErrorCode::InvalidPartitions,
+                    "too many partitions".into(),
+                );
+            }
+            if req.validate_only {
+                if inner.ctl.state().topic_by_name(&t.name).is_some() {
+                    return fail(
+                        t.name.clone(),
+                        ErrorCode::TopicAlreadyExists,
+                        format!("Topic '{}' already exists.", t.name),
+                    );
+                }
+                return CreatableTopicResult {
+                    name: t.name,
+                    num_partitions: partitions,
+                    replication_factor: rf as i16,
+                    configs: Some(Vec::new()),
+                    ..Default::default()
+                };
+            }
+            let id = random_uuid();
+            match inner.ctl.create_topic(&t.name, id, partitions, rf, configs) {
+                Ok(()) => CreatableTopicResult {
+                    name: t.name,
+                    topic_id: id,
+                    num_partitions: partitions,
+                    replication_factor: rf as i16,
+                    configs: Some(Vec::new()),
+                    ..Default::default()
+                },
+                Err(e) => {
+                    let msg = e.to_string();
+                    fail(t.name, e.error_code(), msg)
+                }
+            }
+        })
+        .collect();
+    CreateTopicsResponse {
+        throttle_time_ms: 0,
+        topics,
+    }
+}
+
+fn delete_topics(
+    inner: &mut Inner,
+    req: DeleteTopicsRequest,
+    version: i16,
+) -> DeleteTopicsResponse {
+    let names: Vec<(Option<String>, Uuid)> = if version >= 6 {
+        req.topics
+            .into_iter()
+            .map(|t| (t.name, t.topic_id))
+            .collect()
+    } else {
+        req.topic_names
+            .into_iter()
+            .map(|n| (Some(n), Uuid::ZERO))
+            .collect()
+    };
+    let responses = names
+        .into_iter()
+        .map(|(name, id)| {
+            let name = name.or_else(|| inner.ctl.state().topic(id).map(|t| t.name.clone()));
+            let result = match &name {
+                Some(n) => inner.ctl.delete_topic(n).map_err(|e| e.error_code()),
+                None => Err(ErrorCode::UnknownTopicId),
+            };
+            match result {
+                Ok(topic_id) => DeletableTopicResult {
+                    name,
+                    topic_id,
+                    error_code: 0,
+                    error_message: None,
+                },
+                Err(code) => DeletableTopicResult {
+                    name,
+                    topic_id: id,
+                    error_code: code.code(),
+                    error_message: Some(format!("{code:?}")),
+                },
+            }
+        })
+        .collect();
+    DeleteTopicsResponse {
+        throttle_time_ms: 0,
+        responses,
+    }
+}
+
+async fn fetch_metadata(
+    core: &Arc<Core>,
+    req: FetchRequest,
+    stop: &mut watch::Receiver<bool>,
+) -> FetchResponse {
+    let offset = req
+        .topics
+        .first()
+        .and_then(|t| t.partitions.first())
+        .map_or(0, |p| p.fetch_offset);
+    let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64).min(MAX_WAIT);
+    let mut grew = core.grew.subscribe();
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        let next = *grew.borrow_and_update();
+        if offset != next || tokio::time::Instant::now() >= deadline {
+            break;
+        }
+        tokio::select! {
+            r = grew.changed() => if r.is_err() { break },
+            _ = tokio::time::sleep_until(deadline) => break,
+            _ = stop.changed() => break,
+        }
+    }
+    let inner = core.lock();
+    let next = inner.ctl.state().next_offset();
+    let mut data = FetchResponsePartitionData {
+        partition_index: 0,
+        high_watermark: next,
+        last_stable_offset: next,
+        log_start_offset: 0,
+        preferred_read_replica: -1,
+        records: Some(Bytes::new()),
+        ..Default::default()
+    };
+    if offset < 0 || offset > next {
+        data.error_code = ErrorCode::OffsetOutOfRange.code();
+    } else {
+        let mut out = BytesMut::new();
+        for e in &inner.encoded[offset as usize..] {
+            if !out.is_empty() && out.len() + e.len() > MAX_FETCH_BYTES {
+                break;
+            }
+            out.extend_from_slice(e);
+        }
+        data.records = Some(out.freeze());
+    }
+    FetchResponse {
+        responses: vec![FetchableTopicResponse {
+            topic: METADATA_TOPIC.to_owned(),
+            partitions: vec![data],
+            ..Default::default()
+        }],
+        ..Default::default()
+    }
+}

@@ -1,0 +1,238 @@
+//! The replica fetcher of one followed partition: runs a [`FollowerState`] against
+//! the leader over Fetch with this node's replica id.
+//!
+//! Truncation uses the diverging epoch of Fetch v12+ (KIP-595): every fetch carries
+//! the epoch of the last local batch, and a leader whose log parted from ours answers
+//! with the end offset of that epoch, to which the local log is cut before fetching
+//! again. Every fetched batch's CRC is checked before it is appended; a bad batch ends
+//! the response there (the next fetch asks again).
+//!
+//! The task appends only while the partition still follows the same leader at the
+//! same epoch (checked under the partition lock), so a stale fetcher that has not yet
+//! been aborted cannot touch a log that changed role.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use baton_protocol::messages::{FetchPartition, FetchRequest, FetchTopic};
+use baton_protocol::record::{batches, RecordBatch};
+use bytes::Bytes;
+
+use super::node::ClusterLink;
+use super::rpc::Rpc;
+use crate::partition::{Partition, PartitionState, Role};
+use crate::replication::{
+    AppendedBatch, EpochEndOffset, FollowerAction, FollowerState, TruncationMode,
+};
+use crate::state::BrokerState;
+
+/// Fetch version used between replicas (diverging epoch, topic names).
+const REPLICA_FETCH_VERSION: i16 = 12;
+/// Most bytes asked per fetch.
+const FETCH_MAX_BYTES: i32 = 8 << 20;
+/// Pause after a failed exchange.
+const BACKOFF: Duration = Duration::from_millis(100);
+
+fn still_following(st: &PartitionState, leader: i32, epoch: i32) -> bool {
+    matches!(st.role(), Role::Follower { leader: l } if *l == leader) && st.leader_epoch() == epoch
+}
+
+pub(crate) async fn run_fetcher(
+    state: Arc<BrokerState>,
+    link: Arc<ClusterLink>,
+    topic: String,
+    partition: i32,
+    leader: i32,
+    epoch: i32,
+) {
+    let me = link.node_id;
+    let Some(part) = state
+        .topic(&topic)
+        .and_then(|t| t.partition(partition).cloned())
+    else {
+        return;
+    };
+    let addr: SocketAddr = loop {
+        if let Some(a) = link.broker_addr(leader) {
+            break a;
+        }
+        tokio::time::sleep(BACKOFF).await;
+    };
+    let mut follower = {
+        let st = part.lock();
+        if !still_following(&st, leader, epoch) {
+            return;
+        }
+        FollowerState::new(
+            leader,
+            epoch,
+            TruncationMode::FetchDivergingEpoch,
+            st.epoch_cache().clone(),
+            st.log_end_offset(),
+            st.high_watermark(),
+        )
+    };
+    tracing::debug!(node = me, %topic, partition, leader, epoch, %addr, "replica fetcher started");
+    let mut rpc = Rpc::new(addr, format!("replica-{me}"));
+    let mut actions: VecDeque<FollowerAction> = follower.take_actions().into();
+    while let Some(action) = actions.pop_front() {
+        match action {
+            FollowerAction::Truncate { offset } => {
+                let mut st = part.lock();
+                if !still_following(&st, leader, epoch) {
+                    return;
+                }
+                tracing::info!(node = me, %topic, partition, from = st.log_end_offset(), to = offset, "truncating divergent suffix");
+                if let Err(e) = st.truncate_to(offset) {
+                    tracing::error!(node = me, %topic, partition, error = %e, "truncation failed");
+                    return;
+                }
+                st.set_epoch_cache(follower.epoch_cache().clone());
+            }
+            FollowerAction::HighWatermarkChanged { high_watermark } => {
+                let mut st = part.lock();
+                if !still_following(&st, leader, epoch) {
+                    return;
+                }
+                st.set_follower_high_watermark(high_watermark);
+            }
+            FollowerAction::Fetch {
+                fetch_offset,
+                last_fetched_epoch,
+                current_leader_epoch,
+            } => {
+                let again = FollowerAction::Fetch {
+                    fetch_offset,
+                    last_fetched_epoch,
+                    current_leader_epoch,
+                };
+                let req = FetchRequest {
+                    replica_id: me,
+                    max_wait_ms: link.options.replica_fetch_wait_ms,
+                    min_bytes: 1,
+                    max_bytes: FETCH_MAX_BYTES,
+                    session_epoch: -1,
+                    topics: vec![FetchTopic {
+                        topic: topic.clone(),
+                        partitions: vec![FetchPartition {
+                            partition,
+                            current_leader_epoch,
+                            fetch_offset,
+                            last_fetched_epoch,
+                            log_start_offset: -1,
+                            partition_max_bytes: FETCH_MAX_BYTES,
+                        }],
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                };
+                let timeout = Duration::from_millis(
+                    link.options.replica_fetch_wait_ms.max(0) as u64 + 10_000,
+                );
+                let resp = match rpc.call(&req, REPLICA_FETCH_VERSION, timeout).await {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::debug!(node = me, %topic, partition, error = %e, "replica fetch failed");
+                        tokio::time::sleep(BACKOFF).await;
+                        actions.push_back(again);
+                        continue;
+                    }
+                };
+                let pd = resp
+                    .responses
+                    .into_iter()
+                    .next()
+                    .and_then(|t| t.partitions.into_iter().next());
+                let Some(pd) = pd.filter(|_| resp.error_code == 0) else {
+                    tokio::time::sleep(BACKOFF).await;
+                    actions.push_back(again);
+                    continue;
+                };
+                if pd.error_code != 0 {
+                    tracing::debug!(node = me, %topic, partition, code = pd.error_code, "leader refused replica fetch");
+                    tokio::time::sleep(BACKOFF).await;
+                    actions.push_back(again);
+                    continue;
+                }
+                let div = &pd.diverging_epoch;
+                if div.epoch >= 0 || div.end_offset >= 0 {
+                    let answer = EpochEndOffset {
+                        epoch: div.epoch,
+                        end_offset: div.end_offset,
+                    };
+                    if let Err(e) = follower.on_diverging_epoch(answer) {
+                        tracing::warn!(node = me, %topic, partition, error = %e, "diverging epoch refused");
+                        tokio::time::sleep(BACKOFF).await;
+                        actions.push_back(again);
+                        continue;
+                    }
+                } else {
+                    let fetched = checked_batches(pd.records.unwrap_or_default());
+                    let info: Vec<AppendedBatch> = fetched.iter().map(|(_, a)| *a).collect();
+                    if let Err(e) = follower.on_fetch_response(&info, pd.high_watermark) {
+                        tracing::warn!(node = me, %topic, partition, error = %e, "fetched batches refused");
+                        tokio::time::sleep(BACKOFF).await;
+                        actions.push_back(again);
+                        continue;
+                    }
+                    if !fetched.is_empty() && !append(&part, &follower, leader, epoch, fetched) {
+                        return;
+                    }
+                }
+            }
+            FollowerAction::SendOffsetsForLeaderEpoch { .. } => {
+                // Not used in diverging-epoch mode.
+            }
+        }
+        actions.extend(follower.take_actions());
+    }
+}
+
+/// Appends fetched batches under the partition lock; false when the fetcher must end.
+fn append(
+    part: &Partition,
+    follower: &FollowerState,
+    leader: i32,
+    epoch: i32,
+    fetched: Vec<(Bytes, AppendedBatch)>,
+) -> bool {
+    let mut st = part.lock();
+    if !still_following(&st, leader, epoch) {
+        return false;
+    }
+    for (bytes, b) in fetched {
+        if let Err(e) = st.append_replica_batch(bytes) {
+            tracing::error!(topic = part.topic(), partition = part.index(), base = b.base_offset, error = %e, "replica append failed");
+            return false;
+        }
+    }
+    st.set_epoch_cache(follower.epoch_cache().clone());
+    true
+}
+
+/// The whole batches of a fetch response up to the first one that is torn or fails
+/// its CRC.
+fn checked_batches(records: Bytes) -> Vec<(Bytes, AppendedBatch)> {
+    let mut out = Vec::new();
+    for batch in batches(records) {
+        let Ok(batch): Result<RecordBatch, _> = batch else {
+            break;
+        };
+        if batch.verify_crc().is_err() {
+            tracing::error!(
+                base = batch.base_offset(),
+                "fetched batch failed its CRC; not appended"
+            );
+            break;
+        }
+        let info = AppendedBatch {
+            base_offset: batch.base_offset(),
+            last_offset: batch.last_offset(),
+            leader_epoch: batch.partition_leader_epoch(),
+        };
+        out.push((batch.as_bytes().clone(), info));
+    }
+    out
+}

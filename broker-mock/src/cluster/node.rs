@@ -1,0 +1,789 @@
+//! A broker node of a cluster: the single-node broker's listener and handlers, plus
+//! the tasks that tie it to the controller and to the other nodes.
+//!
+//! - **session**: BrokerRegistration, then a BrokerHeartbeat every interval carrying
+//!   the applied metadata offset and, on [`NodeHandle::stop`], `want_shut_down`;
+//! - **metadata**: long-polling Fetch of the controller's metadata log, replayed into
+//!   this node's copy of [`ControllerState`] (the "image");
+//! - **reconcile**: after every image change, creates and deletes local topics and
+//!   gives each partition its role (leader through [`LeaderState`], follower, none),
+//!   starts planned-move drains, and runs one replica fetcher per followed partition;
+//! - **reports**: sends leaders' ISR proposals (AlterPartition) and planned-move steps;
+//! - **ticker**: ticks every leader (ISR shrink, `acks=all` timeouts).
+//!
+//! [`LeaderState`]: crate::replication::LeaderState
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::time::{Duration, Instant};
+
+use baton_protocol::messages::{
+    AlterPartitionRequest, AlterPartitionRequestPartitionData, AlterPartitionRequestTopicData,
+    BrokerHeartbeatRequest, BrokerRegistrationRequest, BrokerRegistrationRequestListener,
+    FetchPartition, FetchRequest, FetchTopic,
+};
+use baton_protocol::ErrorCode;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+use super::controller_node::METADATA_TOPIC;
+use super::fetcher::run_fetcher;
+use super::move_report::{LeaderMoveReportRequest, PHASE_CAUGHT_UP, PHASE_DRAIN_STARTED};
+use super::rpc::Rpc;
+use crate::config::BrokerConfig;
+use crate::controller::{ControllerState, MetadataLogEntry, TopicInfo, NO_LEADER};
+use crate::error::BrokerError;
+use crate::partition::{LeaderReport, Role};
+use crate::replication::{LeaderConfig, LeaderInit};
+use crate::server::{Broker, BrokerHandle};
+use crate::state::BrokerState;
+use crate::topics::{random_uuid, TopicConfig};
+
+/// Settings of a cluster node.
+#[derive(Debug, Clone)]
+pub struct NodeOptions {
+    /// The broker settings: listener, data directory, segment sizes. Its `node_id` is
+    /// this node's id.
+    pub broker: BrokerConfig,
+    /// The controller's address.
+    pub controller: SocketAddr,
+    /// The cluster id reported to clients.
+    pub cluster_id: String,
+    /// Time between heartbeats.
+    pub heartbeat_interval: Duration,
+    /// `replica.lag.time.max.ms`.
+    pub replica_lag_time_max_ms: u64,
+    /// `min.insync.replicas` for topics that do not set it.
+    pub default_min_insync_replicas: usize,
+    /// The replica fetcher's `max_wait_ms`.
+    pub replica_fetch_wait_ms: i32,
+    /// How long a controlled shutdown may take before the node stops anyway.
+    pub controlled_shutdown_timeout: Duration,
+}
+
+impl NodeOptions {
+    /// Options for node `node_id` with controller `controller`, in memory, on
+    /// `127.0.0.1:0`.
+    pub fn new(node_id: i32, controller: SocketAddr) -> Self {
+        NodeOptions {
+            broker: BrokerConfig::in_memory().with_node_id(node_id),
+            controller,
+            cluster_id: "baton-cluster".to_owned(),
+            heartbeat_interval: Duration::from_millis(200),
+            replica_lag_time_max_ms: 10_000,
+            default_min_insync_replicas: 1,
+            replica_fetch_wait_ms: 500,
+            controlled_shutdown_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What a node shares between its handlers and its cluster tasks.
+#[derive(Debug)]
+pub(crate) struct ClusterLink {
+    pub node_id: i32,
+    pub options: NodeOptions,
+    /// This node's replay of the metadata log.
+    image: RwLock<ControllerState>,
+    /// The image's next offset, bumped after every change.
+    pub image_tx: watch::Sender<i64>,
+    /// Leaders' reports for the controller.
+    pub reports: mpsc::UnboundedSender<LeaderReport>,
+    /// The broker epoch from registration, -1 before.
+    pub broker_epoch: AtomicI64,
+    clock: Instant,
+}
+
+impl ClusterLink {
+    /// Milliseconds on this node's monotonic clock.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.elapsed().as_millis() as u64
+    }
+
+    /// The metadata image.
+    pub fn image(&self) -> RwLockReadGuard<'_, ControllerState> {
+        self.image.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The leader settings for `topic`.
+    pub fn leader_config(&self, topic: &TopicInfo) -> LeaderConfig {
+        LeaderConfig {
+            replica_lag_time_max_ms: self.options.replica_lag_time_max_ms,
+            min_insync_replicas: topic
+                .config("min.insync.replicas")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(self.options.default_min_insync_replicas)
+                .max(1),
+        }
+    }
+
+    /// A broker's address from the image.
+    pub fn broker_addr(&self, id: i32) -> Option<SocketAddr> {
+        let img = self.image();
+        let b = img.broker(id)?;
+        format!("{}:{}", b.host, b.port).parse().ok()
+    }
+}
+
+/// Starts cluster nodes.
+#[derive(Debug)]
+pub struct Node;
+
+/// Aborts a task when dropped.
+#[derive(Debug)]
+pub(crate) struct AbortOnDrop(pub JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Node {
+    /// Opens the node's data, binds its listener and starts its cluster tasks. The
+    /// node registers with the controller in the background.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancelling before it completes leaves nothing running.
+    pub async fn start(options: NodeOptions) -> Result<NodeHandle, BrokerError> {
+        let (reports_tx, reports_rx) = mpsc::unbounded_channel();
+        let link = Arc::new(ClusterLink {
+            node_id: options.broker.node_id,
+            options: options.clone(),
+            image: RwLock::new(ControllerState::new()),
+            image_tx: watch::Sender::new(0),
+            reports: reports_tx,
+            broker_epoch: AtomicI64::new(-1),
+            clock: Instant::now(),
+        });
+        let broker = Broker::start_with(options.broker.clone(), Some(link.clone())).await?;
+        let state = broker.state().clone();
+        let (want_tx, want_rx) = watch::channel(false);
+        let (done_tx, done_rx) = watch::channel(false);
+        let incarnation = random_uuid();
+        let tasks = vec![
+            AbortOnDrop(tokio::spawn(session_loop(
+                link.clone(),
+                broker.local_addr(),
+                incarnation,
+                want_rx,
+                done_tx,
+            ))),
+            AbortOnDrop(tokio::spawn(metadata_loop(link.clone()))),
+            AbortOnDrop(tokio::spawn(reconcile_loop(state.clone(), link.clone()))),
+            AbortOnDrop(tokio::spawn(reports_loop(
+                state.clone(),
+                link.clone(),
+                reports_rx,
+            ))),
+            AbortOnDrop(tokio::spawn(tick_loop(state, link.clone()))),
+        ];
+        tracing::info!(node = link.node_id, addr = %broker.local_addr(), "cluster node started");
+        Ok(NodeHandle {
+            broker: Some(broker),
+            link,
+            tasks,
+            want_shutdown: want_tx,
+            shutdown_ok: done_rx,
+        })
+    }
+}
+
+/// A running cluster node.
+///
+/// Dropping it is [`NodeHandle::kill`]: every task stops at once, nothing is flushed.
+#[derive(Debug)]
+pub struct NodeHandle {
+    broker: Option<BrokerHandle>,
+    link: Arc<ClusterLink>,
+    tasks: Vec<AbortOnDrop>,
+    want_shutdown: watch::Sender<bool>,
+    shutdown_ok: watch::Receiver<bool>,
+}
+
+impl NodeHandle {
+    /// This node's id.
+    pub fn node_id(&self) -> i32 {
+        self.link.node_id
+    }
+
+    /// The listener's address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.broker
+            .as_ref()
+            .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |b| b.local_addr())
+    }
+
+    /// The metadata offset this node has applied.
+    pub fn metadata_offset(&self) -> i64 {
+        *self.link.image_tx.borrow()
+    }
+
+    /// The broker epoch, -1 before registration.
+    pub fn broker_epoch(&self) -> i64 {
+        self.link.broker_epoch.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn state(&self) -> Option<&Arc<BrokerState>> {
+        self.broker.as_ref().map(|b| b.state())
+    }
+
+    /// Hard stop: tasks and connections are aborted, nothing is flushed, the
+    /// controller is not told (it fences the node when its session expires).
+    pub fn kill(mut self) {
+        self.tasks.clear();
+        drop(self.broker.take());
+        tracing::info!(node = self.link.node_id, "node killed");
+    }
+
+    /// Controlled shutdown: asks the controller to move this node's leaderships away
+    /// (each planned move drains the old leader first, so nothing acknowledged is
+    /// lost), waits until it may stop (or the configured timeout passes), then stops
+    /// serving and flushes its logs.
+    ///
+    /// # Cancel safety
+    ///
+    /// If cancelled, the node stays in controlled shutdown until the handle is dropped,
+    /// which kills it.
+    pub async fn stop(mut self) {
+        let _ = self.want_shutdown.send(true);
+        let timeout = self.link.options.controlled_shutdown_timeout;
+        let mut ok = self.shutdown_ok.clone();
+        let wait = async move {
+            while !*ok.borrow_and_update() {
+                if ok.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let waited = tokio::time::timeout(timeout, wait).await;
+        if waited.is_err() {
+            tracing::warn!(
+                node = self.link.node_id,
+                "controlled shutdown timed out; stopping anyway"
+            );
+        }
+        self.tasks.clear();
+        if let Some(b) = self.broker.take() {
+            b.shutdown().await;
+        }
+        tracing::info!(node = self.link.node_id, "node stopped");
+    }
+}
+
+async fn session_loop(
+    link: Arc<ClusterLink>,
+    addr: SocketAddr,
+    incarnation: baton_protocol::Uuid,
+    mut want_shutdown: watch::Receiver<bool>,
+    done: watch::Sender<bool>,
+) {
+    let me = link.node_id;
+    let mut rpc = Rpc::new(link.options.controller, format!("node-{me}"));
+    let timeout = Duration::from_secs(5);
+    let host = link
+        .options
+        .broker
+        .advertised_host
+        .clone()
+        .unwrap_or_else(|| addr.ip().to_string());
+    loop {
+        let mut epoch = link.broker_epoch.load(Ordering::Relaxed);
+        if epoch < 0 {
+            let req = BrokerRegistrationRequest {
+                broker_id: me,
+                cluster_id: link.options.cluster_id.clone(),
+                incarnation_id: incarnation,
+                listeners: vec![BrokerRegistrationRequestListener {
+                    name: "PLAINTEXT".into(),
+                    host: host.clone(),
+                    port: addr.port(),
+                    security_protocol: 0,
+                }],
+                ..Default::default()
+            };
+            match rpc.call(&req, 0, timeout).await {
+                Ok(r) if r.error_code == 0 => {
+                    epoch = r.broker_epoch;
+                    link.broker_epoch.store(epoch, Ordering::Relaxed);
+                    tracing::info!(node = me, broker_epoch = epoch, "registered");
+                }
+                Ok(r) => tracing::warn!(node = me, code = r.error_code, "registration refused"),
+                Err(e) => tracing::debug!(node = me, error = %e, "registration failed"),
+            }
+        }
+        if epoch >= 0 {
+            let want = *want_shutdown.borrow();
+            let req = BrokerHeartbeatRequest {
+                broker_id: me,
+                broker_epoch: epoch,
+                current_metadata_offset: *link.image_tx.borrow(),
+                want_fence: false,
+                want_shut_down: want,
+                ..Default::default()
+            };
+            match rpc.call(&req, 0, timeout).await {
+                Ok(r) if r.error_code == 0 => {
+                    if want && r.should_shut_down {
+                        let _ = done.send(true);
+                    }
+                }
+                Ok(r) => {
+                    let code = ErrorCode::from_code(r.error_code);
+                    tracing::warn!(node = me, ?code, "heartbeat refused; registering again");
+                    if matches!(
+                        code,
+                        ErrorCode::StaleBrokerEpoch | ErrorCode::BrokerIdNotRegistered
+                    ) {
+                        link.broker_epoch.store(-1, Ordering::Relaxed);
+                    }
+                }
+                Err(e) => tracing::debug!(node = me, error = %e, "heartbeat failed"),
+            }
+        }
+        let pause = if *want_shutdown.borrow() {
+            Duration::from_millis(50)
+        } else {
+            link.options.heartbeat_interval
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = want_shutdown.changed() => {}
+        }
+    }
+}
+
+async fn metadata_loop(link: Arc<ClusterLink>) {
+    let me = link.node_id;
+    let mut rpc = Rpc::new(link.options.controller, format!("node-{me}-metadata"));
+    loop {
+        let offset = link.image().next_offset();
+        let req = FetchRequest {
+            replica_id: me,
+            max_wait_ms: 500,
+            min_bytes: 1,
+            max_bytes: 1 << 20,
+            topics: vec![FetchTopic {
+                topic: METADATA_TOPIC.to_owned(),
+                partitions: vec![FetchPartition {
+                    partition: 0,
+                    fetch_offset: offset,
+                    partition_max_bytes: 1 << 20,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let resp = match rpc.call(&req, 12, Duration::from_secs(10)).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::debug!(node = me, error = %e, "metadata fetch failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Some(pd) = resp.responses.first().and_then(|t| t.partitions.first()) else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        if pd.error_code == ErrorCode::OffsetOutOfRange.code() {
+            tracing::warn!(
+                node = me,
+                "the controller's metadata log is behind ours; replaying from the start"
+            );
+            *link.image.write().unwrap_or_else(|p| p.into_inner()) = ControllerState::new();
+            link.image_tx.send_replace(0);
+            continue;
+        }
+        let records = pd.records.clone().unwrap_or_default();
+        if records.is_empty() {
+            continue;
+        }
+        let mut pos = 0;
+        let mut applied = 0;
+        {
+            let mut img = link.image.write().unwrap_or_else(|p| p.into_inner());
+            while pos < records.len() {
+                match MetadataLogEntry::decode(&records[pos..]) {
+                    Ok((entry, used)) => {
+                        pos += used;
+                        if entry.offset < img.next_offset() {
+                            continue;
+                        }
+                        if let Err(e) = img.apply(&entry) {
+                            tracing::error!(node = me, error = %e, "metadata entry does not apply; replaying from the start");
+                            *img = ControllerState::new();
+                            break;
+                        }
+                        applied += 1;
+                    }
+                    Err(e) => {
+                        tracing::warn!(node = me, error = %e, "bad metadata entry");
+                        break;
+                    }
+                }
+            }
+        }
+        if applied > 0 {
+            let next = link.image().next_offset();
+            link.image_tx.send_replace(next);
+        }
+    }
+}
+
+/// A running replica fetcher and what it follows.
+struct FetcherTask {
+    leader: i32,
+    epoch: i32,
+    _task: AbortOnDrop,
+}
+
+async fn reconcile_loop(state: Arc<BrokerState>, link: Arc<ClusterLink>) {
+    let mut rx = link.image_tx.subscribe();
+    let mut fetchers: HashMap<(String, i32), FetcherTask> = HashMap::new();
+    loop {
+        tokio::select! {
+            r = rx.changed() => if r.is_err() { return },
+            // Fetchers that gave up (leader unreachable for long) are restarted.
+            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+        }
+        rx.borrow_and_update();
+        let (st, l) = (state.clone(), link.clone());
+        let wanted = match tokio::task::spawn_blocking(move || reconcile(&st, &l)).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::error!(error = %e, "reconcile failed");
+                continue;
+            }
+        };
+        state.notify_append();
+        fetchers.retain(|k, f| {
+            let keep = wanted
+                .get(k)
+                .is_some_and(|&(leader, epoch)| leader == f.leader && epoch == f.epoch)
+                && !f._task.0.is_finished();
+            keep
+        });
+        for (key, (leader, epoch)) in wanted {
+            if fetchers.contains_key(&key) {
+                continue;
+            }
+            let task = tokio::spawn(run_fetcher(
+                state.clone(),
+                link.clone(),
+                key.0.clone(),
+                key.1,
+                leader,
+                epoch,
+            ));
+            fetchers.insert(
+                key,
+                FetcherTask {
+                    leader,
+                    epoch,
+                    _task: AbortOnDrop(task),
+                },
+            );
+        }
+    }
+}
+
+/// Applies the image to local topics and partition roles. Returns the partitions to
+/// fetch: `(topic, partition) -> (leader, leader epoch)`.
+fn reconcile(state: &BrokerState, link: &ClusterLink) -> HashMap<(String, i32), (i32, i32)> {
+    let me = link.node_id;
+    let img = link.image().clone();
+    let now = link.now_ms();
+    let mut wanted = HashMap::new();
+    let mut known = std::collections::HashSet::new();
+    for topic in img.topics() {
+        known.insert(topic.name.clone());
+        let config = TopicConfig {
+            entries: topic.configs.iter().cloned().collect(),
+        };
+        let rf = img
+            .partition(topic.topic_id, 0)
+            .map_or(1, |p| p.replicas.len() as i16);
+        let local = match state.ensure_replica_topic(
+            &topic.name,
+            topic.topic_id,
+            topic.partitions,
+            rf,
+            config,
+        ) {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(node = me, topic = %topic.name, error = %e, "cannot create local replica");
+                continue;
+            }
+        };
+        let leader_config = link.leader_config(topic);
+        for part in &local.partitions {
+            let Some(pi) = img.partition(topic.topic_id, part.index()) else {
+                continue;
+            };
+            let mut st = part.lock();
+            st.replicas = pi.replicas.clone();
+            st.isr = pi.isr.clone();
+            if pi.leader == me {
+                let current = st.leader_state().map(|l| l.leader_epoch());
+                if current != Some(pi.leader_epoch) {
+                    let init = LeaderInit {
+                        local_id: me,
+                        leader_epoch: pi.leader_epoch,
+                        partition_epoch: pi.partition_epoch,
+                        replicas: pi.replicas.clone(),
+                        isr: pi.isr.clone(),
+                        log_end_offset: st.log_end_offset(),
+                        high_watermark: st.high_watermark(),
+                        now_ms: now,
+                    };
+                    if let Err(e) = st.become_leader(init, leader_config, link.reports.clone()) {
+                        tracing::error!(node = me, topic = %topic.name, partition = part.index(), error = %e, "cannot lead");
+                        continue;
+                    }
+                    tracing::info!(node = me, topic = %topic.name, partition = part.index(), epoch = pi.leader_epoch, leo = st.log_end_offset(), "leading");
+                } else if let Some(l) = st.leader_state_mut() {
+                    if pi.partition_epoch > l.partition_epoch() {
+                        if let Err(e) = l.on_isr_committed(pi.isr.clone(), pi.partition_epoch) {
+                            tracing::warn!(node = me, error = %e, "ISR update refused");
+                        }
+                    }
+                }
+                let mv = img.leader_move(topic.topic_id, part.index()).copied();
+                let accepts = st.leader_state().is_some_and(|l| l.accepts_writes());
+                match mv {
+                    Some(m)
+                        if m.from == me
+                            && m.state == crate::controller::MoveState::Requested
+                            && accepts =>
+                    {
+                        if let Some(l) = st.leader_state_mut() {
+                            if l.begin_drain(m.to).is_ok() {
+                                st.report_drain_started();
+                                tracing::info!(node = me, topic = %topic.name, partition = part.index(), to = m.to, "draining for a planned move");
+                            }
+                        }
+                    }
+                    Some(_) => {}
+                    None => {
+                        if !accepts {
+                            if let Some(l) = st.leader_state_mut() {
+                                l.abort_drain();
+                            }
+                        }
+                    }
+                }
+                st.drive_leader();
+            } else if pi.replicas.contains(&me) {
+                let same = matches!(st.role(), Role::Follower { leader } if *leader == pi.leader)
+                    && st.leader_epoch() == pi.leader_epoch;
+                if !same {
+                    st.become_follower(pi.leader, pi.leader_epoch);
+                    tracing::info!(node = me, topic = %topic.name, partition = part.index(), leader = pi.leader, epoch = pi.leader_epoch, "following");
+                }
+                if pi.leader != NO_LEADER {
+                    wanted.insert(
+                        (topic.name.clone(), part.index()),
+                        (pi.leader, pi.leader_epoch),
+                    );
+                }
+            } else if !matches!(st.role(), Role::NotReplica) || st.leader_epoch() < pi.leader_epoch
+            {
+                st.become_not_replica(pi.leader, pi.leader_epoch);
+            }
+        }
+    }
+    for t in state.all_topics() {
+        if !known.contains(&t.name) {
+            let _ = state.delete_topic(&t.name);
+        }
+    }
+    wanted
+}
+
+async fn reports_loop(
+    state: Arc<BrokerState>,
+    link: Arc<ClusterLink>,
+    mut rx: mpsc::UnboundedReceiver<LeaderReport>,
+) {
+    let me = link.node_id;
+    let mut rpc = Rpc::new(link.options.controller, format!("node-{me}-reports"));
+    let timeout = Duration::from_secs(5);
+    while let Some(report) = rx.recv().await {
+        let epoch = link.broker_epoch.load(Ordering::Relaxed);
+        match report {
+            LeaderReport::AlterIsr {
+                topic,
+                partition,
+                leader_epoch,
+                partition_epoch,
+                isr,
+            } => {
+                let Some(topic_id) = link.image().topic_by_name(&topic).map(|t| t.topic_id) else {
+                    continue;
+                };
+                let req = AlterPartitionRequest {
+                    broker_id: me,
+                    broker_epoch: epoch,
+                    topics: vec![AlterPartitionRequestTopicData {
+                        topic_id,
+                        partitions: vec![AlterPartitionRequestPartitionData {
+                            partition_index: partition,
+                            leader_epoch,
+                            new_isr: isr.clone(),
+                            partition_epoch,
+                            ..Default::default()
+                        }],
+                        ..Default::default()
+                    }],
+                };
+                let answer = rpc.call(&req, 2, timeout).await;
+                let result = match &answer {
+                    Ok(r) => r
+                        .topics
+                        .first()
+                        .and_then(|t| t.partitions.first())
+                        .filter(|p| p.error_code == 0 && r.error_code == 0)
+                        .map(|p| (p.isr.clone(), p.partition_epoch, p.leader_epoch)),
+                    Err(_) => None,
+                };
+                if result.is_none() {
+                    tracing::debug!(node = me, %topic, partition, ?isr, "ISR change refused");
+                    // Do not re-propose in a tight loop.
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                let Some(part) = state
+                    .topic(&topic)
+                    .and_then(|t| t.partition(partition).cloned())
+                else {
+                    continue;
+                };
+                let moved = {
+                    let mut st = part.lock();
+                    if let Some(l) = st.leader_state_mut() {
+                        if l.leader_epoch() == leader_epoch {
+                            match result {
+                                Some((isr, pe, le)) if le == leader_epoch => {
+                                    if pe >= l.partition_epoch() {
+                                        if let Err(e) = l.on_isr_committed(isr, pe) {
+                                            tracing::warn!(error = %e, "ISR answer refused");
+                                        }
+                                    }
+                                }
+                                _ => l.on_isr_rejected(),
+                            }
+                        }
+                    }
+                    st.drive_leader()
+                };
+                if moved {
+                    state.notify_append();
+                }
+            }
+            LeaderReport::DrainStarted {
+                topic,
+                partition,
+                log_end_offset,
+            } => {
+                send_move_report(
+                    &link,
+                    &mut rpc,
+                    &topic,
+                    partition,
+                    PHASE_DRAIN_STARTED,
+                    -1,
+                    log_end_offset,
+                )
+                .await;
+            }
+            LeaderReport::SuccessorCaughtUp {
+                topic,
+                partition,
+                successor,
+                log_end_offset,
+            } => {
+                send_move_report(
+                    &link,
+                    &mut rpc,
+                    &topic,
+                    partition,
+                    PHASE_CAUGHT_UP,
+                    successor,
+                    log_end_offset,
+                )
+                .await;
+            }
+        }
+    }
+}
+
+async fn send_move_report(
+    link: &ClusterLink,
+    rpc: &mut Rpc,
+    topic: &str,
+    partition: i32,
+    phase: i8,
+    successor: i32,
+    log_end_offset: i64,
+) {
+    let Some(topic_id) = link.image().topic_by_name(topic).map(|t| t.topic_id) else {
+        return;
+    };
+    let req = LeaderMoveReportRequest {
+        broker_id: link.node_id,
+        broker_epoch: link.broker_epoch.load(Ordering::Relaxed),
+        topic_id,
+        partition,
+        phase,
+        successor,
+        log_end_offset,
+    };
+    for _ in 0..5 {
+        match rpc.call(&req, 0, Duration::from_secs(5)).await {
+            Ok(r) => {
+                if r.error_code != 0 {
+                    tracing::debug!(
+                        node = link.node_id,
+                        topic,
+                        partition,
+                        phase,
+                        code = r.error_code,
+                        "move report refused"
+                    );
+                }
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(node = link.node_id, error = %e, "move report failed; retrying");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn tick_loop(state: Arc<BrokerState>, link: Arc<ClusterLink>) {
+    let mut every = tokio::time::interval(Duration::from_millis(100));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        let now = link.now_ms();
+        let mut moved = false;
+        for t in state.all_topics() {
+            for p in &t.partitions {
+                let mut st = p.lock();
+                if let Some(l) = st.leader_state_mut() {
+                    l.tick(now);
+                    moved |= st.drive_leader();
+                }
+            }
+        }
+        if moved {
+            state.notify_append();
+        }
+    }
+}
