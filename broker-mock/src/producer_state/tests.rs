@@ -300,8 +300,19 @@ fn run_workload(log: &mut Log, ops: &[Op]) -> ProducerStateTable {
                     let before = log.log_end_offset();
                     let r = produce_to_log(log, &mut table, &[encode(pid(p), e, s, n, ts)]);
                     // A retry never appends.
-                    if r.is_ok() {
-                        assert_eq!(log.log_end_offset(), before, "retry appended: {op:?}");
+                    assert_eq!(log.log_end_offset(), before, "retry appended: {op:?}");
+                    // One of the last five batches of the latest epoch written is recognised.
+                    let last_epoch = c.sent.last().map(|x| x.0);
+                    let recent = c
+                        .sent
+                        .iter()
+                        .rev()
+                        .take(back + 1)
+                        .all(|x| Some(x.0) == last_epoch);
+                    if back < BATCHES_PER_PRODUCER && recent {
+                        assert!(r.is_ok(), "retry {op:?} rejected: {r:?}");
+                    } else {
+                        assert!(r.is_err(), "old retry {op:?} accepted: {r:?}");
                     }
                 }
             }
