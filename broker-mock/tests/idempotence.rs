@@ -106,7 +106,10 @@ async fn retries_are_deduplicated_across_restarts() {
     let stranger = idempotent(pid + 1_000_000, 0, 5, &["x"]);
     let (code, _) = produce(&mut c, &topic, stranger).await;
     assert_eq!(code, ErrorCode::OutOfOrderSequenceNumber.code());
-    assert_eq!(stored_values(&mut c, &topic).await, ["a", "b", "c", "d", "e"]);
+    assert_eq!(
+        stored_values(&mut c, &topic).await,
+        ["a", "b", "c", "d", "e"]
+    );
     broker.shutdown().await;
 
     // A clean restart: the state comes back from the log.
