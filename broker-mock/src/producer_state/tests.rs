@@ -400,3 +400,40 @@ fn rebuild_from_a_reopened_disk_log() {
     let (log, _) = Log::open(dir.path(), 1 << 12, 256).unwrap();
     assert_eq!(rebuild(&log).unwrap(), live);
 }
+
+// ---- Through the partition's produce path ----
+
+#[test]
+fn partition_dedups_and_truncation_rolls_the_state_back() {
+    use crate::partition::Partition;
+    use baton_protocol::record::TimestampType;
+
+    let p = Partition::new("t", 0, 1, Log::memory());
+    let mut st = p.lock();
+    let append = |st: &mut crate::partition::PartitionState, bytes: &Bytes| {
+        st.append_records(bytes, TimestampType::CreateTime, 0)
+            .map(|i| i.base_offset)
+    };
+    let b0 = encode(5, 0, 0, 2, 0);
+    let b1 = encode(5, 0, 2, 3, 0);
+    let b2 = encode(5, 0, 5, 1, 0);
+    assert_eq!(append(&mut st, &b0), Ok(0));
+    assert_eq!(append(&mut st, &b1), Ok(2));
+    assert_eq!(append(&mut st, &b2), Ok(5));
+    assert_eq!(append(&mut st, &b1), Ok(2));
+    assert_eq!(st.log_end_offset(), 6);
+    assert_eq!(
+        append(&mut st, &encode(5, 0, 7, 1, 0)),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    // Truncating b1 and b2 away: b0 is still a retry, b1 is new again.
+    st.truncate_to(2).unwrap();
+    assert_eq!(append(&mut st, &b0), Ok(0));
+    assert_eq!(append(&mut st, &b2).ok(), None);
+    assert_eq!(append(&mut st, &b1), Ok(2));
+    assert_eq!(st.log_end_offset(), 5);
+    // b2, lost with the truncation, now follows b1 again.
+    assert_eq!(append(&mut st, &b2), Ok(5));
+    assert_eq!(append(&mut st, &b2), Ok(5));
+    assert_eq!(st.log_end_offset(), 6);
+}
