@@ -10,8 +10,14 @@
 //! Unknown topics are `UNKNOWN_TOPIC_OR_PARTITION` unless the broker auto-creates
 //! topics.
 //!
-//! Deviations from Apache Kafka: no idempotence or transaction checks yet (producer
-//! ids and sequences are stored, not validated; `transactional_id` is ignored);
+//! Batches with a producer id are checked against the partition's producer state
+//! before offsets are assigned (see [`crate::producer_state`]): a retried batch is
+//! not appended again and gets its original base offset; a sequence gap is
+//! `OUT_OF_ORDER_SEQUENCE_NUMBER`, a stale epoch `INVALID_PRODUCER_EPOCH`.
+//!
+//! Deviations from Apache Kafka: no transaction checks (`transactional_id` is
+//! ignored, transactional batches are treated as idempotent ones); several batches
+//! per partition are accepted (Kafka takes exactly one from a v2 producer);
 //! compressed batches are stored without decompressing their records; no
 //! `max.message.bytes` limit; a null or empty records field is `CORRUPT_MESSAGE`.
 
