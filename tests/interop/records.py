@@ -79,12 +79,17 @@ def generate(seed, count, partitions):
 
         records.append(Record(partition, key, value, headers, base_ts + i))
     # Guarantee the edge cases appear even for small counts.
+    # kafka-python refuses a record whose key and value are both null.
     if count >= 4:
         records[0].value = None
+        if records[0].key is None:
+            records[0].key = b"null value, non-null key"
         records[1].value = b""
         records[1].key = b""
         records[2].value = rng.randbytes(BIG_VALUE)
         records[3].key = None
+        if records[3].value is None:
+            records[3].value = b"null key, non-null value"
         records[3].headers = [("", b""), ("dup", b"1"), ("dup", b"2")]
     return records
 
