@@ -64,6 +64,10 @@ pub use client::{Client, ClientBuilder, ClientError};
 pub use consumer::{
     Consumer, ConsumerBuilder, ConsumerError, ConsumerRecord, OffsetReset, StartOffset,
 };
+pub use group::{
+    GroupConsumer, GroupConsumerBuilder, GroupError, GroupStream, ListenerFuture, PendingCommit,
+    RebalanceContext, RebalanceListener, TopicPartition,
+};
 pub use producer::{
     Acks, AttemptError, Compression, DeliveryFuture, ProduceError, Producer, ProducerBuilder,
     ProducerConfigError, ProducerRecord, RecordMetadata,

@@ -4,6 +4,12 @@
 //! (after a terminal error). Idle partitions are grouped by leader; a leader with no
 //! Fetch in flight gets one covering all of them. Responses are handled as they
 //! arrive, so a slow broker does not hold back the others.
+//!
+//! The group consumer changes the assignment while the task runs, through
+//! [`FetchCommand`]s: each (re)assignment carries an epoch that stamps every record
+//! and error emitted for the partition from then on, so the receiver can drop what
+//! was already in the channel for a revoked, paused or re-positioned partition. A
+//! Fetch answer that arrives for an older epoch is discarded.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -20,7 +26,31 @@ use super::{ConsumerConfig, ConsumerError, ConsumerRecord, OffsetReset};
 use crate::admin::{list_offsets, OffsetSpec};
 use crate::client::{Client, ClientError};
 
-type Tx = mpsc::Sender<Result<ConsumerRecord, ConsumerError>>;
+/// What the task sends: a record or a per-partition error, stamped with the
+/// partition's epoch at the time it was emitted (0 for a fixed assignment).
+#[derive(Debug)]
+pub(crate) struct Fetched {
+    pub(crate) epoch: u64,
+    pub(crate) item: Result<ConsumerRecord, ConsumerError>,
+}
+
+type Tx = mpsc::Sender<Fetched>;
+
+/// A change to the fetched partitions while the task runs.
+#[derive(Debug)]
+pub(crate) enum FetchCommand {
+    /// Fetch `topic`/`partition` from `offset`, stamping its output with `epoch`
+    /// (which must differ from the partition's previous epoch). Replaces any earlier
+    /// position of the partition, including a stopped one.
+    Assign {
+        topic: Arc<str>,
+        partition: i32,
+        offset: i64,
+        epoch: u64,
+    },
+    /// Stop fetching `topic`/`partition` (revoked or paused).
+    Remove { topic: Arc<str>, partition: i32 },
+}
 
 /// One assigned partition.
 struct Part {
@@ -32,8 +62,13 @@ struct Part {
     busy: bool,
     /// Not fetched until then.
     retry_at: Option<Instant>,
-    /// Failed for good; never fetched again.
+    /// Failed for good; never fetched again (until reassigned).
     stopped: bool,
+    /// Removed by a [`FetchCommand::Remove`]; not fetched until reassigned.
+    removed: bool,
+    /// Stamped on everything emitted for the partition; answers to fetches sent
+    /// under another epoch are discarded.
+    epoch: u64,
     /// Consecutive fetches that returned a corrupt batch.
     corrupt: u32,
     /// Per-partition fetch size, raised when one batch does not fit.
@@ -47,43 +82,112 @@ struct Done {
     leader: i32,
     generation: u64,
     parts: Vec<usize>,
+    /// The epoch of each partition when the Fetch was built.
+    epochs: Vec<u64>,
     topic_ids: Vec<Uuid>,
     result: Result<FetchResponse, ClientError>,
 }
 
-/// Runs until the consumer is dropped (its receiver closes) or every partition has
-/// stopped.
+fn new_part(
+    cfg: &ConsumerConfig,
+    topic: Arc<str>,
+    partition: i32,
+    offset: i64,
+    epoch: u64,
+) -> Part {
+    Part {
+        topic,
+        partition,
+        offset,
+        busy: false,
+        retry_at: None,
+        stopped: false,
+        removed: false,
+        epoch,
+        corrupt: 0,
+        max_bytes: cfg.partition_max_bytes,
+        failures: 0,
+    }
+}
+
+/// Applies one command. Partitions keep their slot once seen (in-flight fetches
+/// refer to slots by index), so the slot count is bounded by the distinct
+/// partitions ever assigned.
+fn apply(cfg: &ConsumerConfig, parts: &mut Vec<Part>, cmd: FetchCommand) {
+    match cmd {
+        FetchCommand::Assign {
+            topic,
+            partition,
+            offset,
+            epoch,
+        } => match parts
+            .iter_mut()
+            .find(|p| p.partition == partition && p.topic == topic)
+        {
+            Some(p) => {
+                let busy = p.busy;
+                *p = new_part(cfg, topic, partition, offset, epoch);
+                // An answer still in flight is discarded by its epoch.
+                p.busy = busy;
+            }
+            None => parts.push(new_part(cfg, topic, partition, offset, epoch)),
+        },
+        FetchCommand::Remove { topic, partition } => {
+            if let Some(p) = parts
+                .iter_mut()
+                .find(|p| p.partition == partition && p.topic == topic)
+            {
+                p.removed = true;
+            }
+        }
+    }
+}
+
+async fn next_command(
+    commands: &mut Option<mpsc::UnboundedReceiver<FetchCommand>>,
+) -> Option<FetchCommand> {
+    match commands {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Runs until the consumer is dropped (its receiver closes), or, for a fixed
+/// assignment (`commands` is `None`), every partition has stopped.
 pub(crate) async fn run(
     client: Client,
     cfg: ConsumerConfig,
     assigned: Vec<(String, i32, i64)>,
+    mut commands: Option<mpsc::UnboundedReceiver<FetchCommand>>,
     tx: Tx,
 ) {
     let mut parts: Vec<Part> = assigned
         .into_iter()
-        .map(|(topic, partition, offset)| Part {
-            topic: Arc::from(topic),
-            partition,
-            offset,
-            busy: false,
-            retry_at: None,
-            stopped: false,
-            corrupt: 0,
-            max_bytes: cfg.partition_max_bytes,
-            failures: 0,
-        })
+        .map(|(topic, partition, offset)| new_part(&cfg, Arc::from(topic), partition, offset, 0))
         .collect();
     let mut inflight: JoinSet<Done> = JoinSet::new();
     let mut busy_leaders: BTreeSet<i32> = BTreeSet::new();
     loop {
-        if parts.iter().all(|p| p.stopped) {
+        if let Some(rx) = commands.as_mut() {
+            loop {
+                match rx.try_recv() {
+                    Ok(cmd) => apply(&cfg, &mut parts, cmd),
+                    Err(mpsc::error::TryRecvError::Empty) => break,
+                    Err(mpsc::error::TryRecvError::Disconnected) => {
+                        commands = None;
+                        break;
+                    }
+                }
+            }
+        }
+        if commands.is_none() && parts.iter().all(|p| p.stopped || p.removed) {
             return;
         }
         let now = Instant::now();
         // Group idle partitions by leader.
         let mut groups: BTreeMap<i32, (u64, Vec<usize>)> = BTreeMap::new();
         for (i, p) in parts.iter_mut().enumerate() {
-            if p.busy || p.stopped || p.retry_at.is_some_and(|t| t > now) {
+            if p.busy || p.stopped || p.removed || p.retry_at.is_some_and(|t| t > now) {
                 continue;
             }
             match client.inner.leader(&p.topic, p.partition).await {
@@ -99,7 +203,11 @@ pub(crate) async fn run(
                 Err(e) if e.is_retriable() => backoff(p, &cfg),
                 Err(e) => {
                     p.stopped = true;
-                    if tx.send(Err(e.into())).await.is_err() {
+                    let item = Fetched {
+                        epoch: p.epoch,
+                        item: Err(e.into()),
+                    };
+                    if tx.send(item).await.is_err() {
                         return;
                     }
                 }
@@ -115,6 +223,7 @@ pub(crate) async fn run(
                 })
                 .collect();
             let req = build_request(&cfg, &parts, &idxs, &topic_ids);
+            let epochs: Vec<u64> = idxs.iter().map(|&i| parts[i].epoch).collect();
             for &i in &idxs {
                 parts[i].busy = true;
             }
@@ -131,6 +240,7 @@ pub(crate) async fn run(
                     leader,
                     generation,
                     parts: idxs,
+                    epochs,
                     topic_ids,
                     result,
                 }
@@ -138,7 +248,7 @@ pub(crate) async fn run(
         }
         let next_retry = parts
             .iter()
-            .filter(|p| !p.busy && !p.stopped)
+            .filter(|p| !p.busy && !p.stopped && !p.removed)
             .filter_map(|p| p.retry_at)
             .min();
         let done = tokio::select! {
@@ -147,6 +257,13 @@ pub(crate) async fn run(
                 Err(_) => return, // a fetch task panicked or was cancelled at shutdown
             },
             _ = sleep_until_opt(next_retry) => None,
+            cmd = next_command(&mut commands) => {
+                match cmd {
+                    Some(cmd) => apply(&cfg, &mut parts, cmd),
+                    None => commands = None,
+                }
+                None
+            }
             _ = tx.closed() => return,
         };
         let Some(done) = done else { continue };
@@ -218,8 +335,12 @@ fn build_request(
 /// The receiver is gone; stop.
 struct Gone;
 
-async fn emit(tx: &Tx, item: Result<ConsumerRecord, ConsumerError>) -> Result<(), Gone> {
-    tx.send(item).await.map_err(|_| Gone)
+async fn emit(
+    tx: &Tx,
+    epoch: u64,
+    item: Result<ConsumerRecord, ConsumerError>,
+) -> Result<(), Gone> {
+    tx.send(Fetched { epoch, item }).await.map_err(|_| Gone)
 }
 
 /// Handles one Fetch response: yields records, schedules retries, reports errors.
@@ -237,8 +358,10 @@ async fn handle(
                 tracing::debug!(leader = done.leader, error = %e, "fetch failed");
             }
             client.inner.metadata.invalidate(done.generation);
-            for &i in &done.parts {
-                backoff(&mut parts[i], cfg);
+            for (k, &i) in done.parts.iter().enumerate() {
+                if parts[i].epoch == done.epochs[k] {
+                    backoff(&mut parts[i], cfg);
+                }
             }
             return Ok(());
         }
@@ -259,6 +382,10 @@ async fn handle(
             }
             answered[k] = true;
             let part = &mut parts[done.parts[k]];
+            if part.epoch != done.epochs[k] || part.removed || part.stopped {
+                // Reassigned, sought or removed since the Fetch was built.
+                continue;
+            }
             let code = ErrorCode::from_code(pd.error_code);
             match code {
                 ErrorCode::None => {
@@ -271,6 +398,7 @@ async fn handle(
                         part.stopped = true;
                         emit(
                             tx,
+                            part.epoch,
                             Err(ConsumerError::OffsetOutOfRange {
                                 topic: part.topic.to_string(),
                                 partition: part.partition,
@@ -295,7 +423,7 @@ async fn handle(
                             Err(e) if e.is_retriable() => backoff(part, cfg),
                             Err(e) => {
                                 part.stopped = true;
-                                emit(tx, Err(e.into())).await?;
+                                emit(tx, part.epoch, Err(e.into())).await?;
                             }
                         }
                     }
@@ -308,6 +436,7 @@ async fn handle(
                     part.stopped = true;
                     emit(
                         tx,
+                        part.epoch,
                         Err(ConsumerError::Broker {
                             topic: part.topic.to_string(),
                             partition: part.partition,
@@ -382,7 +511,7 @@ async fn consume(
                 value: r.value,
                 headers: r.headers,
             };
-            emit(tx, Ok(record)).await?;
+            emit(tx, part.epoch, Ok(record)).await?;
         }
         part.offset = batch.next_offset();
         part.corrupt = 0;
@@ -395,6 +524,7 @@ async fn consume(
             part.stopped = true;
             emit(
                 tx,
+                part.epoch,
                 Err(ConsumerError::CorruptBatch {
                     topic: part.topic.to_string(),
                     partition: part.partition,

@@ -9,7 +9,7 @@
 //! application through a bounded channel, which is what makes
 //! [`Consumer::recv`] cancel safe and applies backpressure to fetching.
 
-mod fetcher;
+pub(crate) mod fetcher;
 
 use std::fmt;
 use std::pin::Pin;
@@ -140,6 +140,21 @@ pub(crate) struct ConsumerConfig {
     pub(crate) retry_backoff: Duration,
 }
 
+impl Default for ConsumerConfig {
+    fn default() -> Self {
+        ConsumerConfig {
+            max_wait: Duration::from_millis(500),
+            min_bytes: 1,
+            max_bytes: 50 * 1024 * 1024,
+            partition_max_bytes: 1024 * 1024,
+            offset_reset: OffsetReset::Earliest,
+            channel_capacity: 1024,
+            max_corrupt_attempts: 5,
+            retry_backoff: Duration::from_millis(100),
+        }
+    }
+}
+
 /// Builds a [`Consumer`]; see [`Consumer::builder`].
 #[derive(Debug, Clone)]
 pub struct ConsumerBuilder {
@@ -251,7 +266,7 @@ impl ConsumerBuilder {
         }
         let (tx, rx) = mpsc::channel(self.config.channel_capacity);
         let task =
-            tokio::spawn(fetcher::run(self.client, self.config, resolved, tx)).abort_handle();
+            tokio::spawn(fetcher::run(self.client, self.config, resolved, None, tx)).abort_handle();
         Ok(Consumer { rx, task })
     }
 }
@@ -274,7 +289,7 @@ impl ConsumerBuilder {
 /// # Ok(()) }
 /// ```
 pub struct Consumer {
-    rx: mpsc::Receiver<Result<ConsumerRecord, ConsumerError>>,
+    rx: mpsc::Receiver<fetcher::Fetched>,
     task: AbortHandle,
 }
 
@@ -298,16 +313,7 @@ impl Consumer {
         ConsumerBuilder {
             client: client.clone(),
             assignments: Vec::new(),
-            config: ConsumerConfig {
-                max_wait: Duration::from_millis(500),
-                min_bytes: 1,
-                max_bytes: 50 * 1024 * 1024,
-                partition_max_bytes: 1024 * 1024,
-                offset_reset: OffsetReset::Earliest,
-                channel_capacity: 1024,
-                max_corrupt_attempts: 5,
-                retry_backoff: Duration::from_millis(100),
-            },
+            config: ConsumerConfig::default(),
         }
     }
 
@@ -320,7 +326,10 @@ impl Consumer {
     /// this returns them, so dropping the future (in `select!`, on a timeout) loses
     /// no record; the next call returns it.
     pub async fn recv(&mut self) -> Result<ConsumerRecord, ConsumerError> {
-        self.rx.recv().await.unwrap_or(Err(ConsumerError::Closed))
+        self.rx
+            .recv()
+            .await
+            .map_or(Err(ConsumerError::Closed), |f| f.item)
     }
 }
 
@@ -329,6 +338,6 @@ impl futures_core::Stream for Consumer {
 
     /// Like [`Consumer::recv`]; the stream ends when the background task stops.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx)
+        self.rx.poll_recv(cx).map(|f| f.map(|f| f.item))
     }
 }
