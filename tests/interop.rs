@@ -15,17 +15,18 @@
 //! Records come from a seeded generator (`tests/interop/records.py`): keys,
 //! headers, null, 0-byte and 100 KiB values, explicit timestamps. Each client
 //! writes 10,000 of them uncompressed and 1,000 per codec (gzip, snappy, lz4,
-//! zstd); both Python clients read every topic back and compare key, value,
-//! headers, timestamp and offset per partition. The seed is printed by every
-//! test and `BATON_INTEROP_SEED=N` replays it.
+//! zstd) and 3,000 with an idempotent producer; both Python clients read
+//! every topic back and compare key, value, headers, timestamp and offset per
+//! partition. The seed is printed by every test and `BATON_INTEROP_SEED=N`
+//! replays it.
 //!
-//! What the clients need to work against the broker, which has no consumer
-//! groups and no idempotent producer yet:
-//! - kafka-python: `enable_idempotence=False` on the producer (its default is
-//!   on and needs InitProducerId); consumers use `group_id=None` and `assign()`.
-//! - confluent-kafka: `enable.idempotence=False`; consumers use `assign()` with
-//!   `OFFSET_BEGINNING` and `enable.auto.commit=False`. The Python binding
-//!   refuses a Consumer without `group.id`, so one is set but never joined.
+//! What the clients are configured with (the consumers do not use groups):
+//! - kafka-python: `enable_idempotence` is always given explicitly (its
+//!   default is on); consumers use `group_id=None` and `assign()`.
+//! - confluent-kafka: `enable.idempotence` given explicitly; consumers use
+//!   `assign()` with `OFFSET_BEGINNING` and `enable.auto.commit=False`. The
+//!   Python binding refuses a Consumer without `group.id`, so one is set but
+//!   never joined (no FindCoordinator, JoinGroup or OffsetCommit is sent).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -495,6 +496,8 @@ struct Scenario<'a> {
     topic: &'a str,
     count: u32,
     compression: &'a str,
+    /// Whether the producer runs idempotent (InitProducerId, sequences).
+    idempotent: bool,
 }
 
 impl Scenario<'_> {
@@ -508,6 +511,7 @@ impl Scenario<'_> {
             topic,
             count,
             compression,
+            idempotent,
         } = *self;
         create_topic(producer, bootstrap, topic, seed);
         let count_arg = count.to_string();
@@ -515,11 +519,12 @@ impl Scenario<'_> {
         let seed_arg = seed.to_string();
         let args = [bootstrap, topic, &seed_arg, &count_arg, &partitions];
 
-        let produce_args = [&["produce"], &args[..], &[compression]].concat();
+        let mode = if idempotent { "idempotent" } else { "plain" };
+        let produce_args = [&["produce"], &args[..], &[compression, mode]].concat();
         let produced = client(producer, &produce_args, seed);
         assert!(
-            produced.bool("ok"),
-            "seed {seed}: {producer:?} produce ({compression}): {}",
+            produced.bool("ok") && produced.bool("idempotent") == idempotent,
+            "seed {seed}: {producer:?} produce ({compression}, {mode}): {}",
             produced.json
         );
         let per_partition = produced.ints("per_partition").expect("per_partition");
@@ -563,6 +568,7 @@ fn round_trip(producer: Client, consumers: &[Client], data_dir: Option<PathBuf>)
             topic: &topic,
             count: RECORD_COUNT,
             compression: "none",
+            idempotent: false,
         }
         .run(producer, consumers);
     });
@@ -573,6 +579,9 @@ const CODECS: [&str; 4] = ["gzip", "snappy", "lz4", "zstd"];
 
 /// Records per codec in the compression tests.
 const COMPRESSED_COUNT: u32 = 1_000;
+
+/// Records per producer in the idempotence test.
+const IDEMPOTENT_COUNT: u32 = 3_000;
 
 /// Produces with every codec from `producer` on one on-disk broker; both
 /// Python clients read each topic back.
@@ -591,6 +600,7 @@ fn compressed_round_trips(producer: Client) {
                 topic: &topic,
                 count: COMPRESSED_COUNT,
                 compression: codec,
+                idempotent: false,
             }
             .run(producer, &[Client::KafkaPython, Client::Confluent]);
         }
@@ -633,6 +643,30 @@ fn kafka_python_compressed_batches() {
 #[test]
 fn confluent_compressed_batches() {
     compressed_round_trips(Client::Confluent);
+}
+
+/// Idempotent producers of both clients (InitProducerId, then producer id,
+/// epoch and sequences in every batch); both clients read the records back.
+#[test]
+fn idempotent_producers_round_trip() {
+    let seed = seed();
+    with_broker(None, |bootstrap| {
+        for producer in [Client::KafkaPython, Client::Confluent] {
+            let topic = topic(
+                &format!("{}-idempotent", format!("{producer:?}").to_lowercase()),
+                seed,
+            );
+            Scenario {
+                bootstrap,
+                seed,
+                topic: &topic,
+                count: IDEMPOTENT_COUNT,
+                compression: "zstd",
+                idempotent: true,
+            }
+            .run(producer, &[Client::KafkaPython, Client::Confluent]);
+        }
+    });
 }
 
 /// `kcat -L` lists the topic and its partitions; kcat produces and consumes a

@@ -4,15 +4,16 @@ Usage:
     confluent_client.py create-topic BOOTSTRAP TOPIC PARTITIONS
     confluent_client.py delete-topic BOOTSTRAP TOPIC
     confluent_client.py list-topics  BOOTSTRAP
-    confluent_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION]
+    confluent_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION [idempotent]]
     confluent_client.py consume      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
 
 Each command prints one `RESULT {json}` line on success and exits 0; on
 failure it prints the reason to stderr and exits non-zero.
 
 Configuration needed against baton-broker (and why):
-- producer `enable.idempotence=False` (librdkafka's default, set explicitly):
-  the broker does not serve InitProducerId yet.
+- producer: `enable.idempotence` is given explicitly; the tests run both the
+  plain producer (librdkafka's default) and the idempotent one
+  (InitProducerId, producer id/epoch/sequence in every batch).
 - consumer: the Python binding refuses to build a Consumer without `group.id`
   ("group.id must be set"), so one is set, but it is never used for group
   membership: partitions are given to `assign()` with OFFSET_BEGINNING (no
@@ -82,12 +83,12 @@ def list_topics(bootstrap):
     return 0
 
 
-def produce(bootstrap, topic, seed, count, partitions, compression="none"):
+def produce(bootstrap, topic, seed, count, partitions, compression="none", idempotent=False):
     recs = records.generate(seed, count, partitions)
     config = base_config(bootstrap, "interop-confluent-producer")
     config.update(
         {
-            "enable.idempotence": False,
+            "enable.idempotence": idempotent,
             "acks": "all",
             "linger.ms": 5,
             "message.max.bytes": 1024 * 1024,
@@ -147,6 +148,7 @@ def produce(bootstrap, topic, seed, count, partitions, compression="none"):
             "ok": not errors,
             "produced": count,
             "compression": compression,
+            "idempotent": idempotent,
             "per_partition": next_offset,
         }
     )
@@ -216,7 +218,8 @@ def main(argv):
             topic, seed, count, partitions = argv[3], int(argv[4]), int(argv[5]), int(argv[6])
             if cmd == "produce":
                 compression = argv[7] if len(argv) > 7 else "none"
-                return produce(bootstrap, topic, seed, count, partitions, compression)
+                idempotent = len(argv) > 8 and argv[8] == "idempotent"
+                return produce(bootstrap, topic, seed, count, partitions, compression, idempotent)
             return consume(bootstrap, topic, seed, count, partitions)
     except KafkaException as e:
         print("KafkaException: %s" % (e,), file=sys.stderr)

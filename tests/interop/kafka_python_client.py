@@ -4,15 +4,16 @@ Usage:
     kafka_python_client.py create-topic BOOTSTRAP TOPIC PARTITIONS
     kafka_python_client.py delete-topic BOOTSTRAP TOPIC
     kafka_python_client.py list-topics  BOOTSTRAP
-    kafka_python_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION]
+    kafka_python_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION [idempotent]]
     kafka_python_client.py consume      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
 
 Each command prints one `RESULT {json}` line on success and exits 0; on
 failure it prints the reason to stderr and exits non-zero.
 
 Configuration needed against baton-broker (and why):
-- producer `enable_idempotence=False`: kafka-python 3 turns idempotence on by
-  default, which needs InitProducerId; the broker does not serve it yet.
+- producer: kafka-python 3 turns idempotence on by default (InitProducerId,
+  producer id/epoch/sequence in every batch); the tests run it both ways, so
+  `enable_idempotence` is always given explicitly.
 - consumer `group_id=None` with `assign()`: no FindCoordinator / group APIs, so
   no subscription and no offset commits (`enable_auto_commit=False`).
 """
@@ -81,12 +82,12 @@ def list_topics(bootstrap):
     return 0
 
 
-def produce(bootstrap, topic, seed, count, partitions, compression="none"):
+def produce(bootstrap, topic, seed, count, partitions, compression="none", idempotent=False):
     recs = records.generate(seed, count, partitions)
     producer = KafkaProducer(
         bootstrap_servers=bootstrap,
         client_id="interop-kafka-python-producer",
-        enable_idempotence=False,
+        enable_idempotence=idempotent,
         acks="all",
         linger_ms=5,
         max_request_size=1024 * 1024,
@@ -129,6 +130,7 @@ def produce(bootstrap, topic, seed, count, partitions, compression="none"):
             "ok": not problems,
             "produced": count,
             "compression": compression,
+            "idempotent": idempotent,
             "per_partition": next_offset,
         }
     )
@@ -194,7 +196,8 @@ def main(argv):
         topic, seed, count, partitions = argv[3], int(argv[4]), int(argv[5]), int(argv[6])
         if cmd == "produce":
             compression = argv[7] if len(argv) > 7 else "none"
-            return produce(bootstrap, topic, seed, count, partitions, compression)
+            idempotent = len(argv) > 8 and argv[8] == "idempotent"
+            return produce(bootstrap, topic, seed, count, partitions, compression, idempotent)
         return consume(bootstrap, topic, seed, count, partitions)
     print("unknown command %r\n%s" % (cmd, __doc__), file=sys.stderr)
     return 2
