@@ -227,6 +227,11 @@ impl Shared {
         if chosen.is_empty() {
             return Ok(());
         }
+        if generation < 0 {
+            // Between JoinGroup and SyncGroup (or after losing the generation): the
+            // coordinator would refuse, so do not ask.
+            return Err(CommitAttempt::Fail(GroupError::RebalanceInProgress));
+        }
         let (node, conn) = self.coordinator().await.map_err(retry_or_fail)?;
         let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
         for (tp, &offset) in &chosen {

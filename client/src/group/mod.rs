@@ -1127,7 +1127,17 @@ impl GroupConsumer {
             loop {
                 match self.ctx.shared.commit(None).await {
                     Err(GroupError::RebalanceInProgress) if Instant::now() < deadline => {
-                        tokio::time::sleep(self.ctx.shared.retry_backoff).await;
+                        // Let the rebalance finish; it may be waiting for this
+                        // member to acknowledge a revocation.
+                        tokio::select! {
+                            ev = self.events.recv() => match ev {
+                                Some(Event::Fatal(_)) | None => {}
+                                Some(ev) => {
+                                    let _ = self.handle(ev).await;
+                                }
+                            },
+                            _ = tokio::time::sleep(self.ctx.shared.retry_backoff) => {}
+                        }
                     }
                     other => {
                         result = other;

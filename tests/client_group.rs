@@ -1,0 +1,585 @@
+//! Group consumer against the in-process broker's group coordinator: cooperative
+//! rebalancing with a history check, eager assignors, manual commits that resume
+//! where they stopped, static membership fencing, offset reset policies, seek and
+//! pause.
+
+mod client_util;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton::group::{RangeAssignor, RoundRobinAssignor};
+use baton::{
+    Client, GroupConsumer, GroupError, ListenerFuture, OffsetReset, Producer, ProducerRecord,
+    RebalanceContext, RebalanceListener, TopicPartition,
+};
+use client_util::{broker_and_client, create_topic, topic_name};
+use tokio::sync::mpsc;
+
+/// Produces `per_partition` records to each of `partitions` partitions; values
+/// name their partition and sequence number.
+async fn produce(client: &Client, topic: &str, partitions: i32, per_partition: usize, tag: &str) {
+    let producer = Producer::builder(client).build();
+    let mut deliveries = Vec::new();
+    for i in 0..per_partition {
+        for p in 0..partitions {
+            let r = ProducerRecord::new(topic)
+                .partition(p)
+                .value(format!("{tag}-{p}-{i}"));
+            deliveries.push(producer.send(r).await.expect("send"));
+        }
+    }
+    for d in deliveries {
+        d.await.expect("delivered");
+    }
+    producer.close().await;
+}
+
+/// One consumption: global order, member, partition, offset.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    seq: u64,
+    member: usize,
+    partition: i32,
+    offset: i64,
+}
+
+#[derive(Debug, Default)]
+struct History {
+    seen: Vec<Seen>,
+    /// (member, revoked partitions) per on_revoked call.
+    revoked: Vec<(usize, Vec<TopicPartition>)>,
+    /// (member, assigned partitions) per on_assigned call.
+    assigned: Vec<(usize, Vec<TopicPartition>)>,
+    lost: Vec<(usize, Vec<TopicPartition>)>,
+}
+
+type SharedHistory = Arc<Mutex<History>>;
+
+struct Recorder {
+    member: usize,
+    history: SharedHistory,
+}
+
+impl RebalanceListener for Recorder {
+    fn on_assigned<'a>(
+        &'a mut self,
+        _ctx: &'a mut RebalanceContext,
+        partitions: &'a [TopicPartition],
+    ) -> ListenerFuture<'a> {
+        self.history
+            .lock()
+            .unwrap()
+            .assigned
+            .push((self.member, partitions.to_vec()));
+        Box::pin(async {})
+    }
+
+    fn on_revoked<'a>(
+        &'a mut self,
+        _ctx: &'a mut RebalanceContext,
+        partitions: &'a [TopicPartition],
+    ) -> ListenerFuture<'a> {
+        self.history
+            .lock()
+            .unwrap()
+            .revoked
+            .push((self.member, partitions.to_vec()));
+        Box::pin(async {})
+    }
+
+    fn on_lost<'a>(
+        &'a mut self,
+        _ctx: &'a mut RebalanceContext,
+        partitions: &'a [TopicPartition],
+    ) -> ListenerFuture<'a> {
+        self.history
+            .lock()
+            .unwrap()
+            .lost
+            .push((self.member, partitions.to_vec()));
+        Box::pin(async {})
+    }
+}
+
+enum Control {
+    /// Drop the consumer without closing (a crash); answers with the committed
+    /// offsets it knew of.
+    Kill(tokio::sync::oneshot::Sender<BTreeMap<TopicPartition, i64>>),
+    /// Close cleanly.
+    Close(tokio::sync::oneshot::Sender<Result<(), GroupError>>),
+    /// Report the current assignment.
+    Assignment(tokio::sync::oneshot::Sender<Vec<TopicPartition>>),
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// Runs a member in a task, recording what it consumes.
+fn spawn_member(
+    client: &Client,
+    group: &str,
+    topic: &str,
+    member: usize,
+    history: SharedHistory,
+) -> mpsc::UnboundedSender<Control> {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Control>();
+    let builder = GroupConsumer::builder(client, group)
+        .subscribe([topic])
+        .session_timeout(Duration::from_secs(3))
+        .heartbeat_interval(Duration::from_millis(100))
+        .rebalance_timeout(Duration::from_secs(10))
+        .auto_commit_interval(Duration::from_millis(200))
+        .max_wait(Duration::from_millis(50))
+        .listener(Recorder {
+            member,
+            history: history.clone(),
+        });
+    tokio::spawn(async move {
+        let mut consumer = builder.build().await.expect("builds");
+        loop {
+            tokio::select! {
+                r = consumer.recv() => match r {
+                    Ok(rec) => {
+                        let seq = SEQ.fetch_add(1, Ordering::SeqCst);
+                        history.lock().unwrap().seen.push(Seen {
+                            seq,
+                            member,
+                            partition: rec.partition,
+                            offset: rec.offset,
+                        });
+                    }
+                    Err(e) => panic!("member {member}: {e}"),
+                },
+                c = rx.recv() => match c {
+                    Some(Control::Kill(reply)) => {
+                        let committed = consumer
+                            .assignment()
+                            .into_iter()
+                            .filter_map(|tp| consumer.committed(&tp).map(|c| (tp, c)))
+                            .collect();
+                        drop(consumer);
+                        let _ = reply.send(committed);
+                        return;
+                    }
+                    Some(Control::Close(reply)) => {
+                        let _ = reply.send(consumer.close().await);
+                        return;
+                    }
+                    Some(Control::Assignment(reply)) => {
+                        let _ = reply.send(consumer.assignment());
+                    }
+                    None => return,
+                },
+            }
+        }
+    });
+    tx
+}
+
+async fn assignment_of(member: &mpsc::UnboundedSender<Control>) -> Vec<TopicPartition> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    member.send(Control::Assignment(tx)).expect("member alive");
+    rx.await.expect("member answers")
+}
+
+/// Waits until the live members' assignments cover all `partitions` exactly once
+/// with the given sizes (sorted).
+async fn wait_for_assignment(
+    members: &[&mpsc::UnboundedSender<Control>],
+    partitions: usize,
+    sizes: &[usize],
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut all = BTreeSet::new();
+        let mut got = Vec::new();
+        let mut total = 0;
+        for m in members {
+            let a = assignment_of(m).await;
+            total += a.len();
+            got.push(a.len());
+            all.extend(a);
+        }
+        got.sort();
+        if all.len() == partitions && total == partitions && got == sizes {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "assignment did not settle: sizes {got:?}, {} distinct of {partitions}",
+            all.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until every offset below `ends[p]` of every partition has been seen.
+async fn wait_consumed(history: &SharedHistory, ends: &BTreeMap<i32, i64>) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let missing: usize = {
+            let h = history.lock().unwrap();
+            let seen: BTreeSet<(i32, i64)> =
+                h.seen.iter().map(|s| (s.partition, s.offset)).collect();
+            ends.iter()
+                .map(|(&p, &end)| (0..end).filter(|o| !seen.contains(&(p, *o))).count())
+                .sum()
+        };
+        if missing == 0 {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{missing} records not consumed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cooperative_group_survives_a_kill_and_a_join_without_loss() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-coop", 12).await;
+    let group = topic_name("group");
+    let history: SharedHistory = Arc::default();
+    let per_phase = 50;
+    let mut ends: BTreeMap<i32, i64> = (0..12).map(|p| (p, 0)).collect();
+    let advance = |ends: &mut BTreeMap<i32, i64>| {
+        for e in ends.values_mut() {
+            *e += per_phase as i64;
+        }
+    };
+
+    produce(&client, &topic, 12, per_phase, "a").await;
+    advance(&mut ends);
+    let m0 = spawn_member(&client, &group, &topic, 0, history.clone());
+    let m1 = spawn_member(&client, &group, &topic, 1, history.clone());
+    let m2 = spawn_member(&client, &group, &topic, 2, history.clone());
+    wait_for_assignment(&[&m0, &m1, &m2], 12, &[4, 4, 4]).await;
+    wait_consumed(&history, &ends).await;
+
+    // Kill member 2 mid-traffic.
+    let before_kill: BTreeMap<usize, Vec<TopicPartition>> =
+        [(0, assignment_of(&m0).await), (1, assignment_of(&m1).await)]
+            .into_iter()
+            .collect();
+    let traffic = {
+        let client = client.clone();
+        let topic = topic.clone();
+        tokio::spawn(async move { produce(&client, &topic, 12, per_phase, "b").await })
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    m2.send(Control::Kill(tx)).unwrap();
+    let killed_commits = rx.await.unwrap();
+    traffic.await.unwrap();
+    advance(&mut ends);
+    wait_for_assignment(&[&m0, &m1], 12, &[6, 6]).await;
+    wait_consumed(&history, &ends).await;
+    // Survivors kept what they had.
+    for (m, before) in &before_kill {
+        let now = assignment_of(if *m == 0 { &m0 } else { &m1 }).await;
+        for tp in before {
+            assert!(
+                now.contains(tp),
+                "member {m} lost {tp} it did not have to give up"
+            );
+        }
+    }
+
+    // Add member 3.
+    let before_join: BTreeMap<usize, Vec<TopicPartition>> =
+        [(0, assignment_of(&m0).await), (1, assignment_of(&m1).await)]
+            .into_iter()
+            .collect();
+    let revoked_before_join = history.lock().unwrap().revoked.len();
+    let m3 = spawn_member(&client, &group, &topic, 3, history.clone());
+    produce(&client, &topic, 12, per_phase, "c").await;
+    advance(&mut ends);
+    wait_for_assignment(&[&m0, &m1, &m3], 12, &[4, 4, 4]).await;
+    produce(&client, &topic, 12, per_phase, "d").await;
+    advance(&mut ends);
+    wait_consumed(&history, &ends).await;
+    let after_join: BTreeMap<usize, Vec<TopicPartition>> =
+        [(0, assignment_of(&m0).await), (1, assignment_of(&m1).await)]
+            .into_iter()
+            .collect();
+
+    let revoked_before_close = history.lock().unwrap().revoked.len();
+    for m in [&m0, &m1, &m3] {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        m.send(Control::Close(tx)).unwrap();
+        rx.await.unwrap().expect("clean close");
+    }
+
+    let h = std::mem::take(&mut *history.lock().unwrap());
+    // Cooperative: nothing was revoked when member 2 died, and the revocations
+    // when member 3 joined only named partitions that moved to it.
+    assert_eq!(
+        revoked_before_join, 0,
+        "revocations before the join: {:?}",
+        h.revoked
+    );
+    let join_revocations = &h.revoked[revoked_before_join..revoked_before_close];
+    for (m, revoked) in join_revocations {
+        for tp in revoked {
+            let had = before_join[m].contains(tp);
+            let kept = after_join[m].contains(tp);
+            assert!(
+                !kept || !had,
+                "member {m} revoked {tp} although it kept it (revocations: {:?})",
+                h.revoked
+            );
+        }
+    }
+    let moved: usize = before_join
+        .iter()
+        .map(|(m, before)| {
+            before
+                .iter()
+                .filter(|tp| !after_join[m].contains(tp))
+                .count()
+        })
+        .sum();
+    let revoked_on_join: usize = join_revocations.iter().map(|(_, l)| l.len()).sum();
+    println!("moved on join: {moved}; revoked on join: {revoked_on_join}");
+    assert_eq!(
+        moved, revoked_on_join,
+        "exactly the moving partitions were revoked"
+    );
+    assert!(h.lost.is_empty(), "no partition lost: {:?}", h.lost);
+
+    // History check per partition.
+    let mut seen = h.seen.clone();
+    seen.sort_by_key(|s| s.seq);
+    let mut duplicates = 0usize;
+    let mut kill_tail_allowed = 0usize;
+    for p in 0..12 {
+        let events: Vec<&Seen> = seen.iter().filter(|s| s.partition == p).collect();
+        // Runs of consecutive consumption by one member.
+        let mut runs: Vec<(usize, i64, i64)> = Vec::new(); // member, first, last
+        for s in &events {
+            match runs.last_mut() {
+                Some(r) if r.0 == s.member => {
+                    assert_eq!(
+                        s.offset,
+                        r.2 + 1,
+                        "partition {p}: member {} skipped or repeated within its run",
+                        s.member
+                    );
+                    r.2 = s.offset;
+                }
+                _ => runs.push((s.member, s.offset, s.offset)),
+            }
+        }
+        assert_eq!(
+            runs.first().map(|r| r.1),
+            Some(0),
+            "partition {p} starts at 0"
+        );
+        for w in runs.windows(2) {
+            let (prev, next) = (w[0], w[1]);
+            assert!(
+                next.1 <= prev.2 + 1,
+                "partition {p}: gap between {prev:?} and {next:?}"
+            );
+            let overlap = (prev.2 + 1 - next.1) as usize;
+            if prev.0 == 2 {
+                // The killed member: duplicates only within what it had not committed.
+                let tp = TopicPartition::new(topic.as_str(), p);
+                let committed = killed_commits.get(&tp).copied().unwrap_or(0);
+                assert!(
+                    next.1 >= committed,
+                    "partition {p}: restarted below a commit"
+                );
+                kill_tail_allowed += (prev.2 + 1 - committed) as usize;
+            } else {
+                assert_eq!(
+                    overlap, 0,
+                    "partition {p}: a clean handover re-delivered {overlap} records"
+                );
+            }
+            duplicates += overlap;
+        }
+        let last = runs.last().unwrap().2;
+        assert_eq!(last + 1, ends[&p], "partition {p} consumed to its end");
+    }
+    println!(
+        "history: {} consumed, {} produced, 0 lost, {duplicates} duplicates (uncommitted tail of the killed member: {kill_tail_allowed})",
+        seen.len(),
+        ends.values().sum::<i64>()
+    );
+    assert!(duplicates <= kill_tail_allowed);
+    broker.shutdown().await;
+}
+
+/// Reads records until `n` arrive, returning (partition, offset) pairs.
+async fn take(consumer: &mut GroupConsumer, n: usize) -> Vec<(i32, i64)> {
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+            .await
+            .expect("a record arrives")
+            .expect("no error");
+        out.push((r.partition, r.offset));
+    }
+    out
+}
+
+#[tokio::test]
+async fn eager_assignors_share_and_manual_commits_resume() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-eager", 4).await;
+    produce(&client, &topic, 4, 10, "x").await;
+    for (name, range) in [("range", true), ("roundrobin", false)] {
+        let group = topic_name(name);
+        let build = || {
+            let b = GroupConsumer::builder(&client, group.clone())
+                .subscribe([topic.clone()])
+                .manual_commit()
+                .heartbeat_interval(Duration::from_millis(100))
+                .session_timeout(Duration::from_secs(3))
+                .rebalance_timeout(Duration::from_secs(5))
+                .max_wait(Duration::from_millis(50));
+            if range {
+                b.assignor(RangeAssignor)
+            } else {
+                b.assignor(RoundRobinAssignor)
+            }
+        };
+        let mut c = build().build().await.unwrap();
+        assert_eq!(
+            c.rebalance_protocol(),
+            baton::group::RebalanceProtocol::Eager
+        );
+        // Read 15 of 40, commit, close.
+        let first = take(&mut c, 15).await;
+        c.commit().await.unwrap();
+        let committed: BTreeMap<i32, i64> = first.iter().fold(BTreeMap::new(), |mut m, &(p, o)| {
+            let e = m.entry(p).or_insert(0);
+            *e = (*e).max(o + 1);
+            m
+        });
+        for (&p, &o) in &committed {
+            assert_eq!(
+                c.committed(&TopicPartition::new(topic.as_str(), p)),
+                Some(o)
+            );
+        }
+        c.close().await.unwrap();
+        // A new member resumes exactly at the commits: the rest, nothing twice.
+        let mut c = build().build().await.unwrap();
+        let rest = take(&mut c, 25).await;
+        let all: BTreeSet<(i32, i64)> = first.iter().chain(rest.iter()).copied().collect();
+        assert_eq!(all.len(), 40, "{name}: nothing skipped or repeated");
+        c.close().await.unwrap();
+    }
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn static_member_with_a_taken_instance_id_fences_the_old_one() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-static", 2).await;
+    produce(&client, &topic, 2, 5, "s").await;
+    let group = topic_name("static");
+    let build = || {
+        GroupConsumer::builder(&client, group.clone())
+            .subscribe([topic.clone()])
+            .group_instance_id("instance-a")
+            .heartbeat_interval(Duration::from_millis(100))
+            .session_timeout(Duration::from_secs(3))
+            .max_wait(Duration::from_millis(50))
+    };
+    let mut old = build().build().await.unwrap();
+    take(&mut old, 10).await;
+    let mut new = build().build().await.unwrap();
+    take(&mut new, 1).await.len();
+    let err = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            match old.recv().await {
+                Ok(_) => continue,
+                Err(e) => return e,
+            }
+        }
+    })
+    .await
+    .expect("the old member hears it is fenced");
+    assert!(matches!(err, GroupError::FencedInstanceId { .. }), "{err}");
+    // It stays fenced.
+    assert!(matches!(
+        old.recv().await,
+        Err(GroupError::FencedInstanceId { .. })
+    ));
+    new.close().await.unwrap();
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn reset_policy_seek_and_pause() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-reset", 1).await;
+    produce(&client, &topic, 1, 10, "r").await;
+    let tp = TopicPartition::new(topic.as_str(), 0);
+    let base = |group: &str| {
+        GroupConsumer::builder(&client, group)
+            .subscribe([topic.clone()])
+            .manual_commit()
+            .heartbeat_interval(Duration::from_millis(100))
+            .session_timeout(Duration::from_secs(3))
+            .max_wait(Duration::from_millis(50))
+    };
+
+    // Fail: no committed offset is an error until a seek.
+    let mut c = base(&topic_name("fail"))
+        .offset_reset(OffsetReset::Fail)
+        .build()
+        .await
+        .unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(30), c.recv())
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, GroupError::NoCommittedOffset { .. }), "{err}");
+    c.seek(&tp, 7).unwrap();
+    assert_eq!(take(&mut c, 1).await, vec![(0, 7)]);
+    c.close().await.unwrap();
+
+    // Latest: only new records.
+    let mut c = base(&topic_name("latest"))
+        .offset_reset(OffsetReset::Latest)
+        .build()
+        .await
+        .unwrap();
+    // Wait for the assignment and its start offset before producing more.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while c.position(&tp).is_none() {
+        assert!(tokio::time::Instant::now() < deadline);
+        let _ = tokio::time::timeout(Duration::from_millis(100), c.recv()).await;
+    }
+    produce(&client, &topic, 1, 2, "late").await;
+    assert_eq!(take(&mut c, 2).await, vec![(0, 10), (0, 11)]);
+
+    // Seek back, pause, resume.
+    c.seek(&tp, 3).unwrap();
+    assert_eq!(take(&mut c, 1).await, vec![(0, 3)]);
+    c.pause(std::slice::from_ref(&tp));
+    assert_eq!(c.paused(), vec![tp.clone()]);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), c.recv())
+            .await
+            .is_err(),
+        "nothing while paused"
+    );
+    c.resume(std::slice::from_ref(&tp));
+    assert_eq!(take(&mut c, 2).await, vec![(0, 4), (0, 5)]);
+    // Commits never go backwards: commit 6, seek to 1, commit again.
+    c.commit().await.unwrap();
+    assert_eq!(c.committed(&tp), Some(6));
+    c.seek(&tp, 1).unwrap();
+    c.commit().await.unwrap();
+    assert_eq!(c.committed(&tp), Some(6));
+    c.close().await.unwrap();
+    broker.shutdown().await;
+}
