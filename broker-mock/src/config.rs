@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use baton_protocol::frame::DEFAULT_MAX_FRAME;
 
+use crate::group::GroupConfig;
+
 /// Default size at which the active segment is rolled: 64 MiB (Kafka uses 1 GiB; a
 /// test broker keeps segments smaller so rolls happen in practice).
 pub const DEFAULT_SEGMENT_BYTES: u64 = 64 * 1024 * 1024;
@@ -34,6 +36,9 @@ pub struct BrokerConfig {
     pub segment_bytes: u64,
     /// Bytes appended between two sparse offset index entries.
     pub index_interval_bytes: u32,
+    /// Group coordinator settings (session timeout bounds, initial rebalance delay,
+    /// `__consumer_offsets` partitions).
+    pub groups: GroupConfig,
 }
 
 impl Default for BrokerConfig {
@@ -48,6 +53,7 @@ impl Default for BrokerConfig {
             max_frame_bytes: DEFAULT_MAX_FRAME,
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
+            groups: GroupConfig::default(),
         }
     }
 }

@@ -22,6 +22,7 @@ pub mod cluster;
 pub mod config;
 pub mod controller;
 pub mod error;
+pub mod group;
 pub mod handlers;
 pub mod log;
 pub mod partition;

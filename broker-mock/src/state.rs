@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use crate::cluster::node::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::group::GroupCoordinator;
 use crate::topics::{self, random_uuid, Storage, Topic, TopicConfig};
 
 /// State shared by every connection of one broker node.
@@ -23,6 +24,8 @@ pub(crate) struct BrokerState {
     topics: RwLock<BTreeMap<String, Arc<Topic>>>,
     /// Bumped after every append or high watermark move; long-polling fetches wait on it.
     appended: watch::Sender<u64>,
+    /// The group coordinator (consumer groups and committed offsets).
+    pub groups: Arc<GroupCoordinator>,
     /// The node's link to its cluster; `None` for a single-node broker.
     pub cluster: Option<Arc<ClusterLink>>,
 }
@@ -47,6 +50,7 @@ impl BrokerState {
             .into_iter()
             .map(|t| (t.name.clone(), Arc::new(t)))
             .collect();
+        let groups = Arc::new(GroupCoordinator::new(config.groups.clone()));
         Ok(BrokerState {
             config,
             cluster_id,
@@ -55,6 +59,7 @@ impl BrokerState {
             storage,
             topics: RwLock::new(topics),
             appended: watch::Sender::new(0),
+            groups,
             cluster,
         })
     }

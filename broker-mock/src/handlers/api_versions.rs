@@ -14,6 +14,11 @@ use baton_protocol::messages::{
     FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest,
     OffsetForLeaderEpochRequest, ProduceRequest,
 };
+use baton_protocol::messages::{
+    DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
+    JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest,
+    OffsetFetchRequest, SyncGroupRequest,
+};
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use bytes::Bytes;
 
@@ -27,6 +32,17 @@ fn entry<M: Message>() -> ApiVersion {
     }
 }
 
+/// An entry advertising `min..=max` of `M`, a subset of what the protocol crate
+/// implements (Kafka 4.0 dropped the oldest versions of some APIs, KIP-896).
+fn ranged<M: Message>(min_version: i16, max_version: i16) -> ApiVersion {
+    debug_assert!(M::supports(min_version) && M::supports(max_version));
+    ApiVersion {
+        api_key: M::API_KEY,
+        min_version,
+        max_version,
+    }
+}
+
 /// The APIs and versions this broker serves, by API key.
 pub fn supported() -> Vec<ApiVersion> {
     vec![
@@ -34,11 +50,21 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<FetchRequest>(),
         entry::<ListOffsetsRequest>(),
         entry::<MetadataRequest>(),
+        ranged::<OffsetCommitRequest>(2, 9),
+        ranged::<OffsetFetchRequest>(1, 9),
+        ranged::<FindCoordinatorRequest>(0, 5),
+        entry::<JoinGroupRequest>(),
+        entry::<HeartbeatRequest>(),
+        entry::<LeaveGroupRequest>(),
+        entry::<SyncGroupRequest>(),
+        entry::<DescribeGroupsRequest>(),
+        entry::<ListGroupsRequest>(),
         entry::<ApiVersionsRequest>(),
         entry::<CreateTopicsRequest>(),
         entry::<DeleteTopicsRequest>(),
         entry::<InitProducerIdRequest>(),
         entry::<OffsetForLeaderEpochRequest>(),
+        entry::<DeleteGroupsRequest>(),
     ]
 }
 

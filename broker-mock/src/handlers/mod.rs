@@ -8,13 +8,23 @@
 
 pub mod api_versions;
 pub mod create_topics;
+pub mod delete_groups;
 pub mod delete_topics;
+pub mod describe_groups;
 pub mod fetch;
+pub mod find_coordinator;
+pub mod heartbeat;
 pub mod init_producer_id;
+pub mod join_group;
+pub mod leave_group;
+pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;
+pub mod offset_commit;
+pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sync_group;
 
 use std::sync::Arc;
 
@@ -23,6 +33,11 @@ use baton_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest,
     InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
     ProduceRequest,
+};
+use baton_protocol::messages::{
+    DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
+    JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest,
+    OffsetFetchRequest, SyncGroupRequest,
 };
 use baton_protocol::primitives::Decoder;
 use baton_protocol::{Message, Request, RequestHeader, ResponseHeader};
@@ -200,6 +215,56 @@ pub(crate) async fn dispatch(
         InitProducerIdRequest::API_KEY => {
             run::<InitProducerIdRequest, _>(state, frame, version, |s, r, v| {
                 Some(init_producer_id::handle(s, r, v))
+            })
+            .await
+        }
+        FindCoordinatorRequest::API_KEY => {
+            run::<FindCoordinatorRequest, _>(state, frame, version, |s, r, v| {
+                Some(find_coordinator::handle(s, r, v))
+            })
+            .await
+        }
+        JoinGroupRequest::API_KEY => join_group::start(state.clone(), frame, version, stop),
+        SyncGroupRequest::API_KEY => sync_group::start(state.clone(), frame, version, stop),
+        HeartbeatRequest::API_KEY => {
+            run::<HeartbeatRequest, _>(state, frame, version, |s, r, v| {
+                Some(heartbeat::handle(s, r, v))
+            })
+            .await
+        }
+        LeaveGroupRequest::API_KEY => {
+            run::<LeaveGroupRequest, _>(state, frame, version, |s, r, v| {
+                Some(leave_group::handle(s, r, v))
+            })
+            .await
+        }
+        OffsetCommitRequest::API_KEY => {
+            run::<OffsetCommitRequest, _>(state, frame, version, |s, r, v| {
+                Some(offset_commit::handle(s, r, v))
+            })
+            .await
+        }
+        OffsetFetchRequest::API_KEY => {
+            run::<OffsetFetchRequest, _>(state, frame, version, |s, r, v| {
+                Some(offset_fetch::handle(s, r, v))
+            })
+            .await
+        }
+        DescribeGroupsRequest::API_KEY => {
+            run::<DescribeGroupsRequest, _>(state, frame, version, |s, r, v| {
+                Some(describe_groups::handle(s, r, v))
+            })
+            .await
+        }
+        ListGroupsRequest::API_KEY => {
+            run::<ListGroupsRequest, _>(state, frame, version, |s, r, v| {
+                Some(list_groups::handle(s, r, v))
+            })
+            .await
+        }
+        DeleteGroupsRequest::API_KEY => {
+            run::<DeleteGroupsRequest, _>(state, frame, version, |s, r, v| {
+                Some(delete_groups::handle(s, r, v))
             })
             .await
         }

@@ -1,0 +1,36 @@
+//! DeleteGroups (key 42), versions 0–2.
+//!
+//! Deletes groups without members and their committed offsets (tombstones are
+//! written to `__consumer_offsets`, so the deletion survives a restart). Groups with
+//! members are NON_EMPTY_GROUP; unknown ones GROUP_ID_NOT_FOUND.
+//!
+//! Deviations from Apache Kafka: none known.
+
+use baton_protocol::messages::{DeletableGroupResult, DeleteGroupsRequest, DeleteGroupsResponse};
+
+use crate::state::BrokerState;
+
+pub(crate) fn handle(
+    state: &BrokerState,
+    req: DeleteGroupsRequest,
+    _version: i16,
+) -> DeleteGroupsResponse {
+    let results = req
+        .groups_names
+        .into_iter()
+        .map(|g| {
+            let code = match state.groups.check_coordinator(state, &g) {
+                Err(code) => code,
+                Ok(()) => state.groups.delete(state, &g),
+            };
+            DeletableGroupResult {
+                group_id: g,
+                error_code: code.code(),
+            }
+        })
+        .collect();
+    DeleteGroupsResponse {
+        throttle_time_ms: 0,
+        results,
+    }
+}

@@ -1,0 +1,40 @@
+//! DescribeGroups (key 15), versions 0–5.
+//!
+//! Each group's state, protocol type, selected protocol and members; member metadata
+//! and assignments are filled in only for `Stable` groups, as Kafka does. Unknown
+//! groups are described as `Dead` without an error (Kafka answers
+//! GROUP_ID_NOT_FOUND only from v6).
+//!
+//! Deviations from Apache Kafka: authorized operations (v3+) are never computed
+//! (`i32::MIN`, "not requested"); members' `client_host` is empty.
+
+use baton_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, DescribedGroup};
+
+use crate::state::BrokerState;
+
+pub(crate) fn handle(
+    state: &BrokerState,
+    req: DescribeGroupsRequest,
+    _version: i16,
+) -> DescribeGroupsResponse {
+    let groups = req
+        .groups
+        .iter()
+        .map(|g| match state.groups.check_coordinator(state, g) {
+            Err(code) => DescribedGroup {
+                error_code: code.code(),
+                group_id: g.clone(),
+                ..Default::default()
+            },
+            Ok(()) => state
+                .groups
+                .describe(state, std::slice::from_ref(g))
+                .pop()
+                .unwrap_or_default(),
+        })
+        .collect();
+    DescribeGroupsResponse {
+        throttle_time_ms: 0,
+        groups,
+    }
+}

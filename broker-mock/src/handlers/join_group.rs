@@ -1,0 +1,136 @@
+//! JoinGroup (key 11), versions 0–9.
+//!
+//! The classic protocol (see `group::machine`): first joins of dynamic members in
+//! v4+ get MEMBER_ID_REQUIRED with their member id; the response is held until the
+//! rebalance completes (every known member rejoined, or the rebalance timeout ran
+//! out), and is sent through a deferred reply so later requests on the connection
+//! keep their order. v0 uses the session timeout as rebalance timeout. Static members
+//! (`group_instance_id`, v5+) rejoining a stable group unchanged get the current
+//! generation without a rebalance; v9 leaders doing so get `skip_assignment`.
+//!
+//! Deviations from Apache Kafka: `client_host` (shown by DescribeGroups) is empty,
+//! since handlers do not see the peer address; the join reason (v8+) is only logged;
+//! group membership is kept in memory only (a restarted broker starts every group
+//! empty, with its committed offsets).
+
+use std::sync::Arc;
+
+use baton_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
+use baton_protocol::{ErrorCode, Request};
+use bytes::Bytes;
+use tokio::sync::{oneshot, watch};
+
+use super::{decode, encode};
+use crate::group::machine::JoinRequest;
+use crate::server::Reply;
+use crate::state::BrokerState;
+
+/// Runs `work` on the blocking pool and answers with the response it parks, once it
+/// is delivered; `error` builds the response for a coordinator-level error and `fix`
+/// adapts a response to the request version.
+pub(super) fn deferred<R, F>(
+    state: Arc<BrokerState>,
+    correlation_id: i32,
+    version: i16,
+    work: F,
+    error: fn(ErrorCode) -> R::Response,
+    fix: fn(R::Response, i16) -> R::Response,
+) -> Reply
+where
+    R: Request + 'static,
+    R::Response: Send + 'static,
+    F: FnOnce(&BrokerState) -> Result<oneshot::Receiver<R::Response>, ErrorCode> + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    tokio::spawn(async move {
+        let mut tx = tx;
+        let st = state.clone();
+        let parked = match tokio::task::spawn_blocking(move || work(&st)).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!(api_key = R::API_KEY, error = %e, "group handler failed");
+                Err(ErrorCode::UnknownServerError)
+            }
+        };
+        let response = match parked {
+            Ok(answer) => tokio::select! {
+                r = answer => r.unwrap_or_else(|_| error(ErrorCode::CoordinatorNotAvailable)),
+                // The connection went away; nobody will read the response.
+                _ = tx.closed() => return,
+            },
+            Err(code) => error(code),
+        };
+        let bytes = match encode::<R>(correlation_id, version, &fix(response, version)) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                tracing::error!(error = %e, "encoding a group response failed");
+                None
+            }
+        };
+        let _ = tx.send(bytes);
+    });
+    Reply::Later(rx)
+}
+
+fn error(code: ErrorCode) -> JoinGroupResponse {
+    JoinGroupResponse {
+        error_code: code.code(),
+        generation_id: -1,
+        ..Default::default()
+    }
+}
+
+fn fix(mut r: JoinGroupResponse, version: i16) -> JoinGroupResponse {
+    if version < 7 && r.protocol_name.is_none() {
+        // Not nullable before v7.
+        r.protocol_name = Some(String::new());
+    }
+    r
+}
+
+/// Starts a JoinGroup; its response is delivered through the returned
+/// [`Reply::Later`].
+pub(crate) fn start(
+    state: Arc<BrokerState>,
+    frame: Bytes,
+    version: i16,
+    stop: &watch::Receiver<bool>,
+) -> Result<Reply, String> {
+    let (header, req) = decode::<JoinGroupRequest>(frame, version)?;
+    state.groups.ensure_driver(stop);
+    if let Some(reason) = &req.reason {
+        tracing::debug!(group = %req.group_id, member = %req.member_id, %reason, "join");
+    }
+    let rebalance_timeout_ms = if version == 0 || req.rebalance_timeout_ms < 0 {
+        req.session_timeout_ms
+    } else {
+        req.rebalance_timeout_ms
+    };
+    let join = JoinRequest {
+        group_id: req.group_id,
+        member_id: req.member_id,
+        group_instance_id: req.group_instance_id,
+        protocol_type: req.protocol_type,
+        protocols: req
+            .protocols
+            .into_iter()
+            .map(|p| (p.name, p.metadata))
+            .collect(),
+        session_timeout_ms: req.session_timeout_ms,
+        rebalance_timeout_ms,
+        client_id: header.client_id.unwrap_or_default(),
+        client_host: String::new(),
+        version,
+    };
+    Ok(deferred::<JoinGroupRequest, _>(
+        state,
+        header.correlation_id,
+        version,
+        move |st| {
+            st.groups.check_coordinator(st, &join.group_id)?;
+            Ok(st.groups.join(st, join))
+        },
+        error,
+        fix,
+    ))
+}

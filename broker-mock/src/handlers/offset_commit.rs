@@ -1,0 +1,108 @@
+//! OffsetCommit (key 8), versions 0–9 (advertised 2–9, Kafka 4.0's range).
+//!
+//! A commit from a current member of the current generation is accepted (also while
+//! the group prepares a rebalance, so members can commit before they rejoin); one
+//! with generation -1 and no member id is a "simple" commit, accepted for groups
+//! without members (creating an empty group if needed). Otherwise the request fails
+//! as a whole with UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, FENCED_INSTANCE_ID or
+//! REBALANCE_IN_PROGRESS (between join and sync). Per partition: unknown topics or
+//! partitions are UNKNOWN_TOPIC_OR_PARTITION and metadata longer than the
+//! coordinator's limit (4096 bytes) is OFFSET_METADATA_TOO_LARGE. Accepted offsets
+//! are appended to the group's `__consumer_offsets` partition before they are
+//! answered, so they survive a restart.
+//!
+//! Deviations from Apache Kafka: retention times (v2–4) are ignored (offsets never
+//! expire); the commit timestamp is the broker's clock except in v1, which sends
+//! its own.
+
+use baton_protocol::messages::{
+    OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+};
+use baton_protocol::ErrorCode;
+
+use crate::group::{CommittedOffset, OffsetToCommit};
+use crate::state::{now_ms, BrokerState};
+
+pub(crate) fn handle(
+    state: &BrokerState,
+    req: OffsetCommitRequest,
+    version: i16,
+) -> OffsetCommitResponse {
+    let now = now_ms();
+    let max_metadata = state.config.groups.offset_metadata_max_bytes;
+    // Per partition: Ok(index into `to_commit`) or an error decided up front.
+    let mut decided: Vec<Vec<(i32, Result<(), ErrorCode>)>> = Vec::with_capacity(req.topics.len());
+    let mut to_commit = Vec::new();
+    for t in &req.topics {
+        let topic = state.topic(&t.name);
+        let mut parts = Vec::with_capacity(t.partitions.len());
+        for p in &t.partitions {
+            let known = topic
+                .as_ref()
+                .is_some_and(|tp| tp.partition(p.partition_index).is_some());
+            let metadata = p.committed_metadata.clone().unwrap_or_default();
+            let result = if !known {
+                Err(ErrorCode::UnknownTopicOrPartition)
+            } else if metadata.len() > max_metadata {
+                Err(ErrorCode::OffsetMetadataTooLarge)
+            } else {
+                to_commit.push(OffsetToCommit {
+                    topic: t.name.clone(),
+                    partition: p.partition_index,
+                    offset: CommittedOffset {
+                        offset: p.committed_offset,
+                        leader_epoch: p.committed_leader_epoch,
+                        metadata,
+                        commit_timestamp: if version == 1 && p.commit_timestamp >= 0 {
+                            p.commit_timestamp
+                        } else {
+                            now
+                        },
+                    },
+                });
+                Ok(())
+            };
+            parts.push((p.partition_index, result));
+        }
+        decided.push(parts);
+    }
+    let outcome = state
+        .groups
+        .check_coordinator(state, &req.group_id)
+        .and_then(|()| {
+            state.groups.commit(
+                state,
+                &req.group_id,
+                req.generation_id_or_member_epoch,
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+                to_commit,
+            )
+        });
+    if let Err(code) = outcome {
+        tracing::debug!(group = %req.group_id, ?code, "offset commit refused");
+    }
+    let topics = req
+        .topics
+        .iter()
+        .zip(decided)
+        .map(|(t, parts)| OffsetCommitResponseTopic {
+            name: t.name.clone(),
+            partitions: parts
+                .into_iter()
+                .map(|(index, r)| OffsetCommitResponsePartition {
+                    partition_index: index,
+                    error_code: match (r, outcome) {
+                        (Err(code), _) | (Ok(()), Err(code)) => code.code(),
+                        (Ok(()), Ok(())) => 0,
+                    },
+                })
+                .collect(),
+        })
+        .collect();
+    OffsetCommitResponse {
+        throttle_time_ms: 0,
+        topics,
+    }
+}

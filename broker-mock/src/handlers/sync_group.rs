@@ -1,0 +1,70 @@
+//! SyncGroup (key 14), versions 0–5.
+//!
+//! Followers' requests are held until the leader's arrives with the assignments;
+//! then every member gets its own (members the leader left out get an empty one).
+//! Requests for a generation that is being rebalanced get REBALANCE_IN_PROGRESS;
+//! a protocol type or name (v5+) that differs from the group's is
+//! INCONSISTENT_GROUP_PROTOCOL.
+//!
+//! Deviations from Apache Kafka: assignments are kept in memory only (Kafka also
+//! writes them to `__consumer_offsets` before answering).
+
+use std::sync::Arc;
+
+use baton_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
+use baton_protocol::ErrorCode;
+use bytes::Bytes;
+use tokio::sync::watch;
+
+use super::decode;
+use super::join_group::deferred;
+use crate::group::machine::SyncRequest;
+use crate::server::Reply;
+use crate::state::BrokerState;
+
+fn error(code: ErrorCode) -> SyncGroupResponse {
+    SyncGroupResponse {
+        error_code: code.code(),
+        ..Default::default()
+    }
+}
+
+fn fix(r: SyncGroupResponse, _version: i16) -> SyncGroupResponse {
+    r
+}
+
+/// Starts a SyncGroup; its response is delivered through the returned
+/// [`Reply::Later`].
+pub(crate) fn start(
+    state: Arc<BrokerState>,
+    frame: Bytes,
+    version: i16,
+    stop: &watch::Receiver<bool>,
+) -> Result<Reply, String> {
+    let (header, req) = decode::<SyncGroupRequest>(frame, version)?;
+    state.groups.ensure_driver(stop);
+    let sync = SyncRequest {
+        group_id: req.group_id,
+        generation_id: req.generation_id,
+        member_id: req.member_id,
+        group_instance_id: req.group_instance_id,
+        protocol_type: req.protocol_type,
+        protocol_name: req.protocol_name,
+        assignments: req
+            .assignments
+            .into_iter()
+            .map(|a| (a.member_id, a.assignment))
+            .collect(),
+    };
+    Ok(deferred::<SyncGroupRequest, _>(
+        state,
+        header.correlation_id,
+        version,
+        move |st| {
+            st.groups.check_coordinator(st, &sync.group_id)?;
+            Ok(st.groups.sync(st, sync))
+        },
+        error,
+        fix,
+    ))
+}
