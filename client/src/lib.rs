@@ -69,6 +69,7 @@ pub use group::{
     RebalanceContext, RebalanceListener, TopicPartition,
 };
 pub use producer::{
-    Acks, AttemptError, Compression, DeliveryFuture, ProduceError, Producer, ProducerBuilder,
-    ProducerConfigError, ProducerRecord, RecordMetadata,
+    Acks, AttemptError, CancelOutcome, Compression, DeliveryFuture, FlushTimeout, InFlight,
+    ProduceError, Producer, ProducerBuilder, ProducerConfigError, ProducerRecord, RecordMetadata,
 };
+pub use tokio_util::sync::CancellationToken;

@@ -38,38 +38,70 @@
 //!
 //! # Delivery guarantees
 //!
+//! The producer is **idempotent** by default, with `acks=all` (as the Java client
+//! since Kafka 3.0). Before its first batch it asks the cluster for a producer id and
+//! epoch (InitProducerId); every batch carries them and a per-partition sequence
+//! number, assigned when the batch is first sent and kept across retries, so the
+//! broker writes a retried batch at most once and rejects gaps. Up to
+//! [`ProducerBuilder::max_in_flight`] batches per partition (default 5) are on the
+//! wire at once; a failed batch goes back into its queue in sequence order and is
+//! resent alone, after the batches sent before it are back, so order within a
+//! partition holds across retries.
+//!
 //! Retriable failures (NOT_LEADER_OR_FOLLOWER, a broken connection, a request
-//! timeout) refresh metadata and retry the same batch, with backoff, until the
-//! delivery timeout. Order within a partition is kept: each partition has at most one
-//! batch in flight and a retried batch goes back to the front of its queue.
-//! Idempotence is not enabled yet, so a retry after a lost response can write a batch
-//! twice: delivery is **at least once** for now.
+//! timeout) refresh the leader and retry, with exponential backoff, until the
+//! delivery timeout (a time, not a count). A Produce v10 answer that names the new
+//! leader (KIP-951) is used directly, without a metadata round trip.
+//!
+//! When a partition's sequence cannot go on (the broker answers
+//! OUT_OF_ORDER_SEQUENCE_NUMBER for the next expected batch, UNKNOWN_PRODUCER_ID or
+//! INVALID_PRODUCER_EPOCH, or a batch that was sent times out), the producer fails
+//! that partition's sent-but-unacknowledged records with
+//! [`ProduceError::IdempotenceReset`] (outcome unknown: never reported as
+//! delivered), gets a new epoch (KIP-360) and starts the partition's sequence again
+//! at 0. It never reports success for a record the broker did not acknowledge.
+//! DUPLICATE_SEQUENCE_NUMBER means the broker already has the batch: the records are
+//! reported delivered, with offset -1 (the broker no longer knows it), as the Java
+//! client does.
+//!
+//! With [`ProducerBuilder::idempotence`]`(false)` a retry after a lost response can
+//! write a batch twice (at least once), and with more than one batch in flight a
+//! retry can land behind later batches.
+//!
+//! # Cancellation
+//!
+//! Every way of giving up on a record has a typed outcome; see [`CancelOutcome`],
+//! [`DeliveryFuture::cancel`], [`DeliveryFuture::until_cancelled`],
+//! [`Producer::send_with_cancel`], [`Producer::flush_timeout`] and
+//! [`Producer::close_timeout`]. Every async method documents its cancel safety.
 
 mod accumulator;
+mod delivery;
 mod partitioner;
 mod record;
 mod sender;
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use baton_protocol::record::RecordBatchBuilder;
 use baton_protocol::ErrorCode;
 use tokio::sync::{oneshot, Notify, Semaphore};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 pub use baton_protocol::record::Compression;
+pub use delivery::{CancelOutcome, DeliveryFuture, InFlight};
 pub use partitioner::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, RoundRobinPartitioner,
 };
 pub use record::{ProducerRecord, RecordMetadata};
 
 use crate::client::{Client, ClientError};
-use accumulator::{Accumulator, Pending};
+use crate::connection::ConnectionError;
+use accumulator::{Accumulator, Outstanding, Pending};
 
 /// How many acknowledgements the producer asks the broker for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -214,6 +246,44 @@ pub enum ProduceError {
         /// The record.
         record: Box<ProducerRecord>,
     },
+    /// The [`CancellationToken`] given to [`Producer::send_with_cancel`] fired
+    /// before the record was accepted; it was never sent.
+    #[error("cancelled before the record was accepted")]
+    Cancelled {
+        /// The record.
+        record: Box<ProducerRecord>,
+    },
+    /// The producer is idempotent (the default) but the cluster does not offer
+    /// InitProducerId; the record was never sent. Build the producer with
+    /// `.idempotence(false)` to produce to this cluster without idempotence.
+    #[error(
+        "the cluster does not support idempotent producers ({source}); \
+         build the producer with `.idempotence(false)` to produce without idempotence"
+    )]
+    IdempotenceUnsupported {
+        /// What the broker said (or did not offer).
+        #[source]
+        source: ConnectionError,
+        /// The record.
+        record: Box<ProducerRecord>,
+    },
+    /// The partition's idempotent sequence broke while this record was sent but not
+    /// acknowledged: the broker answered OUT_OF_ORDER_SEQUENCE_NUMBER,
+    /// UNKNOWN_PRODUCER_ID or INVALID_PRODUCER_EPOCH, or an earlier batch of the
+    /// partition timed out after it was sent. The record **may or may not** be in
+    /// the log (it was not acknowledged). The producer got a new epoch and restarts
+    /// the partition's sequence; records sent later are not affected.
+    #[error("idempotent sequence of {topic}/{partition} was reset: {cause}")]
+    IdempotenceReset {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The error that broke the sequence.
+        cause: Box<AttemptError>,
+        /// The record.
+        record: Box<ProducerRecord>,
+    },
 }
 
 impl ProduceError {
@@ -225,7 +295,10 @@ impl ProduceError {
             | ProduceError::InvalidPartition { record, .. }
             | ProduceError::Client { record, .. }
             | ProduceError::Rejected { record, .. }
-            | ProduceError::DeliveryTimeout { record, .. } => Some(record),
+            | ProduceError::DeliveryTimeout { record, .. }
+            | ProduceError::Cancelled { record }
+            | ProduceError::IdempotenceUnsupported { record, .. }
+            | ProduceError::IdempotenceReset { record, .. } => Some(record),
         }
     }
 
@@ -237,30 +310,11 @@ impl ProduceError {
             | ProduceError::InvalidPartition { record, .. }
             | ProduceError::Client { record, .. }
             | ProduceError::Rejected { record, .. }
-            | ProduceError::DeliveryTimeout { record, .. } => Some(*record),
+            | ProduceError::DeliveryTimeout { record, .. }
+            | ProduceError::Cancelled { record }
+            | ProduceError::IdempotenceUnsupported { record, .. }
+            | ProduceError::IdempotenceReset { record, .. } => Some(*record),
         }
-    }
-}
-
-/// Resolves to a sent record's outcome: where it landed, or why it failed. Both hand
-/// the record back.
-///
-/// # Cancel safety
-///
-/// Dropping a `DeliveryFuture` does not cancel the delivery: the record is still
-/// sent, and its outcome is simply not observed.
-#[derive(Debug)]
-pub struct DeliveryFuture {
-    rx: oneshot::Receiver<Result<RecordMetadata, ProduceError>>,
-}
-
-impl Future for DeliveryFuture {
-    type Output = Result<RecordMetadata, ProduceError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.rx)
-            .poll(cx)
-            .map(|r| r.unwrap_or(Err(ProduceError::Closed { record: None })))
     }
 }
 
@@ -281,11 +335,34 @@ pub(crate) struct ProducerConfig {
     /// Level for `compression`; `None` is the codec's default. Invariant (checked
     /// at build): in the codec's range if the codec has levels.
     pub(crate) compression_level: Option<i32>,
+    /// `Some` if the application chose; `None` is the default (on unless `acks`
+    /// or `max_in_flight` conflict with it, as in the Java client).
+    pub(crate) idempotence: Option<bool>,
+    /// Batches per partition on the wire at once. Invariant: >= 1.
+    pub(crate) max_in_flight: usize,
 }
 
+/// The most batches per partition an idempotent producer keeps in flight (the
+/// broker remembers the last 5 batches of each producer for deduplication).
+pub const MAX_IN_FLIGHT_IDEMPOTENT: usize = 5;
+
 impl ProducerConfig {
+    /// Whether the producer is idempotent.
+    pub(crate) fn idempotent(&self) -> bool {
+        self.idempotence
+            .unwrap_or(self.acks == Acks::All && self.max_in_flight <= MAX_IN_FLIGHT_IDEMPOTENT)
+    }
+
     /// Checks the settings that can be wrong.
     fn validate(&self) -> Result<(), ProducerConfigError> {
+        if self.idempotence == Some(true) {
+            if self.acks != Acks::All {
+                return Err(ProducerConfigError::IdempotenceNeedsAcksAll(self.acks));
+            }
+            if self.max_in_flight > MAX_IN_FLIGHT_IDEMPOTENT {
+                return Err(ProducerConfigError::TooManyInFlight(self.max_in_flight));
+            }
+        }
         let codec = self.compression;
         if !codec.is_supported() {
             return Err(ProducerConfigError::UnsupportedCompression(codec));
@@ -325,6 +402,13 @@ pub enum ProducerConfigError {
         /// The highest level the codec accepts.
         max: i32,
     },
+    /// Idempotence was asked for with `acks` other than [`Acks::All`].
+    #[error("idempotence needs acks=all, not {0:?}")]
+    IdempotenceNeedsAcksAll(Acks),
+    /// Idempotence was asked for with more than [`MAX_IN_FLIGHT_IDEMPOTENT`]
+    /// batches in flight per partition.
+    #[error("idempotence allows at most 5 batches in flight per partition, not {0}")]
+    TooManyInFlight(usize),
 }
 
 /// Builds a [`Producer`]; see [`Producer::builder`].
@@ -423,13 +507,37 @@ impl ProducerBuilder {
         self
     }
 
+    /// Whether the producer is idempotent (default: yes, unless [`Acks`] other than
+    /// [`Acks::All`] or more than 5 in-flight batches are set, which turn the
+    /// default off as in the Java client). Asking for `true` together with such
+    /// settings is an error at build ([`ProducerConfigError`]).
+    ///
+    /// An idempotent producer gets a producer id from the cluster before its first
+    /// batch; a cluster that does not offer InitProducerId fails every record with
+    /// [`ProduceError::IdempotenceUnsupported`] (there is no silent downgrade):
+    /// then build with `idempotence(false)`.
+    pub fn idempotence(mut self, enabled: bool) -> Self {
+        self.config.idempotence = Some(enabled);
+        self
+    }
+
+    /// How many batches of one partition may be on the wire at once (default 5;
+    /// 1 to 5 with idempotence; 0 counts as 1). With idempotence, order holds
+    /// whatever the setting; without it, more than 1 lets a retried batch land
+    /// behind later ones.
+    pub fn max_in_flight(mut self, batches: usize) -> Self {
+        self.config.max_in_flight = batches.max(1);
+        self
+    }
+
     /// Checks the settings, then starts the producer and its background sender
     /// task.
     ///
     /// # Errors
     ///
     /// [`ProducerConfigError`] if the compression codec is not enabled in this
-    /// build or the compression level is outside the codec's range.
+    /// build, the compression level is outside the codec's range, or idempotence
+    /// was asked for with settings that conflict with it.
     ///
     /// # Panics
     ///
@@ -444,8 +552,9 @@ impl ProducerBuilder {
     ///
     /// # Panics
     ///
-    /// If a setting is invalid (see [`ProducerConfigError`]: only the compression
-    /// codec and level can be), or if called outside a Tokio runtime.
+    /// If a setting is invalid (see [`ProducerConfigError`]: the compression codec
+    /// and level, and an explicit idempotence that conflicts with `acks` or
+    /// `max_in_flight`), or if called outside a Tokio runtime.
     pub fn build(self) -> Producer {
         if let Err(e) = self.config.validate() {
             panic!("invalid producer settings: {e}");
@@ -454,13 +563,17 @@ impl ProducerBuilder {
     }
 
     fn start(self) -> Producer {
+        let idempotent = self.config.idempotent();
         let shared = Arc::new(Shared {
             memory: Arc::new(Semaphore::new(self.config.buffer_memory)),
             client: self.client,
             config: self.config,
             partitioner: self.partitioner,
-            acc: Mutex::new(Accumulator::default()),
+            acc: Mutex::new(Accumulator::new(idempotent)),
             wake: Notify::new(),
+            outstanding: Arc::new(AtomicUsize::new(0)),
+            next_record: AtomicU64::new(0),
+            leader_hints: Mutex::new(Default::default()),
         });
         tokio::spawn(sender::run(shared.clone()));
         Producer {
@@ -479,6 +592,12 @@ pub(crate) struct Shared {
     pub(crate) wake: Notify,
     /// Buffer memory, one permit per byte.
     pub(crate) memory: Arc<Semaphore>,
+    /// Records whose outcome is not final yet.
+    pub(crate) outstanding: Arc<AtomicUsize>,
+    /// Ids for records (to find them again when cancelled).
+    pub(crate) next_record: AtomicU64,
+    /// Leaders named by KIP-951 hints in Produce responses, newer than metadata.
+    pub(crate) leader_hints: Mutex<sender::LeaderHints>,
 }
 
 impl Shared {
@@ -562,6 +681,8 @@ impl Producer {
                 retry_backoff_max: Duration::from_secs(1),
                 compression: Compression::None,
                 compression_level: None,
+                idempotence: None,
+                max_in_flight: MAX_IN_FLIGHT_IDEMPOTENT,
             },
             partitioner: Arc::new(DefaultPartitioner::new()),
         }
@@ -576,16 +697,51 @@ impl Producer {
     /// # Cancel safety
     ///
     /// Cancel safe: if the future is dropped before it completes, the record was
-    /// never accepted (it is dropped with the future and never sent). Once it
+    /// never accepted (it is dropped with the future and never sent). Use
+    /// [`Producer::send_with_cancel`] to get the record back instead. Once it
     /// returns a [`DeliveryFuture`], the record will be delivered or fail whether or
-    /// not that future is polled.
+    /// not that future is polled; see [`DeliveryFuture::cancel`] to give up on it.
     pub async fn send(&self, record: ProducerRecord) -> Result<DeliveryFuture, ProduceError> {
+        self.send_inner(record, None).await
+    }
+
+    /// Like [`Producer::send`], but gives up when `token` is cancelled before the
+    /// record is accepted: then it fails with [`ProduceError::Cancelled`], which
+    /// hands the record back (never sent). Once accepted, the token no longer
+    /// matters to this call; pass it to [`DeliveryFuture::until_cancelled`] to keep
+    /// honouring it.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`Producer::send`]: dropping the future drops the record unsent.
+    pub async fn send_with_cancel(
+        &self,
+        record: ProducerRecord,
+        token: &CancellationToken,
+    ) -> Result<DeliveryFuture, ProduceError> {
+        self.send_inner(record, Some(token)).await
+    }
+
+    async fn send_inner(
+        &self,
+        record: ProducerRecord,
+        token: Option<&CancellationToken>,
+    ) -> Result<DeliveryFuture, ProduceError> {
         let shared = &self.handle.shared;
         let cfg = &shared.config;
-        if shared.lock().closed {
-            return Err(ProduceError::Closed {
-                record: Some(Box::new(record)),
-            });
+        {
+            let acc = shared.lock();
+            if acc.closed {
+                return Err(ProduceError::Closed {
+                    record: Some(Box::new(record)),
+                });
+            }
+            if let Some(source) = acc.idem.unsupported.clone() {
+                return Err(ProduceError::IdempotenceUnsupported {
+                    source,
+                    record: Box::new(record),
+                });
+            }
         }
         let size = RecordBatchBuilder::estimate_record_size(
             record.key.as_ref().map_or(0, |k| k.len()),
@@ -603,16 +759,49 @@ impl Producer {
                 record: Box::new(record),
             });
         }
-        let (record, mut partition, count) = self.choose_partition(record).await?;
-        let permit = shared
-            .memory
-            .clone()
-            .acquire_many_owned(size as u32)
-            .await
-            .expect("buffer memory semaphore is never closed");
+        let count = match until(token, self.partition_count(&record.topic)).await {
+            None => {
+                return Err(ProduceError::Cancelled {
+                    record: Box::new(record),
+                })
+            }
+            Some(Ok(n)) => n,
+            Some(Err(source)) => {
+                return Err(ProduceError::Client {
+                    topic: record.topic.clone(),
+                    partition: record.partition,
+                    source,
+                    record: Box::new(record),
+                })
+            }
+        };
+        let mut partition = match record.partition {
+            Some(p) => p,
+            None => shared
+                .partitioner
+                .partition(&record.topic, record.key.as_deref(), count),
+        };
+        if !(0..count).contains(&partition) {
+            return Err(ProduceError::InvalidPartition {
+                topic: record.topic.clone(),
+                partition,
+                partition_count: count,
+                record: Box::new(record),
+            });
+        }
+        let acquire = shared.memory.clone().acquire_many_owned(size as u32);
+        let permit = match until(token, acquire).await {
+            None => {
+                return Err(ProduceError::Cancelled {
+                    record: Box::new(record),
+                })
+            }
+            Some(p) => p.expect("buffer memory semaphore is never closed"),
+        };
         let (tx, rx) = oneshot::channel();
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let topic = record.topic.clone();
+        let id = shared.next_record.fetch_add(1, Ordering::Relaxed);
         // A partition the partitioner chose may move once, when the record would
         // open a new batch there (sticky partitioning). The partitioner runs outside
         // the accumulator lock.
@@ -647,12 +836,14 @@ impl Producer {
                 &topic,
                 partition,
                 Pending {
+                    id,
                     record,
                     timestamp,
+                    size,
                     tx,
                     _permit: permit,
+                    _outstanding: Outstanding::new(&shared.outstanding),
                 },
-                size,
                 cfg.batch_size,
                 cfg.delivery_timeout,
             );
@@ -660,51 +851,37 @@ impl Producer {
         if appended.wake {
             shared.wake.notify_one();
         }
-        Ok(DeliveryFuture { rx })
+        Ok(DeliveryFuture::new(
+            rx,
+            shared,
+            appended.topic,
+            partition,
+            id,
+        ))
     }
 
-    /// The record's partition (explicit, or chosen by the partitioner) and the
-    /// topic's partition count. Retries retriable metadata errors until the delivery
-    /// timeout.
-    async fn choose_partition(
-        &self,
-        record: ProducerRecord,
-    ) -> Result<(ProducerRecord, i32, i32), ProduceError> {
+    /// The partition count of `topic`. Retries retriable metadata errors until the
+    /// delivery timeout.
+    async fn partition_count(&self, topic: &str) -> Result<i32, ClientError> {
         let shared = &self.handle.shared;
         let deadline = Instant::now() + shared.config.delivery_timeout;
         let mut backoff = Duration::from_millis(10);
-        let count = loop {
-            match shared.client.inner.partition_count(&record.topic).await {
-                Ok(n) => break n,
+        loop {
+            match shared.client.inner.partition_count(topic).await {
+                Ok(n) => return Ok(n),
                 Err(e) if e.is_retriable() && Instant::now() + backoff < deadline => {
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(shared.config.retry_backoff_max);
                 }
-                Err(source) => {
-                    return Err(ProduceError::Client {
-                        topic: record.topic.clone(),
-                        partition: record.partition,
-                        source,
-                        record: Box::new(record),
-                    })
-                }
+                Err(e) => return Err(e),
             }
-        };
-        let partition = match record.partition {
-            Some(p) => p,
-            None => shared
-                .partitioner
-                .partition(&record.topic, record.key.as_deref(), count),
-        };
-        if !(0..count).contains(&partition) {
-            return Err(ProduceError::InvalidPartition {
-                topic: record.topic.clone(),
-                partition,
-                partition_count: count,
-                record: Box::new(record),
-            });
         }
-        Ok((record, partition, count))
+    }
+
+    /// How many records handed to this producer (by any clone) do not have their
+    /// final outcome yet. Each of them is still held, with its buffers.
+    pub fn outstanding(&self) -> usize {
+        self.handle.shared.outstanding.load(Ordering::Acquire)
     }
 
     /// Sends every record handed over before this call at once (ignoring linger) and
@@ -756,6 +933,70 @@ impl Producer {
             // reported; let that happen.
             tokio::task::yield_now().await;
         }
+    }
+    /// [`Producer::flush`] with a deadline: `Ok(())` if every record handed over
+    /// before the call has its final outcome within `timeout`, else
+    /// [`FlushTimeout`] with the number of records still outstanding. Records are
+    /// not cancelled by the timeout: the producer keeps delivering them (cancel
+    /// individual records with [`DeliveryFuture::cancel`]).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`Producer::flush`].
+    pub async fn flush_timeout(&self, timeout: Duration) -> Result<(), FlushTimeout> {
+        match tokio::time::timeout(timeout, self.flush()).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(FlushTimeout {
+                timeout,
+                pending: self.outstanding(),
+            }),
+        }
+    }
+
+    /// [`Producer::close`] with a deadline: the producer is closed at once (later
+    /// `send`s fail); `Ok(())` if every record it holds has its final outcome
+    /// within `timeout`, else [`FlushTimeout`]. The records still held keep being
+    /// delivered in the background until their delivery timeout, and their
+    /// [`DeliveryFuture`]s still resolve.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe, as [`Producer::close`].
+    pub async fn close_timeout(&self, timeout: Duration) -> Result<(), FlushTimeout> {
+        match tokio::time::timeout(timeout, self.close()).await {
+            Ok(()) => Ok(()),
+            Err(_) => Err(FlushTimeout {
+                timeout,
+                pending: self.outstanding(),
+            }),
+        }
+    }
+}
+
+/// [`Producer::flush_timeout`] or [`Producer::close_timeout`] ran out of time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{pending} records still had no final outcome after {timeout:?}")]
+#[non_exhaustive]
+pub struct FlushTimeout {
+    /// The deadline that passed.
+    pub timeout: Duration,
+    /// Records of the producer (any clone) without a final outcome when the
+    /// deadline passed; the producer still holds and delivers them.
+    pub pending: usize,
+}
+
+/// Runs `f` until `token` (if any) is cancelled; `None` if the token won.
+async fn until<F: std::future::Future>(
+    token: Option<&CancellationToken>,
+    f: F,
+) -> Option<F::Output> {
+    match token {
+        None => Some(f.await),
+        Some(token) => tokio::select! {
+            biased;
+            () = token.cancelled() => None,
+            v = f => Some(v),
+        },
     }
 }
 

@@ -1,19 +1,36 @@
-//! The sender task: drains ready batches, groups them per leader into Produce
-//! requests, and settles each record's outcome.
+//! The sender task: gets the idempotent producer's id and epoch, drains ready
+//! batches, groups them per leader into Produce requests, and settles each record's
+//! outcome.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use baton_protocol::messages::{
-    PartitionProduceData, ProduceRequest, ProduceResponse, TopicProduceData,
+    InitProducerIdRequest, PartitionProduceData, PartitionProduceResponse, ProduceRequest,
+    ProduceResponse, TopicProduceData,
 };
 use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
-use super::accumulator::Batch;
-use super::{Acks, AttemptError, ProduceError, RecordMetadata, Shared};
+use super::accumulator::{add_sequence, Batch, Pending, ProducerIdentity};
+use super::{Acks, AttemptError, ProduceError, ProducerRecord, RecordMetadata, Shared};
 use crate::client::ClientError;
+use crate::connection::{Connection, ConnectionError};
+use crate::pool::PoolKey;
+
+/// A partition's leader as a Produce response named it (KIP-951), used until
+/// metadata catches up with its epoch.
+#[derive(Debug, Clone)]
+pub(crate) struct LeaderHint {
+    leader: i32,
+    leader_epoch: i32,
+    /// The leader's address if the response carried its endpoint.
+    addr: Option<String>,
+}
+
+/// Leader hints by partition.
+pub(crate) type LeaderHints = HashMap<(Arc<str>, i32), LeaderHint>;
 
 /// Runs until the producer is closed and holds no more records.
 pub(crate) async fn run(shared: Arc<Shared>) {
@@ -22,22 +39,71 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         let notified = shared.wake.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let (ready, expired, next, done) = {
-            let mut acc = shared.lock();
-            let (ready, expired, next) = acc.drain(Instant::now(), cfg.linger, cfg.batch_size);
-            let done = acc.closed && acc.is_idle() && ready.is_empty();
-            (ready, expired, next, done)
+        let need_init = {
+            let acc = shared.lock();
+            acc.idem.needs_init(Instant::now()) && acc.has_queued()
         };
-        for batch in expired {
+        if need_init {
+            init_identity(&shared).await;
+        }
+        let (drained, done, init_at) = {
+            let mut acc = shared.lock();
+            let drained = acc.drain(
+                Instant::now(),
+                cfg.linger,
+                cfg.batch_size,
+                cfg.max_in_flight,
+            );
+            let done = acc.closed && acc.is_idle() && drained.ready.is_empty();
+            let idem = &acc.idem;
+            let waiting = idem.enabled
+                && idem.unsupported.is_none()
+                && (idem.current.is_none() || idem.bump_requested)
+                && acc.has_queued();
+            let init_at = if waiting {
+                Some(idem.retry_at.unwrap_or_else(Instant::now))
+            } else {
+                None
+            };
+            (drained, done, init_at)
+        };
+        for batch in drained.expired {
             fail_expired(&shared, batch);
+        }
+        for batch in drained.reset {
+            let cause = batch.last_error.clone().unwrap_or(AttemptError::Broker {
+                code: ErrorCode::RequestTimedOut,
+                message: Some(
+                    "an earlier batch of the partition timed out after it was sent".into(),
+                ),
+            });
+            fail_reset(&shared, batch, &cause);
+        }
+        if !drained.unsupported.is_empty() {
+            let source = shared
+                .lock()
+                .idem
+                .unsupported
+                .clone()
+                .expect("set before batches are failed for it");
+            for batch in drained.unsupported {
+                fail_records(batch, |record| ProduceError::IdempotenceUnsupported {
+                    source: source.clone(),
+                    record,
+                });
+            }
         }
         if done {
             return;
         }
-        if !ready.is_empty() {
-            dispatch(&shared, ready).await;
+        if !drained.ready.is_empty() {
+            dispatch(&shared, drained.ready).await;
             continue;
         }
+        let next = match (drained.next, init_at) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match next {
             Some(at) => {
                 tokio::select! {
@@ -50,69 +116,436 @@ pub(crate) async fn run(shared: Arc<Shared>) {
     }
 }
 
-/// Fails every record of a batch whose delivery deadline passed.
-fn fail_expired(shared: &Shared, batch: Batch) {
-    let Batch {
-        topic,
-        partition,
-        records,
-        attempts,
-        last_error,
-        ..
-    } = batch;
-    for p in records {
-        let _ = p.tx.send(Err(ProduceError::DeliveryTimeout {
-            topic: topic.to_string(),
-            partition,
-            timeout: shared.config.delivery_timeout,
-            attempts,
-            last_error: last_error.clone().map(Box::new),
-            record: Box::new(p.record),
-        }));
+/// Why InitProducerId did not give an identity.
+enum InitError {
+    /// The cluster does not offer it (or no version this client speaks).
+    Unsupported(ConnectionError),
+    /// Worth trying again after a backoff.
+    Retry(String),
+}
+
+/// Asks for a producer id (or, after a broken sequence, a new epoch) and installs
+/// it; on failure schedules the next attempt.
+async fn init_identity(shared: &Arc<Shared>) {
+    let (current, bump) = {
+        let acc = shared.lock();
+        (acc.idem.current, acc.idem.bump_requested)
+    };
+    let result = match current {
+        // An idempotent (non-transactional) producer bumps its own epoch, as the
+        // Java client does: partitions accept a newer epoch that starts again at
+        // sequence 0 (KIP-360). Only an exhausted epoch needs a new producer id.
+        Some(c) if bump && c.epoch < i16::MAX => Ok(ProducerIdentity {
+            id: c.id,
+            epoch: c.epoch + 1,
+        }),
+        _ => request_identity(shared, None).await,
+    };
+    let mut acc = shared.lock();
+    match result {
+        Ok(identity) => {
+            tracing::debug!(
+                producer_id = identity.id,
+                epoch = identity.epoch,
+                "producer identity"
+            );
+            acc.idem.current = Some(identity);
+            acc.idem.bump_requested = false;
+            acc.idem.failures = 0;
+            acc.idem.retry_at = None;
+        }
+        Err(InitError::Unsupported(e)) => {
+            tracing::warn!(error = %e, "the cluster does not support idempotent producers");
+            acc.idem.unsupported = Some(e);
+        }
+        Err(InitError::Retry(e)) => {
+            acc.idem.failures += 1;
+            let backoff = backoff(&shared.config, acc.idem.failures);
+            tracing::debug!(error = %e, ?backoff, "InitProducerId failed; retrying");
+            acc.idem.retry_at = Some(Instant::now() + backoff);
+        }
     }
 }
 
-/// Finds each batch's leader and starts one request task per leader (more if the
-/// batches exceed `max_request_size` together).
-async fn dispatch(shared: &Arc<Shared>, ready: Vec<Batch>) {
-    let mut groups: BTreeMap<i32, Vec<(Batch, u64)>> = BTreeMap::new();
-    for batch in ready {
-        match shared
+/// One InitProducerId round trip to some broker. With `current`, asks to bump that
+/// identity's epoch (KIP-360, v3+); a broker that refuses gets a plain request for a
+/// new id.
+async fn request_identity(
+    shared: &Shared,
+    current: Option<ProducerIdentity>,
+) -> Result<ProducerIdentity, InitError> {
+    let client = &shared.client.inner;
+    let (meta, _) = client.metadata.snapshot();
+    let mut nodes: Vec<i32> = meta.brokers.keys().copied().collect();
+    // Prefer a broker we already talk to.
+    nodes.sort_by_key(|id| client.pool.existing(&PoolKey::Node(*id)).is_none());
+    let mut last = "no broker known".to_string();
+    for node in nodes {
+        let conn = match client.node_connection(node).await {
+            Ok(c) => c,
+            Err(e) => {
+                last = e.to_string();
+                continue;
+            }
+        };
+        let version = match conn.version_for::<InitProducerIdRequest>() {
+            Ok(v) => v,
+            Err(e) => return Err(InitError::Unsupported(e)),
+        };
+        let mut ask = current.filter(|_| version >= 3);
+        loop {
+            match init_once(&conn, shared, ask).await {
+                Ok(identity) => return Ok(identity),
+                Err(InitAttempt::Refused(code)) if ask.is_some() => {
+                    tracing::debug!(%code, "epoch bump refused; asking for a new producer id");
+                    ask = None;
+                }
+                Err(InitAttempt::Refused(code)) => {
+                    last = format!("InitProducerId answered {code}");
+                    break;
+                }
+                Err(InitAttempt::Failed(e)) => {
+                    last = e;
+                    client.metadata.invalidate(client.metadata.snapshot().1);
+                    break;
+                }
+            }
+        }
+    }
+    Err(InitError::Retry(last))
+}
+
+enum InitAttempt {
+    /// The broker answered with a non-retriable error code.
+    Refused(ErrorCode),
+    /// The request failed or the error is retriable.
+    Failed(String),
+}
+
+async fn init_once(
+    conn: &Connection,
+    shared: &Shared,
+    current: Option<ProducerIdentity>,
+) -> Result<ProducerIdentity, InitAttempt> {
+    let req = InitProducerIdRequest {
+        transactional_id: None,
+        transaction_timeout_ms: 60_000,
+        producer_id: current.map_or(-1, |c| c.id),
+        producer_epoch: current.map_or(-1, |c| c.epoch),
+    };
+    let resp = conn
+        .send_with_timeout(&req, shared.config.request_timeout)
+        .await
+        .map_err(|e| InitAttempt::Failed(e.to_string()))?;
+    let code = ErrorCode::from_code(resp.error_code);
+    if code.is_ok() && resp.producer_id >= 0 {
+        Ok(ProducerIdentity {
+            id: resp.producer_id,
+            epoch: resp.producer_epoch,
+        })
+    } else if code.is_retriable() || code.is_ok() {
+        Err(InitAttempt::Failed(format!(
+            "InitProducerId answered {code}"
+        )))
+    } else {
+        Err(InitAttempt::Refused(code))
+    }
+}
+
+/// The wait before attempt `attempts + 1`: `retry_backoff` doubling up to the max.
+fn backoff(cfg: &super::ProducerConfig, attempts: u32) -> Duration {
+    let shift = attempts.saturating_sub(1).min(10);
+    (cfg.retry_backoff * (1u32 << shift)).min(cfg.retry_backoff_max)
+}
+
+/// Fails every record of `batch`, building each error with `make`.
+fn fail_records(batch: Batch, make: impl Fn(Box<ProducerRecord>) -> ProduceError) {
+    let Batch { records, done, .. } = batch;
+    for p in records {
+        let Pending { record, tx, .. } = p;
+        let _ = tx.send(Err(make(Box::new(record))));
+    }
+    drop(done);
+}
+
+/// Fails every record of a batch whose delivery deadline passed.
+fn fail_expired(shared: &Shared, batch: Batch) {
+    let topic = batch.topic.to_string();
+    let partition = batch.partition;
+    let attempts = batch.attempts;
+    let last_error = batch.last_error.clone().map(Box::new);
+    let timeout = shared.config.delivery_timeout;
+    fail_records(batch, |record| ProduceError::DeliveryTimeout {
+        topic: topic.clone(),
+        partition,
+        timeout,
+        attempts,
+        last_error: last_error.clone(),
+        record,
+    });
+}
+
+/// Fails every record of a batch whose partition's sequence broke.
+fn fail_reset(_shared: &Shared, batch: Batch, cause: &AttemptError) {
+    let topic = batch.topic.to_string();
+    let partition = batch.partition;
+    fail_records(batch, |record| ProduceError::IdempotenceReset {
+        topic: topic.clone(),
+        partition,
+        cause: Box::new(cause.clone()),
+        record,
+    });
+}
+
+/// Where to send a batch: the leader and how to reach it.
+struct Route {
+    leader: i32,
+    /// The metadata generation the leader came from (None: a KIP-951 hint).
+    generation: Option<u64>,
+    /// An address from a hint, if metadata may not know the broker yet.
+    addr: Option<String>,
+}
+
+/// The leader of `batch`'s partition: a KIP-951 hint newer than metadata, else
+/// metadata's.
+async fn route(shared: &Shared, topic: &Arc<str>, partition: i32) -> Result<Route, ClientError> {
+    let key = (topic.clone(), partition);
+    let hint = shared
+        .leader_hints
+        .lock()
+        .expect("hint lock poisoned")
+        .get(&key)
+        .cloned();
+    let looked_up = shared.client.inner.leader(topic, partition).await;
+    if let Some(hint) = hint {
+        let meta_epoch = shared
             .client
             .inner
-            .leader(&batch.topic, batch.partition)
-            .await
-        {
-            Ok((leader, generation)) => groups.entry(leader).or_default().push((batch, generation)),
+            .metadata
+            .snapshot()
+            .0
+            .topic(topic)
+            .and_then(|t| t.partition(partition))
+            .map_or(-1, |p| p.leader_epoch);
+        if hint.leader_epoch > meta_epoch || looked_up.is_err() {
+            return Ok(Route {
+                leader: hint.leader,
+                generation: None,
+                addr: hint.addr,
+            });
+        }
+        shared
+            .leader_hints
+            .lock()
+            .expect("hint lock poisoned")
+            .remove(&key);
+    }
+    let (leader, generation) = looked_up?;
+    Ok(Route {
+        leader,
+        generation: Some(generation),
+        addr: None,
+    })
+}
+
+/// An in-flight batch and how it was routed.
+type Routed = (Batch, Option<u64>);
+
+/// A Produce request's outcome: the response, none for `acks=0`, or the failure.
+type Sent = Result<Option<ProduceResponse>, ClientError>;
+
+/// A Produce request on its way: its batches and the exchange, which may already
+/// have finished at its first poll.
+struct Exchange {
+    batches: Vec<Routed>,
+    state: ExchangeState,
+}
+
+enum ExchangeState {
+    Running(std::pin::Pin<Box<dyn std::future::Future<Output = Sent> + Send>>),
+    Done(Sent),
+}
+
+/// Finds each batch's leader and sends the batches in Produce requests, one per
+/// leader (more if they exceed `max_request_size` together, or hold several
+/// batches of one partition: a request carries at most one batch per partition).
+///
+/// Requests to a leader with a live connection are put on the wire here, in
+/// order, before this returns, so batches of one partition reach the broker in
+/// sequence order; their responses are awaited in a spawned task.
+async fn dispatch(shared: &Arc<Shared>, ready: Vec<Batch>) {
+    let mut groups: BTreeMap<i32, (Option<String>, Vec<Routed>)> = BTreeMap::new();
+    for batch in ready {
+        match route(shared, &batch.topic, batch.partition).await {
+            Ok(r) => {
+                let group = groups.entry(r.leader).or_default();
+                if r.addr.is_some() {
+                    group.0 = r.addr;
+                }
+                group.1.push((batch, r.generation));
+            }
             Err(e) => settle_failure(shared, batch, None, AttemptError::Client(e)),
         }
     }
-    for (leader, batches) in groups {
-        let mut chunk = Vec::new();
-        let mut size = 0;
-        for (mut batch, generation) in batches {
-            let len = batch
-                .encoded(shared.config.compression, shared.config.compression_level)
-                .len();
-            if !chunk.is_empty() && size + len > shared.config.max_request_size {
-                tokio::spawn(send_request(
-                    shared.clone(),
-                    leader,
-                    std::mem::take(&mut chunk),
-                ));
-                size = 0;
+    for (leader, (addr, batches)) in groups {
+        let requests = split_requests(shared, batches);
+        let existing = shared
+            .client
+            .inner
+            .pool
+            .existing(&PoolKey::Node(leader))
+            .filter(|c| addr.as_deref().map_or(true, |a| a == c.addr()));
+        match existing {
+            Some(conn) => {
+                let exchanges = start(shared, &conn, requests).await;
+                tokio::spawn(finish(shared.clone(), exchanges));
             }
-            size += len;
-            chunk.push((batch, generation));
-        }
-        if !chunk.is_empty() {
-            tokio::spawn(send_request(shared.clone(), leader, chunk));
+            None => {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    match leader_connection(&shared, leader, addr).await {
+                        Ok(conn) => {
+                            let exchanges = start(&shared, &conn, requests).await;
+                            finish(shared, exchanges).await;
+                        }
+                        Err(e) => {
+                            for (batch, generation) in requests.into_iter().flatten() {
+                                forget_hint(&shared, &batch, generation);
+                                settle_failure(
+                                    &shared,
+                                    batch,
+                                    generation,
+                                    AttemptError::Client(e.clone()),
+                                );
+                            }
+                        }
+                    }
+                });
+            }
         }
     }
 }
 
-/// Sends one Produce request with `batches` to `leader` and settles each batch.
-async fn send_request(shared: Arc<Shared>, leader: i32, mut batches: Vec<(Batch, u64)>) {
+/// Splits one leader's batches into requests: at most one batch per partition
+/// each (the first batches first), within `max_request_size` where possible.
+fn split_requests(shared: &Shared, batches: Vec<Routed>) -> Vec<Vec<Routed>> {
+    let mut requests: Vec<(Vec<Routed>, usize)> = Vec::new();
+    for (mut batch, generation) in batches {
+        let len = batch
+            .encoded(shared.config.compression, shared.config.compression_level)
+            .len();
+        let fits = requests.iter().position(|(req, size)| {
+            !req.iter()
+                .any(|(b, _)| b.topic == batch.topic && b.partition == batch.partition)
+                && size + len <= shared.config.max_request_size
+        });
+        // A later request never takes a batch of a partition that is in an earlier
+        // one after it (keeps the per-partition order across requests).
+        let last_with_partition = requests.iter().rposition(|(req, _)| {
+            req.iter()
+                .any(|(b, _)| b.topic == batch.topic && b.partition == batch.partition)
+        });
+        match fits.filter(|&i| last_with_partition.map_or(true, |l| i > l)) {
+            Some(i) => {
+                requests[i].1 += len;
+                requests[i].0.push((batch, generation));
+            }
+            None => requests.push((vec![(batch, generation)], len)),
+        }
+    }
+    requests.into_iter().map(|(r, _)| r).collect()
+}
+
+/// Builds each request and polls its exchange once, in order: that puts its frame
+/// in the connection's write queue (FIFO) before the next request's.
+async fn start(
+    shared: &Arc<Shared>,
+    conn: &Connection,
+    requests: Vec<Vec<Routed>>,
+) -> Vec<Exchange> {
+    let cfg = &shared.config;
+    let mut out = Vec::with_capacity(requests.len());
+    for mut batches in requests {
+        let req = build_request(shared, &mut batches);
+        let conn = conn.clone();
+        let acks = cfg.acks;
+        // A little longer than the broker's own timeout, so that the broker's
+        // REQUEST_TIMED_OUT answer wins the race when it comes.
+        let timeout = cfg.request_timeout + Duration::from_secs(1);
+        let mut fut: std::pin::Pin<Box<dyn std::future::Future<Output = Sent> + Send>> =
+            Box::pin(async move {
+                if acks == Acks::None {
+                    conn.send_no_response(&req).await?;
+                    Ok(None)
+                } else {
+                    Ok(Some(conn.send_with_timeout(&req, timeout).await?))
+                }
+            });
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
+        let state = match first {
+            std::task::Poll::Ready(sent) => ExchangeState::Done(sent),
+            std::task::Poll::Pending => ExchangeState::Running(fut),
+        };
+        out.push(Exchange { batches, state });
+    }
+    out
+}
+
+/// Awaits each exchange's outcome and settles its batches.
+async fn finish(shared: Arc<Shared>, exchanges: Vec<Exchange>) {
+    for ex in exchanges {
+        let sent = match ex.state {
+            ExchangeState::Done(sent) => sent,
+            ExchangeState::Running(fut) => fut.await,
+        };
+        settle_response(&shared, ex.batches, sent);
+    }
+}
+
+/// A connection to `leader`, through a hint's address when metadata lacks it.
+async fn leader_connection(
+    shared: &Shared,
+    leader: i32,
+    addr: Option<String>,
+) -> Result<Connection, ClientError> {
+    let client = &shared.client.inner;
+    let known = client.metadata.snapshot().0.broker(leader).is_some();
+    match addr {
+        Some(addr) if !known => Ok(client.pool.get(PoolKey::Node(leader), &addr).await?),
+        _ => client.node_connection(leader).await,
+    }
+}
+
+/// Records a KIP-951 hint from a NOT_LEADER_OR_FOLLOWER answer; true if there was
+/// one.
+fn take_hint(
+    shared: &Shared,
+    topic: &Arc<str>,
+    p: &PartitionProduceResponse,
+    resp_endpoints: &HashMap<i32, String>,
+) -> bool {
+    let hint = &p.current_leader;
+    if hint.leader_id < 0 || hint.leader_epoch < 0 {
+        return false;
+    }
+    tracing::debug!(%topic, partition = p.index, leader = hint.leader_id, epoch = hint.leader_epoch, "leader hint");
+    shared
+        .leader_hints
+        .lock()
+        .expect("hint lock poisoned")
+        .insert(
+            (topic.clone(), p.index),
+            LeaderHint {
+                leader: hint.leader_id,
+                leader_epoch: hint.leader_epoch,
+                addr: resp_endpoints.get(&hint.leader_id).cloned(),
+            },
+        );
+    true
+}
+
+/// The Produce request for `batches`, counting an attempt for each.
+fn build_request(shared: &Shared, batches: &mut [Routed]) -> ProduceRequest {
     let cfg = &shared.config;
     let mut topics: BTreeMap<Arc<str>, Vec<PartitionProduceData>> = BTreeMap::new();
     for (batch, _) in batches.iter_mut() {
@@ -127,7 +560,7 @@ async fn send_request(shared: Arc<Shared>, leader: i32, mut batches: Vec<(Batch,
                 records: Some(records),
             });
     }
-    let req = ProduceRequest {
+    ProduceRequest {
         transactional_id: None,
         acks: cfg.acks.wire(),
         timeout_ms: cfg.request_timeout.as_millis().min(i32::MAX as u128) as i32,
@@ -138,37 +571,36 @@ async fn send_request(shared: Arc<Shared>, leader: i32, mut batches: Vec<(Batch,
                 partition_data,
             })
             .collect(),
-    };
-    let result: Result<Option<ProduceResponse>, ClientError> = async {
-        let conn = shared.client.inner.node_connection(leader).await?;
-        if cfg.acks == Acks::None {
-            conn.send_no_response(&req).await?;
-            Ok(None)
-        } else {
-            // A little longer than the broker's own timeout, so that the broker's
-            // REQUEST_TIMED_OUT answer wins the race when it comes.
-            let timeout = cfg.request_timeout + Duration::from_secs(1);
-            Ok(Some(conn.send_with_timeout(&req, timeout).await?))
-        }
     }
-    .await;
+}
+
+/// Settles every batch of one Produce request from its outcome.
+fn settle_response(shared: &Shared, batches: Vec<Routed>, result: Sent) {
     match result {
         Err(e) => {
             for (batch, generation) in batches {
-                settle_failure(
-                    &shared,
-                    batch,
-                    Some(generation),
-                    AttemptError::Client(e.clone()),
-                );
+                forget_hint(shared, &batch, generation);
+                settle_failure(shared, batch, generation, AttemptError::Client(e.clone()));
             }
         }
         Ok(None) => {
             for (batch, _) in batches {
-                settle_success(&shared, batch, -1, -1);
+                settle_success(shared, batch, -1, -1);
             }
         }
         Ok(Some(resp)) => {
+            let endpoints: HashMap<i32, String> = resp
+                .node_endpoints
+                .iter()
+                .map(|e| {
+                    let host = if e.host.contains(':') && !e.host.starts_with('[') {
+                        format!("[{}]", e.host)
+                    } else {
+                        e.host.clone()
+                    };
+                    (e.node_id, format!("{host}:{}", e.port))
+                })
+                .collect();
             let mut by_partition = HashMap::new();
             for t in resp.responses {
                 for p in t.partition_responses {
@@ -176,38 +608,64 @@ async fn send_request(shared: Arc<Shared>, leader: i32, mut batches: Vec<(Batch,
                 }
             }
             for (batch, generation) in batches {
-                match by_partition.remove(&(batch.topic.to_string(), batch.partition)) {
-                    None => settle_failure(
-                        &shared,
+                let Some(p) = by_partition.remove(&(batch.topic.to_string(), batch.partition))
+                else {
+                    settle_failure(
+                        shared,
                         batch,
-                        Some(generation),
+                        generation,
                         AttemptError::Broker {
                             code: ErrorCode::NetworkException,
                             message: Some("partition missing from the Produce response".into()),
                         },
-                    ),
-                    Some(p) if p.error_code == 0 => {
-                        settle_success(&shared, batch, p.base_offset, p.log_append_time_ms)
+                    );
+                    continue;
+                };
+                let code = ErrorCode::from_code(p.error_code);
+                if code.is_ok() {
+                    settle_success(shared, batch, p.base_offset, p.log_append_time_ms);
+                } else if code == ErrorCode::DuplicateSequenceNumber && batch.stamp.is_some() {
+                    // The broker has this batch already but no longer knows where.
+                    settle_success(shared, batch, -1, -1);
+                } else {
+                    let hinted = code == ErrorCode::NotLeaderOrFollower
+                        && take_hint(shared, &batch.topic, &p, &endpoints);
+                    if !hinted {
+                        forget_hint(shared, &batch, generation);
                     }
-                    Some(p) => settle_failure(
-                        &shared,
-                        batch,
-                        Some(generation),
-                        AttemptError::Broker {
-                            code: ErrorCode::from_code(p.error_code),
-                            message: p.error_message,
-                        },
-                    ),
+                    let error = AttemptError::Broker {
+                        code,
+                        message: p.error_message,
+                    };
+                    if hinted {
+                        // The new leader is known: retry at once, no metadata refresh.
+                        settle_failure_with(shared, batch, None, error, Some(Duration::ZERO));
+                    } else {
+                        settle_failure(shared, batch, generation, error);
+                    }
                 }
             }
         }
     }
 }
 
-/// Reports every record of a delivered batch, then frees its partition.
+/// Drops the hint that routed `batch` (it led to a failure).
+fn forget_hint(shared: &Shared, batch: &Batch, generation: Option<u64>) {
+    if generation.is_none() {
+        shared
+            .leader_hints
+            .lock()
+            .expect("hint lock poisoned")
+            .remove(&(batch.topic.clone(), batch.partition));
+    }
+}
+
+/// Reports every record of a delivered batch, then frees its slot in flight.
 fn settle_success(shared: &Shared, batch: Batch, base_offset: i64, log_append_time: i64) {
     let topic = batch.topic.clone();
     let partition = batch.partition;
+    let id = batch.id;
+    let acked = batch.stamp.map(|s| (s, batch.count()));
     let Batch { records, done, .. } = batch;
     for (i, p) in records.into_iter().enumerate() {
         let offset = if base_offset >= 0 {
@@ -229,49 +687,124 @@ fn settle_success(shared: &Shared, batch: Batch, base_offset: i64, log_append_ti
         }));
     }
     drop(done);
-    shared.lock().finish_attempt(&topic, partition, None);
+    shared
+        .lock()
+        .finish_attempt(&topic, partition, id, acked, None);
     shared.wake.notify_one();
 }
 
-/// A failed attempt: retriable errors put the batch back at the front of its queue
-/// after a backoff (the sender expires it at its deadline); others fail its records.
-fn settle_failure(shared: &Shared, mut batch: Batch, generation: Option<u64>, error: AttemptError) {
+/// A failed attempt, with the usual backoff.
+fn settle_failure(shared: &Shared, batch: Batch, generation: Option<u64>, error: AttemptError) {
+    settle_failure_with(shared, batch, generation, error, None);
+}
+
+/// What to do with a batch whose attempt failed.
+enum Verdict {
+    /// Put it back into its queue and send it again (after `backoff`).
+    Retry,
+    /// Fail its records with the error.
+    Fail,
+    /// Its partition's sequence broke: fail it and the partition's other
+    /// sent-but-unacknowledged batches with [`ProduceError::IdempotenceReset`].
+    Reset,
+    /// Fail it with the error and break its partition's sequence (a rejected
+    /// batch leaves a gap behind it).
+    FailAndReset,
+    /// Its sequence already broke: fail it with [`ProduceError::IdempotenceReset`].
+    Stale,
+}
+
+/// A failed attempt: retriable errors put the batch back into its queue after a
+/// backoff (or `backoff_override`; the sender expires it at its deadline);
+/// sequence errors reset the partition's sequence; others fail its records.
+fn settle_failure_with(
+    shared: &Shared,
+    mut batch: Batch,
+    generation: Option<u64>,
+    error: AttemptError,
+    backoff_override: Option<Duration>,
+) {
     let topic = batch.topic.clone();
     let partition = batch.partition;
-    if error.is_retriable() {
+    let id = batch.id;
+    let code = match &error {
+        AttemptError::Broker { code, .. } => Some(*code),
+        AttemptError::Client(_) => None,
+    };
+    let mut acc = shared.lock();
+    let verdict = match batch.stamp {
+        None if error.is_retriable() => Verdict::Retry,
+        None => Verdict::Fail,
+        Some(stamp) => {
+            let seq = acc.seq(&topic, partition);
+            let stale = seq.fenced || seq.identity != Some(stamp.identity);
+            let expected = add_sequence(seq.last_acked, 1);
+            match code {
+                _ if stale => Verdict::Stale,
+                // An earlier batch failed and this one ran into the gap it left:
+                // resend in order once the earlier one is through.
+                Some(ErrorCode::OutOfOrderSequenceNumber) if stamp.base_sequence != expected => {
+                    Verdict::Retry
+                }
+                Some(
+                    ErrorCode::OutOfOrderSequenceNumber
+                    | ErrorCode::UnknownProducerId
+                    | ErrorCode::InvalidProducerEpoch
+                    | ErrorCode::ProducerFenced,
+                ) => Verdict::Reset,
+                _ if error.is_retriable() => Verdict::Retry,
+                _ => Verdict::FailAndReset,
+            }
+        }
+    };
+    let mut purged = Vec::new();
+    if matches!(verdict, Verdict::Reset | Verdict::FailAndReset) {
+        let identity = batch.stamp.expect("stamped").identity;
+        tracing::warn!(%topic, partition, %error, "idempotent sequence broken; bumping the epoch");
+        purged = acc.fence(&topic, partition, identity);
+    }
+    if let Verdict::Retry = verdict {
         tracing::debug!(%topic, partition, attempts = batch.attempts, %error, "retrying batch");
         if let Some(g) = generation {
-            shared.client.inner.metadata.invalidate(g);
+            if !matches!(code, Some(ErrorCode::OutOfOrderSequenceNumber)) {
+                shared.client.inner.metadata.invalidate(g);
+            }
         }
-        let shift = batch.attempts.saturating_sub(1).min(10);
-        let backoff =
-            (shared.config.retry_backoff * (1u32 << shift)).min(shared.config.retry_backoff_max);
-        batch.retry_at = Some(Instant::now() + backoff);
+        let wait = backoff_override.unwrap_or_else(|| backoff(&shared.config, batch.attempts));
+        batch.retry_at = Some(Instant::now() + wait);
         batch.last_error = Some(error);
-        shared.lock().finish_attempt(&topic, partition, Some(batch));
-    } else {
-        let Batch { records, done, .. } = batch;
-        for p in records {
-            let record = Box::new(p.record);
-            let e = match &error {
+        acc.finish_attempt(&topic, partition, id, None, Some(batch));
+        drop(acc);
+        shared.wake.notify_one();
+        return;
+    }
+    drop(acc);
+    match verdict {
+        Verdict::Fail | Verdict::FailAndReset => {
+            let topic_s = topic.to_string();
+            fail_records(batch, |record| match &error {
                 AttemptError::Client(source) => ProduceError::Client {
-                    topic: topic.to_string(),
+                    topic: topic_s.clone(),
                     partition: Some(partition),
                     source: source.clone(),
                     record,
                 },
                 AttemptError::Broker { code, message } => ProduceError::Rejected {
-                    topic: topic.to_string(),
+                    topic: topic_s.clone(),
                     partition,
                     code: *code,
                     message: message.clone(),
                     record,
                 },
-            };
-            let _ = p.tx.send(Err(e));
+            });
         }
-        drop(done);
-        shared.lock().finish_attempt(&topic, partition, None);
+        _ => fail_reset(shared, batch, &error),
     }
+    for b in purged {
+        fail_reset(shared, b, &error);
+    }
+    shared
+        .lock()
+        .finish_attempt(&topic, partition, id, None, None);
     shared.wake.notify_one();
 }

@@ -1,0 +1,349 @@
+//! The idempotent producer (the default) against the in-process broker: when the
+//! broker writes a batch and the response is lost, the retry is deduplicated and
+//! every record appears once, in order, with the offsets the producer reported.
+//!
+//! As in `client_compression.rs`, the broker listens on 127.0.0.2 and advertises
+//! 127.0.0.1 on the same port, where a proxy forwards every connection; it can
+//! forward a Produce request, read the broker's response and then close the
+//! connection instead of answering (the batch is written, the client never hears).
+
+mod client_util;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton::{Acks, Client, Consumer, Producer, ProducerConfigError, ProducerRecord, StartOffset};
+use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_protocol::messages::ProduceRequest;
+use baton_protocol::primitives::Decoder;
+use baton_protocol::record::RecordBatch;
+use baton_protocol::{Message, Request, RequestHeader};
+use bytes::Bytes;
+use client_util::{create_topic, seed, Rng};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// What the proxy saw of one Produce request's batch.
+#[derive(Debug, Clone)]
+struct SeenBatch {
+    request: usize,
+    partition: i32,
+    producer_id: i64,
+    base_sequence: i32,
+    records: i32,
+}
+
+#[derive(Debug, Default)]
+struct ProxyState {
+    batches: Vec<SeenBatch>,
+    produce_requests: usize,
+    /// Produce requests (by number) whose response is lost after the broker
+    /// answered.
+    lose_responses: Vec<usize>,
+}
+
+struct Setup {
+    broker: BrokerHandle,
+    state: Arc<Mutex<ProxyState>>,
+    client: Client,
+    proxy: tokio::task::JoinHandle<()>,
+}
+
+impl Setup {
+    async fn start(lose_responses: Vec<usize>) -> Setup {
+        let listen: SocketAddr = "127.0.0.2:0".parse().unwrap();
+        let broker = Broker::start(
+            BrokerConfig::in_memory()
+                .with_listen(listen)
+                .with_advertised_host("127.0.0.1"),
+        )
+        .await
+        .expect("broker starts on 127.0.0.2");
+        let upstream = broker.local_addr();
+        let proxy_addr = SocketAddr::new("127.0.0.1".parse().unwrap(), upstream.port());
+        let listener = TcpListener::bind(proxy_addr)
+            .await
+            .expect("proxy binds the broker's port on 127.0.0.1");
+        let state = Arc::new(Mutex::new(ProxyState {
+            lose_responses,
+            ..ProxyState::default()
+        }));
+        let proxy = tokio::spawn(run_proxy(listener, upstream, state.clone()));
+        let client = Client::builder([proxy_addr.to_string()])
+            .client_id("baton-idempotence-tests")
+            .request_timeout(Duration::from_secs(10))
+            .build()
+            .await
+            .expect("client connects through the proxy");
+        Setup {
+            broker,
+            state,
+            client,
+            proxy,
+        }
+    }
+
+    fn batches(&self) -> Vec<SeenBatch> {
+        self.state.lock().unwrap().batches.clone()
+    }
+
+    async fn shutdown(self) {
+        self.proxy.abort();
+        self.broker.shutdown().await;
+    }
+}
+
+async fn run_proxy(listener: TcpListener, upstream: SocketAddr, state: Arc<Mutex<ProxyState>>) {
+    loop {
+        let Ok((client, _)) = listener.accept().await else {
+            return;
+        };
+        let state = state.clone();
+        tokio::spawn(async move {
+            if let Ok(broker) = TcpStream::connect(upstream).await {
+                let _ = relay(client, broker, state).await;
+            }
+        });
+    }
+}
+
+async fn read_frame(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let len = s.read_u32().await? as usize;
+    let mut frame = vec![0; len];
+    s.read_exact(&mut frame).await?;
+    Ok(frame)
+}
+
+async fn write_frame(s: &mut TcpStream, frame: &[u8]) -> std::io::Result<()> {
+    s.write_u32(frame.len() as u32).await?;
+    s.write_all(frame).await
+}
+
+/// Relays one connection in lock step, noting each Produce batch's producer id and
+/// sequence, and losing the chosen responses.
+async fn relay(
+    mut client: TcpStream,
+    mut broker: TcpStream,
+    state: Arc<Mutex<ProxyState>>,
+) -> std::io::Result<()> {
+    loop {
+        let request = read_frame(&mut client).await?;
+        let (api_key, version, _) = RequestHeader::peek(&request).expect("request header");
+        let mut lose = false;
+        if api_key == ProduceRequest::API_KEY {
+            let mut d = Decoder::new(Bytes::from(request.clone()));
+            RequestHeader::decode(&mut d, ProduceRequest::request_header_version(version))
+                .expect("produce header");
+            let produce =
+                ProduceRequest::decode_body(d.take_rest(), version).expect("produce body");
+            let mut st = state.lock().unwrap();
+            let n = st.produce_requests;
+            st.produce_requests += 1;
+            lose = st.lose_responses.contains(&n);
+            for topic in produce.topic_data {
+                for p in topic.partition_data {
+                    let batch = RecordBatch::parse(p.records.unwrap_or_default()).expect("batch");
+                    st.batches.push(SeenBatch {
+                        request: n,
+                        partition: p.index,
+                        producer_id: batch.producer_id(),
+                        base_sequence: batch.base_sequence(),
+                        records: batch.record_count(),
+                    });
+                }
+            }
+        }
+        write_frame(&mut broker, &request).await?;
+        let response = read_frame(&mut broker).await?;
+        if lose {
+            // The broker wrote the batch; the client never hears of it.
+            return Ok(());
+        }
+        write_frame(&mut client, &response).await?;
+    }
+}
+
+/// Consumes `count` records of `partitions` from the start (then checks for none
+/// more).
+async fn consume(
+    client: &Client,
+    topic: &str,
+    partitions: i32,
+    count: usize,
+    seed: u64,
+) -> Vec<baton::ConsumerRecord> {
+    let mut builder = Consumer::builder(client);
+    for p in 0..partitions {
+        builder = builder.assign(topic.to_string(), p, StartOffset::Earliest);
+    }
+    let mut consumer = builder.build().await.unwrap();
+    let mut out = Vec::with_capacity(count);
+    while out.len() < count {
+        let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+            .await
+            .unwrap_or_else(|_| panic!("seed {seed}: stalled after {} records", out.len()))
+            .unwrap_or_else(|e| panic!("seed {seed}: consumer error: {e}"));
+        out.push(r);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_response_is_retried_and_deduplicated() {
+    let setup = Setup::start(vec![0]).await;
+    let topic = create_topic(&setup.client, "idem-lost", 1).await;
+    let producer = Producer::builder(&setup.client)
+        .linger(Duration::from_millis(20))
+        .retry_backoff(Duration::from_millis(20))
+        .build();
+    let mut deliveries = Vec::new();
+    for i in 0..100 {
+        let record = ProducerRecord::new(topic.clone())
+            .partition(0)
+            .value(format!("v{i}"));
+        deliveries.push(producer.send(record).await.unwrap());
+    }
+    for (i, d) in deliveries.into_iter().enumerate() {
+        let meta = d.await.unwrap_or_else(|e| panic!("record {i}: {e}"));
+        assert_eq!(meta.offset, i as i64, "the original offset of record {i}");
+    }
+    producer.close().await;
+
+    let batches = setup.batches();
+    let (lost, retry) = (&batches[0], &batches[1]);
+    assert_eq!(lost.request, 0);
+    assert_eq!(lost.partition, retry.partition);
+    assert!(lost.producer_id >= 0, "the batch is idempotent: {lost:?}");
+    assert_eq!(
+        (retry.producer_id, retry.base_sequence, retry.records),
+        (lost.producer_id, lost.base_sequence, lost.records),
+        "the retry is the same batch with the same sequence"
+    );
+
+    let got = consume(&setup.client, &topic, 1, 100, 0).await;
+    for (i, r) in got.iter().enumerate() {
+        assert_eq!(r.offset, i as i64);
+        assert_eq!(r.value.as_deref(), Some(format!("v{i}").as_bytes()));
+    }
+    assert_eq!(
+        baton::Admin::new(&setup.client)
+            .list_offsets([(topic.clone(), 0, baton::OffsetSpec::Latest)])
+            .await
+            .unwrap()[0]
+            .offset,
+        100,
+        "each record once"
+    );
+    setup.shutdown().await;
+}
+
+/// Several lost responses while up to 5 batches per partition are in flight: every
+/// record is acknowledged, appears exactly once, and each partition keeps send
+/// order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_lost_responses_with_five_in_flight_lose_and_duplicate_nothing() {
+    let seed = seed();
+    let mut rng = Rng::new(seed);
+    let mut lose: Vec<usize> = (0..6).map(|_| 1 + rng.below(30) as usize).collect();
+    lose.sort_unstable();
+    lose.dedup();
+    eprintln!("losing responses to produce requests {lose:?}");
+    let setup = Setup::start(lose).await;
+    const PARTITIONS: i32 = 3;
+    const RECORDS: usize = 3_000;
+    let topic = create_topic(&setup.client, "idem-many", PARTITIONS).await;
+    let producer = Producer::builder(&setup.client)
+        .batch_size(2_000)
+        .linger(Duration::from_millis(1))
+        .max_in_flight(5)
+        .retry_backoff(Duration::from_millis(10))
+        .build();
+    let mut deliveries = Vec::with_capacity(RECORDS);
+    for i in 0..RECORDS {
+        let p = rng.below(PARTITIONS as u64) as i32;
+        let record = ProducerRecord::new(topic.clone())
+            .partition(p)
+            .value(format!("{i:06}-{}", rng.below(1_000_000)));
+        deliveries.push(producer.send(record).await.unwrap());
+    }
+    let mut acked: BTreeMap<(i32, i64), Bytes> = BTreeMap::new();
+    let mut sent_order: BTreeMap<i32, Vec<Bytes>> = BTreeMap::new();
+    for (i, d) in deliveries.into_iter().enumerate() {
+        let meta = d
+            .await
+            .unwrap_or_else(|e| panic!("seed {seed}: record {i}: {e}"));
+        let value = meta.record().value.clone().unwrap();
+        sent_order
+            .entry(meta.partition)
+            .or_default()
+            .push(value.clone());
+        assert!(
+            acked.insert((meta.partition, meta.offset), value).is_none(),
+            "seed {seed}: two records acknowledged at one offset"
+        );
+    }
+    producer.close().await;
+    let on_wire = setup.batches().len();
+    eprintln!("{on_wire} batches on the wire");
+
+    let got = consume(&setup.client, &topic, PARTITIONS, RECORDS, seed).await;
+    let mut per_partition: BTreeMap<i32, Vec<Bytes>> = BTreeMap::new();
+    for r in &got {
+        let want = acked.get(&(r.partition, r.offset)).unwrap_or_else(|| {
+            panic!(
+                "seed {seed}: unacknowledged record at {}/{}",
+                r.partition, r.offset
+            )
+        });
+        assert_eq!(r.value.as_ref(), Some(want), "seed {seed}");
+        per_partition
+            .entry(r.partition)
+            .or_default()
+            .push(r.value.clone().unwrap());
+    }
+    assert_eq!(
+        per_partition, sent_order,
+        "seed {seed}: per-partition order"
+    );
+    for p in 0..PARTITIONS {
+        let end = baton::Admin::new(&setup.client)
+            .list_offsets([(topic.clone(), p, baton::OffsetSpec::Latest)])
+            .await
+            .unwrap()[0]
+            .offset;
+        assert_eq!(
+            end as usize,
+            sent_order.get(&p).map_or(0, |v| v.len()),
+            "seed {seed}: partition {p} holds each record once"
+        );
+    }
+    setup.shutdown().await;
+}
+
+#[tokio::test]
+async fn idempotence_settings_are_checked() {
+    let (broker, client) = client_util::broker_and_client().await;
+    let err = Producer::builder(&client)
+        .idempotence(true)
+        .acks(Acks::Leader)
+        .try_build()
+        .unwrap_err();
+    assert_eq!(
+        err,
+        ProducerConfigError::IdempotenceNeedsAcksAll(Acks::Leader)
+    );
+    let err = Producer::builder(&client)
+        .idempotence(true)
+        .max_in_flight(6)
+        .try_build()
+        .unwrap_err();
+    assert_eq!(err, ProducerConfigError::TooManyInFlight(6));
+    // Without an explicit choice, conflicting settings turn the default off.
+    assert!(Producer::builder(&client)
+        .acks(Acks::Leader)
+        .try_build()
+        .is_ok());
+    broker.shutdown().await;
+}
