@@ -132,3 +132,95 @@ async fn graceful_rolling_restart_loses_no_acks_1_record_with_rf_2() {
     assert_eq!(history.moved, 0, "{history:?}");
     cluster.shutdown().await;
 }
+
+/// The interop virtualenv (`.ci/run` and `tests/interop.rs` create it).
+fn venv_python() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/interop-venv/bin/python")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
+    init_logging();
+    let python = venv_python();
+    assert!(
+        python.exists(),
+        "{} is missing: run .ci/run (or the interop tests) to create the client virtualenv",
+        python.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::builder()
+        .brokers(3)
+        .data_dir(dir.path())
+        .start()
+        .await
+        .expect("cluster starts");
+    let client = client(&cluster).await;
+    let topic = topic_name("rolling-rdkafka");
+    Admin::new(&client)
+        .create_topics([NewTopic::new(topic.clone(), 3, 3).config("min.insync.replicas", "2")])
+        .await
+        .expect("topic created");
+
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster_rdkafka_producer.py");
+    let child = std::process::Command::new(&python)
+        .arg(&script)
+        .arg(cluster.bootstrap())
+        .arg(&topic)
+        .arg("20000")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    let run = tokio::task::spawn_blocking(move || child.wait_with_output());
+
+    let committed = |c: &Cluster| -> i64 {
+        (0..3)
+            .map(|p| c.partition_state(&topic, p).and_then(|v| v.high_watermark()).unwrap_or(0))
+            .sum()
+    };
+    cluster
+        .wait_for(LONG, |c| committed(c) >= 2_000)
+        .await
+        .expect("librdkafka produces");
+    for id in cluster.node_ids() {
+        eprintln!("stopping node {id} at {} committed records", committed(&cluster));
+        cluster.node(id).stop().await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cluster.node(id).restart().await.expect("restart");
+        cluster
+            .wait_for(LONG, |c| {
+                (0..3).all(|p| c.partition_state(&topic, p).unwrap().isr.len() == 3)
+            })
+            .await
+            .unwrap_or_else(|_| panic!("node {id} back in every ISR"));
+    }
+    let out = run.await.unwrap().expect("python runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "producer failed: {}\n{stderr}", out.status);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("RESULT "))
+        .unwrap_or_else(|| panic!("no RESULT line\n{stdout}\n{stderr}"));
+    // Minimal parse of {"acked": [[id, p, o], ...], "failed": n}.
+    let (acked_part, failed_part) = line.split_once("], \"failed\": ").expect("RESULT shape");
+    let failed: usize = failed_part.trim_end_matches('}').trim().parse().expect("failed count");
+    let mut acked = HashMap::new();
+    for triple in acked_part.split("], [") {
+        let nums: Vec<i64> = triple
+            .trim_start_matches("{\"acked\": [[")
+            .trim_end_matches(']')
+            .split(", ")
+            .filter_map(|n| n.trim().parse().ok())
+            .collect();
+        if let [id, p, o] = nums[..] {
+            acked.insert(id as u64, (p as i32, o));
+        }
+    }
+    eprintln!("librdkafka: {} acknowledged, {failed} failed", acked.len());
+    assert!(!acked.is_empty(), "nothing acknowledged\n{stderr}");
+    let history = check_history(&client, &topic, 3, &acked, Duration::from_secs(20)).await;
+    assert_eq!(history.lost, 0, "{history:?}");
+    assert_eq!(history.corrupted, 0, "{history:?}");
+    cluster.shutdown().await;
+}

@@ -1,13 +1,42 @@
-//! `baton-broker`: runs one Kafka-protocol broker node until SIGINT or SIGTERM.
+//! `baton-broker`: runs a single Kafka-protocol broker (the default), or one role of a
+//! replicated cluster (`controller`, `node`), or a whole cluster in one process
+//! (`cluster`), until SIGINT or SIGTERM.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
+use baton_broker::cluster::{Cluster, ControllerOptions, ControllerServer, Node, NodeOptions};
 use baton_broker::{Broker, BrokerConfig};
+
+const CLUSTER_USAGE: &str = "\
+Usage:
+  baton-broker controller [--listen ADDR] [--data-dir DIR] [--session-timeout-ms N]
+                          [--default-partitions N] [--default-replication-factor N]
+  baton-broker node --id N --controller ADDR [--listen ADDR] [--data-dir DIR]
+                    [--advertised-host HOST] [--min-insync-replicas N]
+                    [--replica-lag-time-max-ms N]
+  baton-broker cluster [--brokers N] [--data-dir DIR] [--listen-ip IP] [--base-port PORT]
+                       [--advertised-host HOST] [--min-insync-replicas N]
+                       [--session-timeout-ms N]
+
+  controller  the cluster's controller: its metadata log lives in DIR/metadata.log
+              (in memory without --data-dir); listens on ADDR (default 127.0.0.1:9093)
+  node        a broker node with id N that registers with the controller at ADDR;
+              SIGTERM/SIGINT runs a controlled shutdown (leaderships move away
+              first); SIGKILL is a crash. Default listen address 127.0.0.1:9092.
+  cluster     a controller and N nodes (default 3) in this process, data in
+              DIR/controller and DIR/node-<i>; nodes listen on BASE-PORT + i - 1 and the
+              controller on BASE-PORT + N (default 0: free ports). Prints the
+              bootstrap servers.
+All modes take --log-level LEVEL.
+";
 
 const USAGE: &str = "\
 Usage: baton-broker [OPTIONS]
+       baton-broker controller|node|cluster [OPTIONS]   (replicated cluster; see
+                                                     `baton-broker cluster --help`)
 
 Options:
   --listen ADDR            address to listen on (default 127.0.0.1:9092)
@@ -111,8 +140,225 @@ async fn wait_for_signal() {
     }
 }
 
+/// Flags of the cluster modes, parsed loosely into `--key value` pairs.
+struct Flags {
+    pairs: Vec<(String, Option<String>)>,
+}
+
+impl Flags {
+    fn parse(args: impl Iterator<Item = String>, switches: &[&str]) -> Result<Flags, String> {
+        let mut pairs = Vec::new();
+        let mut args = args.peekable();
+        while let Some(arg) = args.next() {
+            if !arg.starts_with("--") && arg != "-h" {
+                return Err(format!("unexpected argument {arg:?} (see --help)"));
+            }
+            if let Some((k, v)) = arg.split_once('=') {
+                pairs.push((k.to_owned(), Some(v.to_owned())));
+            } else if switches.contains(&arg.as_str()) || arg == "-h" || arg == "--help" {
+                pairs.push((arg, None));
+            } else {
+                let v = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
+                pairs.push((arg, Some(v)));
+            }
+        }
+        Ok(Flags { pairs })
+    }
+
+    fn has(&self, k: &str) -> bool {
+        self.pairs.iter().any(|(key, _)| key == k)
+    }
+
+    fn get(&self, k: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(key, _)| key == k)
+            .and_then(|(_, v)| v.as_deref())
+    }
+
+    fn parse_or<T: std::str::FromStr>(&self, k: &str, default: T) -> Result<T, String> {
+        match self.get(k) {
+            None => Ok(default),
+            Some(v) => v.parse().map_err(|_| format!("{k} {v:?}: invalid value")),
+        }
+    }
+
+    fn check_known(&self, known: &[&str]) -> Result<(), String> {
+        for (k, _) in &self.pairs {
+            if !known.contains(&k.as_str()) && k != "--log-level" && k != "-h" && k != "--help" {
+                return Err(format!("unknown argument {k:?} (see --help)"));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn init_logging(level: Option<&str>) -> Result<(), String> {
+    let filter = match level {
+        Some(level) => tracing_subscriber::EnvFilter::try_new(level),
+        None => Ok(tracing_subscriber::EnvFilter::try_from_default_env()
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))),
+    }
+    .map_err(|e| format!("--log-level: {e}"))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    Ok(())
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start runtime: {e}"))
+}
+
+fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<(), String> {
+    let flags = Flags::parse(args, &[])?;
+    if flags.has("--help") || flags.has("-h") {
+        print!("{CLUSTER_USAGE}");
+        return Ok(());
+    }
+    let addr = |k: &str, default: &str| -> Result<SocketAddr, String> {
+        let v = flags.get(k).unwrap_or(default);
+        v.parse()
+            .map_err(|e| format!("{k} {v:?}: {e} (expected IP:PORT)"))
+    };
+    match mode {
+        "controller" => {
+            flags.check_known(&[
+                "--listen",
+                "--data-dir",
+                "--session-timeout-ms",
+                "--default-partitions",
+                "--default-replication-factor",
+            ])?;
+            let mut opts = ControllerOptions {
+                listen: addr("--listen", "127.0.0.1:9093")?,
+                data_dir: flags.get("--data-dir").map(PathBuf::from),
+                default_num_partitions: flags.parse_or("--default-partitions", 1)?,
+                default_replication_factor: flags.parse_or("--default-replication-factor", 3)?,
+                ..ControllerOptions::default()
+            };
+            opts.config.session_timeout_ms =
+                flags.parse_or("--session-timeout-ms", opts.config.session_timeout_ms)?;
+            init_logging(flags.get("--log-level"))?;
+            runtime()?.block_on(async move {
+                let c = ControllerServer::start(opts)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                println!("baton-broker controller listening on {}", c.local_addr());
+                wait_for_signal().await;
+                tracing::info!("signal received, stopping the controller");
+                c.shutdown().await;
+                Ok(())
+            })
+        }
+        "node" => {
+            flags.check_known(&[
+                "--id",
+                "--controller",
+                "--listen",
+                "--data-dir",
+                "--advertised-host",
+                "--min-insync-replicas",
+                "--replica-lag-time-max-ms",
+                "--cluster-id",
+            ])?;
+            let id: i32 = flags
+                .get("--id")
+                .ok_or("--id is required")?
+                .parse()
+                .ok()
+                .filter(|n| *n >= 0)
+                .ok_or("--id: expected a non-negative integer")?;
+            let controller = flags
+                .get("--controller")
+                .ok_or("--controller is required")?
+                .parse::<SocketAddr>()
+                .map_err(|e| format!("--controller: {e} (expected IP:PORT)"))?;
+            let mut opts = NodeOptions::new(id, controller);
+            opts.broker.listen = addr("--listen", "127.0.0.1:9092")?;
+            opts.broker.data_dir = flags.get("--data-dir").map(PathBuf::from);
+            opts.broker.advertised_host = flags.get("--advertised-host").map(str::to_owned);
+            opts.default_min_insync_replicas = flags.parse_or("--min-insync-replicas", 1)?;
+            opts.replica_lag_time_max_ms =
+                flags.parse_or("--replica-lag-time-max-ms", opts.replica_lag_time_max_ms)?;
+            if let Some(c) = flags.get("--cluster-id") {
+                opts.cluster_id = c.to_owned();
+            }
+            init_logging(flags.get("--log-level"))?;
+            runtime()?.block_on(async move {
+                let node = Node::start(opts).await.map_err(|e| e.to_string())?;
+                println!("baton-broker node {id} listening on {}", node.local_addr());
+                wait_for_signal().await;
+                tracing::info!("signal received, controlled shutdown");
+                node.stop().await;
+                Ok(())
+            })
+        }
+        "cluster" => {
+            flags.check_known(&[
+                "--brokers",
+                "--data-dir",
+                "--listen-ip",
+                "--base-port",
+                "--advertised-host",
+                "--min-insync-replicas",
+                "--session-timeout-ms",
+            ])?;
+            let mut b = Cluster::builder()
+                .brokers(flags.parse_or("--brokers", 3usize)?)
+                .listen_ip(flags.parse_or("--listen-ip", std::net::IpAddr::from([127, 0, 0, 1]))?)
+                .base_port(flags.parse_or("--base-port", 0u16)?)
+                .default_min_insync_replicas(flags.parse_or("--min-insync-replicas", 1usize)?)
+                .session_timeout(Duration::from_millis(
+                    flags.parse_or("--session-timeout-ms", 6_000u64)?,
+                ));
+            if let Some(d) = flags.get("--data-dir") {
+                b = b.data_dir(d);
+            }
+            if let Some(h) = flags.get("--advertised-host") {
+                b = b.advertised_host(h);
+            }
+            init_logging(flags.get("--log-level"))?;
+            runtime()?.block_on(async move {
+                let cluster = b.start().await.map_err(|e| e.to_string())?;
+                println!("baton-broker cluster bootstrap: {}", cluster.bootstrap());
+                println!(
+                    "baton-broker cluster controller: {}",
+                    cluster.controller_addr()
+                );
+                wait_for_signal().await;
+                tracing::info!("signal received, stopping the cluster");
+                cluster.shutdown().await;
+                Ok(())
+            })
+        }
+        _ => Err(format!("unknown mode {mode}")),
+    }
+}
+
 fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
+    let mut argv = std::env::args().skip(1).peekable();
+    if let Some(mode) = argv
+        .peek()
+        .filter(|m| matches!(m.as_str(), "controller" | "node" | "cluster"))
+        .cloned()
+    {
+        argv.next();
+        return match run_cluster_mode(&mode, argv) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("baton-broker {mode}: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    let args = match parse_args(argv) {
         Ok(Some(a)) => a,
         Ok(None) => return ExitCode::SUCCESS,
         Err(e) => {

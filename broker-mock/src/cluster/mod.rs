@@ -52,6 +52,9 @@ pub struct ClusterBuilder {
     default_num_partitions: i32,
     heartbeat_interval: Duration,
     segment_bytes: Option<u64>,
+    listen_ip: std::net::IpAddr,
+    base_port: u16,
+    advertised_host: Option<String>,
 }
 
 impl Default for ClusterBuilder {
@@ -70,6 +73,9 @@ impl Default for ClusterBuilder {
             default_num_partitions: 1,
             heartbeat_interval: Duration::from_millis(200),
             segment_bytes: None,
+            listen_ip: std::net::IpAddr::from([127, 0, 0, 1]),
+            base_port: 0,
+            advertised_host: None,
         }
     }
 }
@@ -145,6 +151,33 @@ impl ClusterBuilder {
         self
     }
 
+    /// The IP every listener binds (default 127.0.0.1).
+    pub fn listen_ip(mut self, ip: std::net::IpAddr) -> Self {
+        self.listen_ip = ip;
+        self
+    }
+
+    /// Fixed ports: node `i` listens on `base + i - 1` and the controller on
+    /// `base + n`. Default 0: every listener picks a free port.
+    pub fn base_port(mut self, base: u16) -> Self {
+        self.base_port = base;
+        self
+    }
+
+    /// The host name nodes advertise to clients (default: the listen IP).
+    pub fn advertised_host(mut self, host: impl Into<String>) -> Self {
+        self.advertised_host = Some(host.into());
+        self
+    }
+
+    fn port(&self, offset: usize) -> u16 {
+        if self.base_port == 0 {
+            0
+        } else {
+            self.base_port.saturating_add(offset as u16)
+        }
+    }
+
     /// Starts the controller and every node, and waits until all nodes are
     /// registered and unfenced.
     ///
@@ -153,7 +186,7 @@ impl ClusterBuilder {
     /// Cancelling drops what was started so far (killing it).
     pub async fn start(self) -> Result<Cluster, BrokerError> {
         let controller_opts = ControllerOptions {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            listen: SocketAddr::new(self.listen_ip, self.port(self.brokers)),
             data_dir: self.data_dir.as_ref().map(|d| d.join("controller")),
             config: self.controller,
             default_num_partitions: self.default_num_partitions,
@@ -169,6 +202,8 @@ impl ClusterBuilder {
             opts.default_min_insync_replicas = self.default_min_insync_replicas;
             opts.broker.data_dir = self.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
             opts.broker.default_num_partitions = self.default_num_partitions;
+            opts.broker.listen = SocketAddr::new(self.listen_ip, self.port(id as usize - 1));
+            opts.broker.advertised_host = self.advertised_host.clone();
             if let Some(n) = self.segment_bytes {
                 opts.broker.segment_bytes = n;
             }
