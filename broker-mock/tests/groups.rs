@@ -422,6 +422,15 @@ async fn committed_offsets_survive_restart_and_crash() {
         (-1, -1, Some(String::new())),
     ];
     assert_eq!(offsets_v5(&c.call(&fetch_v5("s"), 5).await), expected);
+    // A member joins group `g` (generation 1) and leaves (generation 2, empty).
+    let j = c.call(&join_req("", 10_000), 3).await;
+    assert_eq!((j.error_code, j.generation_id), (0, 1));
+    let leave = LeaveGroupRequest {
+        group_id: GROUP.into(),
+        member_id: j.member_id.clone(),
+        ..Default::default()
+    };
+    assert_eq!(c.call(&leave, 0).await.error_code, 0);
     broker.shutdown().await;
 
     let broker = start(cfg.clone()).await;
@@ -433,7 +442,13 @@ async fn committed_offsets_survive_restart_and_crash() {
         .iter()
         .map(|g| (g.group_id.as_str(), g.group_state.as_str()))
         .collect();
-    assert_eq!(names, vec![("other", "Empty"), ("s", "Empty")]);
+    assert_eq!(
+        names,
+        vec![("g", "Empty"), ("other", "Empty"), ("s", "Empty")]
+    );
+    // Generations go on where they stopped.
+    let j = c.call(&join_req("", 10_000), 3).await;
+    assert_eq!((j.error_code, j.generation_id), (0, 3));
     // Commit more, then crash without a shutdown.
     let r = c.call(&commit_req("s", -1, "", &[(2, 300)]), 9).await;
     assert_eq!(commit_errors(&r), vec![0]);
@@ -485,4 +500,95 @@ async fn committed_offsets_survive_restart_and_crash() {
     assert_eq!(d.groups[0].group_state, "Dead");
     assert_eq!(d.groups[1].group_state, "Empty");
     broker.shutdown().await;
+}
+
+/// Asks `c` for the coordinator of `group` until one is named (the first lookup in a
+/// cluster creates `__consumer_offsets`), optionally one other than `not`.
+async fn find_coordinator(c: &mut Client, group: &str, not: Option<i32>) -> (i32, String) {
+    for _ in 0..300 {
+        let fc = c
+            .call(
+                &FindCoordinatorRequest {
+                    key: group.into(),
+                    ..Default::default()
+                },
+                3,
+            )
+            .await;
+        if fc.error_code == 0 && Some(fc.node_id) != not {
+            return (fc.node_id, format!("{}:{}", fc.host, fc.port));
+        }
+        assert!(
+            fc.error_code == 0 || fc.error_code == ErrorCode::CoordinatorNotAvailable.code(),
+            "FindCoordinator: {fc:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no coordinator for {group}");
+}
+
+#[tokio::test]
+async fn committed_offsets_survive_coordinator_failover() {
+    use baton_broker::Cluster;
+    let mut cluster = Cluster::builder()
+        .brokers(3)
+        .session_timeout(std::time::Duration::from_secs(2))
+        .start()
+        .await
+        .unwrap();
+    let first = cluster.node_ids()[0];
+    let mut c = Client::connect(cluster.node(first).addr()).await;
+    create_topic(&mut c, "t", 3).await;
+    let (coordinator, addr) = find_coordinator(&mut c, "fg", None).await;
+    let mut cc = Client::connect(addr.parse().unwrap()).await;
+    // The partition's ISR may still be forming: retry retriable coordinator errors.
+    let mut committed = false;
+    for _ in 0..300 {
+        let r = cc
+            .call(&commit_req("fg", -1, "", &[(0, 42), (1, 43)]), 9)
+            .await;
+        let errs = commit_errors(&r);
+        if errs == vec![0, 0] {
+            committed = true;
+            break;
+        }
+        assert!(
+            errs.iter()
+                .all(|&e| e == ErrorCode::CoordinatorNotAvailable.code()
+                    || e == ErrorCode::NotCoordinator.code()),
+            "{errs:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(committed);
+
+    // The coordinator's node dies; another node takes over its partition and serves
+    // the same offsets.
+    cluster.node(coordinator).kill();
+    let survivor = cluster
+        .node_ids()
+        .into_iter()
+        .find(|&id| id != coordinator)
+        .unwrap();
+    let mut c = Client::connect(cluster.node(survivor).addr()).await;
+    let mut got = None;
+    for _ in 0..300 {
+        let (node, addr) = find_coordinator(&mut c, "fg", Some(coordinator)).await;
+        assert_ne!(node, coordinator);
+        let mut nc = Client::connect(addr.parse().unwrap()).await;
+        let r = nc.call(&fetch_v5("fg"), 5).await;
+        if r.error_code == 0 {
+            got = Some(offsets_v5(&r));
+            break;
+        }
+        assert_eq!(r.error_code, ErrorCode::NotCoordinator.code(), "{r:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let got: Vec<i64> = got
+        .expect("a new coordinator")
+        .iter()
+        .map(|o| o.0)
+        .collect();
+    assert_eq!(got, vec![42, 43, -1]);
+    cluster.shutdown().await;
 }

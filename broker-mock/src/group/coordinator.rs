@@ -2,44 +2,73 @@
 //! mutex, the parked JoinGroup / SyncGroup replies, durable offsets in
 //! `__consumer_offsets`, and a driver task for timers.
 //!
-//! Entry points are synchronous and may touch files (loading and appending offset
-//! records), so handlers call them from the blocking pool. Parked requests are
-//! answered through oneshot channels that the handlers turn into
-//! [`Reply::Later`](crate::server::Reply).
+//! Ownership follows the log: a node coordinates exactly the groups whose
+//! `__consumer_offsets` partition ([`records::partition_for`]) it leads. Before
+//! serving a group the coordinator checks that leadership; when it has just gained
+//! it (or the leader epoch changed) it replays that partition into memory, and when
+//! it has lost it it forgets the partition's groups, answering their parked
+//! requests with NOT_COORDINATOR. On a single node every partition is led here, so
+//! every group is served. The driver re-checks ownership periodically, so that a
+//! node that lost leadership lets go of its groups without waiting for a request.
 //!
-//! Durability: a commit is appended to the group's `__consumer_offsets` partition
-//! while the coordinator lock is held, and applied to memory only once the append
-//! succeeded, so memory and log agree on the order of commits. On first use the
-//! coordinator replays that topic to rebuild the offsets (and the empty groups that
-//! own them).
+//! Entry points are synchronous and may touch files (replaying and appending offset
+//! records) or wait for replication, so handlers call them from the blocking pool.
+//! Parked requests are answered through oneshot channels that the handlers turn into
+//! deferred replies.
+//!
+//! Durability: a commit is appended to the group's partition while the coordinator
+//! lock is held and applied to memory in the same critical section, so memory
+//! follows the leader's log order; in a cluster the answer then waits (without the
+//! lock) until the high watermark covers the commit, like `acks=all`. The topic is
+//! created on first use: locally on a single node, through the controller in a
+//! cluster (COORDINATOR_NOT_AVAILABLE until it exists).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use baton_protocol::messages::{DescribedGroup, JoinGroupResponse, ListedGroup, SyncGroupResponse};
+use baton_protocol::messages::{
+    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, DescribedGroup, JoinGroupResponse,
+    ListedGroup, SyncGroupResponse,
+};
 use baton_protocol::record::{RecordBatch, RecordBatchBuilder, TimestampType};
-use baton_protocol::ErrorCode;
+use baton_protocol::{ErrorCode, Message};
+use bytes::Bytes;
 use tokio::sync::{oneshot, watch, Notify};
 
 use super::machine::{
     CommittedOffset, Delivery, GroupConfig, Groups, JoinRequest, LeavingMember, SyncRequest, Waiter,
 };
-use super::records::{self, OffsetKey, OFFSETS_TOPIC};
-use crate::partition::{Isolation, Partition};
+use super::records::{self, GroupRecord, LogKey, OffsetKey, OFFSETS_TOPIC};
+use crate::partition::Partition;
+use crate::replication::ProduceOutcome;
 use crate::state::{now_ms, BrokerState};
-use crate::topics::{random_u64, TopicConfig};
+use crate::topics::{random_u64, Topic, TopicConfig};
 
 /// Bytes read per step while replaying `__consumer_offsets`.
 const LOAD_CHUNK: usize = 1 << 20;
 /// Longest sleep of the driver when no timer is due (it is woken on changes).
 const IDLE_SLEEP: Duration = Duration::from_secs(60);
+/// How often a cluster node re-checks which partitions it still leads.
+const OWNERSHIP_CHECK: Duration = Duration::from_millis(250);
+/// How long a commit waits for replication (Kafka's `offsets.commit.timeout.ms`).
+const COMMIT_TIMEOUT_MS: u64 = 5_000;
+/// Replication factor asked for `__consumer_offsets` in a cluster (Kafka's
+/// `offsets.topic.replication.factor`), lowered to the number of brokers.
+const OFFSETS_REPLICATION_FACTOR: usize = 3;
+
+/// Committed offsets by topic, then partition (`None`: nothing committed).
+pub(crate) type TopicOffsets = Vec<(String, Vec<(i32, Option<CommittedOffset>)>)>;
 
 #[derive(Debug)]
 struct Inner {
     groups: Groups,
-    loaded: bool,
+    /// `__consumer_offsets` partitions whose groups are in memory, with the leader
+    /// epoch at which they were replayed.
+    owned: HashMap<i32, i32>,
+    /// Partition count of `__consumer_offsets` (0 before it exists).
+    partitions: i32,
     next_waiter: Waiter,
     joins: HashMap<Waiter, oneshot::Sender<JoinGroupResponse>>,
     syncs: HashMap<Waiter, oneshot::Sender<SyncGroupResponse>>,
@@ -67,10 +96,41 @@ impl Inner {
         self.next_waiter += 1;
         self.next_waiter
     }
-}
 
-/// Committed offsets by topic, then partition (`None`: nothing committed).
-pub(crate) type TopicOffsets = Vec<(String, Vec<(i32, Option<CommittedOffset>)>)>;
+    /// Appends a record for every new generation (best effort: a failure is logged;
+    /// the next generation is written anyway).
+    fn persist_generations(&mut self, state: &BrokerState) {
+        for g in self.groups.take_new_generations() {
+            let record = GroupRecord {
+                protocol_type: g.protocol_type.unwrap_or_default(),
+                generation: g.generation_id,
+                protocol: g.protocol_name,
+                leader: g.leader,
+                state_timestamp: now_ms(),
+            };
+            let entry = (
+                records::encode_group_key(&g.group_id),
+                Some(records::encode_group_value(&record)),
+            );
+            if let Err(code) = append(state, &g.group_id, &[entry], now_ms()) {
+                tracing::warn!(group = %g.group_id, generation = g.generation_id, ?code, "cannot persist the generation");
+            }
+        }
+    }
+
+    /// Forgets the groups of `partition`.
+    fn unload(&mut self, partition: i32) {
+        self.owned.remove(&partition);
+        let n = self.partitions;
+        let out = self
+            .groups
+            .remove_where(|g| records::partition_for(g, n) == partition);
+        if !out.is_empty() {
+            tracing::info!(partition, parked = out.len(), "no longer coordinating");
+        }
+        self.deliver(out);
+    }
+}
 
 /// A committed offset to store, as validated by the OffsetCommit handler.
 #[derive(Debug, Clone)]
@@ -81,13 +141,21 @@ pub(crate) struct OffsetToCommit {
 }
 
 /// The coordinator of every group whose `__consumer_offsets` partition this node
-/// leads (on a single node: every group).
+/// leads.
 #[derive(Debug)]
 pub(crate) struct GroupCoordinator {
     inner: Mutex<Inner>,
     /// Wakes the driver when a deadline may have moved earlier.
     wake: Notify,
     driver_running: AtomicBool,
+    /// A request to create `__consumer_offsets` through the controller is under way.
+    creating: AtomicBool,
+}
+
+/// Whether this node leads `p`, and at which epoch.
+fn leadership(p: &Partition) -> Option<i32> {
+    let st = p.lock();
+    st.is_leader().then(|| st.leader_epoch())
 }
 
 impl GroupCoordinator {
@@ -95,13 +163,15 @@ impl GroupCoordinator {
         GroupCoordinator {
             inner: Mutex::new(Inner {
                 groups: Groups::new(config, random_u64()),
-                loaded: false,
+                owned: HashMap::new(),
+                partitions: 0,
                 next_waiter: 0,
                 joins: HashMap::new(),
                 syncs: HashMap::new(),
             }),
             wake: Notify::new(),
             driver_running: AtomicBool::new(false),
+            creating: AtomicBool::new(false),
         }
     }
 
@@ -109,68 +179,227 @@ impl GroupCoordinator {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Locks and, on first use, replays `__consumer_offsets`.
-    fn loaded(&self, state: &BrokerState) -> MutexGuard<'_, Inner> {
+    /// `__consumer_offsets`, created if missing: at once on a single node; in a
+    /// cluster a creation request goes to the controller and the caller gets
+    /// COORDINATOR_NOT_AVAILABLE meanwhile.
+    pub fn offsets_topic(&self, state: &BrokerState) -> Result<Arc<Topic>, ErrorCode> {
+        if let Some(t) = state.topic(OFFSETS_TOPIC) {
+            return Ok(t);
+        }
+        let config = self.lock().groups.config().clone();
+        let mut topic_config = TopicConfig::default();
+        topic_config
+            .entries
+            .insert("cleanup.policy".to_owned(), "compact".to_owned());
+        if state.cluster.is_none() {
+            let n = config.offsets_topic_partitions.max(1);
+            return match state.create_topic(OFFSETS_TOPIC, n, 1, topic_config, false) {
+                Ok(t) => Ok(t),
+                Err(_) => state
+                    .topic(OFFSETS_TOPIC)
+                    .ok_or(ErrorCode::CoordinatorNotAvailable),
+            };
+        }
+        self.request_offsets_topic(state, &config);
+        Err(ErrorCode::CoordinatorNotAvailable)
+    }
+
+    /// Asks the controller to create `__consumer_offsets` (one request at a time).
+    fn request_offsets_topic(&self, state: &BrokerState, config: &GroupConfig) {
+        let Some(link) = state.cluster.clone() else {
+            return;
+        };
+        if self.creating.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let brokers = link.image().brokers().count().max(1);
+        let rf = OFFSETS_REPLICATION_FACTOR.min(brokers) as i16;
+        let req = CreateTopicsRequest {
+            topics: vec![CreatableTopic {
+                name: OFFSETS_TOPIC.to_owned(),
+                num_partitions: config.offsets_topic_partitions.max(1),
+                replication_factor: rf,
+                assignments: Vec::new(),
+                configs: vec![CreatableTopicConfig {
+                    name: "cleanup.policy".to_owned(),
+                    value: Some("compact".to_owned()),
+                }],
+            }],
+            timeout_ms: 30_000,
+            validate_only: false,
+        };
+        let coord = state.groups.clone();
+        tokio::spawn(async move {
+            let mut rpc = crate::cluster::rpc::Rpc::new(
+                link.options.controller,
+                format!("node-{}-groups", link.node_id),
+            );
+            let version = CreateTopicsRequest::MAX_VERSION;
+            match rpc.call(&req, version, Duration::from_secs(30)).await {
+                Ok(resp) => {
+                    let code = resp.topics.first().map_or(0, |t| t.error_code);
+                    if code != 0 && code != ErrorCode::TopicAlreadyExists.code() {
+                        tracing::warn!(code, "creating __consumer_offsets failed");
+                    } else {
+                        tracing::info!(rf, "__consumer_offsets requested");
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot ask the controller for __consumer_offsets")
+                }
+            }
+            coord.creating.store(false, Ordering::Release);
+        });
+    }
+
+    /// Locks the coordinator for a request about `group_id`: NOT_COORDINATOR unless
+    /// this node leads the group's partition, which is replayed first if it was not
+    /// loaded at the current leader epoch.
+    fn owned(
+        &self,
+        state: &BrokerState,
+        group_id: &str,
+    ) -> Result<MutexGuard<'_, Inner>, ErrorCode> {
+        let topic = self.offsets_topic(state)?;
+        let n = topic.partitions.len() as i32;
+        let p = records::partition_for(group_id, n);
+        let partition = topic
+            .partition(p)
+            .ok_or(ErrorCode::CoordinatorNotAvailable)?;
         let mut inner = self.lock();
-        if !inner.loaded {
-            load_offsets(state, &mut inner.groups);
-            inner.loaded = true;
+        inner.partitions = n;
+        match leadership(partition) {
+            None => {
+                if inner.owned.contains_key(&p) {
+                    inner.unload(p);
+                }
+                Err(ErrorCode::NotCoordinator)
+            }
+            Some(epoch) => {
+                if inner.owned.get(&p) != Some(&epoch) {
+                    inner.unload(p);
+                    load_partition(partition, &mut inner.groups);
+                    inner.owned.insert(p, epoch);
+                    tracing::info!(partition = p, epoch, "coordinating");
+                }
+                Ok(inner)
+            }
+        }
+    }
+
+    /// Loads every partition led here and forgets those no longer led.
+    fn sync_ownership(&self, state: &BrokerState) -> MutexGuard<'_, Inner> {
+        let topic = state.topic(OFFSETS_TOPIC);
+        let mut inner = self.lock();
+        let Some(topic) = topic else {
+            let owned: Vec<i32> = inner.owned.keys().copied().collect();
+            for p in owned {
+                inner.unload(p);
+            }
+            return inner;
+        };
+        inner.partitions = topic.partitions.len() as i32;
+        for partition in &topic.partitions {
+            let p = partition.index();
+            match leadership(partition) {
+                None => {
+                    if inner.owned.contains_key(&p) {
+                        inner.unload(p);
+                    }
+                }
+                Some(epoch) => {
+                    if inner.owned.get(&p) != Some(&epoch) {
+                        inner.unload(p);
+                        load_partition(partition, &mut inner.groups);
+                        inner.owned.insert(p, epoch);
+                        tracing::info!(partition = p, epoch, "coordinating");
+                    }
+                }
+            }
         }
         inner
     }
 
-    /// Whether this node coordinates `group_id`: `Err(NOT_COORDINATOR)` when not.
-    ///
-    /// Cluster hook: a single node coordinates every group. In a cluster this must
-    /// answer whether this node leads the group's `__consumer_offsets` partition
-    /// ([`records::partition_for`]); FindCoordinator must name that leader; and on
-    /// becoming leader the coordinator must replay that partition (answering
-    /// COORDINATOR_LOAD_IN_PROGRESS meanwhile) and on losing it drop its groups
-    /// ([`Groups::clear`] answers parked requests with NOT_COORDINATOR).
-    pub fn check_coordinator(
+    /// The node that coordinates `key` in a cluster: its id, host and port, or
+    /// COORDINATOR_NOT_AVAILABLE while `__consumer_offsets` or its leader is
+    /// missing. `None` on a single node.
+    pub fn coordinator_node(
         &self,
-        _state: &BrokerState,
-        _group_id: &str,
-    ) -> Result<(), ErrorCode> {
-        Ok(())
+        state: &BrokerState,
+        key: &str,
+    ) -> Option<Result<(i32, String, i32), ErrorCode>> {
+        let link = state.cluster.as_ref()?;
+        let found = {
+            let img = link.image();
+            img.topic_by_name(OFFSETS_TOPIC).map(|t| {
+                let p = records::partition_for(key, t.partitions);
+                img.partition(t.topic_id, p)
+                    .filter(|pi| pi.leader != crate::controller::NO_LEADER)
+                    .and_then(|pi| img.broker(pi.leader))
+                    .map(|b| (b.broker_id, b.host.clone(), b.port as i32))
+                    .ok_or(ErrorCode::CoordinatorNotAvailable)
+            })
+        };
+        Some(match found {
+            Some(r) => r,
+            None => {
+                let config = self.lock().groups.config().clone();
+                self.request_offsets_topic(state, &config);
+                Err(ErrorCode::CoordinatorNotAvailable)
+            }
+        })
     }
 
     /// Starts the timer task if it is not running. It ends when `stop` turns true or
     /// its sender is dropped.
-    pub fn ensure_driver(self: &Arc<Self>, stop: &watch::Receiver<bool>) {
+    pub fn ensure_driver(self: &Arc<Self>, state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
         if self.driver_running.swap(true, Ordering::AcqRel) {
             return;
         }
         let coord = self.clone();
+        let weak = Arc::downgrade(state);
+        let cluster = state.cluster.is_some();
         let mut stop = stop.clone();
         tokio::spawn(async move {
             loop {
                 if *stop.borrow() {
                     break;
                 }
-                let sleep = coord
+                let mut sleep = coord
                     .lock()
                     .groups
                     .next_deadline()
                     .map(|t| Duration::from_millis((t - now_ms()).max(0) as u64))
                     .unwrap_or(IDLE_SLEEP)
                     .min(IDLE_SLEEP);
+                if cluster {
+                    sleep = sleep.min(OWNERSHIP_CHECK);
+                }
                 tokio::select! {
                     _ = coord.wake.notified() => {}
                     _ = tokio::time::sleep(sleep) => {}
                     r = stop.changed() => if r.is_err() { break },
                 }
-                coord.tick(now_ms());
+                let Some(state) = weak.upgrade() else { break };
+                let c = coord.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    if cluster {
+                        drop(c.sync_ownership(&state));
+                    }
+                    c.tick(&state, now_ms());
+                })
+                .await;
             }
             coord.driver_running.store(false, Ordering::Release);
         });
     }
 
     /// Runs due timers (session expiry, rebalance completion).
-    pub fn tick(&self, now: i64) {
+    pub fn tick(&self, state: &BrokerState, now: i64) {
         let mut inner = self.lock();
         let out = inner.groups.tick(now);
         inner.deliver(out);
+        inner.persist_generations(state);
     }
 
     /// Parks or answers a JoinGroup.
@@ -178,16 +407,17 @@ impl GroupCoordinator {
         &self,
         state: &BrokerState,
         req: JoinRequest,
-    ) -> oneshot::Receiver<JoinGroupResponse> {
+    ) -> Result<oneshot::Receiver<JoinGroupResponse>, ErrorCode> {
         let (tx, rx) = oneshot::channel();
-        let mut inner = self.loaded(state);
+        let mut inner = self.owned(state, &req.group_id)?;
         let w = inner.waiter();
         inner.joins.insert(w, tx);
         let out = inner.groups.join(req, w, now_ms());
         inner.deliver(out);
+        inner.persist_generations(state);
         drop(inner);
         self.wake.notify_one();
-        rx
+        Ok(rx)
     }
 
     /// Parks or answers a SyncGroup.
@@ -195,16 +425,16 @@ impl GroupCoordinator {
         &self,
         state: &BrokerState,
         req: SyncRequest,
-    ) -> oneshot::Receiver<SyncGroupResponse> {
+    ) -> Result<oneshot::Receiver<SyncGroupResponse>, ErrorCode> {
         let (tx, rx) = oneshot::channel();
-        let mut inner = self.loaded(state);
+        let mut inner = self.owned(state, &req.group_id)?;
         let w = inner.waiter();
         inner.syncs.insert(w, tx);
         let out = inner.groups.sync(req, w, now_ms());
         inner.deliver(out);
         drop(inner);
         self.wake.notify_one();
-        rx
+        Ok(rx)
     }
 
     /// Handles a Heartbeat.
@@ -216,10 +446,14 @@ impl GroupCoordinator {
         member_id: &str,
         instance_id: Option<&str>,
     ) -> ErrorCode {
-        let mut inner = self.loaded(state);
-        inner
-            .groups
-            .heartbeat(group_id, generation_id, member_id, instance_id, now_ms())
+        match self.owned(state, group_id) {
+            Ok(mut inner) => {
+                inner
+                    .groups
+                    .heartbeat(group_id, generation_id, member_id, instance_id, now_ms())
+            }
+            Err(code) => code,
+        }
     }
 
     /// Handles a LeaveGroup: per-member errors or a group-level error.
@@ -229,16 +463,17 @@ impl GroupCoordinator {
         group_id: &str,
         leaving: &[LeavingMember],
     ) -> Result<Vec<ErrorCode>, ErrorCode> {
-        let mut inner = self.loaded(state);
+        let mut inner = self.owned(state, group_id)?;
         let (result, out) = inner.groups.leave(group_id, leaving, now_ms());
         inner.deliver(out);
+        inner.persist_generations(state);
         drop(inner);
         self.wake.notify_one();
         result
     }
 
     /// Validates and durably stores commits; one error for the whole request, or
-    /// `Ok` when every offset was stored.
+    /// `Ok` when every offset was stored (and, in a cluster, replicated).
     pub fn commit(
         &self,
         state: &BrokerState,
@@ -249,33 +484,35 @@ impl GroupCoordinator {
         offsets: Vec<OffsetToCommit>,
     ) -> Result<(), ErrorCode> {
         let now = now_ms();
-        let mut inner = self.loaded(state);
+        let mut inner = self.owned(state, group_id)?;
         inner
             .groups
             .validate_commit(group_id, generation_id, member_id, instance_id, now)?;
         if offsets.is_empty() {
             return Ok(());
         }
-        let records: Vec<(OffsetKey, Option<CommittedOffset>)> = offsets
+        let entries: Vec<(Bytes, Option<Bytes>)> = offsets
             .iter()
             .map(|o| {
+                let key = OffsetKey {
+                    group: group_id.to_owned(),
+                    topic: o.topic.clone(),
+                    partition: o.partition,
+                };
                 (
-                    OffsetKey {
-                        group: group_id.to_owned(),
-                        topic: o.topic.clone(),
-                        partition: o.partition,
-                    },
-                    Some(o.offset.clone()),
+                    records::encode_key(&key),
+                    Some(records::encode_value(&o.offset)),
                 )
             })
             .collect();
-        append(state, inner.groups.config(), group_id, &records, now)?;
+        let wait = append(state, group_id, &entries, now)?;
         for o in offsets {
             inner
                 .groups
                 .apply_offset(group_id, &o.topic, o.partition, Some(o.offset));
         }
-        Ok(())
+        drop(inner);
+        await_replicated(wait)
     }
 
     /// The committed offsets of a group: `None` lists every committed partition.
@@ -284,9 +521,9 @@ impl GroupCoordinator {
         state: &BrokerState,
         group_id: &str,
         wanted: Option<&[(String, Vec<i32>)]>,
-    ) -> TopicOffsets {
-        let inner = self.loaded(state);
-        match wanted {
+    ) -> Result<TopicOffsets, ErrorCode> {
+        let inner = self.owned(state, group_id)?;
+        Ok(match wanted {
             Some(topics) => topics
                 .iter()
                 .map(|(t, parts)| {
@@ -307,210 +544,222 @@ impl GroupCoordinator {
                 }
                 out
             }
-        }
+        })
     }
 
-    /// Describes groups.
-    pub fn describe(&self, state: &BrokerState, group_ids: &[String]) -> Vec<DescribedGroup> {
-        let inner = self.loaded(state);
-        group_ids.iter().map(|g| inner.groups.describe(g)).collect()
+    /// Describes a group.
+    pub fn describe(
+        &self,
+        state: &BrokerState,
+        group_id: &str,
+    ) -> Result<DescribedGroup, ErrorCode> {
+        Ok(self.owned(state, group_id)?.groups.describe(group_id))
     }
 
-    /// Lists groups.
+    /// Lists the groups of every partition led here.
     pub fn list(
         &self,
         state: &BrokerState,
         states: &[String],
         types: &[String],
     ) -> Vec<ListedGroup> {
-        self.loaded(state).groups.list(states, types)
+        if state.cluster.is_none() && self.offsets_topic(state).is_err() {
+            return Vec::new();
+        }
+        self.sync_ownership(state).groups.list(states, types)
     }
 
-    /// Deletes empty groups and their offsets (tombstones in `__consumer_offsets`).
+    /// Deletes an empty group and its offsets (tombstones in `__consumer_offsets`).
     pub fn delete(&self, state: &BrokerState, group_id: &str) -> ErrorCode {
-        let mut inner = self.loaded(state);
+        let mut inner = match self.owned(state, group_id) {
+            Ok(i) => i,
+            Err(code) => return code,
+        };
         let partitions = match inner.groups.check_delete(group_id) {
             Ok(p) => p,
             Err(code) => return code,
         };
-        if !partitions.is_empty() {
-            let records: Vec<(OffsetKey, Option<CommittedOffset>)> = partitions
-                .into_iter()
-                .map(|(topic, partition)| {
-                    (
-                        OffsetKey {
-                            group: group_id.to_owned(),
-                            topic,
-                            partition,
-                        },
-                        None,
-                    )
-                })
-                .collect();
-            if let Err(code) = append(state, inner.groups.config(), group_id, &records, now_ms()) {
-                return code;
-            }
-        }
+        let mut entries: Vec<(Bytes, Option<Bytes>)> = partitions
+            .into_iter()
+            .map(|(topic, partition)| {
+                let key = OffsetKey {
+                    group: group_id.to_owned(),
+                    topic,
+                    partition,
+                };
+                (records::encode_key(&key), None)
+            })
+            .collect();
+        entries.push((records::encode_group_key(group_id), None));
+        let wait = match append(state, group_id, &entries, now_ms()) {
+            Ok(w) => w,
+            Err(code) => return code,
+        };
         inner.groups.delete(group_id);
-        ErrorCode::None
+        drop(inner);
+        match await_replicated(wait) {
+            Ok(()) => ErrorCode::None,
+            Err(code) => code,
+        }
     }
 }
 
-/// The group's `__consumer_offsets` partition, creating the topic on first use.
-///
-/// Cluster hook: in a cluster the topic must be created through the controller with
-/// the cluster's replication factor, and only the partition's leader may append.
-fn offsets_partition(
-    state: &BrokerState,
-    config: &GroupConfig,
-    group_id: &str,
-) -> Result<Arc<Partition>, ErrorCode> {
-    let topic = match state.topic(OFFSETS_TOPIC) {
-        Some(t) => t,
-        None => {
-            let mut cfg = TopicConfig::default();
-            cfg.entries
-                .insert("cleanup.policy".to_owned(), "compact".to_owned());
-            match state.create_topic(
-                OFFSETS_TOPIC,
-                config.offsets_topic_partitions.max(1),
-                1,
-                cfg,
-                false,
-            ) {
-                Ok(t) => t,
-                Err(_) => state
-                    .topic(OFFSETS_TOPIC)
-                    .ok_or(ErrorCode::CoordinatorNotAvailable)?,
-            }
-        }
-    };
-    let n = topic.partitions.len() as i32;
-    topic
-        .partition(records::partition_for(group_id, n))
-        .cloned()
-        .ok_or(ErrorCode::CoordinatorNotAvailable)
-}
-
-/// Appends offset records (a `None` value is a tombstone) as one batch, mapping log
-/// errors the way Kafka's coordinator does.
-///
-/// Cluster hook: with replication, wait for the high watermark to pass the batch
-/// (acks=all) before answering.
+/// Appends records (key, value; a `None` value is a tombstone) as one batch to the
+/// group's partition, which this node leads. Returns the replication wait in a
+/// cluster. Errors are mapped the way Kafka's coordinator maps them.
 fn append(
     state: &BrokerState,
-    config: &GroupConfig,
     group_id: &str,
-    entries: &[(OffsetKey, Option<CommittedOffset>)],
+    entries: &[(Bytes, Option<Bytes>)],
     now: i64,
-) -> Result<(), ErrorCode> {
-    let partition = offsets_partition(state, config, group_id)?;
+) -> Result<Option<oneshot::Receiver<ProduceOutcome>>, ErrorCode> {
+    let topic = state
+        .topic(OFFSETS_TOPIC)
+        .ok_or(ErrorCode::CoordinatorNotAvailable)?;
+    let n = topic.partitions.len() as i32;
+    let partition = topic
+        .partition(records::partition_for(group_id, n))
+        .ok_or(ErrorCode::CoordinatorNotAvailable)?;
     let mut builder = RecordBatchBuilder::new(now);
     for (key, value) in entries {
-        let k = records::encode_key(key);
-        let v = value.as_ref().map(records::encode_value);
-        builder.push(now, Some(&k), v.as_deref(), &[]);
+        builder.push(now, Some(key), value.as_deref(), &[]);
     }
     let batch = builder.finish();
-    let result = partition
-        .lock()
-        .append_records(&batch, TimestampType::CreateTime, now);
-    match result {
-        Ok(_) => {
-            state.notify_append();
-            Ok(())
+    let mut st = partition.lock();
+    if !st.is_leader() {
+        return Err(ErrorCode::NotCoordinator);
+    }
+    if let Some(l) = st.leader_state() {
+        if let Err(r) = l.check_produce(true) {
+            return Err(map_append_error(r.error_code()));
         }
-        Err(code) => {
-            tracing::warn!(
-                group = group_id,
-                ?code,
-                "appending to __consumer_offsets failed"
-            );
-            Err(match code {
-                ErrorCode::UnknownTopicOrPartition
-                | ErrorCode::NotEnoughReplicas
-                | ErrorCode::NotEnoughReplicasAfterAppend => ErrorCode::CoordinatorNotAvailable,
-                ErrorCode::NotLeaderOrFollower | ErrorCode::KafkaStorageError => {
-                    ErrorCode::NotCoordinator
-                }
-                ErrorCode::MessageTooLarge
-                | ErrorCode::RecordListTooLarge
-                | ErrorCode::InvalidFetchSize => ErrorCode::InvalidCommitOffsetSize,
-                other => other,
-            })
+    }
+    if let Err(code) = st.append_records(&batch, TimestampType::CreateTime, now) {
+        drop(st);
+        tracing::warn!(
+            group = group_id,
+            ?code,
+            "appending to __consumer_offsets failed"
+        );
+        return Err(map_append_error(code));
+    }
+    let wait = match &state.cluster {
+        Some(link) => {
+            let leo = st.log_end_offset();
+            st.await_replication(leo, link.now_ms() + COMMIT_TIMEOUT_MS)
         }
+        None => None,
+    };
+    drop(st);
+    state.notify_append();
+    Ok(wait)
+}
+
+/// Kafka's mapping of log errors to coordinator errors.
+fn map_append_error(code: ErrorCode) -> ErrorCode {
+    match code {
+        ErrorCode::UnknownTopicOrPartition
+        | ErrorCode::NotEnoughReplicas
+        | ErrorCode::NotEnoughReplicasAfterAppend
+        | ErrorCode::RequestTimedOut => ErrorCode::CoordinatorNotAvailable,
+        ErrorCode::NotLeaderOrFollower | ErrorCode::KafkaStorageError => ErrorCode::NotCoordinator,
+        ErrorCode::MessageTooLarge
+        | ErrorCode::RecordListTooLarge
+        | ErrorCode::InvalidFetchSize => ErrorCode::InvalidCommitOffsetSize,
+        other => other,
     }
 }
 
-/// Replays every partition of `__consumer_offsets` into `groups`. Undecodable
-/// records are logged and skipped; an unreadable partition is logged and loading
-/// goes on with the others.
-fn load_offsets(state: &BrokerState, groups: &mut Groups) {
-    let Some(topic) = state.topic(OFFSETS_TOPIC) else {
-        return;
+/// Waits (on a blocking-pool thread) until the high watermark covers an append.
+fn await_replicated(wait: Option<oneshot::Receiver<ProduceOutcome>>) -> Result<(), ErrorCode> {
+    let Some(rx) = wait else {
+        return Ok(());
     };
+    let outcome = rx.blocking_recv().unwrap_or(ProduceOutcome::NotLeader);
+    match outcome.error_code() {
+        ErrorCode::None => Ok(()),
+        code => Err(map_append_error(code)),
+    }
+}
+
+/// Replays one `__consumer_offsets` partition (its whole log: a new leader's log is
+/// the truth, committed or not yet) into `groups`. Undecodable records are logged
+/// and skipped.
+fn load_partition(partition: &Partition, groups: &mut Groups) {
+    let p = partition.lock();
+    let mut from = p.log_start_offset();
+    let end = p.log_end_offset();
     let mut loaded = 0usize;
-    for partition in &topic.partitions {
-        let p = partition.lock();
-        let mut from = p.log_start_offset();
-        let end = p.high_watermark();
-        while from < end {
-            let batches = match p.read(from, LOAD_CHUNK, Isolation::ReadUncommitted) {
+    while from < end {
+        let batches = match p.read_for_replica(from, LOAD_CHUNK) {
+            Ok(b) => b,
+            Err(e) => {
+                tracing::error!(partition = partition.index(), offset = from, error = %e, "cannot replay __consumer_offsets");
+                break;
+            }
+        };
+        if batches.is_empty() {
+            break;
+        }
+        for bytes in batches {
+            let batch = match RecordBatch::parse(bytes) {
                 Ok(b) => b,
                 Err(e) => {
-                    tracing::error!(partition = partition.index(), offset = from, error = %e, "cannot replay __consumer_offsets");
+                    tracing::error!(offset = from, error = %e, "bad batch in __consumer_offsets");
+                    from = end;
                     break;
                 }
             };
-            if batches.is_empty() {
-                break;
+            from = batch.next_offset();
+            if batch.is_control() {
+                continue;
             }
-            for bytes in batches {
-                let batch = match RecordBatch::parse(bytes) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        tracing::error!(offset = from, error = %e, "bad batch in __consumer_offsets");
-                        from = end;
-                        break;
-                    }
-                };
-                from = batch.next_offset();
-                if batch.is_control() {
+            let recs = match batch.records() {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!(error = %e, "unreadable batch in __consumer_offsets");
                     continue;
                 }
-                let recs = match batch.records() {
-                    Ok(r) => r,
+            };
+            for rec in recs {
+                let Ok(rec) = rec else {
+                    tracing::error!("bad record in __consumer_offsets");
+                    break;
+                };
+                let Some(key) = rec.key else { continue };
+                let key = match records::decode_log_key(key) {
+                    Ok(Some(k)) => k,
+                    Ok(None) => continue,
                     Err(e) => {
-                        tracing::error!(error = %e, "unreadable batch in __consumer_offsets");
+                        tracing::warn!(error = %e, "skipping undecodable key");
                         continue;
                     }
                 };
-                for rec in recs {
-                    let Ok(rec) = rec else {
-                        tracing::error!("bad record in __consumer_offsets");
-                        break;
-                    };
-                    let Some(key) = rec.key else { continue };
-                    let key = match records::decode_key(key) {
-                        Ok(Some(k)) => k,
-                        Ok(None) => continue,
-                        Err(e) => {
-                            tracing::warn!(error = %e, "skipping undecodable offset key");
-                            continue;
-                        }
-                    };
-                    let value = match rec.value.map(records::decode_value).transpose() {
-                        Ok(v) => v,
+                match key {
+                    LogKey::Offset(key) => match rec.value.map(records::decode_value).transpose() {
+                        Ok(v) => groups.apply_offset(&key.group, &key.topic, key.partition, v),
                         Err(e) => {
                             tracing::warn!(error = %e, "skipping undecodable offset value");
                             continue;
                         }
-                    };
-                    groups.apply_offset(&key.group, &key.topic, key.partition, value);
-                    loaded += 1;
+                    },
+                    LogKey::Group(group) => {
+                        match rec.value.map(records::decode_group_value).transpose() {
+                            Ok(v) => groups.apply_generation(&group, v.map(|(t, g)| (g, t))),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "skipping undecodable group value");
+                                continue;
+                            }
+                        }
+                    }
                 }
+                loaded += 1;
             }
         }
     }
-    tracing::info!(records = loaded, "replayed __consumer_offsets");
+    tracing::debug!(
+        partition = partition.index(),
+        records = loaded,
+        "replayed __consumer_offsets"
+    );
 }

@@ -179,6 +179,21 @@ pub struct SyncRequest {
     pub assignments: Vec<(String, Bytes)>,
 }
 
+/// A group's new generation, to be persisted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GenerationInfo {
+    /// The group id.
+    pub group_id: String,
+    /// The generation.
+    pub generation_id: i32,
+    /// The protocol type.
+    pub protocol_type: Option<String>,
+    /// The selected protocol (none for an empty group).
+    pub protocol_name: Option<String>,
+    /// The leader (none for an empty group).
+    pub leader: Option<String>,
+}
+
 /// The identity of a member leaving.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LeavingMember {
@@ -247,6 +262,9 @@ struct Group {
     rebalance_deadline: Option<i64>,
     initial_delay: Option<InitialDelay>,
     offsets: BTreeMap<(String, i32), CommittedOffset>,
+    /// The last generation handed out by [`Groups::take_new_generations`] (or
+    /// replayed), so each generation is persisted once.
+    persisted_generation: i32,
 }
 
 impl Group {
@@ -264,6 +282,7 @@ impl Group {
             rebalance_deadline: None,
             initial_delay: None,
             offsets: BTreeMap::new(),
+            persisted_generation: 0,
         }
     }
 
@@ -955,6 +974,58 @@ impl Groups {
         out
     }
 
+    /// Groups whose generation changed since the last call, to be persisted so that
+    /// generation ids never go back when the coordinator moves.
+    pub fn take_new_generations(&mut self) -> Vec<GenerationInfo> {
+        let mut out = Vec::new();
+        for g in self.groups.values_mut() {
+            if g.generation_id != g.persisted_generation && g.state != GroupState::Dead {
+                g.persisted_generation = g.generation_id;
+                out.push(GenerationInfo {
+                    group_id: g.id.clone(),
+                    generation_id: g.generation_id,
+                    protocol_type: g.protocol_type.clone(),
+                    protocol_name: g.protocol_name.clone(),
+                    leader: g.leader.clone(),
+                });
+            }
+        }
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        out
+    }
+
+    /// Replays a persisted generation: the group exists (empty, if it was not in
+    /// memory) and its next generation is above `generation_id`. `None` (a
+    /// tombstone) removes the group unless it has members or offsets.
+    pub fn apply_generation(&mut self, group_id: &str, generation: Option<(i32, String)>) {
+        match generation {
+            Some((generation_id, protocol_type)) => {
+                let group = self
+                    .groups
+                    .entry(group_id.to_owned())
+                    .or_insert_with(|| Group::new(group_id));
+                if group.state == GroupState::Dead {
+                    group.state = GroupState::Empty;
+                }
+                if generation_id > group.generation_id {
+                    group.generation_id = generation_id;
+                    group.persisted_generation = generation_id;
+                }
+                if group.protocol_type.is_none() && !protocol_type.is_empty() {
+                    group.protocol_type = Some(protocol_type);
+                }
+            }
+            None => {
+                let removable = self.groups.get(group_id).is_some_and(|g| {
+                    g.members.is_empty() && g.pending_members.is_empty() && g.offsets.is_empty()
+                });
+                if removable {
+                    self.groups.remove(group_id);
+                }
+            }
+        }
+    }
+
     /// The earliest time [`Groups::tick`] has work to do.
     pub fn next_deadline(&self) -> Option<i64> {
         self.groups.values().filter_map(Group::next_deadline).min()
@@ -1170,11 +1241,16 @@ impl Groups {
             .unwrap_or_default()
     }
 
-    /// Forgets every group (the coordinator lost ownership); parked requests are
-    /// answered with NOT_COORDINATOR.
-    pub fn clear(&mut self) -> Vec<Delivery> {
+    /// Forgets the groups whose id matches `unowned` (the coordinator lost their
+    /// `__consumer_offsets` partition); their parked requests are answered with
+    /// NOT_COORDINATOR.
+    pub fn remove_where(&mut self, unowned: impl Fn(&str) -> bool) -> Vec<Delivery> {
         let mut out = Vec::new();
-        for (_, group) in self.groups.drain() {
+        let gone: Vec<String> = self.groups.keys().filter(|g| unowned(g)).cloned().collect();
+        for id in gone {
+            let Some(group) = self.groups.remove(&id) else {
+                continue;
+            };
             for m in group.members.values() {
                 if let Some(w) = m.join_waiter {
                     out.push(Group::join_error(w, &m.id, ErrorCode::NotCoordinator));

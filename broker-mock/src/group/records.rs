@@ -9,10 +9,21 @@
 //!   `metadata: string`, `commit_timestamp: int64` (Kafka's `OffsetCommitValue` v3);
 //! - a null value (tombstone) deletes the committed offset (DeleteGroups).
 //!
-//! Strings are `int16` length + UTF-8. Records with other key versions (Kafka's group
-//! metadata, key version 2) are skipped on load: group membership is not persisted
-//! here, only offsets. Value versions 0–3 are read (v1's expire timestamp is
-//! skipped); later ones are read as v3 when their fixed fields parse.
+//! and one record per completed generation of a group, so that generation ids keep
+//! growing when the coordinator moves or restarts:
+//!
+//! - key: `version: int16 = 2`, `group: string` (Kafka's `GroupMetadataKey`);
+//! - value: `version: int16 = 3`, `protocol_type: string`, `generation: int32`,
+//!   `protocol: nullable string`, `leader: nullable string`,
+//!   `current_state_timestamp: int64`, `members: int32 count = 0` (Kafka's
+//!   `GroupMetadataValue` v3 without members: membership itself is not persisted,
+//!   members rejoin a new coordinator);
+//! - a tombstone deletes the group (DeleteGroups).
+//!
+//! Strings are `int16` length + UTF-8 (-1 for null). On load, offset values of
+//! versions 0–3 are read (v1's expire timestamp is skipped) and group values of any
+//! version are read for their protocol type and generation; unknown key versions are
+//! skipped.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -24,7 +35,33 @@ use baton_protocol::DecodeError;
 pub const OFFSETS_TOPIC: &str = "__consumer_offsets";
 
 const KEY_VERSION_OFFSET: i16 = 1;
+const KEY_VERSION_GROUP: i16 = 2;
 const VALUE_VERSION: i16 = 3;
+const GROUP_VALUE_VERSION: i16 = 3;
+
+/// A decoded record key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LogKey {
+    /// A committed offset.
+    Offset(OffsetKey),
+    /// A group's generation record.
+    Group(String),
+}
+
+/// What a generation record keeps of a group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupRecord {
+    /// The protocol type (`consumer`), or empty.
+    pub protocol_type: String,
+    /// The generation id.
+    pub generation: i32,
+    /// The selected protocol.
+    pub protocol: Option<String>,
+    /// The leader's member id.
+    pub leader: Option<String>,
+    /// When the record was written, in ms since the epoch.
+    pub state_timestamp: i64,
+}
 
 /// The key of an offset record: group, topic, partition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +100,58 @@ pub fn encode_key(key: &OffsetKey) -> Bytes {
     put_str(&mut buf, &key.topic);
     buf.put_i32(key.partition);
     buf.freeze()
+}
+
+fn put_nullable_str(buf: &mut BytesMut, s: Option<&str>) {
+    match s {
+        Some(s) => put_str(buf, s),
+        None => buf.put_i16(-1),
+    }
+}
+
+/// Encodes a generation record key.
+pub fn encode_group_key(group: &str) -> Bytes {
+    let mut buf = BytesMut::with_capacity(4 + group.len());
+    buf.put_i16(KEY_VERSION_GROUP);
+    put_str(&mut buf, group);
+    buf.freeze()
+}
+
+/// Encodes a generation record value.
+pub fn encode_group_value(g: &GroupRecord) -> Bytes {
+    let mut buf = BytesMut::with_capacity(32 + g.protocol_type.len());
+    buf.put_i16(GROUP_VALUE_VERSION);
+    put_str(&mut buf, &g.protocol_type);
+    buf.put_i32(g.generation);
+    put_nullable_str(&mut buf, g.protocol.as_deref());
+    put_nullable_str(&mut buf, g.leader.as_deref());
+    buf.put_i64(g.state_timestamp);
+    buf.put_i32(0);
+    buf.freeze()
+}
+
+/// Decodes the protocol type and generation of a generation record value.
+pub fn decode_group_value(value: Bytes) -> Result<(String, i32), DecodeError> {
+    let mut d = Decoder::new(value);
+    let version = d.i16()?;
+    if version < 0 {
+        return Err(DecodeError::UnsupportedVersion {
+            api_key: -1,
+            version,
+        });
+    }
+    let protocol_type = get_str(&mut d)?;
+    let generation = d.i32()?;
+    Ok((protocol_type, generation))
+}
+
+/// Decodes any record key; `Ok(None)` for unknown key versions.
+pub fn decode_log_key(key: Bytes) -> Result<Option<LogKey>, DecodeError> {
+    let mut d = Decoder::new(key.clone());
+    match d.i16()? {
+        KEY_VERSION_GROUP => Ok(Some(LogKey::Group(get_str(&mut d)?))),
+        _ => Ok(decode_key(key)?.map(LogKey::Offset)),
+    }
 }
 
 /// Encodes an offset record value.
@@ -150,6 +239,28 @@ mod tests {
             commit_timestamp: 1000,
         };
         assert_eq!(decode_value(encode_value(&v)).unwrap(), v);
+    }
+
+    #[test]
+    fn group_records_round_trip() {
+        let k = encode_group_key("g");
+        assert_eq!(&k[..], &[0, 2, 0, 1, b'g']);
+        assert_eq!(decode_log_key(k).unwrap(), Some(LogKey::Group("g".into())));
+        let v = encode_group_value(&GroupRecord {
+            protocol_type: "consumer".into(),
+            generation: 9,
+            protocol: None,
+            leader: Some("l".into()),
+            state_timestamp: 5,
+        });
+        assert_eq!(decode_group_value(v).unwrap(), ("consumer".into(), 9));
+        let off = encode_key(&OffsetKey {
+            group: "g".into(),
+            topic: "t".into(),
+            partition: 0,
+        });
+        assert!(matches!(decode_log_key(off), Ok(Some(LogKey::Offset(_)))));
+        assert_eq!(decode_log_key(Bytes::from_static(&[0, 7])).unwrap(), None);
     }
 
     #[test]

@@ -19,10 +19,7 @@ pub(crate) fn handle(
         .groups_names
         .into_iter()
         .map(|g| {
-            let code = match state.groups.check_coordinator(state, &g) {
-                Err(code) => code,
-                Ok(()) => state.groups.delete(state, &g),
-            };
+            let code = state.groups.delete(state, &g);
             DeletableGroupResult {
                 group_id: g,
                 error_code: code.code(),

@@ -20,17 +20,13 @@ pub(crate) fn handle(
     let groups = req
         .groups
         .iter()
-        .map(|g| match state.groups.check_coordinator(state, g) {
+        .map(|g| match state.groups.describe(state, g) {
             Err(code) => DescribedGroup {
                 error_code: code.code(),
                 group_id: g.clone(),
                 ..Default::default()
             },
-            Ok(()) => state
-                .groups
-                .describe(state, std::slice::from_ref(g))
-                .pop()
-                .unwrap_or_default(),
+            Ok(d) => d,
         })
         .collect();
     DescribeGroupsResponse {

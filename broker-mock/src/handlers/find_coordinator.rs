@@ -1,14 +1,15 @@
 //! FindCoordinator (key 10), versions 0–6 (advertised 0–5).
 //!
-//! Group keys (key type 0) and transactional ids (key type 1) are answered with this
-//! node; v4+ answers every key of the batch. Share-group keys (type 2, v6) and
-//! unknown types are INVALID_REQUEST.
+//! A group key (key type 0) is coordinated by the leader of its `__consumer_offsets`
+//! partition (`group::records::partition_for`, Kafka's mapping): on a single node
+//! that is always this node; in a cluster it is looked up in the metadata image, and
+//! while the topic is being created (it is requested from the controller on the
+//! first lookup) or the partition has no leader the answer is
+//! COORDINATOR_NOT_AVAILABLE, as in Kafka. v4+ answers every key of the batch.
 //!
-//! Deviations from Apache Kafka: a single node coordinates everything, so the
-//! answer never depends on the key and there is no COORDINATOR_NOT_AVAILABLE while
-//! `__consumer_offsets` is created (it is created on the first commit instead).
-//! In a cluster, [`coordinator_for`] must name the leader of the key's
-//! `__consumer_offsets` partition (`group::records::partition_for`).
+//! Deviations from Apache Kafka: there is no transaction coordinator, so
+//! transactional ids (key type 1) are answered with the node that was asked;
+//! share-group keys (type 2, v6) and unknown types are INVALID_REQUEST.
 
 use baton_protocol::messages::{Coordinator, FindCoordinatorRequest, FindCoordinatorResponse};
 use baton_protocol::ErrorCode;
@@ -16,20 +17,27 @@ use baton_protocol::ErrorCode;
 use crate::state::BrokerState;
 
 /// The coordinator node for `key`: node id, host and port.
-///
-/// Cluster hook: look up the leader of the key's `__consumer_offsets` partition (or
-/// the transaction log's) and answer COORDINATOR_NOT_AVAILABLE when it has none.
 fn coordinator_for(
     state: &BrokerState,
     key_type: i8,
-    _key: &str,
+    key: &str,
 ) -> Result<(i32, String, i32), ErrorCode> {
-    match key_type {
-        0 | 1 => Ok((
+    let this_node = || {
+        (
             state.config.node_id,
             state.advertised_host.clone(),
             state.advertised_port,
-        )),
+        )
+    };
+    match key_type {
+        0 => match state.groups.coordinator_node(state, key) {
+            Some(found) => found,
+            None => {
+                state.groups.offsets_topic(state)?;
+                Ok(this_node())
+            }
+        },
+        1 => Ok(this_node()),
         _ => Err(ErrorCode::InvalidRequest),
     }
 }

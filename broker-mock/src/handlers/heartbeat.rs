@@ -16,16 +16,13 @@ pub(crate) fn handle(
     req: HeartbeatRequest,
     _version: i16,
 ) -> HeartbeatResponse {
-    let code = match state.groups.check_coordinator(state, &req.group_id) {
-        Err(code) => code,
-        Ok(()) => state.groups.heartbeat(
-            state,
-            &req.group_id,
-            req.generation_id,
-            &req.member_id,
-            req.group_instance_id.as_deref(),
-        ),
-    };
+    let code = state.groups.heartbeat(
+        state,
+        &req.group_id,
+        req.generation_id,
+        &req.member_id,
+        req.group_instance_id.as_deref(),
+    );
     HeartbeatResponse {
         throttle_time_ms: 0,
         error_code: code.code(),

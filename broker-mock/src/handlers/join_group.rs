@@ -97,7 +97,7 @@ pub(crate) fn start(
     stop: &watch::Receiver<bool>,
 ) -> Result<Reply, String> {
     let (header, req) = decode::<JoinGroupRequest>(frame, version)?;
-    state.groups.ensure_driver(stop);
+    state.groups.ensure_driver(&state, stop);
     if let Some(reason) = &req.reason {
         tracing::debug!(group = %req.group_id, member = %req.member_id, %reason, "join");
     }
@@ -126,10 +126,7 @@ pub(crate) fn start(
         state,
         header.correlation_id,
         version,
-        move |st| {
-            st.groups.check_coordinator(st, &join.group_id)?;
-            Ok(st.groups.join(st, join))
-        },
+        move |st| st.groups.join(st, join),
         error,
         fix,
     ))

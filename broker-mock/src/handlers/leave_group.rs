@@ -37,10 +37,7 @@ pub(crate) fn handle(
             group_instance_id: None,
         }]
     };
-    let result = state
-        .groups
-        .check_coordinator(state, &req.group_id)
-        .and_then(|()| state.groups.leave(state, &req.group_id, &leaving));
+    let result = state.groups.leave(state, &req.group_id, &leaving);
     match result {
         Err(code) => LeaveGroupResponse {
             error_code: code.code(),

@@ -67,19 +67,14 @@ pub(crate) fn handle(
         }
         decided.push(parts);
     }
-    let outcome = state
-        .groups
-        .check_coordinator(state, &req.group_id)
-        .and_then(|()| {
-            state.groups.commit(
-                state,
-                &req.group_id,
-                req.generation_id_or_member_epoch,
-                &req.member_id,
-                req.group_instance_id.as_deref(),
-                to_commit,
-            )
-        });
+    let outcome = state.groups.commit(
+        state,
+        &req.group_id,
+        req.generation_id_or_member_epoch,
+        &req.member_id,
+        req.group_instance_id.as_deref(),
+        to_commit,
+    );
     if let Err(code) = outcome {
         tracing::debug!(group = %req.group_id, ?code, "offset commit refused");
     }

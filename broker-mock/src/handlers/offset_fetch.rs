@@ -25,10 +25,9 @@ fn lookup(
     group_id: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
 ) -> Result<TopicOffsets, ErrorCode> {
-    state.groups.check_coordinator(state, group_id)?;
-    Ok(state
+    state
         .groups
-        .fetch_offsets(state, group_id, wanted.as_deref()))
+        .fetch_offsets(state, group_id, wanted.as_deref())
 }
 
 fn parts(o: Option<CommittedOffset>) -> (i64, i32, String) {

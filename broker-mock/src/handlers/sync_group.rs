@@ -42,7 +42,7 @@ pub(crate) fn start(
     stop: &watch::Receiver<bool>,
 ) -> Result<Reply, String> {
     let (header, req) = decode::<SyncGroupRequest>(frame, version)?;
-    state.groups.ensure_driver(stop);
+    state.groups.ensure_driver(&state, stop);
     let sync = SyncRequest {
         group_id: req.group_id,
         generation_id: req.generation_id,
@@ -60,10 +60,7 @@ pub(crate) fn start(
         state,
         header.correlation_id,
         version,
-        move |st| {
-            st.groups.check_coordinator(st, &sync.group_id)?;
-            Ok(st.groups.sync(st, sync))
-        },
+        move |st| st.groups.sync(st, sync),
         error,
         fix,
     ))
