@@ -33,7 +33,7 @@ fn describe(topic: &Topic) -> MetadataResponseTopic {
         error_code: 0,
         name: Some(topic.name.clone()),
         topic_id: topic.id,
-        is_internal: false,
+        is_internal: topic.name == crate::group::OFFSETS_TOPIC,
         partitions: topic
             .partitions
             .iter()
@@ -92,7 +92,7 @@ fn describe_cluster_topic(img: &ControllerState, t: &TopicInfo) -> MetadataRespo
         error_code: 0,
         name: Some(t.name.clone()),
         topic_id: t.topic_id,
-        is_internal: false,
+        is_internal: t.name == crate::group::OFFSETS_TOPIC,
         partitions,
         ..Default::default()
     }
