@@ -112,6 +112,16 @@ enum Control {
     Close(tokio::sync::oneshot::Sender<Result<(), GroupError>>),
     /// Report the current assignment.
     Assignment(tokio::sync::oneshot::Sender<Vec<TopicPartition>>),
+    /// Report the committed offsets the member knows of.
+    Committed(tokio::sync::oneshot::Sender<BTreeMap<TopicPartition, i64>>),
+}
+
+/// Logs to the test output when `RUST_LOG` is set.
+fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .try_init();
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -169,6 +179,14 @@ fn spawn_member(
                     }
                     Some(Control::Assignment(reply)) => {
                         let _ = reply.send(consumer.assignment());
+                    }
+                    Some(Control::Committed(reply)) => {
+                        let committed = consumer
+                            .assignment()
+                            .into_iter()
+                            .filter_map(|tp| consumer.committed(&tp).map(|c| (tp, c)))
+                            .collect();
+                        let _ = reply.send(committed);
                     }
                     None => return,
                 },
@@ -240,6 +258,7 @@ async fn wait_consumed(history: &SharedHistory, ends: &BTreeMap<i32, i64>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cooperative_group_survives_a_kill_and_a_join_without_loss() {
+    init_tracing();
     let (broker, client) = broker_and_client().await;
     let topic = create_topic(&client, "group-coop", 12).await;
     let group = topic_name("group");
@@ -265,11 +284,43 @@ async fn cooperative_group_survives_a_kill_and_a_join_without_loss() {
         [(0, assignment_of(&m0).await), (1, assignment_of(&m1).await)]
             .into_iter()
             .collect();
+    // Member 2 commits what it has (auto-commit), so its death costs only the tail.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        m2.send(Control::Committed(tx)).unwrap();
+        let committed = rx.await.unwrap();
+        if committed.len() == 4 && committed.values().all(|&c| c == per_phase as i64) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "member 2 auto-commits: {committed:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let traffic = {
         let client = client.clone();
         let topic = topic.clone();
         tokio::spawn(async move { produce(&client, &topic, 12, per_phase, "b").await })
     };
+    // Let member 2 commit part of the new traffic, then consume more: it dies with
+    // an uncommitted tail.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let fresh = history
+            .lock()
+            .unwrap()
+            .seen
+            .iter()
+            .filter(|s| s.member == 2 && s.offset >= per_phase as i64)
+            .count();
+        if fresh >= 40 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "member 2 consumes");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let (tx, rx) = tokio::sync::oneshot::channel();
     m2.send(Control::Kill(tx)).unwrap();
     let killed_commits = rx.await.unwrap();
@@ -394,6 +445,10 @@ async fn cooperative_group_survives_a_kill_and_a_join_without_loss() {
                     "partition {p}: restarted below a commit"
                 );
                 kill_tail_allowed += (prev.2 + 1 - committed) as usize;
+                println!(
+                    "partition {p}: killed member read to {}, had committed {committed}, successor started at {}",
+                    prev.2, next.1
+                );
             } else {
                 assert_eq!(
                     overlap, 0,

@@ -27,6 +27,9 @@ use crate::connection::Connection;
 pub(crate) struct State {
     /// The coordinator's node id, `None` until found (or after it failed).
     pub(crate) coordinator: Option<i32>,
+    /// Bumped whenever a coordinator request fails, so the dedicated connections
+    /// are opened afresh.
+    coordinator_epoch: u64,
     /// Empty until the coordinator assigns one.
     pub(crate) member_id: String,
     /// -1 outside a generation.
@@ -56,6 +59,24 @@ pub(crate) struct Shared {
     commit_lock: tokio::sync::Mutex<()>,
     /// Single-flight FindCoordinator.
     find_lock: tokio::sync::Mutex<()>,
+    /// The member's own connections to the coordinator, one per [`Lane`], with the
+    /// node and coordinator epoch they were opened for.
+    lanes: [tokio::sync::Mutex<Option<(i32, u64, Connection)>>; 2],
+}
+
+/// Which of the member's own coordinator connections a request uses.
+///
+/// Brokers answer one request per connection at a time, and the coordinator holds
+/// JoinGroup and SyncGroup until the whole group has arrived; on a connection
+/// shared with other members of the group (consumers built on one [`Client`]),
+/// their heartbeats would wait behind it and never learn of the rebalance. Kafka's
+/// consumer likewise talks to its coordinator on a connection of its own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Lane {
+    /// JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
+    Membership = 0,
+    /// OffsetCommit, OffsetFetch (not stuck behind a held JoinGroup).
+    Offsets = 1,
 }
 
 /// Outcome of one commit attempt that did not succeed.
@@ -80,6 +101,7 @@ impl Shared {
             retry_backoff,
             state: Mutex::new(State {
                 coordinator: None,
+                coordinator_epoch: 0,
                 member_id: String::new(),
                 generation: -1,
                 owned: BTreeSet::new(),
@@ -89,6 +111,7 @@ impl Shared {
             }),
             commit_lock: tokio::sync::Mutex::new(()),
             find_lock: tokio::sync::Mutex::new(()),
+            lanes: [tokio::sync::Mutex::new(None), tokio::sync::Mutex::new(None)],
         }
     }
 
@@ -98,30 +121,59 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Forgets the coordinator if it is still `node`.
+    /// Forgets the coordinator if it is still `node`, and the connections to it.
     pub(crate) fn coordinator_failed(&self, node: i32) {
         let mut st = self.lock();
+        st.coordinator_epoch += 1;
         if st.coordinator == Some(node) {
             tracing::debug!(group = %self.group_id, node, "coordinator lost; will look it up again");
             st.coordinator = None;
         }
     }
 
-    /// A connection to the group coordinator, looking it up if unknown. One attempt:
-    /// retriable failures come back as retriable errors.
-    pub(crate) async fn coordinator(&self) -> Result<(i32, Connection), GroupError> {
+    /// This member's `lane` connection to the group coordinator, looking the
+    /// coordinator up if unknown. One attempt: retriable failures come back as
+    /// retriable errors.
+    pub(crate) async fn coordinator(&self, lane: Lane) -> Result<(i32, Connection), GroupError> {
         let known = self.lock().coordinator;
         let node = match known {
             Some(node) => node,
             None => self.find_coordinator().await?,
         };
-        match self.client.inner.node_connection(node).await {
-            Ok(conn) => Ok((node, conn)),
+        let epoch = self.lock().coordinator_epoch;
+        let mut slot = self.lanes[lane as usize].lock().await;
+        if let Some((n, e, conn)) = slot.as_ref() {
+            if *n == node && *e == epoch && !conn.is_poisoned() {
+                return Ok((node, conn.clone()));
+            }
+        }
+        *slot = None;
+        let result = async {
+            let addr = self.broker_addr(node).await?;
+            Ok::<_, ClientError>(Connection::connect(&addr, self.client.inner.pool.config()).await?)
+        }
+        .await;
+        match result {
+            Ok(conn) => {
+                *slot = Some((node, epoch, conn.clone()));
+                Ok((node, conn))
+            }
             Err(e) => {
                 self.coordinator_failed(node);
                 Err(e.into())
             }
         }
+    }
+
+    /// The address of broker `node`, refreshing metadata once if it is unknown.
+    async fn broker_addr(&self, node: i32) -> Result<String, ClientError> {
+        if let Some(b) = self.client.metadata().broker(node) {
+            return Ok(b.addr());
+        }
+        let meta = self.client.refresh_metadata().await?;
+        meta.broker(node)
+            .map(|b| b.addr())
+            .ok_or(ClientError::UnknownBroker { node_id: node })
     }
 
     async fn find_coordinator(&self) -> Result<i32, GroupError> {
@@ -224,6 +276,7 @@ impl Shared {
             }
             (st.generation, st.member_id.clone(), chosen)
         };
+        tracing::trace!(group = %self.group_id, candidates = ?offsets.map(|o| o.len()), chosen = chosen.len(), generation, "commit");
         if chosen.is_empty() {
             return Ok(());
         }
@@ -232,7 +285,10 @@ impl Shared {
             // coordinator would refuse, so do not ask.
             return Err(CommitAttempt::Fail(GroupError::RebalanceInProgress));
         }
-        let (node, conn) = self.coordinator().await.map_err(retry_or_fail)?;
+        let (node, conn) = self
+            .coordinator(Lane::Offsets)
+            .await
+            .map_err(retry_or_fail)?;
         let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
         for (tp, &offset) in &chosen {
             let p = OffsetCommitRequestPartition {
@@ -283,6 +339,7 @@ impl Shared {
                 }
             }
         }
+        tracing::trace!(group = %self.group_id, partitions = chosen.len(), generation, error = ?worst, "offset commit");
         match worst {
             None => Ok(()),
             Some(code) => Err(self.commit_error(node, code)),
@@ -354,7 +411,7 @@ impl Shared {
         for tp in partitions {
             by_topic.entry(&tp.topic).or_default().push(tp.partition);
         }
-        let (node, conn) = self.coordinator().await?;
+        let (node, conn) = self.coordinator(Lane::Offsets).await?;
         let req = OffsetFetchRequest {
             group_id: self.group_id.clone(),
             topics: Some(

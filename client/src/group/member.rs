@@ -31,7 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::assignor::{Assignor, MemberSubscription, RebalanceProtocol};
-use super::coordinator::Shared;
+use super::coordinator::{Lane, Shared};
 use super::{GroupError, TopicPartition};
 use crate::client::ClientError;
 
@@ -147,7 +147,7 @@ impl Member {
 
     /// One Heartbeat round trip.
     async fn heartbeat(&self) -> Result<Beat, GroupError> {
-        let (node, conn) = match self.shared.coordinator().await {
+        let (node, conn) = match self.shared.coordinator(Lane::Membership).await {
             Ok(c) => c,
             Err(e) if e.is_retriable() => return Ok(Beat::Retry),
             Err(e) => return Err(e),
@@ -323,7 +323,7 @@ impl Member {
 
     /// One JoinGroup (repeated at once for MEMBER_ID_REQUIRED). `None`: try again.
     async fn join(&mut self) -> Result<Option<JoinGroupResponse>, GroupError> {
-        let (node, conn) = match self.shared.coordinator().await {
+        let (node, conn) = match self.shared.coordinator(Lane::Membership).await {
             Ok(c) => c,
             Err(e) if e.is_retriable() => return Ok(None),
             Err(e) => return Err(e),
@@ -496,7 +496,7 @@ impl Member {
         protocol_name: &str,
         assignments: Vec<SyncGroupRequestAssignment>,
     ) -> Result<Option<BTreeSet<TopicPartition>>, GroupError> {
-        let (node, conn) = match self.shared.coordinator().await {
+        let (node, conn) = match self.shared.coordinator(Lane::Membership).await {
             Ok(c) => c,
             Err(e) if e.is_retriable() => return Ok(None),
             Err(e) => return Err(e),
@@ -668,7 +668,7 @@ pub(crate) async fn leave(shared: &Shared) -> Result<(), GroupError> {
     if member_id.is_empty() && shared.instance_id.is_none() {
         return Ok(());
     }
-    let (node, conn) = shared.coordinator().await?;
+    let (node, conn) = shared.coordinator(Lane::Membership).await?;
     let req = LeaveGroupRequest {
         group_id: shared.group_id.clone(),
         member_id: member_id.clone(),
