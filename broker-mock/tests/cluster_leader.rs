@@ -1,0 +1,179 @@
+//! Leader-side rules of the in-process cluster over raw frames: only the leader
+//! serves, clients' `current_leader_epoch` is fenced, `acks=all` waits for the high
+//! watermark and honours the request timeout, and `min.insync.replicas` refuses
+//! writes when the ISR is too small.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use baton_broker::Cluster;
+use baton_protocol::messages::*;
+use baton_protocol::ErrorCode;
+use common::*;
+
+const LONG: Duration = Duration::from_secs(60);
+
+fn addr(cluster: &Cluster, id: i32) -> SocketAddr {
+    cluster.bootstrap_servers()[(id - 1) as usize].parse().unwrap()
+}
+
+async fn create(cluster: &Cluster, name: &str, rf: i16, configs: &[(&str, &str)]) {
+    let mut c = Client::connect(addr(cluster, 1)).await;
+    let mut req = create_req(name, 1, configs);
+    req.topics[0].replication_factor = rf;
+    let resp = c.call(&req, 7).await;
+    assert_eq!(resp.topics[0].error_code, 0, "{:?}", resp.topics[0].error_message);
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state(name, 0).unwrap();
+            v.leader > 0 && v.replica_states.iter().all(|r| r.role != "none")
+        })
+        .await
+        .unwrap();
+}
+
+fn code(c: i16) -> ErrorCode {
+    ErrorCode::from_code(c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_leader_serves_and_client_epochs_are_fenced() {
+    let cluster = Cluster::builder().brokers(3).start().await.unwrap();
+    create(&cluster, "epochs", 3, &[]).await;
+    let v = cluster.partition_state("epochs", 0).unwrap();
+    let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
+
+    let mut f = Client::connect(addr(&cluster, follower)).await;
+    let resp = f.call(&produce_req("epochs", 0, 1, records(1, &["x"])), 9).await;
+    assert_eq!(
+        code(resp.responses[0].partition_responses[0].error_code),
+        ErrorCode::NotLeaderOrFollower
+    );
+    let resp = f.call(&fetch_req("epochs", 0, 0, 0, 0), 12).await;
+    assert_eq!(
+        code(resp.responses[0].partitions[0].error_code),
+        ErrorCode::NotLeaderOrFollower
+    );
+
+    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let resp = l.call(&produce_req("epochs", 0, -1, records(1, &["a", "b"])), 9).await;
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+    for (epoch, expected) in [
+        (v.leader_epoch, ErrorCode::None),
+        (v.leader_epoch + 1, ErrorCode::UnknownLeaderEpoch),
+    ] {
+        let mut req = fetch_req("epochs", 0, 0, 0, 0);
+        req.topics[0].partitions[0].current_leader_epoch = epoch;
+        let resp = l.call(&req, 12).await;
+        assert_eq!(code(resp.responses[0].partitions[0].error_code), expected);
+        let req = ListOffsetsRequest {
+            replica_id: -1,
+            isolation_level: 0,
+            topics: vec![ListOffsetsTopic {
+                name: "epochs".into(),
+                partitions: vec![ListOffsetsPartition {
+                    partition_index: 0,
+                    current_leader_epoch: epoch,
+                    timestamp: -1,
+                }],
+            }],
+        };
+        let resp = l.call(&req, 7).await;
+        assert_eq!(code(resp.topics[0].partitions[0].error_code), expected);
+        if expected == ErrorCode::None {
+            assert_eq!(resp.topics[0].partitions[0].offset, 2, "HW covers the acks=all write");
+        }
+    }
+
+    // A planned move bumps the epoch; the old epoch is fenced at the new leader.
+    let mut cluster = cluster;
+    cluster.node(v.leader).stop().await;
+    let w = cluster.partition_state("epochs", 0).unwrap();
+    assert!(w.leader_epoch > v.leader_epoch && w.leader != v.leader, "{w:?}");
+    cluster
+        .wait_for(LONG, |c| {
+            let x = c.partition_state("epochs", 0).unwrap();
+            x.replica(x.leader).is_some_and(|r| r.role == "leader")
+        })
+        .await
+        .unwrap();
+    let mut n = Client::connect(addr(&cluster, w.leader)).await;
+    let mut req = fetch_req("epochs", 0, 0, 0, 0);
+    req.topics[0].partitions[0].current_leader_epoch = v.leader_epoch;
+    let resp = n.call(&req, 12).await;
+    assert_eq!(
+        code(resp.responses[0].partitions[0].error_code),
+        ErrorCode::FencedLeaderEpoch
+    );
+    // The new leader's HW catches up once the remaining follower fetches from it.
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let resp = n.call(&fetch_req("epochs", 0, 0, 0, 0), 12).await;
+        let got = values(&resp.responses[0].partitions[0].records);
+        if got == ["a", "b"] {
+            break;
+        }
+        assert!(got.is_empty(), "{got:?}");
+        assert!(tokio::time::Instant::now() < deadline, "HW never covered the records");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    cluster.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acks_all_times_out_waiting_for_a_dead_isr_member_and_min_isr_refuses() {
+    // Long session timeout and lag time: the dead follower stays in the ISR for a
+    // while, so an acks=all write cannot reach the HW in time.
+    let mut cluster = Cluster::builder()
+        .brokers(2)
+        .session_timeout(Duration::from_secs(600))
+        .replica_lag_time_max(Duration::from_secs(600))
+        .start()
+        .await
+        .unwrap();
+    create(&cluster, "slow", 2, &[("min.insync.replicas", "2")]).await;
+    let v = cluster.partition_state("slow", 0).unwrap();
+    let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
+    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let resp = l.call(&produce_req("slow", 0, -1, records(1, &["ok"])), 9).await;
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+
+    cluster.node(follower).kill();
+    let mut req = produce_req("slow", 0, -1, records(1, &["late"]));
+    req.timeout_ms = 1_000;
+    let resp = l.call(&req, 9).await;
+    assert_eq!(
+        code(resp.responses[0].partition_responses[0].error_code),
+        ErrorCode::RequestTimedOut
+    );
+    // acks=1 is not held back.
+    let resp = l.call(&produce_req("slow", 0, 1, records(1, &["one"])), 9).await;
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+    drop(cluster);
+
+    // With a short session the dead follower is fenced out of the ISR and
+    // min.insync.replicas=2 refuses acks=all up front.
+    let mut cluster = Cluster::builder()
+        .brokers(2)
+        .session_timeout(Duration::from_secs(2))
+        .start()
+        .await
+        .unwrap();
+    create(&cluster, "strict", 2, &[("min.insync.replicas", "2")]).await;
+    let v = cluster.partition_state("strict", 0).unwrap();
+    let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
+    cluster.node(follower).kill();
+    cluster
+        .wait_for(LONG, |c| c.partition_state("strict", 0).unwrap().isr.len() == 1)
+        .await
+        .unwrap();
+    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let resp = l.call(&produce_req("strict", 0, -1, records(1, &["no"])), 9).await;
+    assert_eq!(
+        code(resp.responses[0].partition_responses[0].error_code),
+        ErrorCode::NotEnoughReplicas
+    );
+    cluster.shutdown().await;
+}
