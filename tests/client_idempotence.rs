@@ -14,9 +14,14 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::{Acks, Client, Consumer, Producer, ProducerConfigError, ProducerRecord, StartOffset};
+use baton::{
+    Acks, Client, Consumer, ProduceError, Producer, ProducerConfigError, ProducerRecord,
+    StartOffset,
+};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
-use baton_protocol::messages::ProduceRequest;
+use baton_protocol::messages::{
+    ApiVersionsRequest, ApiVersionsResponse, InitProducerIdRequest, ProduceRequest,
+};
 use baton_protocol::primitives::Decoder;
 use baton_protocol::record::RecordBatch;
 use baton_protocol::{Message, Request, RequestHeader};
@@ -42,6 +47,9 @@ struct ProxyState {
     /// Produce requests (by number) whose response is lost after the broker
     /// answered.
     lose_responses: Vec<usize>,
+    /// Remove InitProducerId from ApiVersions answers (a cluster without
+    /// idempotence support).
+    hide_init_producer_id: bool,
 }
 
 struct Setup {
@@ -53,6 +61,14 @@ struct Setup {
 
 impl Setup {
     async fn start(lose_responses: Vec<usize>) -> Setup {
+        Setup::start_with(ProxyState {
+            lose_responses,
+            ..ProxyState::default()
+        })
+        .await
+    }
+
+    async fn start_with(proxy_state: ProxyState) -> Setup {
         let listen: SocketAddr = "127.0.0.2:0".parse().unwrap();
         let broker = Broker::start(
             BrokerConfig::in_memory()
@@ -66,10 +82,7 @@ impl Setup {
         let listener = TcpListener::bind(proxy_addr)
             .await
             .expect("proxy binds the broker's port on 127.0.0.1");
-        let state = Arc::new(Mutex::new(ProxyState {
-            lose_responses,
-            ..ProxyState::default()
-        }));
+        let state = Arc::new(Mutex::new(proxy_state));
         let proxy = tokio::spawn(run_proxy(listener, upstream, state.clone()));
         let client = Client::builder([proxy_addr.to_string()])
             .client_id("baton-idempotence-tests")
@@ -156,13 +169,28 @@ async fn relay(
             }
         }
         write_frame(&mut broker, &request).await?;
-        let response = read_frame(&mut broker).await?;
+        let mut response = read_frame(&mut broker).await?;
+        if api_key == ApiVersionsRequest::API_KEY && state.lock().unwrap().hide_init_producer_id {
+            response = without_init_producer_id(&response, version);
+        }
         if lose {
             // The broker wrote the batch; the client never hears of it.
             return Ok(());
         }
         write_frame(&mut client, &response).await?;
     }
+}
+
+/// An ApiVersions response frame (header v0, then the body) minus InitProducerId.
+fn without_init_producer_id(frame: &[u8], version: i16) -> Vec<u8> {
+    let (header, body) = frame.split_at(4);
+    let mut resp = ApiVersionsResponse::decode_body(Bytes::copy_from_slice(body), version)
+        .expect("ApiVersions response");
+    resp.api_keys
+        .retain(|k| k.api_key != InitProducerIdRequest::API_KEY);
+    let mut out = bytes::BytesMut::from(header);
+    resp.encode_body(&mut out, version).expect("re-encode");
+    out.to_vec()
 }
 
 /// Consumes `count` records of `partitions` from the start (then checks for none
@@ -537,4 +565,52 @@ async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
     );
     drop(consumer);
     cluster.shutdown().await;
+}
+
+/// A cluster without InitProducerId: the idempotent default fails every record with
+/// a typed error naming the fix, never silently downgrading; `.idempotence(false)`
+/// produces.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_without_init_producer_id_is_a_typed_error() {
+    let setup = Setup::start_with(ProxyState {
+        hide_init_producer_id: true,
+        ..ProxyState::default()
+    })
+    .await;
+    let topic = create_topic(&setup.client, "idem-unsupported", 1).await;
+    let producer = Producer::builder(&setup.client).build();
+    let err = producer
+        .send(ProducerRecord::new(topic.clone()).value("first"))
+        .await
+        .expect("accepted before the producer id is asked for")
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, ProduceError::IdempotenceUnsupported { .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(".idempotence(false)"), "{err}");
+    assert_eq!(
+        err.into_record().unwrap().value.as_deref(),
+        Some(&b"first"[..])
+    );
+    // Later sends fail at once, with the record handed back.
+    let err = producer
+        .send(ProducerRecord::new(topic.clone()).value("second"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ProduceError::IdempotenceUnsupported { .. }));
+    assert!(setup.batches().is_empty(), "nothing was produced");
+    producer.close().await;
+
+    let plain = Producer::builder(&setup.client).idempotence(false).build();
+    let meta = plain
+        .send(ProducerRecord::new(topic.clone()).value("plain"))
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    assert_eq!(meta.offset, 0);
+    plain.close().await;
+    setup.shutdown().await;
 }
