@@ -378,7 +378,7 @@ impl GroupCoordinator {
                 tokio::select! {
                     _ = coord.wake.notified() => {}
                     _ = tokio::time::sleep(sleep) => {}
-                    r = stop.changed() => if r.is_err() { break },
+                    r = stop.changed() => if r.is_err() { break } else { continue },
                 }
                 let Some(state) = weak.upgrade() else { break };
                 let c = coord.clone();
@@ -390,8 +390,28 @@ impl GroupCoordinator {
                 })
                 .await;
             }
+            // Parked requests would hold their connections open through shutdown.
+            coord.answer_parked(ErrorCode::CoordinatorNotAvailable);
             coord.driver_running.store(false, Ordering::Release);
         });
+    }
+
+    /// Answers every parked JoinGroup and SyncGroup with `code` (the broker stops).
+    fn answer_parked(&self, code: ErrorCode) {
+        let mut inner = self.lock();
+        for (_, tx) in inner.joins.drain() {
+            let _ = tx.send(JoinGroupResponse {
+                error_code: code.code(),
+                generation_id: -1,
+                ..Default::default()
+            });
+        }
+        for (_, tx) in inner.syncs.drain() {
+            let _ = tx.send(SyncGroupResponse {
+                error_code: code.code(),
+                ..Default::default()
+            });
+        }
     }
 
     /// Runs due timers (session expiry, rebalance completion).
