@@ -614,3 +614,102 @@ async fn a_cluster_without_init_producer_id_is_a_typed_error() {
     plain.close().await;
     setup.shutdown().await;
 }
+
+/// The broker loses the producer's state (an in-memory broker replaced on the same
+/// address): the next batches break the sequence (OUT_OF_ORDER_SEQUENCE_NUMBER).
+/// Their records fail with a typed `IdempotenceReset` and are not in the log; the
+/// producer bumps its epoch and later records are delivered from sequence 0. No
+/// record is ever reported delivered that the log does not hold.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_sequence_fails_typed_and_the_producer_recovers() {
+    let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
+    let addr = broker.local_addr();
+    let client = Client::builder([broker.bootstrap()])
+        .request_timeout(Duration::from_secs(5))
+        .connect_timeout(Duration::from_secs(1))
+        .build()
+        .await
+        .unwrap();
+    let topic = create_topic(&client, "idem-reset", 1).await;
+    let producer = Producer::builder(&client)
+        .linger(Duration::ZERO)
+        .batch_size(100)
+        .retry_backoff(Duration::from_millis(20))
+        .build();
+    for i in 0..3 {
+        producer
+            .send(ProducerRecord::new(topic.clone()).value(format!("before-{i}")))
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+    // A new broker without the producer's state, and the same (empty) topic.
+    broker.shutdown().await;
+    let broker = Broker::start(BrokerConfig::in_memory().with_listen(addr))
+        .await
+        .unwrap();
+    baton::Admin::new(&client)
+        .create_topic(topic.clone(), 1, 1)
+        .await
+        .unwrap();
+
+    let mut deliveries = Vec::new();
+    for i in 0..20 {
+        deliveries.push(
+            producer
+                .send(ProducerRecord::new(topic.clone()).value(format!("after-{i:02}")))
+                .await
+                .unwrap(),
+        );
+    }
+    let mut delivered = BTreeMap::new();
+    let mut reset = 0;
+    for d in deliveries {
+        match d.await {
+            Ok(meta) => {
+                delivered.insert(meta.offset, meta.into_record().value.unwrap());
+            }
+            Err(ProduceError::IdempotenceReset { record, .. }) => {
+                assert!(record.value.is_some());
+                reset += 1;
+            }
+            Err(e) => panic!("unexpected error: {e}"),
+        }
+    }
+    eprintln!("{reset} records reset, {} delivered", delivered.len());
+    assert!(
+        reset >= 1,
+        "the first batch after the restart breaks the sequence"
+    );
+    // After the epoch bump, new records go through.
+    let meta = producer
+        .send(ProducerRecord::new(topic.clone()).value("later"))
+        .await
+        .unwrap()
+        .await
+        .expect("delivered under the new epoch");
+    delivered.insert(meta.offset, meta.into_record().value.unwrap());
+    producer.close().await;
+
+    let got = consume(&client, &topic, 1, delivered.len(), 0).await;
+    for r in &got {
+        assert_eq!(
+            delivered.get(&r.offset),
+            r.value.as_ref(),
+            "offset {}: the log holds exactly what was reported delivered",
+            r.offset
+        );
+    }
+    let end = baton::Admin::new(&client)
+        .list_offsets([(topic.clone(), 0, baton::OffsetSpec::Latest)])
+        .await
+        .unwrap()[0]
+        .offset;
+    assert_eq!(
+        end as usize,
+        delivered.len(),
+        "nothing unreported in the log"
+    );
+    broker.shutdown().await;
+}
