@@ -705,6 +705,12 @@ impl RebalanceContext {
         }
     }
 
+    fn has_unresolved(&self) -> bool {
+        self.parts
+            .values()
+            .any(|s| s.position.is_none() && !s.failed)
+    }
+
     fn unresolved(&self) -> Vec<TopicPartition> {
         let mut v: Vec<TopicPartition> = self
             .parts
@@ -924,7 +930,7 @@ impl GroupConsumer {
                     return Err(e);
                 }
             }
-            let unresolved = !self.ctx.unresolved().is_empty();
+            let unresolved = self.ctx.has_unresolved();
             let due = self.ctx.resolve_at.map_or(true, |t| t <= Instant::now());
             if unresolved && due {
                 match self.ctx.resolve().await {
