@@ -20,11 +20,12 @@ use baton::{
 };
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 use baton_protocol::messages::{
-    ApiVersionsRequest, ApiVersionsResponse, InitProducerIdRequest, ProduceRequest,
+    ApiVersionsRequest, ApiVersionsResponse, InitProducerIdRequest, MetadataRequest,
+    ProduceRequest, ProduceResponse, ProduceResponseNodeEndpoint,
 };
 use baton_protocol::primitives::Decoder;
 use baton_protocol::record::RecordBatch;
-use baton_protocol::{Message, Request, RequestHeader};
+use baton_protocol::{ErrorCode, Message, Request, RequestHeader, ResponseHeader};
 use bytes::Bytes;
 use client_util::{create_topic, seed, Rng};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -50,6 +51,13 @@ struct ProxyState {
     /// Remove InitProducerId from ApiVersions answers (a cluster without
     /// idempotence support).
     hide_init_producer_id: bool,
+    /// Produce requests (by number) answered, after the broker wrote them, with
+    /// NOT_LEADER_OR_FOLLOWER and a KIP-951 hint naming `hint_leader` (its node id
+    /// and address) as the leader.
+    hint_on: Vec<usize>,
+    hint_leader: Option<(i32, u16)>,
+    /// API keys of the requests, in order.
+    api_keys: Vec<i16>,
 }
 
 struct Setup {
@@ -145,6 +153,8 @@ async fn relay(
         let request = read_frame(&mut client).await?;
         let (api_key, version, _) = RequestHeader::peek(&request).expect("request header");
         let mut lose = false;
+        let mut hint = None;
+        state.lock().unwrap().api_keys.push(api_key);
         if api_key == ProduceRequest::API_KEY {
             let mut d = Decoder::new(Bytes::from(request.clone()));
             RequestHeader::decode(&mut d, ProduceRequest::request_header_version(version))
@@ -155,6 +165,9 @@ async fn relay(
             let n = st.produce_requests;
             st.produce_requests += 1;
             lose = st.lose_responses.contains(&n);
+            if st.hint_on.contains(&n) {
+                hint = st.hint_leader;
+            }
             for topic in produce.topic_data {
                 for p in topic.partition_data {
                     let batch = RecordBatch::parse(p.records.unwrap_or_default()).expect("batch");
@@ -173,6 +186,9 @@ async fn relay(
         if api_key == ApiVersionsRequest::API_KEY && state.lock().unwrap().hide_init_producer_id {
             response = without_init_producer_id(&response, version);
         }
+        if let Some((node, port)) = hint {
+            response = with_leader_hint(&response, version, node, port);
+        }
         if lose {
             // The broker wrote the batch; the client never hears of it.
             return Ok(());
@@ -189,6 +205,34 @@ fn without_init_producer_id(frame: &[u8], version: i16) -> Vec<u8> {
     resp.api_keys
         .retain(|k| k.api_key != InitProducerIdRequest::API_KEY);
     let mut out = bytes::BytesMut::from(header);
+    resp.encode_body(&mut out, version).expect("re-encode");
+    out.to_vec()
+}
+
+/// A Produce response frame with every partition turned into
+/// NOT_LEADER_OR_FOLLOWER plus a KIP-951 hint: leader `node` at a high epoch,
+/// reachable at 127.0.0.1:`port`.
+fn with_leader_hint(frame: &[u8], version: i16, node: i32, port: u16) -> Vec<u8> {
+    let header_version = ProduceRequest::response_header_version(version);
+    let mut d = Decoder::new(Bytes::copy_from_slice(frame));
+    let header = ResponseHeader::decode(&mut d, header_version).expect("response header");
+    let mut resp = ProduceResponse::decode_body(d.take_rest(), version).expect("produce response");
+    for t in &mut resp.responses {
+        for p in &mut t.partition_responses {
+            p.error_code = ErrorCode::NotLeaderOrFollower.code();
+            p.base_offset = -1;
+            p.current_leader.leader_id = node;
+            p.current_leader.leader_epoch = 1_000;
+        }
+    }
+    resp.node_endpoints = vec![ProduceResponseNodeEndpoint {
+        node_id: node,
+        host: "127.0.0.1".into(),
+        port: i32::from(port),
+        rack: None,
+    }];
+    let mut out = bytes::BytesMut::new();
+    header.encode(&mut out, header_version);
     resp.encode_body(&mut out, version).expect("re-encode");
     out.to_vec()
 }
@@ -712,4 +756,54 @@ async fn a_broken_sequence_fails_typed_and_the_producer_recovers() {
         "nothing unreported in the log"
     );
     broker.shutdown().await;
+}
+
+/// A Produce answer NOT_LEADER_OR_FOLLOWER that names the new leader (KIP-951,
+/// Produce v10) is followed at once, without a Metadata round trip; the retry is
+/// deduplicated (the broker had written the batch).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kip951_leader_hint_is_used_without_a_metadata_refresh() {
+    let setup = Setup::start_with(ProxyState {
+        hint_on: vec![0],
+        ..ProxyState::default()
+    })
+    .await;
+    let topic = create_topic(&setup.client, "idem-hint", 1).await;
+    let meta = setup.client.metadata();
+    let node = *meta.brokers.keys().next().expect("one broker");
+    let port = setup.broker.local_addr().port();
+    setup.state.lock().unwrap().hint_leader = Some((node, port));
+    let producer = Producer::builder(&setup.client)
+        .linger(Duration::from_millis(20))
+        .build();
+    let mut deliveries = Vec::new();
+    for i in 0..10 {
+        let record = ProducerRecord::new(topic.clone())
+            .partition(0)
+            .value(format!("v{i}"));
+        deliveries.push(producer.send(record).await.unwrap());
+    }
+    for (i, d) in deliveries.into_iter().enumerate() {
+        let meta = d.await.unwrap();
+        assert_eq!(meta.offset, i as i64);
+    }
+    producer.close().await;
+
+    let keys = setup.state.lock().unwrap().api_keys.clone();
+    let produces: Vec<usize> = keys
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| **k == ProduceRequest::API_KEY)
+        .map(|(i, _)| i)
+        .collect();
+    assert!(produces.len() >= 2, "{keys:?}");
+    assert!(
+        !keys[produces[0]..produces[1]].contains(&MetadataRequest::API_KEY),
+        "no Metadata request between the hinted answer and the retry: {keys:?}"
+    );
+    let got = consume(&setup.client, &topic, 1, 10, 0).await;
+    for (i, r) in got.iter().enumerate() {
+        assert_eq!(r.value.as_deref(), Some(format!("v{i}").as_bytes()));
+    }
+    setup.shutdown().await;
 }
