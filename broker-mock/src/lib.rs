@@ -16,7 +16,7 @@
 //! Map: [`server`] (listener, connections, ordering), [`handlers`] (one file per API
 //! key, each opening with its versions and deviations from Kafka), [`partition`],
 //! [`log`] (segmented on-disk and in-memory logs), [`topics`] (names, configs,
-//! persistence), [`config`].
+//! persistence), [`group`] (consumer groups and committed offsets), [`config`].
 
 pub mod cluster;
 pub mod config;
