@@ -500,6 +500,15 @@ fn reconcile(state: &BrokerState, link: &ClusterLink) -> HashMap<(String, i32), 
     let now = link.now_ms();
     let mut wanted = HashMap::new();
     let mut known = std::collections::HashSet::new();
+    // Lead only as the registered, unfenced incarnation: a restarted node replaying
+    // the log must not act on leaderships of its previous life (a client with stale
+    // metadata could otherwise get acknowledgements for records that are truncated
+    // later).
+    let my_epoch = link.broker_epoch.load(Ordering::Relaxed);
+    let active = my_epoch >= 0
+        && img
+            .broker(me)
+            .is_some_and(|b| b.broker_epoch == my_epoch && !b.fenced);
     for topic in img.topics() {
         known.insert(topic.name.clone());
         let config = TopicConfig {
@@ -529,7 +538,11 @@ fn reconcile(state: &BrokerState, link: &ClusterLink) -> HashMap<(String, i32), 
             let mut st = part.lock();
             st.replicas = pi.replicas.clone();
             st.isr = pi.isr.clone();
-            if pi.leader == me {
+            if pi.leader == me && !active {
+                if !matches!(st.role(), Role::Follower { leader } if *leader == NO_LEADER) {
+                    st.become_follower(NO_LEADER, pi.leader_epoch);
+                }
+            } else if pi.leader == me {
                 let current = st.leader_state().map(|l| l.leader_epoch());
                 if current != Some(pi.leader_epoch) {
                     let init = LeaderInit {
