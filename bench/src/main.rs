@@ -1,0 +1,421 @@
+//! Benchmarks of Baton against librdkafka, rskafka and tansu; see docs/PERFORMANCE.md.
+
+mod clients;
+mod failover;
+mod measure;
+
+use std::io::{Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::time::{Duration, Instant};
+
+use clients::ProduceSettings;
+use measure::{loadavg, BrokerProc, Sample, Table};
+
+const HELP: &str = "\
+baton-bench: Baton against librdkafka, rskafka and tansu, in the same run
+
+USAGE:
+    cargo run --release -- <producer|consumer|broker|large|failover|all> [OPTIONS]
+
+OPTIONS:
+    --runs N               runs per client (default 5); tables show medians
+    --records N            records per producer run (default 2000000)
+    --consume-records N    records pre-produced once and read per consumer run (default 5000000)
+    --broker-records N     records per broker run (default 2000000)
+    --large-values N       1 MiB values per large-value run (default 256)
+    --failover-rate R      records/s of the paced failover producer (default 2000)
+    --session-timeout-ms T broker session timeout of the failover cluster (default 6000)
+    --clients LIST         comma-separated subset of baton,librdkafka,rskafka
+
+ENVIRONMENT:
+    BATON_BROKER_BIN  the baton-broker binary (default target/release/baton-broker of
+                      this package; build it with `cargo build --release -p baton-broker`
+                      in this directory)
+    TANSU_BIN         the tansu binary (default: tansu on the PATH); skipped if absent
+";
+
+#[derive(Debug, Clone)]
+struct Options {
+    runs: usize,
+    records: u64,
+    consume_records: u64,
+    broker_records: u64,
+    large_values: u64,
+    failover_rate: u64,
+    session_timeout_ms: u64,
+    clients: Vec<String>,
+}
+
+fn parse() -> Result<(String, Options), String> {
+    let mut o = Options {
+        runs: 5,
+        records: 2_000_000,
+        consume_records: 5_000_000,
+        broker_records: 2_000_000,
+        large_values: 256,
+        failover_rate: 2000,
+        session_timeout_ms: 6000,
+        clients: vec!["baton".into(), "librdkafka".into(), "rskafka".into()],
+    };
+    let mut args = std::env::args().skip(1);
+    let mut sub = None;
+    while let Some(a) = args.next() {
+        let mut num = |name: &str| -> Result<u64, String> {
+            args.next()
+                .ok_or_else(|| format!("{name} needs a value"))?
+                .parse()
+                .map_err(|e| format!("{name}: {e}"))
+        };
+        match a.as_str() {
+            "-h" | "--help" => {
+                print!("{HELP}");
+                std::process::exit(0);
+            }
+            "--runs" => o.runs = num("--runs")?.max(1) as usize,
+            "--records" => o.records = num("--records")?,
+            "--consume-records" => o.consume_records = num("--consume-records")?,
+            "--broker-records" => o.broker_records = num("--broker-records")?,
+            "--large-values" => o.large_values = num("--large-values")?,
+            "--failover-rate" => o.failover_rate = num("--failover-rate")?,
+            "--session-timeout-ms" => o.session_timeout_ms = num("--session-timeout-ms")?,
+            "--clients" => {
+                o.clients = args
+                    .next()
+                    .ok_or("--clients needs a value")?
+                    .split(',')
+                    .map(str::to_owned)
+                    .collect()
+            }
+            s if sub.is_none() && !s.starts_with('-') => sub = Some(s.to_owned()),
+            other => return Err(format!("unknown argument {other:?}; try --help")),
+        }
+    }
+    Ok((sub.ok_or("which benchmark? try --help")?, o))
+}
+
+fn settings(acks: i16) -> ProduceSettings {
+    ProduceSettings {
+        acks,
+        linger: Duration::from_millis(5),
+        batch_bytes: 1024 * 1024,
+        max_request: 2 * 1024 * 1024,
+        buffer_bytes: 32 * 1024 * 1024,
+    }
+}
+
+/// A Baton admin client on `bootstrap` for creating and deleting topics.
+struct Topics {
+    admin: baton::Admin,
+}
+
+impl Topics {
+    async fn new(bootstrap: &str) -> Result<Topics, String> {
+        let client = baton::Client::builder([bootstrap])
+            .client_id("bench-admin")
+            .build()
+            .await
+            .map_err(|e| format!("admin client: {e}"))?;
+        Ok(Topics {
+            admin: baton::Admin::new(&client),
+        })
+    }
+    async fn create(&self, topic: &str) -> Result<(), String> {
+        self.admin
+            .create_topic(topic, 1, 1)
+            .await
+            .map_err(|e| format!("create {topic}: {e}"))
+    }
+    async fn delete(&self, topic: &str) {
+        if let Err(e) = self.admin.delete_topics([topic]).await {
+            eprintln!("  (delete {topic}: {e})");
+        }
+    }
+}
+
+/// Creates a topic through librdkafka's admin API (works with any broker).
+async fn rdkafka_create_topic(bootstrap: &str, topic: &str) -> Result<(), String> {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    let admin: AdminClient<rdkafka::client::DefaultClientContext> = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .create()
+        .map_err(|e| format!("admin: {e}"))?;
+    let res = admin
+        .create_topics(
+            [&NewTopic::new(topic, 1, TopicReplication::Fixed(1))],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await
+        .map_err(|e| format!("create {topic}: {e}"))?;
+    for r in res {
+        r.map_err(|(t, e)| format!("create {t}: {e}"))?;
+    }
+    Ok(())
+}
+
+fn log_sample(what: &str, s: &Sample) {
+    eprintln!(
+        "  {what:<28} {:>10.0} rec/s {:>9.1} MB/s {:>8.3} µs CPU/rec   load {}",
+        s.rate(),
+        s.byte_rate() / 1e6,
+        s.cpu_us(),
+        loadavg()
+    );
+}
+
+fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> impl std::future::Future<Output = Result<T, String>> {
+    async move {
+        tokio::task::spawn_blocking(f)
+            .await
+            .map_err(|e| format!("blocking task: {e}"))?
+    }
+}
+
+async fn produce_one(
+    client: &str,
+    bootstrap: &str,
+    topic: &str,
+    n: u64,
+    value_size: usize,
+    s: ProduceSettings,
+) -> Result<Sample, String> {
+    match client {
+        "baton" => clients::baton_produce(bootstrap, topic, n, value_size, s).await,
+        "librdkafka" => {
+            let (b, t) = (bootstrap.to_owned(), topic.to_owned());
+            blocking(move || clients::rdkafka_produce(&b, &t, n, value_size, s)).await
+        }
+        "rskafka" => clients::rskafka_produce(bootstrap, topic, n, value_size, s).await,
+        other => Err(format!("unknown client {other}")),
+    }
+}
+
+async fn producer(o: &Options) -> Result<(), String> {
+    let broker = BrokerProc::baton(&measure::baton_broker_bin())?;
+    let topics = Topics::new(&broker.bootstrap()).await?;
+    println!(
+        "\n## Producer: {} records of 100 bytes per run, 1 partition, linger 5 ms, batch 1 MiB, 32 MiB buffer, no compression, idempotence off",
+        o.records
+    );
+    for acks in [1i16, -1] {
+        let mut table = Table::default();
+        for run in 0..o.runs {
+            for c in &o.clients {
+                let topic = format!("produce-{}-{c}-{run}", if acks == 1 { "1" } else { "all" });
+                topics.create(&topic).await?;
+                let s = produce_one(c, &broker.bootstrap(), &topic, o.records, 100, settings(acks)).await?;
+                log_sample(&format!("acks={acks} {c} run {}", run + 1), &s);
+                table.push(c, s);
+                topics.delete(&topic).await;
+            }
+        }
+        table.print(
+            &format!(
+                "Producer, acks={} (rskafka always asks acks=all)",
+                if acks == 1 { "1" } else { "all" }
+            ),
+            "baton",
+            "client CPU",
+        );
+    }
+    Ok(())
+}
+
+async fn consumer(o: &Options) -> Result<(), String> {
+    let broker = BrokerProc::baton(&measure::baton_broker_bin())?;
+    let topics = Topics::new(&broker.bootstrap()).await?;
+    let topic = "consume";
+    topics.create(topic).await?;
+    let s = clients::baton_produce(&broker.bootstrap(), topic, o.consume_records, 100, settings(1)).await?;
+    log_sample("pre-produce (baton, acks=1)", &s);
+    eprintln!("  broker RSS {} MiB", broker.rss_mib());
+    println!(
+        "\n## Consumer: {} records of 100 bytes read from offset 0 of 1 partition per run",
+        o.consume_records
+    );
+    let mut table = Table::default();
+    for run in 0..o.runs {
+        for c in &o.clients {
+            let b = broker.bootstrap();
+            let n = o.consume_records;
+            let s = match c.as_str() {
+                "baton" => clients::baton_consume(&b, topic, n).await?,
+                "librdkafka" => blocking(move || clients::rdkafka_consume(&b, "consume", n)).await?,
+                "rskafka" => clients::rskafka_consume(&b, topic, n).await?,
+                other => return Err(format!("unknown client {other}")),
+            };
+            log_sample(&format!("consume {c} run {}", run + 1), &s);
+            table.push(c, s);
+        }
+    }
+    table.print("Consumer", "baton", "client CPU");
+    Ok(())
+}
+
+async fn broker(o: &Options) -> Result<(), String> {
+    let mut brokers = vec![BrokerProc::baton(&measure::baton_broker_bin())?];
+    match BrokerProc::tansu(&measure::tansu_bin()) {
+        Ok(t) => brokers.push(t),
+        Err(e) => eprintln!("  tansu skipped: {e}"),
+    }
+    println!(
+        "\n## Broker: librdkafka produces {} records of 100 bytes (acks=1, linger 5 ms, batch 1 MiB) then reads them back, per run; broker CPU from /proc/<pid>/stat",
+        o.broker_records
+    );
+    let (mut prod, mut fetch) = (Table::default(), Table::default());
+    for run in 0..o.runs {
+        for b in &brokers {
+            let topic = format!("broker-{run}");
+            rdkafka_create_topic(&b.bootstrap(), &topic).await?;
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            let n = o.broker_records;
+            let (bs, t) = (b.bootstrap(), topic.clone());
+            let cpu0 = b.cpu();
+            let mut s = blocking(move || clients::rdkafka_produce(&bs, &t, n, 100, settings(1))).await?;
+            s.cpu_secs = (b.cpu() - cpu0).as_secs_f64();
+            log_sample(&format!("produce {} run {}", b.name, run + 1), &s);
+            prod.push(b.name, s);
+            let (bs, t) = (b.bootstrap(), topic.clone());
+            let cpu0 = b.cpu();
+            let mut s = blocking(move || clients::rdkafka_consume(&bs, &t, n)).await?;
+            s.cpu_secs = (b.cpu() - cpu0).as_secs_f64();
+            log_sample(&format!("fetch {} run {}", b.name, run + 1), &s);
+            fetch.push(b.name, s);
+            eprintln!("  {} RSS {} MiB", b.name, b.rss_mib());
+        }
+    }
+    prod.print("Broker: produce (librdkafka load)", "baton-broker", "broker CPU");
+    fetch.print("Broker: fetch (librdkafka load)", "baton-broker", "broker CPU");
+    Ok(())
+}
+
+/// Copies `total` bytes over a loopback TCP connection in `chunk`-byte writes;
+/// returns bytes per second.
+fn raw_loopback(total: u64, chunk: usize) -> Result<Sample, String> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let reader = std::thread::spawn(move || -> std::io::Result<u64> {
+        let (mut s, _) = listener.accept()?;
+        let mut buf = vec![0u8; chunk];
+        let mut got = 0u64;
+        loop {
+            let n = s.read(&mut buf)?;
+            if n == 0 {
+                return Ok(got);
+            }
+            got += n as u64;
+        }
+    });
+    let buf = vec![b'r'; chunk];
+    let mut s = TcpStream::connect(addr).map_err(|e| e.to_string())?;
+    let t0 = Instant::now();
+    let mut sent = 0u64;
+    while sent < total {
+        s.write_all(&buf).map_err(|e| e.to_string())?;
+        sent += chunk as u64;
+    }
+    drop(s);
+    let got = reader
+        .join()
+        .map_err(|_| "reader panicked")?
+        .map_err(|e| e.to_string())?;
+    Ok(Sample {
+        records: total / chunk as u64,
+        bytes: got,
+        secs: t0.elapsed().as_secs_f64(),
+        cpu_secs: 0.0,
+    })
+}
+
+async fn large(o: &Options) -> Result<(), String> {
+    let broker = BrokerProc::baton(&measure::baton_broker_bin())?;
+    let topics = Topics::new(&broker.bootstrap()).await?;
+    const MIB: usize = 1024 * 1024;
+    let n = o.large_values;
+    println!(
+        "\n## Large values: {n} values of 1 MiB per run, acks=1, against a raw loopback TCP copy of the same bytes"
+    );
+    let mut table = Table::default();
+    for run in 0..o.runs {
+        let s = tokio::task::spawn_blocking(move || raw_loopback(n * MIB as u64, MIB))
+            .await
+            .map_err(|e| e.to_string())??;
+        log_sample(&format!("raw loopback run {}", run + 1), &s);
+        table.push("raw loopback TCP", s);
+        for c in o.clients.iter().filter(|c| *c != "rskafka") {
+            let topic = format!("large-{c}-{run}");
+            topics.create(&topic).await?;
+            let mut st = settings(1);
+            st.max_request = 4 * MIB;
+            let s = produce_one(c, &broker.bootstrap(), &topic, n, MIB, st).await?;
+            log_sample(&format!("large {c} run {}", run + 1), &s);
+            table.push(c, s);
+            topics.delete(&topic).await;
+        }
+    }
+    println!();
+    println!("| path | runs | MB/s (median) | % of raw loopback | client CPU µs per MiB |");
+    println!("|---|---:|---:|---:|---:|");
+    let raw = table.byte_rate("raw loopback TCP");
+    for name in table.names() {
+        let r = table.byte_rate(&name);
+        println!(
+            "| {name} | {} | {:.0} | {:.0}% | {} |",
+            table.runs(&name),
+            r / 1e6,
+            100.0 * r / raw,
+            if name.starts_with("raw") {
+                "-".to_string()
+            } else {
+                format!("{:.0}", table.cpu_us(&name))
+            }
+        );
+    }
+    Ok(())
+}
+
+async fn run(sub: &str, o: &Options) -> Result<(), String> {
+    eprintln!("{sub}: load average {} at start", loadavg());
+    match sub {
+        "producer" => producer(o).await,
+        "consumer" => consumer(o).await,
+        "broker" => broker(o).await,
+        "large" => large(o).await,
+        "failover" => {
+            failover::run(failover::FailoverOptions {
+                runs: o.runs,
+                rate: o.failover_rate,
+                session_timeout: Duration::from_millis(o.session_timeout_ms),
+            })
+            .await
+        }
+        "all" => {
+            for s in ["producer", "consumer", "broker", "large", "failover"] {
+                Box::pin(run(s, o)).await?;
+            }
+            Ok(())
+        }
+        other => Err(format!("unknown benchmark {other:?}; try --help")),
+    }?;
+    eprintln!("{sub}: load average {} at end", loadavg());
+    Ok(())
+}
+
+fn main() {
+    let (sub, o) = match parse() {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    if let Err(e) = rt.block_on(run(&sub, &o)) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
