@@ -17,7 +17,7 @@ use std::time::Duration;
 use baton::{Acks, Admin, DeliveryFuture, NewTopic, Producer, ProducerRecord};
 use baton_broker::Cluster;
 use client_util::topic_name;
-use cluster_util::{check_history, client, init_logging, value};
+use cluster_util::{check_history, client, init_logging, value, LiveConsumer};
 use tokio::sync::mpsc;
 
 const LONG: Duration = Duration::from_secs(90);
@@ -98,6 +98,8 @@ async fn graceful_rolling_restart_loses_no_acks_1_record_with_rf_2() {
         }
     };
 
+    // Consumers on explicit partitions read while the nodes restart.
+    let live = LiveConsumer::start(&client, &topic, PARTITIONS).await;
     wait_more(2_000).await;
     for id in cluster.node_ids() {
         eprintln!("stopping node {id}");
@@ -126,6 +128,10 @@ async fn graceful_rolling_restart_loses_no_acks_1_record_with_rf_2() {
     drop(producer);
     let (acked, failed) = collector.await.unwrap();
     eprintln!("acknowledged {} records, {failed} failed", acked.len());
+    let during = live.finish(&acked).await;
+    assert_eq!(during.lost, 0, "consumed during the restarts: {during:?}");
+    assert_eq!(during.corrupted, 0, "{during:?}");
+    assert_eq!(during.moved, 0, "{during:?}");
     let history = check_history(&client, &topic, PARTITIONS, &acked, Duration::from_secs(20)).await;
     assert_eq!(history.lost, 0, "{history:?}");
     assert_eq!(history.corrupted, 0, "{history:?}");
@@ -172,6 +178,7 @@ async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
         .spawn()
         .expect("python starts");
     let run = tokio::task::spawn_blocking(move || child.wait_with_output());
+    let live = LiveConsumer::start(&client, &topic, 3).await;
 
     let committed = |c: &Cluster| -> i64 {
         (0..3)
@@ -219,6 +226,9 @@ async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
     }
     eprintln!("librdkafka: {} acknowledged, {failed} failed", acked.len());
     assert!(!acked.is_empty(), "nothing acknowledged\n{stderr}");
+    let during = live.finish(&acked).await;
+    assert_eq!(during.lost, 0, "consumed during the restarts: {during:?}");
+    assert_eq!(during.corrupted, 0, "{during:?}");
     let history = check_history(&client, &topic, 3, &acked, Duration::from_secs(20)).await;
     assert_eq!(history.lost, 0, "{history:?}");
     assert_eq!(history.corrupted, 0, "{history:?}");

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use baton::{Client, Consumer, StartOffset};
@@ -81,6 +82,100 @@ pub fn init_logging() {
         .try_init();
 }
 
+/// Consumes partitions `0..partitions` of `topic` from the start in the background,
+/// while the test does other things (restarts), until [`LiveConsumer::finish`].
+pub struct LiveConsumer {
+    target: Arc<Mutex<Option<HashMap<u64, (i32, i64)>>>>,
+    task: tokio::task::JoinHandle<History>,
+}
+
+impl LiveConsumer {
+    /// Starts consuming.
+    pub async fn start(client: &Client, topic: &str, partitions: i32) -> LiveConsumer {
+        let mut builder = Consumer::builder(client);
+        for p in 0..partitions {
+            builder = builder.assign(topic.to_owned(), p, StartOffset::Earliest);
+        }
+        let mut consumer = builder.build().await.expect("consumer");
+        let target: Arc<Mutex<Option<HashMap<u64, (i32, i64)>>>> = Arc::new(Mutex::new(None));
+        let t = target.clone();
+        let task = tokio::spawn(async move {
+            let mut seen: BTreeMap<u64, Vec<(i32, i64)>> = BTreeMap::new();
+            let (mut consumed, mut corrupted) = (0usize, 0usize);
+            let mut idle_since: Option<tokio::time::Instant> = None;
+            let deadline_after_target = Duration::from_secs(60);
+            let mut target_at: Option<tokio::time::Instant> = None;
+            loop {
+                let acked = t.lock().unwrap().clone();
+                if let Some(acked) = &acked {
+                    let now = tokio::time::Instant::now();
+                    let started = *target_at.get_or_insert(now);
+                    let all = acked.keys().all(|id| seen.contains_key(id));
+                    let idle = idle_since.is_some_and(|s| now - s > Duration::from_secs(2));
+                    if (all && idle) || now - started > deadline_after_target {
+                        return compare(acked, &seen, consumed, corrupted);
+                    }
+                }
+                match tokio::time::timeout(Duration::from_millis(250), consumer.recv()).await {
+                    Ok(Ok(r)) => {
+                        idle_since = None;
+                        consumed += 1;
+                        match r.value.as_deref().and_then(parse) {
+                            Some(id) => seen.entry(id).or_default().push((r.partition, r.offset)),
+                            None => corrupted += 1,
+                        }
+                    }
+                    Ok(Err(e)) => panic!("consumer failed: {e}"),
+                    Err(_) => {
+                        idle_since.get_or_insert_with(tokio::time::Instant::now);
+                    }
+                }
+            }
+        });
+        LiveConsumer { target, task }
+    }
+
+    /// Tells the consumer what was acknowledged; it returns once it has seen all of it
+    /// (and nothing more arrives for 2 s) or 60 s passed.
+    pub async fn finish(self, acked: &HashMap<u64, (i32, i64)>) -> History {
+        *self.target.lock().unwrap() = Some(acked.clone());
+        let h = self.task.await.expect("consumer task");
+        eprintln!("live consumer history: {h:?}");
+        h
+    }
+}
+
+fn compare(
+    acked: &HashMap<u64, (i32, i64)>,
+    seen: &BTreeMap<u64, Vec<(i32, i64)>>,
+    consumed: usize,
+    corrupted: usize,
+) -> History {
+    let mut h = History {
+        acked: acked.len(),
+        consumed,
+        corrupted,
+        ..Default::default()
+    };
+    for (id, at) in acked {
+        match seen.get(id) {
+            None => h.lost += 1,
+            Some(copies) => {
+                if copies.len() > 1 {
+                    h.duplicated += copies.len() - 1;
+                }
+                if at.1 >= 0 && !copies.contains(at) {
+                    if h.moved < 5 {
+                        eprintln!("record {id} acknowledged at {at:?}, consumed at {copies:?}");
+                    }
+                    h.moved += 1;
+                }
+            }
+        }
+    }
+    h
+}
+
 /// Reads partitions `0..partitions` from the start until every acknowledged id was
 /// seen (or `idle` passes without a new record), and compares. `acked` maps id ->
 /// (partition, offset); an offset of -1 is not checked.
@@ -118,22 +213,7 @@ pub async fn check_history(
             Err(_) => break,
         }
     }
-    for (id, at) in acked {
-        match seen.get(id) {
-            None => h.lost += 1,
-            Some(copies) => {
-                if copies.len() > 1 {
-                    h.duplicated += copies.len() - 1;
-                }
-                if at.1 >= 0 && !copies.contains(at) {
-                    if h.moved < 5 {
-                        eprintln!("record {id} acknowledged at {at:?}, consumed at {copies:?}");
-                    }
-                    h.moved += 1;
-                }
-            }
-        }
-    }
+    let h = compare(acked, &seen, h.consumed, h.corrupted);
     eprintln!("history: {h:?}");
     h
 }
