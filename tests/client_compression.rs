@@ -325,6 +325,7 @@ async fn a_retry_after_a_lost_response_resends_identical_bytes() {
     // Creating the topic sent no Produce; the first Produce is request 0.
     let producer = Producer::builder(&setup.client)
         .idempotence(false)
+        .max_in_flight(1)
         .compression(Compression::Zstd)
         .compression_level(5)
         .linger(Duration::from_millis(50))

@@ -149,6 +149,10 @@ impl DeliveryFuture {
     /// Gives up on the record: removes it from the producer if it has not been
     /// taken for sending yet ([`CancelOutcome::NeverSent`]), or reports that it is
     /// in flight, delivered or failed. Never blocks on I/O.
+    ///
+    /// Called on a `DeliveryFuture` that already returned its outcome (polled to
+    /// completion through `&mut`), it reports [`CancelOutcome::Failed`] with
+    /// [`ProduceError::Closed`]: the outcome was handed out once, already.
     pub fn cancel(mut self) -> CancelOutcome {
         if let Some(outcome) = self.take_final() {
             return outcome;

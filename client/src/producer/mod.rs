@@ -13,7 +13,11 @@
 //! until the record's outcome is final (delivered, or failed for good); the outcome
 //! hands the record back ([`RecordMetadata::into_record`],
 //! [`ProduceError::into_record`]). No buffer is released earlier, so a buffer pool
-//! can never reclaim bytes the producer may still send.
+//! can never reclaim bytes the producer may still send. This holds for cancelled
+//! records too: [`CancelOutcome::NeverSent`] hands the record back at once (the
+//! producer keeps nothing), while a record cancelled [`CancelOutcome::InFlight`] is
+//! held until its outcome is final, and a record whose [`DeliveryFuture`] was
+//! dropped is dropped by the producer at that moment.
 //!
 //! # Compression
 //!
@@ -434,9 +438,9 @@ impl ProducerBuilder {
     }
 
     /// Target size in bytes of one partition's batch (default 256 KiB). A batch is
-    /// sent as soon as it reaches this size. This is larger than Kafka's 16 KiB
-    /// because this producer keeps one batch per partition in flight; a record
-    /// larger than this still goes out, alone in its batch.
+    /// sent as soon as it reaches this size. This is larger than Kafka's 16 KiB:
+    /// larger batches carry more records per sequence number and per retry. A
+    /// record larger than this still goes out, alone in its batch.
     pub fn batch_size(mut self, bytes: usize) -> Self {
         self.config.batch_size = bytes.max(1);
         self

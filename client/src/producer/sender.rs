@@ -77,7 +77,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
                     "an earlier batch of the partition timed out after it was sent".into(),
                 ),
             });
-            fail_reset(&shared, batch, &cause);
+            fail_reset(batch, &cause);
         }
         if !drained.unsupported.is_empty() {
             let source = shared
@@ -286,7 +286,7 @@ fn fail_expired(shared: &Shared, batch: Batch) {
 }
 
 /// Fails every record of a batch whose partition's sequence broke.
-fn fail_reset(_shared: &Shared, batch: Batch, cause: &AttemptError) {
+fn fail_reset(batch: Batch, cause: &AttemptError) {
     let topic = batch.topic.to_string();
     let partition = batch.partition;
     fail_records(batch, |record| ProduceError::IdempotenceReset {
@@ -798,10 +798,10 @@ fn settle_failure_with(
                 },
             });
         }
-        _ => fail_reset(shared, batch, &error),
+        _ => fail_reset(batch, &error),
     }
     for b in purged {
-        fail_reset(shared, b, &error);
+        fail_reset(b, &error);
     }
     shared
         .lock()
