@@ -562,6 +562,25 @@ async fn committed_offsets_survive_coordinator_failover() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     assert!(committed);
+    // A member joins (generation 1) and commits as a member.
+    let mut req = join_req("", 10_000);
+    req.group_id = "fg".into();
+    let j = cc.call(&req, 9).await;
+    assert_eq!(j.error_code, ErrorCode::MemberIdRequired.code());
+    req.member_id = j.member_id;
+    let j = cc.call(&req, 9).await;
+    assert_eq!((j.error_code, j.generation_id), (0, 1));
+    let mut s = sync(
+        &j.member_id,
+        1,
+        vec![(j.member_id.clone(), assignment("t", &[2]))],
+    );
+    s.group_id = "fg".into();
+    assert_eq!(cc.call(&s, 5).await.error_code, 0);
+    let r = cc
+        .call(&commit_req("fg", 1, &j.member_id, &[(2, 44)]), 9)
+        .await;
+    assert_eq!(commit_errors(&r), vec![0]);
 
     // The coordinator's node dies; another node takes over its partition and serves
     // the same offsets.
@@ -590,7 +609,18 @@ async fn committed_offsets_survive_coordinator_failover() {
         .iter()
         .map(|o| o.0)
         .collect();
-    assert_eq!(got, vec![42, 43, -1]);
+    assert_eq!(got, vec![42, 43, 44]);
+    // Members rejoin the new coordinator; generations go on from the old one's.
+    let (_, addr) = find_coordinator(&mut c, "fg", Some(coordinator)).await;
+    let mut nc = Client::connect(addr.parse().unwrap()).await;
+    let mut req = join_req("", 10_000);
+    req.group_id = "fg".into();
+    let j = nc.call(&req, 5).await;
+    assert_eq!(j.error_code, ErrorCode::MemberIdRequired.code());
+    req.member_id = j.member_id;
+    let j = nc.call(&req, 5).await;
+    assert_eq!(j.error_code, 0);
+    assert!(j.generation_id >= 2, "{j:?}");
     cluster.shutdown().await;
 }
 

@@ -576,16 +576,14 @@ impl GroupCoordinator {
         Ok(self.owned(state, group_id)?.groups.describe(group_id))
     }
 
-    /// Lists the groups of every partition led here.
+    /// Lists the groups of every partition led here (none without
+    /// `__consumer_offsets`; listing does not create it).
     pub fn list(
         &self,
         state: &BrokerState,
         states: &[String],
         types: &[String],
     ) -> Vec<ListedGroup> {
-        if state.cluster.is_none() && self.offsets_topic(state).is_err() {
-            return Vec::new();
-        }
         self.sync_ownership(state).groups.list(states, types)
     }
 
