@@ -28,7 +28,9 @@ async fn produce_all(
         pending.push((id, producer.send(r).await.expect("accepted")));
     }
     for (id, d) in pending {
-        let m = d.await.unwrap_or_else(|e| panic!("record {id} failed: {e}"));
+        let m = d
+            .await
+            .unwrap_or_else(|e| panic!("record {id} failed: {e}"));
         acked.insert(id, (m.partition, m.offset));
     }
 }
@@ -58,7 +60,11 @@ async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
     let v = cluster.partition_state(&topic, 0).unwrap();
     let leader = v.leader;
     let follower = *v.replicas.iter().find(|r| **r != leader).unwrap();
-    let survivor = *v.replicas.iter().find(|r| **r != leader && **r != follower).unwrap();
+    let survivor = *v
+        .replicas
+        .iter()
+        .find(|r| **r != leader && **r != follower)
+        .unwrap();
     cluster.node(leader).kill();
     cluster.node(follower).kill();
     cluster
@@ -67,7 +73,12 @@ async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
             v.leader == survivor && v.isr == vec![survivor]
         })
         .await
-        .unwrap_or_else(|_| panic!("{survivor} leads alone: {:?}", cluster.partition_state(&topic, 0)));
+        .unwrap_or_else(|_| {
+            panic!(
+                "{survivor} leads alone: {:?}",
+                cluster.partition_state(&topic, 0)
+            )
+        });
 
     let strict = Producer::builder(&client)
         .acks(Acks::All)
@@ -78,7 +89,9 @@ async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
         .send(ProducerRecord::new(topic.clone()).value(value(1_000_000)))
         .await
         .expect("accepted");
-    let err = d.await.expect_err("acks=all must fail with one replica in sync");
+    let err = d
+        .await
+        .expect_err("acks=all must fail with one replica in sync");
     assert!(
         err.to_string().contains("NotEnoughReplicas"),
         "NOT_ENOUGH_REPLICAS expected, got: {err}"
@@ -88,7 +101,9 @@ async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
     cluster.node(leader).restart().await.expect("restart");
     cluster.node(follower).restart().await.expect("restart");
     cluster
-        .wait_for(LONG, |c| c.partition_state(&topic, 0).unwrap().isr.len() == 3)
+        .wait_for(LONG, |c| {
+            c.partition_state(&topic, 0).unwrap().isr.len() == 3
+        })
         .await
         .unwrap_or_else(|_| panic!("ISR recovers: {:?}", cluster.partition_state(&topic, 0)));
     // Writes work again.
@@ -117,8 +132,9 @@ async fn returning_node_truncates_its_divergent_suffix() {
     let client = client(&cluster).await;
     let topic = topic_name("diverge");
     Admin::new(&client)
-        .create_topics([NewTopic::new(topic.clone(), 1, 2)
-            .config("unclean.leader.election.enable", "true")])
+        .create_topics([
+            NewTopic::new(topic.clone(), 1, 2).config("unclean.leader.election.enable", "true")
+        ])
         .await
         .expect("topic created");
     let producer = Producer::builder(&client)
@@ -128,7 +144,10 @@ async fn returning_node_truncates_its_divergent_suffix() {
     let mut acked = HashMap::new();
     produce_all(&producer, &topic, 0..100, &mut acked).await;
     let v = cluster.partition_state(&topic, 0).unwrap();
-    let (a, b) = (v.leader, *v.replicas.iter().find(|r| **r != v.leader).unwrap());
+    let (a, b) = (
+        v.leader,
+        *v.replicas.iter().find(|r| **r != v.leader).unwrap(),
+    );
     cluster
         .wait_for(LONG, |c| {
             let v = c.partition_state(&topic, 0).unwrap();
@@ -140,7 +159,9 @@ async fn returning_node_truncates_its_divergent_suffix() {
     // The follower leaves; the leader writes 50 records only it has (epoch 0).
     cluster.node(b).kill();
     cluster
-        .wait_for(LONG, |c| c.partition_state(&topic, 0).unwrap().isr == vec![a])
+        .wait_for(LONG, |c| {
+            c.partition_state(&topic, 0).unwrap().isr == vec![a]
+        })
         .await
         .expect("ISR shrinks to the leader");
     produce_all(&producer, &topic, 100..150, &mut acked).await;
@@ -170,7 +191,12 @@ async fn returning_node_truncates_its_divergent_suffix() {
                 && v.replica(b).unwrap().log_end_offset == 130
         })
         .await
-        .unwrap_or_else(|_| panic!("{a} truncates and rejoins: {:?}", cluster.partition_state(&topic, 0)));
+        .unwrap_or_else(|_| {
+            panic!(
+                "{a} truncates and rejoins: {:?}",
+                cluster.partition_state(&topic, 0)
+            )
+        });
     let reference = cluster.stored_batches(b, &topic, 0, 130).unwrap();
     assert!(cluster.stored_batches(a, &topic, 0, 130).unwrap() == reference);
     cluster.shutdown().await;

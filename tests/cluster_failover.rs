@@ -24,7 +24,7 @@ struct Load {
     stop: Arc<AtomicBool>,
     acked: Arc<AtomicUsize>,
     sender: tokio::task::JoinHandle<()>,
-    collector: tokio::task::JoinHandle<(HashMap<u64, (i32, i64)>, usize)>,
+    collector: tokio::task::JoinHandle<(cluster_util::Acked, usize)>,
 }
 
 /// Sends self-checking records to `topic` until stopped, counting acknowledgements.
@@ -122,15 +122,25 @@ async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
         after.leader,
         before.isr
     );
-    assert!(after.leader_epoch > before.leader_epoch, "the leader epoch is bumped");
+    assert!(
+        after.leader_epoch > before.leader_epoch,
+        "the leader epoch is bumped"
+    );
     let acked_at_election = load.acked.load(Ordering::Relaxed);
     wait_acked(&load, acked_at_election + 2_000).await;
 
     cluster.node(old).restart().await.expect("restart");
     cluster
-        .wait_for(LONG, |c| c.partition_state(&topic, 0).unwrap().isr.contains(&old))
+        .wait_for(LONG, |c| {
+            c.partition_state(&topic, 0).unwrap().isr.contains(&old)
+        })
         .await
-        .unwrap_or_else(|_| panic!("node {old} rejoins the ISR: {:?}", cluster.partition_state(&topic, 0)));
+        .unwrap_or_else(|_| {
+            panic!(
+                "node {old} rejoins the ISR: {:?}",
+                cluster.partition_state(&topic, 0)
+            )
+        });
     wait_acked(&load, load.acked.load(Ordering::Relaxed) + 1_000).await;
 
     load.stop.store(true, Ordering::Relaxed);
@@ -150,13 +160,21 @@ async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
                     .all(|r| Some(r.log_end_offset) == leo && Some(r.high_watermark) == leo)
         })
         .await
-        .unwrap_or_else(|_| panic!("replicas converge: {:?}", cluster.partition_state(&topic, 0)));
+        .unwrap_or_else(|_| {
+            panic!(
+                "replicas converge: {:?}",
+                cluster.partition_state(&topic, 0)
+            )
+        });
     let v = cluster.partition_state(&topic, 0).unwrap();
     let hw = v.high_watermark().unwrap();
     let reference = cluster.stored_batches(v.leader, &topic, 0, hw).unwrap();
     for r in &v.replicas {
         let log = cluster.stored_batches(*r, &topic, 0, hw).unwrap();
-        assert!(log == reference, "node {r}'s log differs from the leader's below the HW");
+        assert!(
+            log == reference,
+            "node {r}'s log differs from the leader's below the HW"
+        );
     }
 
     let history = check_history(&client, &topic, 1, &acked, Duration::from_secs(20)).await;

@@ -65,15 +65,27 @@ async fn acks_all_records_are_byte_identical_on_every_replica() {
                         .all(|r| r.log_end_offset == v.replica_states[0].log_end_offset)
             })
             .await
-            .unwrap_or_else(|_| panic!("replicas converge: {:?}", cluster.partition_state(&topic, p)));
+            .unwrap_or_else(|_| {
+                panic!(
+                    "replicas converge: {:?}",
+                    cluster.partition_state(&topic, p)
+                )
+            });
         let view = cluster.partition_state(&topic, p).unwrap();
         let hw = view.high_watermark().expect("leader running");
         assert!(hw > 0);
         let leader_log = cluster.stored_batches(view.leader, &topic, p, hw).unwrap();
         for r in &view.replicas {
             let log = cluster.stored_batches(*r, &topic, p, hw).unwrap();
-            assert_eq!(log.len(), leader_log.len(), "partition {p}: batch count on node {r}");
-            assert!(log == leader_log, "partition {p}: node {r} differs below the HW");
+            assert_eq!(
+                log.len(),
+                leader_log.len(),
+                "partition {p}: batch count on node {r}"
+            );
+            assert!(
+                log == leader_log,
+                "partition {p}: node {r} differs below the HW"
+            );
         }
     }
 

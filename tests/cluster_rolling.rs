@@ -106,7 +106,10 @@ async fn graceful_rolling_restart_loses_no_acks_1_record_with_rf_2() {
         cluster.node(id).stop().await;
         for p in 0..PARTITIONS {
             let v = cluster.partition_state(&topic, p).unwrap();
-            assert_ne!(v.leader, id, "partition {p} still led by stopped node {id}: {v:?}");
+            assert_ne!(
+                v.leader, id,
+                "partition {p} still led by stopped node {id}: {v:?}"
+            );
         }
         wait_more(1_000).await;
         cluster.node(id).restart().await.expect("restart");
@@ -118,7 +121,9 @@ async fn graceful_rolling_restart_loses_no_acks_1_record_with_rf_2() {
                 })
             })
             .await
-            .unwrap_or_else(|_| panic!("node {id} back in the ISRs and preferred leaders restored"));
+            .unwrap_or_else(|_| {
+                panic!("node {id} back in the ISRs and preferred leaders restored")
+            });
         wait_more(1_000).await;
     }
 
@@ -167,7 +172,8 @@ async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
         .await
         .expect("topic created");
 
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster_rdkafka_producer.py");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster_rdkafka_producer.py");
     let child = std::process::Command::new(&python)
         .arg(&script)
         .arg(cluster.bootstrap())
@@ -182,7 +188,11 @@ async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
 
     let committed = |c: &Cluster| -> i64 {
         (0..3)
-            .map(|p| c.partition_state(&topic, p).and_then(|v| v.high_watermark()).unwrap_or(0))
+            .map(|p| {
+                c.partition_state(&topic, p)
+                    .and_then(|v| v.high_watermark())
+                    .unwrap_or(0)
+            })
             .sum()
     };
     cluster
@@ -190,7 +200,10 @@ async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
         .await
         .expect("librdkafka produces");
     for id in cluster.node_ids() {
-        eprintln!("stopping node {id} at {} committed records", committed(&cluster));
+        eprintln!(
+            "stopping node {id} at {} committed records",
+            committed(&cluster)
+        );
         cluster.node(id).stop().await;
         tokio::time::sleep(Duration::from_millis(500)).await;
         cluster.node(id).restart().await.expect("restart");
@@ -204,14 +217,22 @@ async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
     let out = run.await.unwrap().expect("python runs");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "producer failed: {}\n{stderr}", out.status);
+    assert!(
+        out.status.success(),
+        "producer failed: {}\n{stderr}",
+        out.status
+    );
     let line = stdout
         .lines()
         .find_map(|l| l.strip_prefix("RESULT "))
         .unwrap_or_else(|| panic!("no RESULT line\n{stdout}\n{stderr}"));
     // Minimal parse of {"acked": [[id, p, o], ...], "failed": n}.
     let (acked_part, failed_part) = line.split_once("], \"failed\": ").expect("RESULT shape");
-    let failed: usize = failed_part.trim_end_matches('}').trim().parse().expect("failed count");
+    let failed: usize = failed_part
+        .trim_end_matches('}')
+        .trim()
+        .parse()
+        .expect("failed count");
     let mut acked = HashMap::new();
     for triple in acked_part.split("], [") {
         let nums: Vec<i64> = triple

@@ -11,6 +11,9 @@ use baton::{Client, Consumer, StartOffset};
 use baton_broker::Cluster;
 use bytes::Bytes;
 
+/// Acknowledged records: id -> (partition, offset).
+pub type Acked = HashMap<u64, (i32, i64)>;
+
 /// A client bootstrapped from every node of `cluster`.
 pub async fn client(cluster: &Cluster) -> Client {
     Client::builder(cluster.bootstrap_servers())
@@ -85,7 +88,7 @@ pub fn init_logging() {
 /// Consumes partitions `0..partitions` of `topic` from the start in the background,
 /// while the test does other things (restarts), until [`LiveConsumer::finish`].
 pub struct LiveConsumer {
-    target: Arc<Mutex<Option<HashMap<u64, (i32, i64)>>>>,
+    target: Arc<Mutex<Option<Acked>>>,
     task: tokio::task::JoinHandle<History>,
 }
 
@@ -97,7 +100,7 @@ impl LiveConsumer {
             builder = builder.assign(topic.to_owned(), p, StartOffset::Earliest);
         }
         let mut consumer = builder.build().await.expect("consumer");
-        let target: Arc<Mutex<Option<HashMap<u64, (i32, i64)>>>> = Arc::new(Mutex::new(None));
+        let target: Arc<Mutex<Option<Acked>>> = Arc::new(Mutex::new(None));
         let t = target.clone();
         let task = tokio::spawn(async move {
             let mut seen: BTreeMap<u64, Vec<(i32, i64)>> = BTreeMap::new();
@@ -200,7 +203,11 @@ pub async fn check_history(
     // was seen (so later duplicates are counted too).
     loop {
         let all = acked.keys().all(|id| seen.contains_key(id));
-        let wait = if all { Duration::from_secs(2).min(idle) } else { idle };
+        let wait = if all {
+            Duration::from_secs(2).min(idle)
+        } else {
+            idle
+        };
         match tokio::time::timeout(wait, consumer.recv()).await {
             Ok(Ok(r)) => {
                 h.consumed += 1;
