@@ -26,9 +26,15 @@ async fn restarted_controller_replays_its_log_and_keeps_electing() {
     let mut req = create_req("kept", 3, &[("min.insync.replicas", "2")]);
     req.topics[0].replication_factor = 3;
     let resp = c.call(&req, 7).await;
-    assert_eq!(resp.topics[0].error_code, 0, "{:?}", resp.topics[0].error_message);
+    assert_eq!(
+        resp.topics[0].error_code, 0,
+        "{:?}",
+        resp.topics[0].error_message
+    );
     cluster
-        .wait_for(LONG, |c| (0..3).all(|p| c.partition_state("kept", p).unwrap().leader > 0))
+        .wait_for(LONG, |c| {
+            (0..3).all(|p| c.partition_state("kept", p).unwrap().leader > 0)
+        })
         .await
         .unwrap();
     let before: Vec<_> = (0..3)
@@ -36,12 +42,23 @@ async fn restarted_controller_replays_its_log_and_keeps_electing() {
         .collect();
 
     cluster.kill_controller();
-    assert!(cluster.partition_state("kept", 0).is_none(), "no controller, no view");
-    cluster.restart_controller().await.expect("controller restarts");
+    assert!(
+        cluster.partition_state("kept", 0).is_none(),
+        "no controller, no view"
+    );
+    cluster
+        .restart_controller()
+        .await
+        .expect("controller restarts");
     for (p, b) in before.iter().enumerate() {
         let after = cluster.partition_state("kept", p as i32).unwrap();
         assert_eq!(
-            (after.leader, after.leader_epoch, &after.replicas, &after.isr),
+            (
+                after.leader,
+                after.leader_epoch,
+                &after.replicas,
+                &after.isr
+            ),
             (b.leader, b.leader_epoch, &b.replicas, &b.isr),
             "partition {p} replayed"
         );
@@ -62,7 +79,9 @@ async fn restarted_controller_replays_its_log_and_keeps_electing() {
         .parse()
         .unwrap();
     let mut c = Client::connect(addr).await;
-    let resp = c.call(&produce_req("kept", 0, -1, records(1, &["x"])), 9).await;
+    let resp = c
+        .call(&produce_req("kept", 0, -1, records(1, &["x"])), 9)
+        .await;
     assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
     cluster.shutdown().await;
 }

@@ -16,7 +16,9 @@ use common::*;
 const LONG: Duration = Duration::from_secs(60);
 
 fn addr(cluster: &Cluster, id: i32) -> SocketAddr {
-    cluster.bootstrap_servers()[(id - 1) as usize].parse().unwrap()
+    cluster.bootstrap_servers()[(id - 1) as usize]
+        .parse()
+        .unwrap()
 }
 
 async fn create(cluster: &Cluster, name: &str, rf: i16, configs: &[(&str, &str)]) {
@@ -24,7 +26,11 @@ async fn create(cluster: &Cluster, name: &str, rf: i16, configs: &[(&str, &str)]
     let mut req = create_req(name, 1, configs);
     req.topics[0].replication_factor = rf;
     let resp = c.call(&req, 7).await;
-    assert_eq!(resp.topics[0].error_code, 0, "{:?}", resp.topics[0].error_message);
+    assert_eq!(
+        resp.topics[0].error_code, 0,
+        "{:?}",
+        resp.topics[0].error_message
+    );
     cluster
         .wait_for(LONG, |c| {
             let v = c.partition_state(name, 0).unwrap();
@@ -46,7 +52,9 @@ async fn only_the_leader_serves_and_client_epochs_are_fenced() {
     let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
 
     let mut f = Client::connect(addr(&cluster, follower)).await;
-    let resp = f.call(&produce_req("epochs", 0, 1, records(1, &["x"])), 9).await;
+    let resp = f
+        .call(&produce_req("epochs", 0, 1, records(1, &["x"])), 9)
+        .await;
     assert_eq!(
         code(resp.responses[0].partition_responses[0].error_code),
         ErrorCode::NotLeaderOrFollower
@@ -58,7 +66,9 @@ async fn only_the_leader_serves_and_client_epochs_are_fenced() {
     );
 
     let mut l = Client::connect(addr(&cluster, v.leader)).await;
-    let resp = l.call(&produce_req("epochs", 0, -1, records(1, &["a", "b"])), 9).await;
+    let resp = l
+        .call(&produce_req("epochs", 0, -1, records(1, &["a", "b"])), 9)
+        .await;
     assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
     for (epoch, expected) in [
         (v.leader_epoch, ErrorCode::None),
@@ -83,7 +93,10 @@ async fn only_the_leader_serves_and_client_epochs_are_fenced() {
         let resp = l.call(&req, 7).await;
         assert_eq!(code(resp.topics[0].partitions[0].error_code), expected);
         if expected == ErrorCode::None {
-            assert_eq!(resp.topics[0].partitions[0].offset, 2, "HW covers the acks=all write");
+            assert_eq!(
+                resp.topics[0].partitions[0].offset, 2,
+                "HW covers the acks=all write"
+            );
         }
     }
 
@@ -91,7 +104,10 @@ async fn only_the_leader_serves_and_client_epochs_are_fenced() {
     let mut cluster = cluster;
     cluster.node(v.leader).stop().await;
     let w = cluster.partition_state("epochs", 0).unwrap();
-    assert!(w.leader_epoch > v.leader_epoch && w.leader != v.leader, "{w:?}");
+    assert!(
+        w.leader_epoch > v.leader_epoch && w.leader != v.leader,
+        "{w:?}"
+    );
     cluster
         .wait_for(LONG, |c| {
             let x = c.partition_state("epochs", 0).unwrap();
@@ -116,7 +132,10 @@ async fn only_the_leader_serves_and_client_epochs_are_fenced() {
             break;
         }
         assert!(got.is_empty(), "{got:?}");
-        assert!(tokio::time::Instant::now() < deadline, "HW never covered the records");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "HW never covered the records"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     cluster.shutdown().await;
@@ -137,7 +156,9 @@ async fn acks_all_times_out_waiting_for_a_dead_isr_member_and_min_isr_refuses() 
     let v = cluster.partition_state("slow", 0).unwrap();
     let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
     let mut l = Client::connect(addr(&cluster, v.leader)).await;
-    let resp = l.call(&produce_req("slow", 0, -1, records(1, &["ok"])), 9).await;
+    let resp = l
+        .call(&produce_req("slow", 0, -1, records(1, &["ok"])), 9)
+        .await;
     assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
 
     cluster.node(follower).kill();
@@ -149,7 +170,9 @@ async fn acks_all_times_out_waiting_for_a_dead_isr_member_and_min_isr_refuses() 
         ErrorCode::RequestTimedOut
     );
     // acks=1 is not held back.
-    let resp = l.call(&produce_req("slow", 0, 1, records(1, &["one"])), 9).await;
+    let resp = l
+        .call(&produce_req("slow", 0, 1, records(1, &["one"])), 9)
+        .await;
     assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
     drop(cluster);
 
@@ -166,11 +189,15 @@ async fn acks_all_times_out_waiting_for_a_dead_isr_member_and_min_isr_refuses() 
     let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
     cluster.node(follower).kill();
     cluster
-        .wait_for(LONG, |c| c.partition_state("strict", 0).unwrap().isr.len() == 1)
+        .wait_for(LONG, |c| {
+            c.partition_state("strict", 0).unwrap().isr.len() == 1
+        })
         .await
         .unwrap();
     let mut l = Client::connect(addr(&cluster, v.leader)).await;
-    let resp = l.call(&produce_req("strict", 0, -1, records(1, &["no"])), 9).await;
+    let resp = l
+        .call(&produce_req("strict", 0, -1, records(1, &["no"])), 9)
+        .await;
     assert_eq!(
         code(resp.responses[0].partition_responses[0].error_code),
         ErrorCode::NotEnoughReplicas
