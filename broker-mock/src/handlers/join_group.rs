@@ -10,8 +10,10 @@
 //!
 //! Deviations from Apache Kafka: `client_host` (shown by DescribeGroups) is empty,
 //! since handlers do not see the peer address; the join reason (v8+) is only logged;
-//! group membership is kept in memory only (a restarted broker starts every group
-//! empty, with its committed offsets).
+//! membership and assignments are kept in memory only (only each group's generation
+//! is written to `__consumer_offsets`), so after a restart or a coordinator move
+//! every group starts empty, with its committed offsets and a generation above the
+//! last one, and members learn from UNKNOWN_MEMBER_ID that they must rejoin.
 
 use std::sync::Arc;
 
