@@ -88,3 +88,62 @@ impl_message!(
     response = JoinGroupResponse
 );
 impl_message!(JoinGroupResponse, key = 11, versions = 0..=9, flexible = 6);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::Message;
+    use bytes::BytesMut;
+
+    #[test]
+    fn golden_join_group_request_v1_and_v6() {
+        let msg = JoinGroupRequest {
+            group_id: "g".into(),
+            session_timeout_ms: 10_000,
+            rebalance_timeout_ms: 300_000,
+            member_id: String::new(),
+            group_instance_id: None,
+            protocol_type: "consumer".into(),
+            protocols: vec![JoinGroupRequestProtocol {
+                name: "range".into(),
+                metadata: Bytes::from_static(&[9]),
+            }],
+            reason: None,
+        };
+        let mut buf = BytesMut::new();
+        msg.encode_body(&mut buf, 1).unwrap();
+        #[rustfmt::skip]
+        let v1: &[u8] = &[
+            0, 1, b'g',             // group_id
+            0, 0, 0x27, 0x10,       // session_timeout_ms 10000
+            0, 0x04, 0x93, 0xe0,    // rebalance_timeout_ms 300000
+            0, 0,                   // member_id ""
+            0, 8, b'c', b'o', b'n', b's', b'u', b'm', b'e', b'r',
+            0, 0, 0, 1,             // protocols: 1
+            0, 5, b'r', b'a', b'n', b'g', b'e',
+            0, 0, 0, 1, 9,          // metadata
+        ];
+        assert_eq!(&buf[..], v1);
+        let mut buf = BytesMut::new();
+        msg.encode_body(&mut buf, 6).unwrap();
+        #[rustfmt::skip]
+        let v6: &[u8] = &[
+            2, b'g',                // compact group_id
+            0, 0, 0x27, 0x10,
+            0, 0x04, 0x93, 0xe0,
+            1,                      // member_id ""
+            0,                      // group_instance_id null
+            9, b'c', b'o', b'n', b's', b'u', b'm', b'e', b'r',
+            2,                      // protocols: 1
+            6, b'r', b'a', b'n', b'g', b'e',
+            2, 9,                   // metadata
+            0,                      // protocol tagged fields
+            0,                      // tagged fields
+        ];
+        assert_eq!(&buf[..], v6);
+        assert_eq!(
+            JoinGroupRequest::decode_body(Bytes::from_static(v6), 6).unwrap(),
+            msg
+        );
+    }
+}

@@ -98,3 +98,51 @@ impl_message!(
     versions = 0..=9,
     flexible = 8
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::Message;
+    use bytes::{Bytes, BytesMut};
+
+    #[test]
+    fn golden_offset_commit_request_v2() {
+        let msg = OffsetCommitRequest {
+            group_id: "g".into(),
+            generation_id_or_member_epoch: 3,
+            member_id: "m".into(),
+            group_instance_id: None,
+            retention_time_ms: -1,
+            topics: vec![OffsetCommitRequestTopic {
+                name: "t".into(),
+                partitions: vec![OffsetCommitRequestPartition {
+                    partition_index: 1,
+                    committed_offset: 42,
+                    committed_leader_epoch: -1,
+                    commit_timestamp: -1,
+                    committed_metadata: None,
+                }],
+            }],
+        };
+        let mut buf = BytesMut::new();
+        msg.encode_body(&mut buf, 2).unwrap();
+        #[rustfmt::skip]
+        let golden: &[u8] = &[
+            0, 1, b'g',
+            0, 0, 0, 3,             // generation
+            0, 1, b'm',             // member_id
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // retention -1
+            0, 0, 0, 1,             // topics: 1
+            0, 1, b't',
+            0, 0, 0, 1,             // partitions: 1
+            0, 0, 0, 1,             //   partition_index
+            0, 0, 0, 0, 0, 0, 0, 42, // committed_offset
+            0xff, 0xff,             //   metadata: null
+        ];
+        assert_eq!(&buf[..], golden);
+        assert_eq!(
+            OffsetCommitRequest::decode_body(Bytes::from_static(golden), 2).unwrap(),
+            msg
+        );
+    }
+}
