@@ -1,8 +1,11 @@
 //! Baton's Kafka-protocol reference broker.
 //!
-//! A single node for now: every partition is led by this node, and its high watermark
-//! equals its log end offset. Types are shaped for replication: a [`Partition`] owns
-//! a [`Log`] plus leader, leader epoch, replicas, ISR and high watermark.
+//! Two shapes, one code base. [`Broker::start`] runs a single node that leads every
+//! partition (its high watermark follows its log end). [`Cluster`] runs a replicated
+//! cluster in-process: a controller with a persisted metadata log and broker nodes
+//! that replicate over TCP (leader epochs, ISR, high watermark, `acks=all`,
+//! `min.insync.replicas`, clean elections, truncation, lossless controlled shutdown);
+//! the binary runs the same cluster as separate processes or all in one.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), baton_broker::BrokerError> {
@@ -16,7 +19,9 @@
 //! Map: [`server`] (listener, connections, ordering), [`handlers`] (one file per API
 //! key, each opening with its versions and deviations from Kafka), [`partition`],
 //! [`log`] (segmented on-disk and in-memory logs), [`topics`] (names, configs,
-//! persistence), [`group`] (consumer groups and committed offsets), [`config`].
+//! persistence), [`group`] (consumer groups and committed offsets), [`config`],
+//! [`replication`] and [`controller`] (I/O-free state machines), [`cluster`] (the
+//! async drivers that run them: controller, nodes, replica fetchers).
 
 pub mod cluster;
 pub mod config;
