@@ -204,3 +204,44 @@ async fn acks_all_times_out_waiting_for_a_dead_isr_member_and_min_isr_refuses() 
     );
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lagging_follower_leaves_the_isr_and_returns_through_alter_partition() {
+    let mut cluster = Cluster::builder()
+        .brokers(3)
+        .replica_lag_time_max(Duration::from_secs(2))
+        .session_timeout(Duration::from_secs(600))
+        .auto_preferred_leader(false)
+        .start()
+        .await
+        .unwrap();
+    create(&cluster, "lag", 3, &[]).await;
+    let v = cluster.partition_state("lag", 0).unwrap();
+    let lagging = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
+    cluster.node(lagging).pause_replication(true);
+
+    // The paused follower holds the HW back until the leader drops it from the ISR
+    // (AlterPartition); then the acks=all write completes.
+    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let mut req = produce_req("lag", 0, -1, records(1, &["a", "b", "c"]));
+    req.timeout_ms = 30_000;
+    let resp = l.call(&req, 9).await;
+    assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+    let w = cluster.partition_state("lag", 0).unwrap();
+    assert!(!w.isr.contains(&lagging), "{w:?}");
+    assert!(w.partition_epoch > v.partition_epoch);
+    assert_eq!(
+        w.leader_epoch, v.leader_epoch,
+        "an ISR change is not a leader change"
+    );
+
+    cluster.node(lagging).pause_replication(false);
+    cluster
+        .wait_for(LONG, |c| {
+            let x = c.partition_state("lag", 0).unwrap();
+            x.isr.contains(&lagging) && x.replica(lagging).unwrap().log_end_offset == 3
+        })
+        .await
+        .unwrap_or_else(|_| panic!("expanded: {:?}", cluster.partition_state("lag", 0)));
+    cluster.shutdown().await;
+}

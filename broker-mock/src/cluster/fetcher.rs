@@ -103,6 +103,12 @@ pub(crate) async fn run_fetcher(
                 last_fetched_epoch,
                 current_leader_epoch,
             } => {
+                let mut paused = link.replication_paused.subscribe();
+                while *paused.borrow_and_update() {
+                    if paused.changed().await.is_err() {
+                        return;
+                    }
+                }
                 let again = FollowerAction::Fetch {
                     fetch_offset,
                     last_fetched_epoch,

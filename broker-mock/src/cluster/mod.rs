@@ -345,6 +345,14 @@ impl NodeRef<'_> {
         }
     }
 
+    /// Fault injection: stops or resumes this node's replica fetchers (see
+    /// [`NodeHandle::pause_replication`]). No-op if not running.
+    pub fn pause_replication(&self, paused: bool) {
+        if let Some(h) = &self.cluster.nodes[self.index].handle {
+            h.pause_replication(paused);
+        }
+    }
+
     /// Starts the node again with the same id, data directory and (if free) port.
     /// No-op if running.
     ///

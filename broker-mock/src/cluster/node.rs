@@ -93,6 +93,8 @@ pub(crate) struct ClusterLink {
     pub reports: mpsc::UnboundedSender<LeaderReport>,
     /// The broker epoch from registration, -1 before.
     pub broker_epoch: AtomicI64,
+    /// Fault injection: while true, this node's replica fetchers send nothing.
+    pub replication_paused: watch::Sender<bool>,
     clock: Instant,
 }
 
@@ -157,6 +159,7 @@ impl Node {
             image_tx: watch::Sender::new(0),
             reports: reports_tx,
             broker_epoch: AtomicI64::new(-1),
+            replication_paused: watch::Sender::new(false),
             clock: Instant::now(),
         });
         let broker = Broker::start_with(options.broker.clone(), Some(link.clone())).await?;
@@ -225,6 +228,13 @@ impl NodeHandle {
     /// The broker epoch, -1 before registration.
     pub fn broker_epoch(&self) -> i64 {
         self.link.broker_epoch.load(Ordering::Relaxed)
+    }
+
+    /// Fault injection: stops (`true`) or resumes (`false`) this node's replica
+    /// fetchers. The node keeps its session, so the leaders see a live follower that
+    /// falls behind and, after `replica.lag.time.max.ms`, remove it from the ISR.
+    pub fn pause_replication(&self, paused: bool) {
+        self.link.replication_paused.send_replace(paused);
     }
 
     pub(crate) fn state(&self) -> Option<&Arc<BrokerState>> {
