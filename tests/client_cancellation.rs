@@ -239,8 +239,9 @@ async fn cancelling_mid_retry_is_in_flight_and_still_delivered_once() {
         .send(ProducerRecord::new(topic.clone()).value(value))
         .await
         .unwrap();
-    // Let the sender take the batch and fail at least once (there is no broker).
-    assert!(tokio::time::timeout(Duration::from_millis(500), &mut d)
+    // Let the sender take the batch and fail at least once (there is no broker;
+    // the sender takes a batch as soon as it is woken, linger being zero).
+    assert!(tokio::time::timeout(Duration::from_secs(1), &mut d)
         .await
         .is_err());
     let in_flight = match d.cancel() {
