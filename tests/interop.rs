@@ -17,10 +17,24 @@
 //! writes 10,000 of them uncompressed and 1,000 per codec (gzip, snappy, lz4,
 //! zstd) and 3,000 with an idempotent producer; both Python clients read
 //! every topic back and compare key, value, headers, timestamp and offset per
-//! partition. The seed is printed by every test and `BATON_INTEROP_SEED=N`
-//! replays it.
+//! partition. Baton's own producer writes the same records with each codec
+//! (the script dumps them to a file the test reads), and both Python clients
+//! read them back the same way. The seed is printed by every test and
+//! `BATON_INTEROP_SEED=N` replays it.
 //!
-//! What the clients are configured with (the consumers do not use groups):
+//! Consumer groups: three `group-member` processes of one client library
+//! subscribe to a 6-partition topic and commit after every poll; one leaves,
+//! then all leave, and three new members rejoin after more records arrive.
+//! Each member prints what it consumed, committed and was assigned; the test
+//! checks that every record was consumed, and that a record was read twice
+//! only if an earlier read of it was never committed (an uncommitted tail).
+//!
+//! Partitioning: librdkafka (`partitioner=murmur2_random`), kafka-python and
+//! Baton each produce the same 10,000 keys to a 7-partition topic; every key
+//! must land on the same partition for all three.
+//!
+//! What the clients are configured with (`consume` does not use groups;
+//! `group-member` does, see the scripts):
 //! - kafka-python: `enable_idempotence` is always given explicitly (its
 //!   default is on); consumers use `group_id=None` and `assign()`.
 //! - confluent-kafka: `enable.idempotence` given explicitly; consumers use
@@ -28,13 +42,16 @@
 //!   Python binding refuses a Consumer without `group.id`, so one is set but
 //!   never joined (no FindCoordinator, JoinGroup or OffsetCommit is sent).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use baton::producer::partition_for_key;
+use baton::{Compression, ProducerRecord};
 use baton_broker::{Broker, BrokerConfig};
 
 /// Records each client produces in the round-trip tests.
@@ -347,6 +364,15 @@ fn ensure_kcat() -> Result<String, String> {
 
 /// Runs `f` against a fresh broker, then shuts the broker down.
 fn with_broker<T>(data_dir: Option<PathBuf>, f: impl FnOnce(&str) -> T) -> T {
+    with_broker_runtime(data_dir, |_, bootstrap| f(bootstrap))
+}
+
+/// Like [`with_broker`], also handing `f` the runtime the broker runs on, for
+/// driving Baton's own client.
+fn with_broker_runtime<T>(
+    data_dir: Option<PathBuf>,
+    f: impl FnOnce(&tokio::runtime::Runtime, &str) -> T,
+) -> T {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -364,7 +390,7 @@ fn with_broker<T>(data_dir: Option<PathBuf>, f: impl FnOnce(&str) -> T) -> T {
         }))
         .expect("broker starts");
     let bootstrap = broker.bootstrap();
-    let out = f(&bootstrap);
+    let out = f(&runtime, &bootstrap);
     runtime.block_on(broker.shutdown());
     out
 }
@@ -476,17 +502,65 @@ fn client(client: Client, args: &[&str], seed: u64) -> ScriptResult {
 }
 
 fn create_topic(with: Client, bootstrap: &str, topic: &str, seed: u64) {
+    create_topic_with(with, bootstrap, topic, PARTITIONS, seed);
+}
+
+fn create_topic_with(with: Client, bootstrap: &str, topic: &str, partitions: u32, seed: u64) {
     let created = client(
         with,
-        &["create-topic", bootstrap, topic, &PARTITIONS.to_string()],
+        &["create-topic", bootstrap, topic, &partitions.to_string()],
         seed,
     );
     assert_eq!(
         created.int("partitions"),
-        Some(i64::from(PARTITIONS)),
-        "seed {seed}: {with:?} sees the created topic {topic} with {PARTITIONS} partitions: {}",
+        Some(i64::from(partitions)),
+        "seed {seed}: {with:?} sees the created topic {topic} with {partitions} partitions: {}",
         created.json
     );
+}
+
+/// Reads the seeded records (`records.generate(seed, count, PARTITIONS)`) of
+/// `topic` back with each of `consumers` and checks them field by field and
+/// their count per partition against `per_partition`; `producer` names who
+/// wrote them, for messages.
+fn consume_and_check(
+    bootstrap: &str,
+    seed: u64,
+    topic: &str,
+    count: u32,
+    per_partition: &[i64],
+    producer: &str,
+    consumers: &[Client],
+) {
+    let count_arg = count.to_string();
+    let partitions = PARTITIONS.to_string();
+    let seed_arg = seed.to_string();
+    let args = [
+        "consume",
+        bootstrap,
+        topic,
+        &seed_arg,
+        &count_arg,
+        &partitions,
+    ];
+    for &consumer in consumers {
+        let consumed = client(consumer, &args, seed);
+        assert!(
+            consumed.bool("ok"),
+            "seed {seed}: {consumer:?} reading {producer}'s records: {}",
+            consumed.json
+        );
+        assert_eq!(
+            consumed.ints("per_partition").as_deref(),
+            Some(per_partition),
+            "seed {seed}: {consumer:?} read as many records per partition as {producer} wrote"
+        );
+        assert_eq!(
+            consumed.ints("end_offsets").as_deref(),
+            Some(per_partition),
+            "seed {seed}: {consumer:?} sees log end offsets equal to the record counts"
+        );
+    }
 }
 
 /// One produce-then-consume scenario on a running broker.
@@ -535,24 +609,15 @@ impl Scenario<'_> {
             "seed {seed}"
         );
 
-        for &consumer in consumers {
-            let consumed = client(consumer, &[&["consume"], &args[..]].concat(), seed);
-            assert!(
-                consumed.bool("ok"),
-                "seed {seed}: {consumer:?} reading {producer:?}'s records ({compression}): {}",
-                consumed.json
-            );
-            assert_eq!(
-                consumed.ints("per_partition").as_ref(),
-                Some(&per_partition),
-                "seed {seed}: {consumer:?} read as many records per partition as {producer:?} wrote"
-            );
-            assert_eq!(
-                consumed.ints("end_offsets").as_ref(),
-                Some(&per_partition),
-                "seed {seed}: {consumer:?} sees log end offsets equal to the record counts"
-            );
-        }
+        consume_and_check(
+            bootstrap,
+            seed,
+            topic,
+            count,
+            &per_partition,
+            &format!("{producer:?} ({compression})"),
+            consumers,
+        );
     }
 }
 
@@ -604,6 +669,546 @@ fn compressed_round_trips(producer: Client) {
             }
             .run(producer, &[Client::KafkaPython, Client::Confluent]);
         }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Baton's producer writing what the Python clients check.
+
+/// One record of `records.generate`, as `records.py dump` writes it.
+struct DumpedRecord {
+    partition: i32,
+    timestamp: i64,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+    headers: Vec<(String, Option<Vec<u8>>)>,
+}
+
+/// A cursor over the dump file, which our own script wrote.
+struct DumpReader<'a>(&'a [u8]);
+
+impl DumpReader<'_> {
+    fn take(&mut self, n: usize) -> &[u8] {
+        assert!(self.0.len() >= n, "records dump is truncated");
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        head
+    }
+
+    fn u32(&mut self) -> u32 {
+        u32::from_be_bytes(self.take(4).try_into().expect("4 bytes"))
+    }
+
+    fn i64(&mut self) -> i64 {
+        i64::from_be_bytes(self.take(8).try_into().expect("8 bytes"))
+    }
+
+    fn blob(&mut self) -> Option<Vec<u8>> {
+        let len = i32::from_be_bytes(self.take(4).try_into().expect("4 bytes"));
+        let len = usize::try_from(len).ok()?;
+        Some(self.take(len).to_vec())
+    }
+}
+
+/// The seeded records the Python consumers expect, via `records.py dump`.
+fn generated_records(seed: u64, count: u32) -> Vec<DumpedRecord> {
+    let path = std::env::temp_dir().join(format!(
+        "baton-interop-records-{seed}-{}.bin",
+        std::process::id()
+    ));
+    let what = "records.py dump";
+    let mut cmd = Command::new(&tools().python);
+    cmd.arg(scripts_dir().join("records.py"))
+        .args(["dump", &seed.to_string(), &count.to_string()])
+        .arg(PARTITIONS.to_string())
+        .arg(&path)
+        .current_dir(scripts_dir())
+        .env("PYTHONDONTWRITEBYTECODE", "1");
+    let out = run(&mut cmd, what, CLIENT_TIMEOUT).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+    assert!(out.status.success(), "seed {seed}: {}", out.describe(what));
+    let bytes = std::fs::read(&path).expect("read the records dump");
+    let _ = std::fs::remove_file(&path);
+
+    let mut r = DumpReader(&bytes);
+    let n = r.u32();
+    assert_eq!(n, count, "records dump holds {count} records");
+    let records: Vec<DumpedRecord> = (0..n)
+        .map(|_| {
+            let partition = i32::try_from(r.u32()).expect("partition fits i32");
+            let timestamp = r.i64();
+            let key = r.blob();
+            let value = r.blob();
+            let headers = (0..r.u32())
+                .map(|_| {
+                    let len = r.u32() as usize;
+                    let name = String::from_utf8(r.take(len).to_vec()).expect("UTF-8 header name");
+                    (name, r.blob())
+                })
+                .collect();
+            DumpedRecord {
+                partition,
+                timestamp,
+                key,
+                value,
+                headers,
+            }
+        })
+        .collect();
+    assert!(r.0.is_empty(), "records dump has trailing bytes");
+    records
+}
+
+/// Produces `records` to `topic` in order with a Baton producer using
+/// `codec`; checks every record was acknowledged at the next offset of its
+/// partition and returns the record count per partition.
+async fn baton_produce(
+    client: &baton::Client,
+    topic: &str,
+    codec: Compression,
+    records: &[DumpedRecord],
+    seed: u64,
+) -> Vec<i64> {
+    let producer = baton::Producer::builder(client)
+        .compression(codec)
+        .try_build()
+        .expect("valid producer settings");
+    let mut deliveries = Vec::with_capacity(records.len());
+    for r in records {
+        let mut record = ProducerRecord::new(topic)
+            .partition(r.partition)
+            .timestamp(r.timestamp);
+        if let Some(key) = &r.key {
+            record = record.key(key.clone());
+        }
+        if let Some(value) = &r.value {
+            record = record.value(value.clone());
+        }
+        for (name, value) in &r.headers {
+            record = match value {
+                Some(v) => record.header(name.clone(), v.clone()),
+                None => record.null_header(name.clone()),
+            };
+        }
+        let delivery = producer
+            .send(record)
+            .await
+            .unwrap_or_else(|e| panic!("seed {seed} {codec:?}: send refused: {e}"));
+        deliveries.push(delivery);
+    }
+    producer.flush().await;
+    let mut next = vec![0i64; PARTITIONS as usize];
+    for (i, (r, delivery)) in records.iter().zip(deliveries).enumerate() {
+        let meta = delivery
+            .await
+            .unwrap_or_else(|e| panic!("seed {seed} {codec:?}: record #{i} not delivered: {e}"));
+        let p = r.partition as usize;
+        assert_eq!(
+            (meta.partition, meta.offset),
+            (r.partition, next[p]),
+            "seed {seed} {codec:?}: record #{i} acknowledged at the next offset of its partition"
+        );
+        next[p] += 1;
+    }
+    producer.close().await;
+    next
+}
+
+/// Keys of the partitioner test, as `records.keyed_key` builds them.
+fn keyed_key(seed: u64, i: u32) -> Vec<u8> {
+    format!("key-{seed}-{i}{}", "#".repeat((i % 4) as usize)).into_bytes()
+}
+
+// ---------------------------------------------------------------------------
+// Consumer group members: one Python process each.
+
+/// How long a stopping member may take to leave the group and exit.
+const MEMBER_STOP_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long a group phase may take to consume everything produced so far.
+const GROUP_PHASE_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// A running `group-member` script (see `records.MemberLog` for its output).
+/// It leaves the group and exits when its stdin closes; dropping it kills it.
+struct Member {
+    name: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Member {
+    fn start(lib: Client, bootstrap: &str, topic: &str, group: &str, name: &str) -> Member {
+        let mut cmd = Command::new(&tools().python);
+        cmd.arg(scripts_dir().join(lib.script()))
+            .args(["group-member", bootstrap, topic, group, name])
+            .current_dir(scripts_dir())
+            .env("PYTHONUNBUFFERED", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("INTEROP_CLIENT_TIMEOUT_S", "80")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting group member {name}: {e}"));
+        let stdout = drain(child.stdout.take().expect("stdout is piped"));
+        let stderr = drain(child.stderr.take().expect("stderr is piped"));
+        Member {
+            name: name.to_string(),
+            stdin: child.stdin.take(),
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Complete lines printed so far.
+    fn output(&self) -> String {
+        let mut out = take(&self.stdout);
+        out.truncate(out.rfind('\n').map_or(0, |i| i + 1));
+        out
+    }
+
+    /// Closes stdin: the member stops consuming, closes its consumer (which
+    /// leaves the group) and exits.
+    fn stop(&mut self) {
+        self.stdin.take();
+    }
+
+    /// Waits for a stopped member to exit successfully; returns its output.
+    fn finish(&mut self, seed: u64) -> String {
+        self.stop();
+        let started = Instant::now();
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() < MEMBER_STOP_TIMEOUT => {
+                    thread::sleep(Duration::from_millis(25));
+                }
+                Ok(None) => panic!(
+                    "seed {seed}: member {} did not exit within {MEMBER_STOP_TIMEOUT:?} of \
+                     its stdin closing\n--- stderr ---\n{}",
+                    self.name,
+                    tail(&take(&self.stderr))
+                ),
+                Err(e) => panic!("seed {seed}: waiting for member {}: {e}", self.name),
+            }
+        };
+        let drained = Instant::now();
+        while Arc::strong_count(&self.stdout) + Arc::strong_count(&self.stderr) > 2
+            && drained.elapsed() < Duration::from_secs(5)
+        {
+            thread::sleep(Duration::from_millis(10));
+        }
+        let stdout = take(&self.stdout);
+        let stderr = take(&self.stderr);
+        let result = stdout.lines().rev().find(|l| l.starts_with("RESULT "));
+        assert!(
+            status.success() && result.is_some_and(|l| l.contains("\"ok\": true")),
+            "seed {seed}: member {} exited with {status}, result {result:?}\n--- stderr ---\n{}",
+            self.name,
+            tail(&stderr)
+        );
+        if !stderr.trim().is_empty() {
+            println!("member {} stderr:\n{}", self.name, tail(&stderr));
+        }
+        stdout
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One member's output, parsed.
+#[derive(Debug, Default)]
+struct MemberEvents {
+    /// `(partition, offset, committed)` for every record consumed, in order;
+    /// `committed` when the same member later committed past it.
+    records: Vec<(i32, i64, bool)>,
+    /// Next offsets this member committed, highest per partition.
+    commits: BTreeMap<i32, i64>,
+    /// Partitions assigned since the last rebalance.
+    assignment: BTreeSet<i32>,
+    commit_failures: usize,
+}
+
+fn partition_list(s: &str) -> BTreeSet<i32> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.trim().parse().expect("partition number"))
+        .collect()
+}
+
+fn parse_member(output: &str) -> MemberEvents {
+    let mut events = MemberEvents::default();
+    // Walking backwards, `later` holds the highest commit seen after a line.
+    let mut later: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut assignment_known = false;
+    for line in output.lines().rev() {
+        let mut words = line.split_whitespace();
+        match words.next() {
+            Some("R") => {
+                let p: i32 = words.next().and_then(|w| w.parse().ok()).expect("R p o");
+                let o: i64 = words.next().and_then(|w| w.parse().ok()).expect("R p o");
+                let committed = later.get(&p).is_some_and(|&n| n > o);
+                events.records.push((p, o, committed));
+            }
+            Some("C") => {
+                let p: i32 = words.next().and_then(|w| w.parse().ok()).expect("C p n");
+                let n: i64 = words.next().and_then(|w| w.parse().ok()).expect("C p n");
+                let e = later.entry(p).or_insert(n);
+                *e = (*e).max(n);
+            }
+            Some("CF") => events.commit_failures += 1,
+            Some("ASSIGNED") if !assignment_known => {
+                assignment_known = true;
+                events.assignment = partition_list(line["ASSIGNED".len()..].trim());
+            }
+            Some("REVOKED") if !assignment_known => assignment_known = true,
+            _ => {}
+        }
+    }
+    events.records.reverse();
+    events.commits = later;
+    events
+}
+
+/// Whether every offset below `ends[p]` of every partition was consumed.
+fn all_consumed(members: &[MemberEvents], ends: &[i64]) -> bool {
+    let seen: BTreeSet<(i32, i64)> = members
+        .iter()
+        .flat_map(|m| m.records.iter().map(|&(p, o, _)| (p, o)))
+        .collect();
+    ends.iter()
+        .enumerate()
+        .all(|(p, &end)| (0..end).all(|o| seen.contains(&(p as i32, o))))
+}
+
+/// Whether the running members' current assignments split all partitions
+/// among them, each holding at least one.
+fn group_settled(running: &[MemberEvents], partitions: usize) -> bool {
+    let mut union = BTreeSet::new();
+    for m in running {
+        if m.assignment.is_empty() || !m.assignment.is_disjoint(&union) {
+            return false;
+        }
+        union.extend(m.assignment.iter().copied());
+    }
+    union.len() == partitions && union.iter().all(|&p| (p as usize) < partitions)
+}
+
+/// Waits until the running members have settled into one group sharing all
+/// partitions and, together with the members that already left, have
+/// consumed every record below `ends`.
+fn wait_for_group(phase: &str, running: &[Member], left: &[String], ends: &[i64], seed: u64) {
+    let started = Instant::now();
+    loop {
+        let now: Vec<MemberEvents> = running.iter().map(|m| parse_member(&m.output())).collect();
+        let mut all: Vec<MemberEvents> = left.iter().map(|o| parse_member(o)).collect();
+        let settled = group_settled(&now, ends.len());
+        all.extend(now);
+        let consumed = all_consumed(&all, ends);
+        if settled && consumed {
+            let split: Vec<String> = running
+                .iter()
+                .zip(&all[left.len()..])
+                .map(|(m, e)| format!("{} {:?}", m.name, e.assignment))
+                .collect();
+            println!(
+                "{phase}: done after {:.1?}; assignment {}",
+                started.elapsed(),
+                split.join(", ")
+            );
+            return;
+        }
+        if started.elapsed() > GROUP_PHASE_TIMEOUT {
+            let state: Vec<String> = running
+                .iter()
+                .zip(&all[left.len()..])
+                .map(|(m, e)| {
+                    format!(
+                        "{}: assignment {:?}, {} records, stderr:\n{}",
+                        m.name,
+                        e.assignment,
+                        e.records.len(),
+                        tail(&take(&m.stderr))
+                    )
+                })
+                .collect();
+            panic!(
+                "seed {seed}: {phase}: not done after {GROUP_PHASE_TIMEOUT:?} (settled: {settled}, \
+                 all consumed: {consumed}, log ends {ends:?})\n{}",
+                state.join("\n")
+            );
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Checks the whole history of a group: every record below `ends` consumed,
+/// nothing else; a record consumed more than once only if all but one of its
+/// consumptions were in an uncommitted tail (never committed by the member
+/// that read it); the final commits reach the log ends. Returns the duplicate
+/// count.
+fn check_group_history(outputs: &[String], ends: &[i64], seed: u64) -> usize {
+    let members: Vec<MemberEvents> = outputs.iter().map(|o| parse_member(o)).collect();
+    assert!(
+        all_consumed(&members, ends),
+        "seed {seed}: every record below the log ends {ends:?} was consumed"
+    );
+    let mut reads: BTreeMap<(i32, i64), (usize, usize)> = BTreeMap::new();
+    for &(p, o, committed) in members.iter().flat_map(|m| &m.records) {
+        assert!(
+            (0..ends.len() as i32).contains(&p) && (0..ends[p as usize]).contains(&o),
+            "seed {seed}: consumed partition {p} offset {o}, which was never produced"
+        );
+        let entry = reads.entry((p, o)).or_default();
+        entry.0 += 1;
+        if !committed {
+            entry.1 += 1;
+        }
+    }
+    let duplicates: usize = reads.values().map(|&(n, _)| n - 1).sum();
+    let violations: Vec<String> = reads
+        .iter()
+        .filter(|(_, &(n, uncommitted))| n - 1 > uncommitted)
+        .take(20)
+        .map(|((p, o), (n, u))| {
+            format!("partition {p} offset {o}: read {n} times, {u} of them uncommitted")
+        })
+        .collect();
+    assert!(
+        violations.is_empty(),
+        "seed {seed}: records read again after their reader committed past them (the group \
+         did not resume from its commits):\n{}",
+        violations.join("\n")
+    );
+    let mut last_commit = vec![0i64; ends.len()];
+    for m in &members {
+        for (&p, &n) in &m.commits {
+            let slot = &mut last_commit[p as usize];
+            *slot = (*slot).max(n);
+        }
+    }
+    assert_eq!(
+        last_commit, ends,
+        "seed {seed}: the highest commit of every partition reaches its log end"
+    );
+    let commit_failures: usize = members.iter().map(|m| m.commit_failures).sum();
+    println!(
+        "group history: {} distinct records, {duplicates} duplicates (all within uncommitted \
+         tails), {commit_failures} failed commits",
+        reads.len()
+    );
+    duplicates
+}
+
+/// Partitions of the group tests' topic.
+const GROUP_PARTITIONS: u32 = 6;
+
+/// Records per partition produced before each group phase.
+const GROUP_STEP: u32 = 200;
+
+/// Three `lib` group members share a 6-partition topic and commit; one
+/// leaves and the other two take over; then all leave, more records arrive,
+/// and three members rejoin the group and resume from the commits.
+fn group_leave_and_rejoin(lib: Client) {
+    let seed = seed();
+    let name = format!("{lib:?}").to_lowercase();
+    let topic = topic(&format!("group-{name}"), seed);
+    let group = format!("interop-group-{name}-{seed}");
+    with_broker(None, |bootstrap| {
+        create_topic_with(lib, bootstrap, &topic, GROUP_PARTITIONS, seed);
+        let partitions = GROUP_PARTITIONS.to_string();
+        let step = GROUP_STEP.to_string();
+        let mut ends = vec![0i64; GROUP_PARTITIONS as usize];
+        let produce = |ends: &mut Vec<i64>| {
+            let first = ends[0].to_string();
+            let args = [
+                "produce-numbered",
+                bootstrap,
+                &topic,
+                &partitions,
+                &first,
+                &step,
+            ];
+            let produced = client(lib, &args, seed);
+            assert!(
+                produced.bool("ok"),
+                "seed {seed}: {lib:?} produce-numbered: {}",
+                produced.json
+            );
+            for end in ends.iter_mut() {
+                *end += i64::from(GROUP_STEP);
+            }
+        };
+        let start = |names: &[&str]| -> Vec<Member> {
+            names
+                .iter()
+                .map(|n| Member::start(lib, bootstrap, &topic, &group, &format!("{name}-{n}")))
+                .collect()
+        };
+        let mut left: Vec<String> = Vec::new();
+
+        produce(&mut ends);
+        let mut members = start(&["a", "b", "c"]);
+        wait_for_group(
+            "three members consume the first records",
+            &members,
+            &left,
+            &ends,
+            seed,
+        );
+
+        let mut leaving = members.pop().expect("three members");
+        left.push(leaving.finish(seed));
+        produce(&mut ends);
+        wait_for_group(
+            "two members consume more after the third left",
+            &members,
+            &left,
+            &ends,
+            seed,
+        );
+
+        members.iter_mut().for_each(Member::stop);
+        left.extend(members.iter_mut().map(|m| m.finish(seed)));
+        drop(members);
+        produce(&mut ends);
+        let mut members = start(&["d", "e", "f"]);
+        wait_for_group(
+            "three members rejoin and resume from the commits",
+            &members,
+            &left,
+            &ends,
+            seed,
+        );
+        members.iter_mut().for_each(Member::stop);
+        let rejoined: Vec<String> = members.iter_mut().map(|m| m.finish(seed)).collect();
+
+        // The rejoined members started where the group had committed: all
+        // they re-read from before the rejoin is an uncommitted tail.
+        let before = ends[0] - i64::from(GROUP_STEP);
+        let reread: usize = rejoined
+            .iter()
+            .map(|o| {
+                parse_member(o)
+                    .records
+                    .iter()
+                    .filter(|&&(_, off, _)| off < before)
+                    .count()
+            })
+            .sum();
+        println!("rejoined members re-read {reread} records from before they joined");
+        left.extend(rejoined);
+        check_group_history(&left, &ends, seed);
     });
 }
 
@@ -797,5 +1402,178 @@ fn create_list_delete_topics_across_clients() {
                 );
             }
         }
+    });
+}
+
+/// Issue 8: three kafka-python group members share a 6-partition topic,
+/// committing; after members leave and rejoin, the group resumes from the
+/// commits with nothing skipped.
+#[test]
+fn kafka_python_group_leaves_and_rejoins_from_commits() {
+    group_leave_and_rejoin(Client::KafkaPython);
+}
+
+/// Issue 8: the same with three librdkafka (confluent-kafka) group members.
+#[test]
+fn confluent_group_leaves_and_rejoins_from_commits() {
+    group_leave_and_rejoin(Client::Confluent);
+}
+
+/// Records of the partitioner test.
+const KEYED_COUNT: u32 = 10_000;
+
+/// Partitions of the partitioner test's topics (not a power of two, so the
+/// modulo matters).
+const KEYED_PARTITIONS: u32 = 7;
+
+/// Issue 9: 10,000 keyed records land on the same partitions whether Baton's
+/// default partitioner, librdkafka's `murmur2_random` or kafka-python's
+/// default (murmur2) partitioner places them.
+#[test]
+fn keyed_records_land_on_the_same_partitions_as_murmur2_clients() {
+    let seed = seed();
+    with_broker_runtime(None, |runtime, bootstrap| {
+        let mut placements: Vec<(&str, Vec<i64>)> = Vec::new();
+        for lib in [Client::Confluent, Client::KafkaPython] {
+            let t = topic(
+                &format!("keyed-{}", format!("{lib:?}").to_lowercase()),
+                seed,
+            );
+            create_topic_with(lib, bootstrap, &t, KEYED_PARTITIONS, seed);
+            let produced = client(
+                lib,
+                &[
+                    "produce-keyed",
+                    bootstrap,
+                    &t,
+                    &seed.to_string(),
+                    &KEYED_COUNT.to_string(),
+                ],
+                seed,
+            );
+            assert!(
+                produced.bool("ok"),
+                "seed {seed}: {lib:?} produce-keyed failed"
+            );
+            let partitions = produced.ints("partitions").expect("partitions");
+            assert_eq!(partitions.len(), KEYED_COUNT as usize, "seed {seed}");
+            let name = match lib {
+                Client::Confluent => "librdkafka murmur2_random",
+                Client::KafkaPython => "kafka-python",
+            };
+            placements.push((name, partitions));
+        }
+
+        let baton_topic = topic("keyed-baton", seed);
+        create_topic_with(
+            Client::Confluent,
+            bootstrap,
+            &baton_topic,
+            KEYED_PARTITIONS,
+            seed,
+        );
+        let baton: Vec<i64> = runtime.block_on(async {
+            let client = baton::Client::builder([bootstrap])
+                .client_id("interop-baton-keyed")
+                .build()
+                .await
+                .expect("Baton client connects");
+            let producer = baton::Producer::builder(&client)
+                .try_build()
+                .expect("default producer settings");
+            let mut deliveries = Vec::with_capacity(KEYED_COUNT as usize);
+            for i in 0..KEYED_COUNT {
+                let record = ProducerRecord::new(baton_topic.as_str())
+                    .key(keyed_key(seed, i))
+                    .value(&b"v"[..]);
+                deliveries.push(producer.send(record).await.expect("send accepted"));
+            }
+            producer.flush().await;
+            let mut partitions = Vec::with_capacity(deliveries.len());
+            for (i, d) in deliveries.into_iter().enumerate() {
+                let meta = d
+                    .await
+                    .unwrap_or_else(|e| panic!("seed {seed}: key #{i} not delivered: {e}"));
+                partitions.push(i64::from(meta.partition));
+            }
+            producer.close().await;
+            partitions
+        });
+
+        let expected: Vec<i64> = (0..KEYED_COUNT)
+            .map(|i| {
+                i64::from(partition_for_key(
+                    &keyed_key(seed, i),
+                    KEYED_PARTITIONS as i32,
+                ))
+            })
+            .collect();
+        assert_eq!(
+            baton, expected,
+            "seed {seed}: Baton's producer places keys by partition_for_key"
+        );
+        let used: BTreeSet<i64> = baton.iter().copied().collect();
+        assert_eq!(
+            used.len(),
+            KEYED_PARTITIONS as usize,
+            "seed {seed}: the keys spread over every partition"
+        );
+        for (name, theirs) in &placements {
+            let differing: Vec<String> = (0..KEYED_COUNT as usize)
+                .filter(|&i| theirs[i] != baton[i])
+                .take(10)
+                .map(|i| {
+                    format!(
+                        "key {:?}: {name} partition {}, Baton {}",
+                        String::from_utf8_lossy(&keyed_key(seed, i as u32)),
+                        theirs[i],
+                        baton[i]
+                    )
+                })
+                .collect();
+            assert!(
+                differing.is_empty(),
+                "seed {seed}: {name} and Baton disagree on partitions:\n{}",
+                differing.join("\n")
+            );
+            println!("{name}: all {KEYED_COUNT} keys on the same partitions as Baton");
+        }
+    });
+}
+
+/// Issue 9: Baton's producer writes the seeded records with each codec; both
+/// Python clients read every record back intact.
+#[test]
+fn baton_compressed_batches_read_by_both_clients() {
+    let seed = seed();
+    let records = generated_records(seed, COMPRESSED_COUNT);
+    with_broker_runtime(None, |runtime, bootstrap| {
+        let client = runtime
+            .block_on(
+                baton::Client::builder([bootstrap])
+                    .client_id("interop-baton-producer")
+                    .build(),
+            )
+            .expect("Baton client connects");
+        for (codec, name) in [
+            (Compression::Gzip, "gzip"),
+            (Compression::Snappy, "snappy"),
+            (Compression::Lz4, "lz4"),
+            (Compression::Zstd, "zstd"),
+        ] {
+            let t = topic(&format!("baton-{name}"), seed);
+            create_topic(Client::Confluent, bootstrap, &t, seed);
+            let per_partition = runtime.block_on(baton_produce(&client, &t, codec, &records, seed));
+            consume_and_check(
+                bootstrap,
+                seed,
+                &t,
+                COMPRESSED_COUNT,
+                &per_partition,
+                &format!("Baton ({name})"),
+                &[Client::KafkaPython, Client::Confluent],
+            );
+        }
+        runtime.block_on(async move { drop(client) });
     });
 }

@@ -6,6 +6,9 @@ Usage:
     confluent_client.py list-topics  BOOTSTRAP
     confluent_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION [idempotent]]
     confluent_client.py consume      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
+    confluent_client.py produce-numbered BOOTSTRAP TOPIC PARTITIONS FIRST COUNT
+    confluent_client.py produce-keyed    BOOTSTRAP TOPIC SEED COUNT
+    confluent_client.py group-member     BOOTSTRAP TOPIC GROUP NAME
 
 Each command prints one `RESULT {json}` line on success and exits 0; on
 failure it prints the reason to stderr and exits non-zero.
@@ -19,6 +22,13 @@ Configuration needed against baton-broker (and why):
   membership: partitions are given to `assign()` with OFFSET_BEGINNING (no
   committed offsets to look up), `enable.auto.commit=False` and
   `enable.auto.offset.store=False`, so no OffsetCommit/OffsetFetch is sent.
+- produce-keyed: `partitioner=murmur2_random`, librdkafka's Java-compatible
+  partitioner (its own default, `consistent_random`, hashes with CRC32).
+- group-member: `subscribe()` (the classic protocol with librdkafka's default
+  `range,roundrobin` assignors), `enable.auto.commit=False` and a synchronous
+  `commit()` of the records of every `consume()` call before the next one;
+  `heartbeat.interval.ms=500` so that rebalances start quickly. It runs until
+  its stdin closes, then `close()` leaves the group (LeaveGroup).
 """
 
 import os
@@ -202,6 +212,135 @@ def consume(bootstrap, topic, seed, count, partitions):
     return checker.finish("confluent-kafka", {"end_offsets": ends})
 
 
+def producer_for_tests(bootstrap, client_id, **extra):
+    config = base_config(bootstrap, client_id)
+    config.update(
+        {
+            "enable.idempotence": False,
+            "acks": "all",
+            "linger.ms": 5,
+            "message.timeout.ms": int(TIMEOUT_S * 1000),
+            "error_cb": error_cb,
+        }
+    )
+    config.update(extra)
+    return Producer(config)
+
+
+def produce_all(producer, sends):
+    """Produces every `(topic, kwargs)` of `sends`; returns the delivery
+    reports in send order, as `(partition, offset)` or an error string."""
+    reports = [None] * len(sends)
+
+    def on_delivery(index):
+        def cb(err, msg):
+            reports[index] = str(err) if err is not None else (msg.partition(), msg.offset())
+
+        return cb
+
+    for i, (topic, kwargs) in enumerate(sends):
+        while True:
+            try:
+                producer.produce(topic, on_delivery=on_delivery(i), **kwargs)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+    producer.flush(TIMEOUT_S)
+    return reports
+
+
+def produce_numbered(bootstrap, topic, partitions, first, count):
+    """Writes offsets FIRST..FIRST+COUNT of every partition (see
+    `records.numbered_value`), interleaving the partitions."""
+    producer = producer_for_tests(bootstrap, "interop-confluent-numbered")
+    want = [(p, o) for o in range(first, first + count) for p in range(partitions)]
+    sends = [
+        (topic, {"key": records.numbered_key(p, o), "value": records.numbered_value(p, o), "partition": p})
+        for p, o in want
+    ]
+    reports = produce_all(producer, sends)
+    problems = [
+        "acked %r, expected partition %d offset %d" % (got, p, o)
+        for got, (p, o) in zip(reports, want)
+        if got != (p, o)
+    ]
+    for p in problems[:20]:
+        print("PRODUCE " + p, file=sys.stderr)
+    records.emit({"client": "confluent-kafka", "ok": not problems, "produced": len(sends)})
+    return 0 if not problems else 1
+
+
+def produce_keyed(bootstrap, topic, seed, count):
+    """Writes `count` keyed records (`records.keyed_key`) with the murmur2
+    partitioner choosing the partition; prints the partition of every key, in
+    key order."""
+    producer = producer_for_tests(bootstrap, "interop-confluent-keyed", partitioner="murmur2_random")
+    reports = produce_all(producer, [(topic, {"key": records.keyed_key(seed, i), "value": b"v"}) for i in range(count)])
+    errors = [r for r in reports if not isinstance(r, tuple)]
+    for e in errors[:20]:
+        print("PRODUCE delivery failed: %s" % (e,), file=sys.stderr)
+    partitions = [r[0] if isinstance(r, tuple) else -1 for r in reports]
+    records.emit({"client": "confluent-kafka", "ok": not errors, "partitions": partitions})
+    return 0 if not errors else 1
+
+
+def group_member(bootstrap, topic, group, name):
+    """One member of a consumer group; see `records.MemberLog` for what it
+    prints. Stops when stdin closes (or after the client timeout)."""
+    stop = records.stdin_closed()
+    log = records.MemberLog()
+    config = base_config(bootstrap, name)
+    config.update(
+        {
+            "group.id": group,
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 10000,
+            "heartbeat.interval.ms": 500,
+            "error_cb": error_cb,
+        }
+    )
+    consumer = Consumer(config)
+
+    def on_assign(_consumer, partitions):
+        log.assigned([tp.partition for tp in partitions])
+
+    def on_revoke(_consumer, partitions):
+        log.revoked([tp.partition for tp in partitions])
+
+    try:
+        consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
+        deadline = records.Deadline(TIMEOUT_S)
+        while not stop.is_set() and not deadline.expired():
+            offsets = {}
+            for m in consumer.consume(num_messages=100, timeout=0.2):
+                err = m.error()
+                if err is not None:
+                    log.fail("consume error: %s" % (err,))
+                    continue
+                log.record(m.partition(), m.offset(), m.key(), m.value())
+                offsets[m.partition()] = m.offset() + 1
+            if offsets:
+                try:
+                    done = consumer.commit(
+                        offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()],
+                        asynchronous=False,
+                    )
+                except KafkaException as e:
+                    log.commit_failed(e)
+                else:
+                    for tp in done:
+                        if tp.error is not None:
+                            log.commit_failed("partition %d: %s" % (tp.partition, tp.error))
+                        else:
+                            log.committed(tp.partition, tp.offset)
+    finally:
+        consumer.close()
+    return log.finish("confluent-kafka", name)
+
+
 def main(argv):
     if len(argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -214,6 +353,12 @@ def main(argv):
             return delete_topic(bootstrap, argv[3])
         if cmd == "list-topics":
             return list_topics(bootstrap)
+        if cmd == "produce-numbered":
+            return produce_numbered(bootstrap, argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
+        if cmd == "produce-keyed":
+            return produce_keyed(bootstrap, argv[3], int(argv[4]), int(argv[5]))
+        if cmd == "group-member":
+            return group_member(bootstrap, argv[3], argv[4], argv[5])
         if cmd in ("produce", "consume"):
             topic, seed, count, partitions = argv[3], int(argv[4]), int(argv[5]), int(argv[6])
             if cmd == "produce":

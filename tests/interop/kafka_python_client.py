@@ -6,6 +6,9 @@ Usage:
     kafka_python_client.py list-topics  BOOTSTRAP
     kafka_python_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION [idempotent]]
     kafka_python_client.py consume      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
+    kafka_python_client.py produce-numbered BOOTSTRAP TOPIC PARTITIONS FIRST COUNT
+    kafka_python_client.py produce-keyed    BOOTSTRAP TOPIC SEED COUNT
+    kafka_python_client.py group-member     BOOTSTRAP TOPIC GROUP NAME
 
 Each command prints one `RESULT {json}` line on success and exits 0; on
 failure it prints the reason to stderr and exits non-zero.
@@ -16,14 +19,21 @@ Configuration needed against baton-broker (and why):
   `enable_idempotence` is always given explicitly.
 - consumer `group_id=None` with `assign()`: no FindCoordinator / group APIs, so
   no subscription and no offset commits (`enable_auto_commit=False`).
+- group-member: `subscribe()` with `group_id` (the classic protocol with the
+  client's default range assignor), `enable_auto_commit=False` and a
+  synchronous `commit()` of the records of every poll before the next one;
+  `heartbeat_interval_ms=500` so that rebalances start quickly. It runs until
+  its stdin closes, then `close()` leaves the group (LeaveGroup).
 """
 
 import logging
 import os
 import sys
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.admin import KafkaAdminClient
+from kafka.consumer.subscription_state import ConsumerRebalanceListener
+from kafka.errors import KafkaError
 
 import records
 
@@ -180,6 +190,112 @@ def consume(bootstrap, topic, seed, count, partitions):
     return checker.finish("kafka-python", {"end_offsets": ends})
 
 
+def producer_for_tests(bootstrap, client_id):
+    return KafkaProducer(
+        bootstrap_servers=bootstrap,
+        client_id=client_id,
+        enable_idempotence=False,
+        acks="all",
+        linger_ms=5,
+        request_timeout_ms=30000,
+        max_block_ms=30000,
+    )
+
+
+def produce_numbered(bootstrap, topic, partitions, first, count):
+    """Writes offsets FIRST..FIRST+COUNT of every partition (see
+    `records.numbered_value`), interleaving the partitions."""
+    producer = producer_for_tests(bootstrap, "interop-kafka-python-numbered")
+    sent = []
+    try:
+        for offset in range(first, first + count):
+            for p in range(partitions):
+                f = producer.send(
+                    topic,
+                    key=records.numbered_key(p, offset),
+                    value=records.numbered_value(p, offset),
+                    partition=p,
+                )
+                sent.append((p, offset, f))
+        producer.flush(timeout=TIMEOUT_S)
+        problems = []
+        for p, offset, f in sent:
+            md = f.get(timeout=TIMEOUT_S)
+            if (md.partition, md.offset) != (p, offset):
+                problems.append("acked at partition %d offset %d, expected partition %d offset %d"
+                                % (md.partition, md.offset, p, offset))
+    finally:
+        producer.close(timeout=10)
+    for p in problems[:20]:
+        print("PRODUCE " + p, file=sys.stderr)
+    records.emit({"client": "kafka-python", "ok": not problems, "produced": len(sent)})
+    return 0 if not problems else 1
+
+
+def produce_keyed(bootstrap, topic, seed, count):
+    """Writes `count` keyed records (`records.keyed_key`) without naming a
+    partition, so the default (murmur2) partitioner picks it; prints the
+    partition of every key, in key order."""
+    producer = producer_for_tests(bootstrap, "interop-kafka-python-keyed")
+    try:
+        futures = [producer.send(topic, key=records.keyed_key(seed, i), value=b"v") for i in range(count)]
+        producer.flush(timeout=TIMEOUT_S)
+        partitions = [f.get(timeout=TIMEOUT_S).partition for f in futures]
+    finally:
+        producer.close(timeout=10)
+    records.emit({"client": "kafka-python", "ok": True, "partitions": partitions})
+    return 0
+
+
+class MemberListener(ConsumerRebalanceListener):
+    def __init__(self, log):
+        self.log = log
+
+    def on_partitions_revoked(self, revoked):
+        self.log.revoked([tp.partition for tp in revoked])
+
+    def on_partitions_assigned(self, assigned):
+        self.log.assigned([tp.partition for tp in assigned])
+
+
+def group_member(bootstrap, topic, group, name):
+    """One member of a consumer group; see `records.MemberLog` for what it
+    prints. Stops when stdin closes (or after the client timeout)."""
+    stop = records.stdin_closed()
+    log = records.MemberLog()
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        client_id=name,
+        group_id=group,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=10000,
+        heartbeat_interval_ms=500,
+        max_poll_records=100,
+    )
+    try:
+        consumer.subscribe([topic], listener=MemberListener(log))
+        deadline = records.Deadline(TIMEOUT_S)
+        while not stop.is_set() and not deadline.expired():
+            batch = consumer.poll(timeout_ms=200)
+            offsets = {}
+            for tp, msgs in batch.items():
+                for m in msgs:
+                    log.record(m.partition, m.offset, m.key, m.value)
+                    offsets[tp] = OffsetAndMetadata(m.offset + 1, "", -1)
+            if offsets:
+                try:
+                    consumer.commit(offsets)
+                except KafkaError as e:
+                    log.commit_failed(repr(e))
+                else:
+                    for tp, om in offsets.items():
+                        log.committed(tp.partition, om.offset)
+    finally:
+        consumer.close()
+    return log.finish("kafka-python", name)
+
+
 def main(argv):
     logging.basicConfig(level=os.environ.get("INTEROP_LOG", "WARNING"), stream=sys.stderr)
     if len(argv) < 3:
@@ -192,6 +308,12 @@ def main(argv):
         return delete_topic(bootstrap, argv[3])
     if cmd == "list-topics":
         return list_topics(bootstrap)
+    if cmd == "produce-numbered":
+        return produce_numbered(bootstrap, argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
+    if cmd == "produce-keyed":
+        return produce_keyed(bootstrap, argv[3], int(argv[4]), int(argv[5]))
+    if cmd == "group-member":
+        return group_member(bootstrap, argv[3], argv[4], argv[5])
     if cmd in ("produce", "consume"):
         topic, seed, count, partitions = argv[3], int(argv[4]), int(argv[5]), int(argv[6])
         if cmd == "produce":

@@ -13,7 +13,9 @@ timestamps, and repetitive values so that compressed batches shrink.
 
 import json
 import random
+import struct
 import sys
+import threading
 import time
 
 #: Size of the large values, in bytes (100 KiB).
@@ -192,3 +194,148 @@ class Deadline:
 
     def expired(self):
         return time.monotonic() >= self.end
+
+
+# ---------------------------------------------------------------------------
+# The generated records for producers written in other languages.
+
+
+def dump(seed, count, partitions, path):
+    """Writes `generate(seed, count, partitions)` to `path` for a producer that
+    is not written in Python (the Rust tests produce them with Baton).
+
+    Layout, big-endian: u32 record count, then per record: u32 partition,
+    i64 timestamp, key and value each as i32 length (-1 for null) and bytes,
+    u32 header count, and per header a u32 name length, the UTF-8 name, an
+    i32 value length (-1 for null) and the value bytes.
+    """
+    out = [struct.pack(">I", count)]
+
+    def blob(b):
+        if b is None:
+            out.append(struct.pack(">i", -1))
+        else:
+            out.append(struct.pack(">i", len(b)))
+            out.append(b)
+
+    for r in generate(seed, count, partitions):
+        out.append(struct.pack(">Iq", r.partition, r.timestamp_ms))
+        blob(r.key)
+        blob(r.value)
+        out.append(struct.pack(">I", len(r.headers)))
+        for name, value in r.headers:
+            encoded = name.encode()
+            out.append(struct.pack(">I", len(encoded)))
+            out.append(encoded)
+            blob(value)
+    with open(path, "wb") as f:
+        f.write(b"".join(out))
+
+
+# ---------------------------------------------------------------------------
+# Group consumer tests: numbered records and the member's event log.
+
+
+def numbered_value(partition, offset):
+    """The value of the record at `offset` of `partition` in the group tests,
+    whose topics are written only by `produce-numbered`."""
+    return b"%d:%d" % (partition, offset)
+
+
+def numbered_key(partition, offset):
+    """The key that goes with `numbered_value`."""
+    return b"k%d-%d" % (partition, offset)
+
+
+def stdin_closed():
+    """An event set once stdin reaches end of file: the Rust test stops a
+    group member by closing the member's stdin."""
+    closed = threading.Event()
+
+    def watch():
+        try:
+            sys.stdin.read()
+        finally:
+            closed.set()
+
+    threading.Thread(target=watch, daemon=True).start()
+    return closed
+
+
+class MemberLog:
+    """What a group member prints on stdout, one event a line, for the Rust
+    test to follow while the member runs:
+
+    - `ASSIGNED p,p,...` / `REVOKED p,p,...` on rebalances,
+    - `R p o` for every record consumed (after its content was checked),
+    - `C p n` when a commit of next offset `n` for partition `p` succeeded,
+    - `CF reason` when a commit failed (its records form an uncommitted tail).
+    """
+
+    def __init__(self):
+        self.consumed = 0
+        self.mismatches = []
+        self.commit_failures = 0
+
+    def line(self, text):
+        print(text, flush=True)
+
+    def assigned(self, partitions):
+        self.line("ASSIGNED " + ",".join(str(p) for p in sorted(partitions)))
+
+    def revoked(self, partitions):
+        self.line("REVOKED " + ",".join(str(p) for p in sorted(partitions)))
+
+    def record(self, partition, offset, key, value):
+        want_key = numbered_key(partition, offset)
+        want_value = numbered_value(partition, offset)
+        if key != want_key or value != want_value:
+            self.fail(
+                "partition %d offset %d: key %s value %s, expected key %s value %s"
+                % (partition, offset, short(key), short(value), short(want_key), short(want_value))
+            )
+        self.consumed += 1
+        self.line("R %d %d" % (partition, offset))
+
+    def committed(self, partition, next_offset):
+        self.line("C %d %d" % (partition, next_offset))
+
+    def commit_failed(self, reason):
+        self.commit_failures += 1
+        self.line("CF %s" % (str(reason).replace("\n", " "),))
+
+    def fail(self, message):
+        print("MISMATCH " + message, file=sys.stderr, flush=True)
+        if len(self.mismatches) < 20:
+            self.mismatches.append(message)
+
+    def finish(self, client, name):
+        ok = not self.mismatches
+        emit(
+            {
+                "client": client,
+                "member": name,
+                "ok": ok,
+                "consumed": self.consumed,
+                "commit_failures": self.commit_failures,
+            }
+        )
+        return 0 if ok else 1
+
+
+def keyed_key(seed, i):
+    """Key number `i` of the partitioner test: lengths vary so that murmur2's
+    1-3 trailing bytes are all exercised. The Rust test builds the same keys."""
+    return ("key-%d-%d%s" % (seed, i, "#" * (i % 4))).encode()
+
+
+def main(argv):
+    if len(argv) == 6 and argv[1] == "dump":
+        dump(int(argv[2]), int(argv[3]), int(argv[4]), argv[5])
+        return 0
+    print("usage: records.py dump SEED COUNT PARTITIONS PATH", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
