@@ -79,8 +79,6 @@ struct Member {
     /// The generation `owned` belongs to, -1 if none.
     generation: i32,
     member_id: String,
-    /// The chosen protocol (assignor) name of the current generation.
-    protocol_name: Option<String>,
     /// Partition counts the last assignment was computed from, when leader.
     led_counts: Option<BTreeMap<String, i32>>,
     /// A cooperative revocation happened: rejoin at once so the revoked partitions
@@ -101,7 +99,6 @@ pub(crate) async fn run(
         owned: BTreeSet::new(),
         generation: -1,
         member_id: String::new(),
-        protocol_name: None,
         led_counts: None,
         pending_rejoin: false,
     };
@@ -316,7 +313,7 @@ impl Member {
             let Some(assigned) = self.sync(generation, &protocol_name, assignments).await? else {
                 continue;
             };
-            self.install(generation, protocol_name, assigned).await?;
+            self.install(generation, assigned).await?;
             return Ok(());
         }
     }
@@ -357,8 +354,10 @@ impl Member {
             };
             match ErrorCode::from_code(resp.error_code) {
                 ErrorCode::None => {
+                    // `self.generation` stays the generation of what this member
+                    // owns until SyncGroup hands it the new assignment: it is what
+                    // the next subscription claims its partitions under.
                     self.member_id = resp.member_id.clone();
-                    self.generation = resp.generation_id;
                     let mut st = self.shared.lock();
                     st.member_id = resp.member_id.clone();
                     // Commits wait for SyncGroup: the generation is not usable yet.
@@ -563,13 +562,11 @@ impl Member {
     async fn install(
         &mut self,
         generation: i32,
-        protocol_name: String,
         assigned: BTreeSet<TopicPartition>,
     ) -> Result<(), GroupError> {
         let revoked: Vec<TopicPartition> = self.owned.difference(&assigned).cloned().collect();
         let added: Vec<TopicPartition> = assigned.difference(&self.owned).cloned().collect();
         self.generation = generation;
-        self.protocol_name = Some(protocol_name);
         {
             let mut st = self.shared.lock();
             st.generation = generation;
