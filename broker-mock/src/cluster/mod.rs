@@ -365,7 +365,7 @@ impl NodeRef<'_> {
         }
         let slot = self.slot();
         let mut opts = slot.options.clone();
-        let handle = match Node::start(opts.clone()).await {
+        let handle = match retry_bind(|| Node::start(opts.clone())).await {
             Ok(h) => h,
             Err(BrokerError::Bind { .. }) => {
                 opts.broker.listen.set_port(0);
@@ -451,7 +451,8 @@ impl Cluster {
     /// Cancelling before it completes leaves the controller stopped.
     pub async fn restart_controller(&mut self) -> Result<(), BrokerError> {
         if self.controller.is_none() {
-            self.controller = Some(ControllerServer::start(self.controller_options.clone()).await?);
+            let opts = self.controller_options.clone();
+            self.controller = Some(retry_bind(|| ControllerServer::start(opts.clone())).await?);
         }
         Ok(())
     }
@@ -587,6 +588,25 @@ impl Cluster {
         }
         if let Some(c) = self.controller.take() {
             c.shutdown().await;
+        }
+    }
+}
+
+/// Runs `start` until it does not fail to bind, for up to 10 s: the listener of a
+/// killed component is released when its aborted task is dropped, which the runtime
+/// does a moment later.
+async fn retry_bind<T, F, Fut>(mut start: F) -> Result<T, BrokerError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, BrokerError>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match start().await {
+            Err(BrokerError::Bind { .. }) if tokio::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => return other,
         }
     }
 }
