@@ -270,6 +270,12 @@ pub fn rdkafka_consume(bootstrap: &str, topic: &str, n: u64) -> Result<Sample, S
 // ---------------------------------------------------------------------------
 // rskafka
 
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
 /// Produces with rskafka's BatchProducer (which always asks for acks=all).
 pub async fn rskafka_produce(
     bootstrap: &str,
@@ -300,7 +306,7 @@ pub async fn rskafka_produce(
         key: None,
         value: Some(v),
         headers: BTreeMap::new(),
-        timestamp: rskafka::chrono::Utc::now(),
+        timestamp: rskafka::chrono::DateTime::from_timestamp_millis(now_ms()).unwrap_or_default(),
     };
     producer
         .produce(record(b"warm".to_vec()))

@@ -216,7 +216,7 @@ async fn producer(o: &Options) -> Result<(), String> {
                 if acks == 1 { "1" } else { "all" }
             ),
             "baton",
-            "client CPU",
+            "client",
         );
     }
     Ok(())
@@ -249,7 +249,7 @@ async fn consumer(o: &Options) -> Result<(), String> {
             table.push(c, s);
         }
     }
-    table.print("Consumer", "baton", "client CPU");
+    table.print("Consumer", "baton", "client");
     Ok(())
 }
 
@@ -285,8 +285,8 @@ async fn broker(o: &Options) -> Result<(), String> {
             eprintln!("  {} RSS {} MiB", b.name, b.rss_mib());
         }
     }
-    prod.print("Broker: produce (librdkafka load)", "baton-broker", "broker CPU");
-    fetch.print("Broker: fetch (librdkafka load)", "baton-broker", "broker CPU");
+    prod.print("Broker: produce (librdkafka load)", "baton-broker", "broker");
+    fetch.print("Broker: fetch (librdkafka load)", "baton-broker", "broker");
     Ok(())
 }
 

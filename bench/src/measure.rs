@@ -270,7 +270,7 @@ impl Table {
         println!("### {title}");
         println!();
         println!(
-            "| client | runs | records/s (median) | {cpu_label} µs/record (median) | {base} records/s ÷ this | this {cpu_label} CPU ÷ {base} |"
+            "| client | runs | records/s (median) | {cpu_label} CPU µs/record (median) | {base} records/s ÷ this | this {cpu_label} CPU ÷ {base} |"
         );
         println!("|---|---:|---:|---:|---:|---:|");
         let (br, bc) = (self.rate(base), self.cpu_us(base));
