@@ -88,6 +88,13 @@ pub(crate) fn add_sequence(seq: i32, n: i32) -> i32 {
     }
 }
 
+/// Whether sequence `a` comes after `b`, allowing for the wrap-around (sequences
+/// in use at once are far less than 2^30 apart).
+pub(crate) fn sequence_after(a: i32, b: i32) -> bool {
+    let d = a.wrapping_sub(b) & i32::MAX;
+    d > 0 && d < 1 << 30
+}
+
 /// Records of one partition sent together.
 pub(crate) struct Batch {
     /// Grows with creation (over the whole producer).
@@ -587,8 +594,13 @@ impl Accumulator {
         let queue = self.queues.entry((topic.clone(), partition)).or_default();
         queue.in_flight.retain(|f| f.id != batch_id);
         if let Some((stamp, count)) = acked {
-            if queue.seq.identity == Some(stamp.identity) {
-                queue.seq.last_acked = add_sequence(stamp.base_sequence, count - 1);
+            let last = add_sequence(stamp.base_sequence, count - 1);
+            // Responses of one partition can be settled out of order (by different
+            // tasks); `last_acked` only moves forward.
+            if queue.seq.identity == Some(stamp.identity)
+                && (queue.seq.last_acked < 0 || sequence_after(last, queue.seq.last_acked))
+            {
+                queue.seq.last_acked = last;
             }
         }
         if let Some(batch) = retry {
@@ -719,5 +731,34 @@ mod tests {
         assert_eq!(add_sequence(5, 3), 8);
         assert_eq!(add_sequence(i32::MAX, 1), 0);
         assert_eq!(add_sequence(i32::MAX - 1, 3), 1);
+        assert!(sequence_after(8, 5));
+        assert!(!sequence_after(5, 8));
+        assert!(!sequence_after(5, 5));
+        assert!(sequence_after(1, i32::MAX - 1), "across the wrap");
+        assert!(!sequence_after(i32::MAX - 1, 1));
+    }
+
+    /// Acknowledgements settled out of order never move `last_acked` back.
+    #[tokio::test]
+    async fn last_acked_only_moves_forward() {
+        let memory = Arc::new(Semaphore::new(1000));
+        let mut acc = Accumulator::new(true);
+        acc.idem.current = Some(ProducerIdentity { id: 1, epoch: 0 });
+        for i in 0..4 {
+            acc.append(
+                "t",
+                0,
+                pending(&memory, i, "v"),
+                150,
+                Duration::from_secs(60),
+            );
+        }
+        let ready = acc.drain(Instant::now(), Duration::ZERO, 150, 5).ready;
+        assert_eq!(ready.len(), 2);
+        let topic = ready[0].topic.clone();
+        let (a, b) = (&ready[0], &ready[1]);
+        acc.finish_attempt(&topic, 0, b.id, Some((b.stamp.unwrap(), 2)), None);
+        acc.finish_attempt(&topic, 0, a.id, Some((a.stamp.unwrap(), 2)), None);
+        assert_eq!(acc.seq(&topic, 0).last_acked, 3);
     }
 }
