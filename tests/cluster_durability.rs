@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use baton::{Acks, Admin, NewTopic, Producer, ProducerRecord};
+use baton_broker::cluster::TruncationMode;
 use baton_broker::Cluster;
 use client_util::topic_name;
 use cluster_util::{check_history, client, init_logging, value};
@@ -118,13 +119,23 @@ async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn returning_node_truncates_its_divergent_suffix() {
+async fn returning_node_truncates_its_divergent_suffix_by_diverging_epoch() {
+    divergent_suffix(TruncationMode::FetchDivergingEpoch).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn returning_node_truncates_its_divergent_suffix_by_offsets_for_leader_epoch() {
+    divergent_suffix(TruncationMode::OffsetsForLeaderEpoch).await;
+}
+
+async fn divergent_suffix(mode: TruncationMode) {
     init_logging();
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::builder()
         .brokers(2)
         .data_dir(dir.path())
         .session_timeout(Duration::from_secs(3))
+        .truncation_mode(mode)
         .auto_preferred_leader(false)
         .start()
         .await

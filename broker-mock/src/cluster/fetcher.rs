@@ -1,10 +1,12 @@
 //! The replica fetcher of one followed partition: runs a [`FollowerState`] against
 //! the leader over Fetch with this node's replica id.
 //!
-//! Truncation uses the diverging epoch of Fetch v12+ (KIP-595): every fetch carries
-//! the epoch of the last local batch, and a leader whose log parted from ours answers
-//! with the end offset of that epoch, to which the local log is cut before fetching
-//! again. Every fetched batch's CRC is checked before it is appended; a bad batch ends
+//! Truncation uses, by default, the diverging epoch of Fetch v12+ (KIP-595): every
+//! fetch carries the epoch of the last local batch, and a leader whose log parted from
+//! ours answers with the end offset of that epoch, to which the local log is cut
+//! before fetching again. With [`TruncationMode::OffsetsForLeaderEpoch`] the
+//! follower first asks OffsetForLeaderEpoch (KIP-101/279) and truncates before its
+//! first fetch. Every fetched batch's CRC is checked before it is appended; a bad batch ends
 //! the response there (the next fetch asks again).
 //!
 //! The task appends only while the partition still follows the same leader at the
@@ -16,16 +18,19 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_protocol::messages::{FetchPartition, FetchRequest, FetchTopic};
+use baton_protocol::messages::{
+    FetchPartition, FetchRequest, FetchTopic, OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition, OffsetForLeaderTopic,
+};
 use baton_protocol::record::{batches, RecordBatch};
 use bytes::Bytes;
 
 use super::node::ClusterLink;
 use super::rpc::Rpc;
 use crate::partition::{Partition, PartitionState, Role};
-use crate::replication::{
-    AppendedBatch, EpochEndOffset, FollowerAction, FollowerState, TruncationMode,
-};
+#[cfg(doc)]
+use crate::replication::TruncationMode;
+use crate::replication::{AppendedBatch, EpochEndOffset, FollowerAction, FollowerState};
 use crate::state::BrokerState;
 
 /// Fetch version used between replicas (diverging epoch, topic names).
@@ -68,7 +73,7 @@ pub(crate) async fn run_fetcher(
         FollowerState::new(
             leader,
             epoch,
-            TruncationMode::FetchDivergingEpoch,
+            link.options.truncation_mode,
             st.epoch_cache().clone(),
             st.log_end_offset(),
             st.high_watermark(),
@@ -188,8 +193,44 @@ pub(crate) async fn run_fetcher(
                     }
                 }
             }
-            FollowerAction::SendOffsetsForLeaderEpoch { .. } => {
-                // Not used in diverging-epoch mode.
+            FollowerAction::SendOffsetsForLeaderEpoch {
+                current_leader_epoch,
+                leader_epoch,
+            } => {
+                let req = OffsetForLeaderEpochRequest {
+                    replica_id: me,
+                    topics: vec![OffsetForLeaderTopic {
+                        topic: topic.clone(),
+                        partitions: vec![OffsetForLeaderPartition {
+                            partition,
+                            current_leader_epoch,
+                            leader_epoch,
+                        }],
+                    }],
+                };
+                let answer = rpc
+                    .call(&req, 4, Duration::from_secs(10))
+                    .await
+                    .ok()
+                    .and_then(|r| r.topics.into_iter().next())
+                    .and_then(|t| t.partitions.into_iter().next())
+                    .filter(|p| p.error_code == 0);
+                let Some(answer) = answer else {
+                    tokio::time::sleep(BACKOFF).await;
+                    actions.push_back(FollowerAction::SendOffsetsForLeaderEpoch {
+                        current_leader_epoch,
+                        leader_epoch,
+                    });
+                    continue;
+                };
+                let answer = EpochEndOffset {
+                    epoch: answer.leader_epoch,
+                    end_offset: answer.end_offset,
+                };
+                if let Err(e) = follower.on_epoch_end_offset(answer) {
+                    tracing::warn!(node = me, %topic, partition, error = %e, "epoch end offset refused");
+                    return;
+                }
             }
         }
         actions.extend(follower.take_actions());

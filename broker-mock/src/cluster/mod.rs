@@ -39,6 +39,7 @@ pub use rpc::RpcError;
 use crate::controller::{ControllerConfig, NO_LEADER};
 use crate::error::BrokerError;
 use crate::partition::Role;
+pub use crate::replication::TruncationMode;
 
 /// Builds a [`Cluster`].
 #[derive(Debug, Clone)]
@@ -55,6 +56,7 @@ pub struct ClusterBuilder {
     listen_ip: std::net::IpAddr,
     base_port: u16,
     advertised_host: Option<String>,
+    truncation_mode: TruncationMode,
 }
 
 impl Default for ClusterBuilder {
@@ -76,6 +78,7 @@ impl Default for ClusterBuilder {
             listen_ip: std::net::IpAddr::from([127, 0, 0, 1]),
             base_port: 0,
             advertised_host: None,
+            truncation_mode: TruncationMode::FetchDivergingEpoch,
         }
     }
 }
@@ -170,6 +173,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// How returning followers find their divergence point: the diverging epoch in
+    /// Fetch responses (default) or OffsetForLeaderEpoch before the first fetch.
+    pub fn truncation_mode(mut self, mode: TruncationMode) -> Self {
+        self.truncation_mode = mode;
+        self
+    }
+
     fn port(&self, offset: usize) -> u16 {
         if self.base_port == 0 {
             0
@@ -204,6 +214,7 @@ impl ClusterBuilder {
             opts.broker.default_num_partitions = self.default_num_partitions;
             opts.broker.listen = SocketAddr::new(self.listen_ip, self.port(id as usize - 1));
             opts.broker.advertised_host = self.advertised_host.clone();
+            opts.truncation_mode = self.truncation_mode;
             if let Some(n) = self.segment_bytes {
                 opts.broker.segment_bytes = n;
             }

@@ -36,7 +36,7 @@ use crate::config::BrokerConfig;
 use crate::controller::{ControllerState, MetadataLogEntry, TopicInfo, NO_LEADER};
 use crate::error::BrokerError;
 use crate::partition::{LeaderReport, Role};
-use crate::replication::{LeaderConfig, LeaderInit};
+use crate::replication::{LeaderConfig, LeaderInit, TruncationMode};
 use crate::server::{Broker, BrokerHandle};
 use crate::state::BrokerState;
 use crate::topics::{random_uuid, TopicConfig};
@@ -61,6 +61,8 @@ pub struct NodeOptions {
     pub replica_fetch_wait_ms: i32,
     /// How long a controlled shutdown may take before the node stops anyway.
     pub controlled_shutdown_timeout: Duration,
+    /// How a returning follower finds where its log parted from the leader's.
+    pub truncation_mode: TruncationMode,
 }
 
 impl NodeOptions {
@@ -76,6 +78,7 @@ impl NodeOptions {
             default_min_insync_replicas: 1,
             replica_fetch_wait_ms: 500,
             controlled_shutdown_timeout: Duration::from_secs(60),
+            truncation_mode: TruncationMode::FetchDivergingEpoch,
         }
     }
 }
