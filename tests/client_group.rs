@@ -687,3 +687,81 @@ async fn reset_policy_seek_and_pause() {
     c.close().await.unwrap();
     broker.shutdown().await;
 }
+
+/// Commits from the listener: with manual commits only, a member that commits in
+/// `on_revoked` hands its partitions over without a single re-delivery.
+struct CommitOnRevoke {
+    commits: Arc<Mutex<usize>>,
+}
+
+impl RebalanceListener for CommitOnRevoke {
+    fn on_revoked<'a>(
+        &'a mut self,
+        ctx: &'a mut RebalanceContext,
+        partitions: &'a [TopicPartition],
+    ) -> ListenerFuture<'a> {
+        Box::pin(async move {
+            ctx.commit().await.expect("commit before revocation");
+            for tp in partitions {
+                assert_eq!(
+                    ctx.committed(tp),
+                    ctx.position(tp),
+                    "{tp} committed at its position"
+                );
+            }
+            *self.commits.lock().unwrap() += 1;
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn manual_commits_from_the_listener_hand_over_cleanly() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-listener", 4).await;
+    let group = topic_name("listener");
+    produce(&client, &topic, 4, 25, "m").await;
+    let commits = Arc::new(Mutex::new(0));
+    let build = |commits: &Arc<Mutex<usize>>| {
+        GroupConsumer::builder(&client, group.clone())
+            .subscribe([topic.clone()])
+            .manual_commit()
+            .heartbeat_interval(Duration::from_millis(100))
+            .session_timeout(Duration::from_secs(3))
+            .rebalance_timeout(Duration::from_secs(10))
+            .max_wait(Duration::from_millis(50))
+            .listener(CommitOnRevoke {
+                commits: commits.clone(),
+            })
+    };
+    let mut a = build(&commits).build().await.unwrap();
+    let mut seen = take(&mut a, 100).await;
+    // An async commit in flight while the second member joins.
+    let pending = a.commit_async();
+    let mut b = build(&commits).build().await.unwrap();
+    produce(&client, &topic, 4, 25, "n").await;
+    // Drive both until every record is in and each holds two partitions.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        for c in [&mut a, &mut b] {
+            if let Ok(r) = tokio::time::timeout(Duration::from_millis(20), c.recv()).await {
+                let r = r.expect("no error");
+                seen.push((r.partition, r.offset));
+            }
+        }
+        let distinct: BTreeSet<(i32, i64)> = seen.iter().copied().collect();
+        if distinct.len() == 200 && a.assignment().len() == 2 && b.assignment().len() == 2 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} of 200",
+            distinct.len()
+        );
+    }
+    pending.await.expect("async commit");
+    assert_eq!(seen.len(), 200, "no record delivered twice");
+    assert!(*commits.lock().unwrap() >= 1, "the listener committed");
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    broker.shutdown().await;
+}
