@@ -41,7 +41,7 @@
 //! |---|---|---|
 //! | [`connection`] | one TCP connection: pipelining by correlation id, version negotiation, poisoning on failure | [`ConnectionError`](connection::ConnectionError) |
 //! | [`client`], [`metadata`] | broker pool (one lazy connection per broker, replaced when poisoned) and the generation-numbered metadata cache | [`ClientError`] |
-//! | [`producer`], [`consumer`], [`admin`] | what applications use | [`ProduceError`], [`ConsumerError`], [`AdminError`] |
+//! | [`producer`], [`consumer`], [`group`], [`admin`] | what applications use | [`ProduceError`], [`ConsumerError`], [`GroupError`], [`AdminError`] |
 //!
 //! # Ownership and cancellation
 //!
