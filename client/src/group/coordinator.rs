@@ -73,9 +73,10 @@ pub(crate) struct Shared {
 /// consumer likewise talks to its coordinator on a connection of its own.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Lane {
-    /// JoinGroup, SyncGroup, Heartbeat, LeaveGroup.
+    /// JoinGroup, SyncGroup, Heartbeat.
     Membership = 0,
-    /// OffsetCommit, OffsetFetch (not stuck behind a held JoinGroup).
+    /// OffsetCommit, OffsetFetch, and the LeaveGroup of `close` (not stuck behind
+    /// a held JoinGroup).
     Offsets = 1,
 }
 

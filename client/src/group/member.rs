@@ -665,7 +665,9 @@ pub(crate) async fn leave(shared: &Shared) -> Result<(), GroupError> {
     if member_id.is_empty() && shared.instance_id.is_none() {
         return Ok(());
     }
-    let (node, conn) = shared.coordinator(Lane::Membership).await?;
+    // Not the membership lane: a JoinGroup the aborted membership task left parked
+    // at the coordinator would hold this request behind it.
+    let (node, conn) = shared.coordinator(Lane::Offsets).await?;
     let req = LeaveGroupRequest {
         group_id: shared.group_id.clone(),
         member_id: member_id.clone(),
