@@ -115,6 +115,7 @@ async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
     assert_eq!(history.lost, 0, "{history:?}");
     assert_eq!(history.corrupted, 0, "{history:?}");
     assert_eq!(history.duplicated, 0, "{history:?}");
+    eprintln!("timeline:\n{}", cluster.timeline_text());
     cluster.shutdown().await;
 }
 
@@ -210,5 +211,6 @@ async fn divergent_suffix(mode: TruncationMode) {
         });
     let reference = cluster.stored_batches(b, &topic, 0, 130).unwrap();
     assert!(cluster.stored_batches(a, &topic, 0, 130).unwrap() == reference);
+    eprintln!("timeline:\n{}", cluster.timeline_text());
     cluster.shutdown().await;
 }

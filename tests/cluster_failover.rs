@@ -126,6 +126,10 @@ async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
         after.leader_epoch > before.leader_epoch,
         "the leader epoch is bumped"
     );
+    cluster.record(format!(
+        "node {} elected at epoch {}",
+        after.leader, after.leader_epoch
+    ));
     let acked_at_election = load.acked.load(Ordering::Relaxed);
     wait_acked(&load, acked_at_election + 2_000).await;
 
@@ -179,5 +183,6 @@ async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
 
     let history = check_history(&client, &topic, 1, &acked, Duration::from_secs(20)).await;
     assert!(history.is_clean(), "{history:?}");
+    eprintln!("timeline:\n{}", cluster.timeline_text());
     cluster.shutdown().await;
 }

@@ -141,6 +141,7 @@ async fn graceful_rolling_restart_loses_no_acks_1_record_with_rf_2() {
     assert_eq!(history.lost, 0, "{history:?}");
     assert_eq!(history.corrupted, 0, "{history:?}");
     assert_eq!(history.moved, 0, "{history:?}");
+    eprintln!("timeline:\n{}", cluster.timeline_text());
     cluster.shutdown().await;
 }
 
@@ -253,5 +254,6 @@ async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
     let history = check_history(&client, &topic, 3, &acked, Duration::from_secs(20)).await;
     assert_eq!(history.lost, 0, "{history:?}");
     assert_eq!(history.corrupted, 0, "{history:?}");
+    eprintln!("timeline:\n{}", cluster.timeline_text());
     cluster.shutdown().await;
 }

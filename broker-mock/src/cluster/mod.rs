@@ -226,14 +226,17 @@ impl ClusterBuilder {
                 handle: Some(handle),
             });
         }
-        let cluster = Cluster {
+        let mut cluster = Cluster {
             controller: Some(controller),
             controller_options: ControllerOptions {
                 listen: caddr,
                 ..controller_opts
             },
             nodes,
+            started: std::time::Instant::now(),
+            timeline: Vec::new(),
         };
+        cluster.record(format!("cluster of {} nodes started", cluster.nodes.len()));
         cluster
             .wait_for(Duration::from_secs(60), |c| {
                 c.unfenced_brokers().len() == c.nodes.len()
@@ -260,6 +263,23 @@ pub struct Cluster {
     controller: Option<ControllerHandle>,
     controller_options: ControllerOptions,
     nodes: Vec<NodeSlot>,
+    started: std::time::Instant,
+    timeline: Vec<TimelineEvent>,
+}
+
+/// One fault or lifecycle step applied to a [`Cluster`], for [`Cluster::timeline`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimelineEvent {
+    /// Time since the cluster started.
+    pub at: Duration,
+    /// What happened, e.g. `"node 2 killed"`.
+    pub what: String,
+}
+
+impl std::fmt::Display for TimelineEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:>9.3}s  {}", self.at.as_secs_f64(), self.what)
+    }
 }
 
 /// One replica's view of a partition.
@@ -342,6 +362,8 @@ impl NodeRef<'_> {
     pub fn kill(mut self) {
         if let Some(h) = self.slot().handle.take() {
             h.kill();
+            let id = self.id();
+            self.cluster.record(format!("node {id} killed"));
         }
     }
 
@@ -352,15 +374,22 @@ impl NodeRef<'_> {
     /// If cancelled, the node is killed.
     pub async fn stop(mut self) {
         if let Some(h) = self.slot().handle.take() {
+            let id = self.id();
+            self.cluster
+                .record(format!("node {id} controlled shutdown begins"));
             h.stop().await;
+            self.cluster.record(format!("node {id} stopped"));
         }
     }
 
     /// Fault injection: stops or resumes this node's replica fetchers (see
     /// [`NodeHandle::pause_replication`]). No-op if not running.
-    pub fn pause_replication(&self, paused: bool) {
+    pub fn pause_replication(&mut self, paused: bool) {
         if let Some(h) = &self.cluster.nodes[self.index].handle {
             h.pause_replication(paused);
+            let id = self.id();
+            let what = if paused { "paused" } else { "resumed" };
+            self.cluster.record(format!("node {id} replication {what}"));
         }
     }
 
@@ -387,6 +416,8 @@ impl NodeRef<'_> {
         opts.broker.listen = handle.local_addr();
         slot.options = opts;
         slot.handle = Some(handle);
+        let id = self.id();
+        self.cluster.record(format!("node {id} restarted"));
         Ok(())
     }
 }
@@ -437,6 +468,25 @@ impl Cluster {
         }
     }
 
+    /// Appends an event to the timeline (tests may add their own steps).
+    pub fn record(&mut self, what: String) {
+        tracing::info!(event = %what, "cluster timeline");
+        self.timeline.push(TimelineEvent {
+            at: self.started.elapsed(),
+            what,
+        });
+    }
+
+    /// Every fault and lifecycle step so far, oldest first.
+    pub fn timeline(&self) -> &[TimelineEvent] {
+        &self.timeline
+    }
+
+    /// The timeline as text, one event per line.
+    pub fn timeline_text(&self) -> String {
+        self.timeline.iter().map(|e| format!("{e}\n")).collect()
+    }
+
     /// Ids of registered, unfenced brokers according to the controller.
     pub fn unfenced_brokers(&self) -> Vec<i32> {
         match &self.controller {
@@ -452,7 +502,9 @@ impl Cluster {
 
     /// Kills the controller (its synced log stays on disk).
     pub fn kill_controller(&mut self) {
-        self.controller = None;
+        if self.controller.take().is_some() {
+            self.record("controller killed".into());
+        }
     }
 
     /// Starts the controller again on the same address, replaying its log.
@@ -464,6 +516,7 @@ impl Cluster {
         if self.controller.is_none() {
             let opts = self.controller_options.clone();
             self.controller = Some(retry_bind(|| ControllerServer::start(opts.clone())).await?);
+            self.record("controller restarted".into());
         }
         Ok(())
     }
