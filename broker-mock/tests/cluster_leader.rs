@@ -245,3 +245,62 @@ async fn lagging_follower_leaves_the_isr_and_returns_through_alter_partition() {
         .unwrap_or_else(|_| panic!("expanded: {:?}", cluster.partition_state("lag", 0)));
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn topics_are_created_and_deleted_through_any_node() {
+    let cluster = Cluster::builder().brokers(3).start().await.unwrap();
+    create(&cluster, "doomed", 3, &[]).await;
+    // Every node reports every broker and the same assignment.
+    for id in 1..=3 {
+        let mut c = Client::connect(addr(&cluster, id)).await;
+        let req = MetadataRequest {
+            topics: None,
+            ..Default::default()
+        };
+        let m = c.call(&req, 12).await;
+        assert_eq!(m.brokers.len(), 3, "node {id} lists every broker");
+        let t = m
+            .topics
+            .iter()
+            .find(|t| t.name.as_deref() == Some("doomed"));
+        let p = &t.expect("topic listed").partitions[0];
+        assert_eq!(p.replica_nodes.len(), 3);
+        assert_eq!(p.isr_nodes.len(), 3);
+    }
+    let mut c = Client::connect(addr(&cluster, 2)).await;
+    let req = DeleteTopicsRequest {
+        topic_names: vec!["doomed".into()],
+        timeout_ms: 5_000,
+        ..Default::default()
+    };
+    let resp = c.call(&req, 4).await;
+    assert_eq!(resp.responses[0].error_code, 0);
+    assert!(cluster.partition_state("doomed", 0).is_none());
+    let deadline = tokio::time::Instant::now() + LONG;
+    for id in 1..=3 {
+        loop {
+            let mut c = Client::connect(addr(&cluster, id)).await;
+            let m = c
+                .call(
+                    &MetadataRequest {
+                        topics: Some(vec![MetadataRequestTopic {
+                            name: Some("doomed".into()),
+                            ..Default::default()
+                        }]),
+                        ..Default::default()
+                    },
+                    12,
+                )
+                .await;
+            if code(m.topics[0].error_code) == ErrorCode::UnknownTopicOrPartition {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "node {id} forgets the topic"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    cluster.shutdown().await;
+}
