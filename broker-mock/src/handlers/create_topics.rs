@@ -11,6 +11,11 @@
 //! creates nothing. v5+ results carry the partition count, replication factor and the
 //! topic's configs; v7 the topic id.
 //!
+//! On a cluster node this handler is not used: the request is forwarded to the
+//! controller (`cluster/forward.rs`), which places replicas round-robin over the
+//! unfenced brokers (replication factor -1 means min(3, brokers)); explicit
+//! assignments are refused there with `INVALID_REPLICA_ASSIGNMENT`.
+//!
 //! Deviations from Apache Kafka: creation is synchronous (the timeout is not needed);
 //! at most 10,000 partitions per topic; the configs returned are the overrides plus
 //! the defaults of the few keys this broker uses, not Kafka's full list.

@@ -5,6 +5,9 @@
 //! `UNKNOWN_TOPIC_OR_PARTITION`, unknown ids `UNKNOWN_TOPIC_ID`; an entry with both a
 //! name and a non-zero id is `INVALID_REQUEST`.
 //!
+//! On a cluster node the request is forwarded to the controller
+//! (`cluster/forward.rs`) and answered once this node's metadata shows the deletion.
+//!
 //! Deviations from Apache Kafka: deletion is immediate and synchronous (the timeout is
 //! not needed); no authorization.
 
