@@ -104,10 +104,31 @@ async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
     let load = start_load(producer.clone(), topic.clone());
     wait_acked(&load, 2_000).await;
 
+    // Hold the followers back so that the leader dies with records only it has
+    // (appended, not yet acknowledged): a divergent suffix it must drop later.
+    let old = cluster.partition_state(&topic, 0).unwrap().leader;
+    let followers: Vec<i32> = cluster
+        .node_ids()
+        .into_iter()
+        .filter(|id| *id != old)
+        .collect();
+    for f in &followers {
+        cluster.node(*f).pause_replication(true);
+    }
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state(&topic, 0).unwrap();
+            let leo = |n: i32| v.replica(n).unwrap().log_end_offset;
+            followers.iter().all(|f| leo(old) > leo(*f) + 100)
+        })
+        .await
+        .expect("the leader runs ahead of its paused followers");
     let before = cluster.partition_state(&topic, 0).unwrap();
-    let old = before.leader;
     eprintln!("killing leader {old}: {before:?}");
     cluster.node(old).kill();
+    for f in &followers {
+        cluster.node(*f).pause_replication(false);
+    }
     cluster
         .wait_for(LONG, |c| {
             let v = c.partition_state(&topic, 0).unwrap();
@@ -172,6 +193,9 @@ async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
         });
     let v = cluster.partition_state(&topic, 0).unwrap();
     let hw = v.high_watermark().unwrap();
+    // The killed leader's epoch-0 suffix past its followers' log ends was
+    // overwritten by epoch-1 batches on the new leader (different bytes: at least the
+    // leader epoch differs), so identical logs below the HW mean it truncated.
     let reference = cluster.stored_batches(v.leader, &topic, 0, hw).unwrap();
     for r in &v.replicas {
         let log = cluster.stored_batches(*r, &topic, 0, hw).unwrap();
