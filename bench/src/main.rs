@@ -375,6 +375,34 @@ async fn large(o: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// Sizes of the values Baton's produce path moves per record (diagnostic).
+async fn sizes() {
+    use std::mem::size_of;
+    println!("ProducerRecord          {} bytes", size_of::<baton::ProducerRecord>());
+    println!("RecordMetadata          {} bytes", size_of::<baton::RecordMetadata>());
+    println!("ProduceError            {} bytes", size_of::<baton::ProduceError>());
+    println!(
+        "Result<RecordMetadata, ProduceError> {} bytes",
+        size_of::<Result<baton::RecordMetadata, baton::ProduceError>>()
+    );
+    println!("DeliveryFuture          {} bytes", size_of::<baton::DeliveryFuture>());
+    if let Ok(client) = baton::Client::builder(["127.0.0.1:1"]).build().await {
+        let p = baton::Producer::builder(&client).build();
+        let fut = p.send(baton::ProducerRecord::new("t"));
+        println!("Producer::send future   {} bytes", std::mem::size_of_val(&fut));
+    } else {
+        // Build a client lazily against a broker to size the send future.
+        let broker = BrokerProc::baton(&measure::baton_broker_bin()).expect("broker");
+        let client = baton::Client::builder([broker.bootstrap()])
+            .build()
+            .await
+            .expect("client");
+        let p = baton::Producer::builder(&client).build();
+        let fut = p.send(baton::ProducerRecord::new("t"));
+        println!("Producer::send future   {} bytes", std::mem::size_of_val(&fut));
+    }
+}
+
 async fn run(sub: &str, o: &Options) -> Result<(), String> {
     eprintln!("{sub}: load average {} at start", loadavg());
     match sub {
@@ -389,6 +417,10 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
                 session_timeout: Duration::from_millis(o.session_timeout_ms),
             })
             .await
+        }
+        "sizes" => {
+            sizes().await;
+            Ok(())
         }
         "all" => {
             for s in ["producer", "consumer", "broker", "large", "failover"] {
