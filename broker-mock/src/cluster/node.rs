@@ -408,8 +408,9 @@ async fn metadata_loop(link: Arc<ClusterLink>) {
                 node = me,
                 "the controller's metadata log is behind ours; replaying from the start"
             );
+            // Not published: reconciling an empty image would delete every local
+            // topic. The replay publishes once it has caught up.
             *link.image.write().unwrap_or_else(|p| p.into_inner()) = ControllerState::new();
-            link.image_tx.send_replace(0);
             continue;
         }
         let records = pd.records.clone().unwrap_or_default();
@@ -441,8 +442,11 @@ async fn metadata_loop(link: Arc<ClusterLink>) {
                 }
             }
         }
-        if applied > 0 {
-            let next = link.image().next_offset();
+        // Publish only an image that reached the controller's log end as of this
+        // response: a partial replay (the first fetches after a start, or after a
+        // reset) lacks topics, and reconciling it would delete their local data.
+        let next = link.image().next_offset();
+        if applied > 0 && next >= pd.high_watermark {
             link.image_tx.send_replace(next);
         }
     }
@@ -467,7 +471,9 @@ async fn reconcile_loop(state: Arc<BrokerState>, link: Arc<ClusterLink>) {
         rx.borrow_and_update();
         let (st, l) = (state.clone(), link.clone());
         let wanted = match tokio::task::spawn_blocking(move || reconcile(&st, &l)).await {
-            Ok(w) => w,
+            Ok(Some(w)) => w,
+            // A replay in progress: nothing published to act on yet.
+            Ok(None) => continue,
             Err(e) => {
                 tracing::error!(error = %e, "reconcile failed");
                 continue;
@@ -506,10 +512,18 @@ async fn reconcile_loop(state: Arc<BrokerState>, link: Arc<ClusterLink>) {
 }
 
 /// Applies the image to local topics and partition roles. Returns the partitions to
-/// fetch: `(topic, partition) -> (leader, leader epoch)`.
-fn reconcile(state: &BrokerState, link: &ClusterLink) -> HashMap<(String, i32), (i32, i32)> {
+/// fetch: `(topic, partition) -> (leader, leader epoch)`, or `None` while the image
+/// is a partial replay that was not published (acting on it could delete topics it
+/// has not replayed yet).
+fn reconcile(
+    state: &BrokerState,
+    link: &ClusterLink,
+) -> Option<HashMap<(String, i32), (i32, i32)>> {
     let me = link.node_id;
     let img = link.image().clone();
+    if img.next_offset() != *link.image_tx.borrow() {
+        return None;
+    }
     let now = link.now_ms();
     let mut wanted = HashMap::new();
     let mut known = std::collections::HashSet::new();
@@ -629,7 +643,7 @@ fn reconcile(state: &BrokerState, link: &ClusterLink) -> HashMap<(String, i32), 
             let _ = state.delete_topic(&t.name);
         }
     }
-    wanted
+    Some(wanted)
 }
 
 async fn reports_loop(
