@@ -765,3 +765,160 @@ async fn manual_commits_from_the_listener_hand_over_cleanly() {
     b.close().await.unwrap();
     broker.shutdown().await;
 }
+
+fn quick(client: &Client, group: &str, topic: &str) -> baton::GroupConsumerBuilder {
+    GroupConsumer::builder(client, group)
+        .subscribe([topic])
+        .heartbeat_interval(Duration::from_millis(100))
+        .session_timeout(Duration::from_secs(3))
+        .rebalance_timeout(Duration::from_secs(10))
+        .auto_commit_interval(Duration::from_millis(100))
+        .max_wait(Duration::from_millis(50))
+}
+
+/// Drives `consumers` round-robin until `total` distinct records are in.
+async fn drain(consumers: &mut [&mut GroupConsumer], seen: &mut Vec<(i32, i64)>, total: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        for c in consumers.iter_mut() {
+            if let Ok(r) = tokio::time::timeout(Duration::from_millis(20), c.recv()).await {
+                let r = r.expect("no error");
+                seen.push((r.partition, r.offset));
+            }
+        }
+        let distinct: BTreeSet<(i32, i64)> = seen.iter().copied().collect();
+        if distinct.len() >= total {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} of {total}",
+            distinct.len()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn static_member_restart_gets_its_partitions_back_without_a_rebalance() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-static-restart", 4).await;
+    let group = topic_name("static-restart");
+    produce(&client, &topic, 4, 10, "s").await;
+    let mut a = quick(&client, &group, &topic)
+        .group_instance_id("a")
+        .build()
+        .await
+        .unwrap();
+    let mut b = quick(&client, &group, &topic)
+        .group_instance_id("b")
+        .build()
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    drain(&mut [&mut a, &mut b], &mut seen, 40).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while a.assignment().len() != 2 || b.assignment().len() != 2 {
+        assert!(tokio::time::Instant::now() < deadline, "2 + 2");
+        for c in [&mut a, &mut b] {
+            let _ = tokio::time::timeout(Duration::from_millis(20), c.recv()).await;
+        }
+    }
+    let (mine, generation) = (a.assignment(), b.generation());
+    // A static member's close commits but does not leave.
+    a.close().await.unwrap();
+    let mut a = quick(&client, &group, &topic)
+        .group_instance_id("a")
+        .build()
+        .await
+        .unwrap();
+    produce(&client, &topic, 4, 10, "t").await;
+    drain(&mut [&mut a, &mut b], &mut seen, 80).await;
+    assert_eq!(a.assignment(), mine, "the same partitions came back");
+    assert_eq!(
+        b.generation(),
+        generation,
+        "the other member saw no rebalance"
+    );
+    assert_eq!(seen.len(), 80, "nothing re-delivered");
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    broker.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_continue_while_the_application_is_busy() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-busy", 2).await;
+    let group = topic_name("busy");
+    produce(&client, &topic, 2, 5, "b").await;
+    let mut c = quick(&client, &group, &topic)
+        .session_timeout(Duration::from_secs(1))
+        .build()
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    drain(&mut [&mut c], &mut seen, 10).await;
+    let generation = c.generation();
+    // Three session timeouts without calling recv.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    produce(&client, &topic, 2, 5, "c").await;
+    drain(&mut [&mut c], &mut seen, 20).await;
+    assert_eq!(c.generation(), generation, "still the same membership");
+    assert_eq!(seen.len(), 20);
+    c.close().await.unwrap();
+    broker.shutdown().await;
+}
+
+/// Sleeps in `on_revoked`, long enough for the caller's `recv` to be cancelled.
+struct SlowRevoke;
+
+impl RebalanceListener for SlowRevoke {
+    fn on_revoked<'a>(
+        &'a mut self,
+        _ctx: &'a mut RebalanceContext,
+        _partitions: &'a [TopicPartition],
+    ) -> ListenerFuture<'a> {
+        Box::pin(tokio::time::sleep(Duration::from_millis(500)))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recv_cancelled_during_revocation_completes_it_on_the_next_call() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-cancel", 4).await;
+    let group = topic_name("cancel");
+    produce(&client, &topic, 4, 10, "x").await;
+    let mut a = quick(&client, &group, &topic)
+        .listener(SlowRevoke)
+        .build()
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    drain(&mut [&mut a], &mut seen, 40).await;
+    let mut b = quick(&client, &group, &topic).build().await.unwrap();
+    // Every recv of `a` gives up after 20 ms, so the revocation's listener is
+    // always cancelled; the revocation must still complete.
+    produce(&client, &topic, 4, 10, "y").await;
+    drain(&mut [&mut a, &mut b], &mut seen, 80).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while b.assignment().len() != 2 {
+        assert!(tokio::time::Instant::now() < deadline, "b gets its share");
+        for c in [&mut a, &mut b] {
+            if let Ok(r) = tokio::time::timeout(Duration::from_millis(20), c.recv()).await {
+                let r = r.unwrap();
+                seen.push((r.partition, r.offset));
+            }
+        }
+    }
+    assert_eq!(a.assignment().len(), 2);
+    let distinct: BTreeSet<(i32, i64)> = seen.iter().copied().collect();
+    assert_eq!(distinct.len(), 80);
+    assert_eq!(
+        seen.len(),
+        80,
+        "the auto-commit before revocation left nothing to re-deliver"
+    );
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    broker.shutdown().await;
+}
