@@ -884,6 +884,7 @@ impl RebalanceListener for SlowRevoke {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recv_cancelled_during_revocation_completes_it_on_the_next_call() {
+    init_tracing();
     let (broker, client) = broker_and_client().await;
     let topic = create_topic(&client, "group-cancel", 4).await;
     let group = topic_name("cancel");

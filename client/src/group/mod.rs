@@ -909,7 +909,7 @@ impl GroupConsumer {
     /// on the consumer.
     pub async fn recv(&mut self) -> Result<ConsumerRecord, GroupError> {
         loop {
-            self.finish_interrupted();
+            self.resume_interrupted();
             self.ctx.release_pending();
             if let Some(e) = &self.fatal {
                 return Err(e.clone());
@@ -964,6 +964,15 @@ impl GroupConsumer {
                 },
                 _ = sleep_until_opt(retry_at) => {}
             }
+        }
+    }
+
+    /// Completes a revocation whose handling was cut short by a dropped `recv`
+    /// future (without the rest of its listener call).
+    fn resume_interrupted(&mut self) {
+        if self.interrupted.is_some() {
+            tracing::debug!("completing a revocation interrupted by a cancelled recv");
+            self.finish_interrupted();
         }
     }
 
@@ -1079,7 +1088,7 @@ impl GroupConsumer {
     ///
     /// As for [`RebalanceContext::commit`].
     pub async fn commit(&mut self) -> Result<(), GroupError> {
-        self.finish_interrupted();
+        self.resume_interrupted();
         self.ctx.commit().await
     }
 
@@ -1092,13 +1101,13 @@ impl GroupConsumer {
         &mut self,
         offsets: impl IntoIterator<Item = (TopicPartition, i64)>,
     ) -> Result<(), GroupError> {
-        self.finish_interrupted();
+        self.resume_interrupted();
         self.ctx.commit_offsets(offsets).await
     }
 
     /// See [`RebalanceContext::commit_async`].
     pub fn commit_async(&mut self) -> PendingCommit {
-        self.finish_interrupted();
+        self.resume_interrupted();
         self.ctx.commit_async()
     }
 
@@ -1121,7 +1130,7 @@ impl GroupConsumer {
     /// If the future is dropped, the consumer's tasks stop as on drop; the commit
     /// or LeaveGroup may or may not have happened.
     pub async fn close(mut self) -> Result<(), GroupError> {
-        self.finish_interrupted();
+        self.resume_interrupted();
         self.ctx.release_pending();
         self.fetch_task.abort();
         if let Some(t) = &self.commit_task {
