@@ -347,6 +347,18 @@ impl GroupConsumerBuilder {
         self
     }
 
+    /// Bytes the broker should gather before answering a Fetch (default 1).
+    pub fn min_bytes(mut self, bytes: i32) -> Self {
+        self.cfg.fetch.min_bytes = bytes.max(0);
+        self
+    }
+
+    /// Upper bound of one Fetch response (default 50 MiB).
+    pub fn max_bytes(mut self, bytes: i32) -> Self {
+        self.cfg.fetch.max_bytes = bytes.max(1);
+        self
+    }
+
     /// Upper bound of one partition's data in a Fetch response (default 1 MiB).
     pub fn partition_max_bytes(mut self, bytes: i32) -> Self {
         self.cfg.fetch.partition_max_bytes = bytes.max(1);
