@@ -85,3 +85,66 @@ async fn restarted_controller_replays_its_log_and_keeps_electing() {
     assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_replaying_the_log_in_small_steps_keeps_its_topics() {
+    // One node, replication factor 1: if a restarted node acted on a partial replay
+    // of the metadata log it would delete topics it has not replayed yet, and the
+    // only copy of their records with them.
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::builder()
+        .brokers(1)
+        .data_dir(dir.path())
+        .metadata_fetch_max_bytes(64)
+        .start()
+        .await
+        .expect("cluster starts");
+    let addr: std::net::SocketAddr = cluster.bootstrap_servers()[0].parse().unwrap();
+    let names: Vec<String> = (0..8).map(|i| format!("small-steps-{i}")).collect();
+    let mut c = Client::connect(addr).await;
+    for name in &names {
+        let mut req = create_req(name, 1, &[]);
+        req.topics[0].replication_factor = 1;
+        let resp = c.call(&req, 7).await;
+        assert_eq!(resp.topics[0].error_code, 0);
+    }
+    for name in &names {
+        let deadline = tokio::time::Instant::now() + LONG;
+        loop {
+            let resp = c
+                .call(&produce_req(name, 0, -1, records(1, &[name])), 9)
+                .await;
+            if resp.responses[0].partition_responses[0].error_code == 0 {
+                break;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "{name} writable");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    drop(c);
+    cluster.node(1).kill();
+    cluster.node(1).restart().await.expect("restart");
+    let addr: std::net::SocketAddr = cluster.bootstrap_servers()[0].parse().unwrap();
+    for name in &names {
+        let deadline = tokio::time::Instant::now() + LONG;
+        loop {
+            let mut c = Client::connect(addr).await;
+            let resp = c.call(&fetch_req(name, 0, 0, 0, 0), 12).await;
+            let p = &resp.responses[0].partitions[0];
+            if p.error_code == 0 && p.high_watermark >= 1 {
+                assert_eq!(
+                    values(&p.records),
+                    [name.as_str()],
+                    "{name} kept its record"
+                );
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{name} served again: {p:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    cluster.shutdown().await;
+}

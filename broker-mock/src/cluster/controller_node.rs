@@ -730,6 +730,13 @@ async fn fetch_metadata(
         .first()
         .and_then(|t| t.partitions.first())
         .map_or(0, |p| p.fetch_offset);
+    let max_bytes = req
+        .topics
+        .first()
+        .and_then(|t| t.partitions.first())
+        .map_or(MAX_FETCH_BYTES, |p| p.partition_max_bytes.max(1) as usize)
+        .min(req.max_bytes.max(1) as usize)
+        .min(MAX_FETCH_BYTES);
     let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64).min(MAX_WAIT);
     let mut grew = core.grew.subscribe();
     let deadline = tokio::time::Instant::now() + wait;
@@ -760,7 +767,7 @@ async fn fetch_metadata(
     } else {
         let mut out = BytesMut::new();
         for e in &inner.encoded[offset as usize..] {
-            if !out.is_empty() && out.len() + e.len() > MAX_FETCH_BYTES {
+            if !out.is_empty() && out.len() + e.len() > max_bytes {
                 break;
             }
             out.extend_from_slice(e);

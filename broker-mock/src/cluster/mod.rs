@@ -57,6 +57,7 @@ pub struct ClusterBuilder {
     base_port: u16,
     advertised_host: Option<String>,
     truncation_mode: TruncationMode,
+    metadata_fetch_max_bytes: i32,
 }
 
 impl Default for ClusterBuilder {
@@ -79,6 +80,7 @@ impl Default for ClusterBuilder {
             base_port: 0,
             advertised_host: None,
             truncation_mode: TruncationMode::FetchDivergingEpoch,
+            metadata_fetch_max_bytes: 1 << 20,
         }
     }
 }
@@ -180,6 +182,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Most metadata log bytes a node asks for per fetch (default 1 MiB); small values
+    /// make nodes replay the log in many steps.
+    pub fn metadata_fetch_max_bytes(mut self, n: i32) -> Self {
+        self.metadata_fetch_max_bytes = n.max(1);
+        self
+    }
+
     fn port(&self, offset: usize) -> u16 {
         if self.base_port == 0 {
             0
@@ -215,6 +224,7 @@ impl ClusterBuilder {
             opts.broker.listen = SocketAddr::new(self.listen_ip, self.port(id as usize - 1));
             opts.broker.advertised_host = self.advertised_host.clone();
             opts.truncation_mode = self.truncation_mode;
+            opts.metadata_fetch_max_bytes = self.metadata_fetch_max_bytes;
             if let Some(n) = self.segment_bytes {
                 opts.broker.segment_bytes = n;
             }

@@ -63,6 +63,8 @@ pub struct NodeOptions {
     pub controlled_shutdown_timeout: Duration,
     /// How a returning follower finds where its log parted from the leader's.
     pub truncation_mode: TruncationMode,
+    /// Most metadata log bytes asked for per fetch (the controller also caps it).
+    pub metadata_fetch_max_bytes: i32,
 }
 
 impl NodeOptions {
@@ -79,6 +81,7 @@ impl NodeOptions {
             replica_fetch_wait_ms: 500,
             controlled_shutdown_timeout: Duration::from_secs(60),
             truncation_mode: TruncationMode::FetchDivergingEpoch,
+            metadata_fetch_max_bytes: 1 << 20,
         }
     }
 }
@@ -378,13 +381,13 @@ async fn metadata_loop(link: Arc<ClusterLink>) {
             replica_id: me,
             max_wait_ms: 500,
             min_bytes: 1,
-            max_bytes: 1 << 20,
+            max_bytes: link.options.metadata_fetch_max_bytes,
             topics: vec![FetchTopic {
                 topic: METADATA_TOPIC.to_owned(),
                 partitions: vec![FetchPartition {
                     partition: 0,
                     fetch_offset: offset,
-                    partition_max_bytes: 1 << 20,
+                    partition_max_bytes: link.options.metadata_fetch_max_bytes,
                     ..Default::default()
                 }],
                 ..Default::default()
