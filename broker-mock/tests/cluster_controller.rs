@@ -74,6 +74,14 @@ async fn restarted_controller_replays_its_log_and_keeps_electing() {
         })
         .await
         .unwrap_or_else(|_| panic!("re-elected: {:?}", cluster.partition_state("kept", 0)));
+    // The controller's choice reaches the new leader through its metadata replay.
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state("kept", 0).unwrap();
+            v.replica(v.leader).is_some_and(|r| r.role == "leader")
+        })
+        .await
+        .unwrap();
     let v = cluster.partition_state("kept", 0).unwrap();
     let addr: std::net::SocketAddr = cluster.bootstrap_servers()[(v.leader - 1) as usize]
         .parse()

@@ -105,13 +105,25 @@ async fn wait_partition(
     }
 }
 
+/// Produces with acks=all, retrying while `addr` has not yet learnt that it leads.
 async fn produce_to(addr: SocketAddr, topic: &str, values: &[&str]) {
     let mut c = Client::connect(addr).await;
-    let resp = c
-        .call(&produce_req(topic, 0, -1, records(1_000, values)), 9)
-        .await;
-    let code = resp.responses[0].partition_responses[0].error_code;
-    assert_eq!(code, 0, "acks=all produce failed with {code}");
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let resp = c
+            .call(&produce_req(topic, 0, -1, records(1_000, values)), 9)
+            .await;
+        let code = resp.responses[0].partition_responses[0].error_code;
+        if code == 0 {
+            return;
+        }
+        assert!(
+            code == baton_protocol::ErrorCode::NotLeaderOrFollower.code()
+                && tokio::time::Instant::now() < deadline,
+            "acks=all produce failed with {code}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -212,7 +224,19 @@ async fn sigkill_and_sigterm_of_leader_processes() {
     let (after, _) = wait_partition(addr_of(survivor), topic, |l, _| l > 0 && l != cur).await;
 
     let mut c = Client::connect(addr_of(after)).await;
-    let resp = c.call(&fetch_req(topic, 0, 0, 0, 0), 12).await;
-    let got = values(&resp.responses[0].partitions[0].records);
-    assert_eq!(got, ["a", "b", "c", "d", "e"]);
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let resp = c.call(&fetch_req(topic, 0, 0, 0, 0), 12).await;
+        let got = values(&resp.responses[0].partitions[0].records);
+        if got == ["a", "b", "c", "d", "e"] {
+            break;
+        }
+        // The new leader may not know yet that it leads, or its HW may still be
+        // catching up with its followers.
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "records after the move: {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
