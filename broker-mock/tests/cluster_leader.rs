@@ -34,7 +34,9 @@ async fn create(cluster: &Cluster, name: &str, rf: i16, configs: &[(&str, &str)]
     cluster
         .wait_for(LONG, |c| {
             let v = c.partition_state(name, 0).unwrap();
-            v.leader > 0 && v.replica_states.iter().all(|r| r.role != "none")
+            v.leader > 0
+                && v.replica_states.iter().all(|r| r.role != "none")
+                && v.replica(v.leader).is_some_and(|r| r.role == "leader")
         })
         .await
         .unwrap();
