@@ -240,3 +240,55 @@ async fn sigkill_and_sigterm_of_leader_processes() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_in_one_cluster_process_serves_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
+        .args(["cluster", "--brokers", "3", "--data-dir"])
+        .arg(dir.path())
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("baton-broker starts");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).expect("bootstrap line");
+    let bootstrap = line
+        .trim()
+        .strip_prefix("baton-broker cluster bootstrap: ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    let mut procs = Procs(vec![("cluster".into(), child)]);
+    let addrs: Vec<SocketAddr> = bootstrap.split(',').map(|a| a.parse().unwrap()).collect();
+    assert_eq!(addrs.len(), 3);
+    let m = metadata(addrs[2], "none").await.expect("node 3 answers");
+    assert_eq!(m.brokers.len(), 3);
+
+    let mut c = Client::connect(addrs[1]).await;
+    let mut req = create_req("all-in-one", 2, &[]);
+    req.topics[0].replication_factor = 3;
+    let resp = c.call(&req, 7).await;
+    assert_eq!(resp.topics[0].error_code, 0);
+    let (leader, isr) =
+        wait_partition(addrs[0], "all-in-one", |l, isr| l > 0 && isr.len() == 3).await;
+    assert!(isr.contains(&leader));
+    produce_to(addrs[(leader - 1) as usize], "all-in-one", &["x"]).await;
+
+    let (_, child) = procs.0.remove(0);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut child = child;
+    let exit = tokio::task::spawn_blocking(move || child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        exit.success(),
+        "cluster exits cleanly after SIGTERM: {exit}"
+    );
+}
