@@ -14,7 +14,9 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::message::Message as _;
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer as _, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{
+    BaseRecord, DeliveryResult, Producer as _, ProducerContext, ThreadedProducer,
+};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
 use crate::measure::{self_cpu, Sample};
@@ -58,7 +60,11 @@ pub async fn baton_produce(
         .await
         .map_err(err("baton client"))?;
     let producer = baton::Producer::builder(&client)
-        .acks(if s.acks == 1 { baton::Acks::Leader } else { baton::Acks::All })
+        .acks(if s.acks == 1 {
+            baton::Acks::Leader
+        } else {
+            baton::Acks::All
+        })
         .linger(s.linger)
         .batch_size(s.batch_bytes)
         .max_request_size(s.max_request)
@@ -67,7 +73,11 @@ pub async fn baton_produce(
         .build();
     // Warm up: metadata and the connection.
     producer
-        .send(baton::ProducerRecord::new(topic).partition(0).value(Bytes::from_static(b"warm")))
+        .send(
+            baton::ProducerRecord::new(topic)
+                .partition(0)
+                .value(Bytes::from_static(b"warm")),
+        )
         .await
         .map_err(err("baton send"))?
         .await
@@ -78,7 +88,11 @@ pub async fn baton_produce(
     let mut window = VecDeque::with_capacity(WINDOW);
     for _ in 0..n {
         let d = producer
-            .send(baton::ProducerRecord::new(topic.clone()).partition(0).value(value.clone()))
+            .send(
+                baton::ProducerRecord::new(topic.clone())
+                    .partition(0)
+                    .value(value.clone()),
+            )
             .await
             .map_err(err("baton send"))?;
         window.push_back(d);
@@ -108,7 +122,10 @@ pub async fn baton_consume(bootstrap: &str, topic: &str, n: u64) -> Result<Sampl
         .build()
         .await
         .map_err(err("baton client"))?;
-    client.refresh_metadata().await.map_err(err("baton metadata"))?;
+    client
+        .refresh_metadata()
+        .await
+        .map_err(err("baton metadata"))?;
     let (cpu0, t0) = (self_cpu(), Instant::now());
     let mut consumer = baton::Consumer::builder(&client)
         .assign(topic, 0, baton::StartOffset::Earliest)
@@ -160,7 +177,10 @@ pub fn rdkafka_producer_config(bootstrap: &str, s: ProduceSettings) -> ClientCon
         .set("linger.ms", s.linger.as_millis().to_string())
         .set("batch.size", s.batch_bytes.to_string())
         .set("message.max.bytes", s.max_request.to_string())
-        .set("queue.buffering.max.kbytes", (s.buffer_bytes / 1024).to_string())
+        .set(
+            "queue.buffering.max.kbytes",
+            (s.buffer_bytes / 1024).to_string(),
+        )
         .set("queue.buffering.max.messages", "2000000")
         .set("max.in.flight.requests.per.connection", "5");
     c
@@ -205,19 +225,26 @@ pub fn rdkafka_produce(
     let ok = producer.context().ok.load(Ordering::Relaxed) - base_ok;
     let failed = producer.context().failed.load(Ordering::Relaxed);
     if ok != n || failed != 0 {
-        return Err(format!("librdkafka: {ok} delivered, {failed} failed of {n}"));
+        return Err(format!(
+            "librdkafka: {ok} delivered, {failed} failed of {n}"
+        ));
     }
     Ok(sample)
 }
 
 fn send_blocking(p: &ThreadedProducer<Counting>, topic: &str, value: &[u8]) -> Result<(), String> {
-    let mut record = BaseRecord::<(), [u8]>::to(topic).partition(0).payload(value);
+    let mut record = BaseRecord::<(), [u8]>::to(topic)
+        .partition(0)
+        .payload(value);
     loop {
         match p.send(record) {
             Ok(()) => return Ok(()),
-            Err((rdkafka::error::KafkaError::MessageProduction(
-                rdkafka::types::RDKafkaErrorCode::QueueFull,
-            ), r)) => {
+            Err((
+                rdkafka::error::KafkaError::MessageProduction(
+                    rdkafka::types::RDKafkaErrorCode::QueueFull,
+                ),
+                r,
+            )) => {
                 record = r;
                 p.poll(Duration::from_millis(1));
             }

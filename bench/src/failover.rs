@@ -46,7 +46,10 @@ pub async fn run(o: FailoverOptions) -> Result<(), String> {
         .create_topic(topic, 1, 3)
         .await
         .map_err(|e| format!("create topic: {e}"))?;
-    let full_isr = |c: &Cluster| c.partition_state(topic, 0).is_some_and(|v| v.isr.len() == 3);
+    let full_isr = |c: &Cluster| {
+        c.partition_state(topic, 0)
+            .is_some_and(|v| v.isr.len() == 3)
+    };
     cluster
         .wait_for(Duration::from_secs(30), full_isr)
         .await

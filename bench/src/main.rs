@@ -22,7 +22,7 @@ OPTIONS:
     --records N            records per producer run (default 2000000)
     --consume-records N    records pre-produced once and read per consumer run (default 5000000)
     --broker-records N     records per broker run (default 2000000)
-    --large-values N       1 MiB values per large-value run (default 256)
+    --large-values N       1 MiB values per large-value run (default 1024)
     --failover-rate R      records/s of the paced failover producer (default 2000)
     --session-timeout-ms T broker session timeout of the failover cluster (default 6000)
     --clients LIST         comma-separated subset of baton,librdkafka,rskafka
@@ -52,7 +52,7 @@ fn parse() -> Result<(String, Options), String> {
         records: 2_000_000,
         consume_records: 5_000_000,
         broker_records: 2_000_000,
-        large_values: 256,
+        large_values: 1024,
         failover_rate: 2000,
         session_timeout_ms: 6000,
         clients: vec!["baton".into(), "librdkafka".into(), "rskafka".into()],
@@ -162,14 +162,12 @@ fn log_sample(what: &str, s: &Sample) {
     );
 }
 
-fn blocking<T: Send + 'static>(
+async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, String> + Send + 'static,
-) -> impl std::future::Future<Output = Result<T, String>> {
-    async move {
-        tokio::task::spawn_blocking(f)
-            .await
-            .map_err(|e| format!("blocking task: {e}"))?
-    }
+) -> Result<T, String> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| format!("blocking task: {e}"))?
 }
 
 async fn produce_one(
@@ -204,7 +202,15 @@ async fn producer(o: &Options) -> Result<(), String> {
             for c in &o.clients {
                 let topic = format!("produce-{}-{c}-{run}", if acks == 1 { "1" } else { "all" });
                 topics.create(&topic).await?;
-                let s = produce_one(c, &broker.bootstrap(), &topic, o.records, 100, settings(acks)).await?;
+                let s = produce_one(
+                    c,
+                    &broker.bootstrap(),
+                    &topic,
+                    o.records,
+                    100,
+                    settings(acks),
+                )
+                .await?;
                 log_sample(&format!("acks={acks} {c} run {}", run + 1), &s);
                 table.push(c, s);
                 topics.delete(&topic).await;
@@ -227,7 +233,14 @@ async fn consumer(o: &Options) -> Result<(), String> {
     let topics = Topics::new(&broker.bootstrap()).await?;
     let topic = "consume";
     topics.create(topic).await?;
-    let s = clients::baton_produce(&broker.bootstrap(), topic, o.consume_records, 100, settings(1)).await?;
+    let s = clients::baton_produce(
+        &broker.bootstrap(),
+        topic,
+        o.consume_records,
+        100,
+        settings(1),
+    )
+    .await?;
     log_sample("pre-produce (baton, acks=1)", &s);
     eprintln!("  broker RSS {} MiB", broker.rss_mib());
     println!(
@@ -241,7 +254,9 @@ async fn consumer(o: &Options) -> Result<(), String> {
             let n = o.consume_records;
             let s = match c.as_str() {
                 "baton" => clients::baton_consume(&b, topic, n).await?,
-                "librdkafka" => blocking(move || clients::rdkafka_consume(&b, "consume", n)).await?,
+                "librdkafka" => {
+                    blocking(move || clients::rdkafka_consume(&b, "consume", n)).await?
+                }
                 "rskafka" => clients::rskafka_consume(&b, topic, n).await?,
                 other => return Err(format!("unknown client {other}")),
             };
@@ -272,7 +287,8 @@ async fn broker(o: &Options) -> Result<(), String> {
             let n = o.broker_records;
             let (bs, t) = (b.bootstrap(), topic.clone());
             let cpu0 = b.cpu();
-            let mut s = blocking(move || clients::rdkafka_produce(&bs, &t, n, 100, settings(1))).await?;
+            let mut s =
+                blocking(move || clients::rdkafka_produce(&bs, &t, n, 100, settings(1))).await?;
             s.cpu_secs = (b.cpu() - cpu0).as_secs_f64();
             log_sample(&format!("produce {} run {}", b.name, run + 1), &s);
             prod.push(b.name, s);
@@ -285,7 +301,11 @@ async fn broker(o: &Options) -> Result<(), String> {
             eprintln!("  {} RSS {} MiB", b.name, b.rss_mib());
         }
     }
-    prod.print("Broker: produce (librdkafka load)", "baton-broker", "broker");
+    prod.print(
+        "Broker: produce (librdkafka load)",
+        "baton-broker",
+        "broker",
+    );
     fetch.print("Broker: fetch (librdkafka load)", "baton-broker", "broker");
     Ok(())
 }
@@ -337,6 +357,7 @@ async fn large(o: &Options) -> Result<(), String> {
         "\n## Large values: {n} values of 1 MiB per run, acks=1, against a raw loopback TCP copy of the same bytes"
     );
     let mut table = Table::default();
+    let mut broker_cpu = Table::default();
     for run in 0..o.runs {
         let s = tokio::task::spawn_blocking(move || raw_loopback(n * MIB as u64, MIB))
             .await
@@ -348,20 +369,28 @@ async fn large(o: &Options) -> Result<(), String> {
             topics.create(&topic).await?;
             let mut st = settings(1);
             st.max_request = 4 * MIB;
+            let cpu0 = broker.cpu();
             let s = produce_one(c, &broker.bootstrap(), &topic, n, MIB, st).await?;
             log_sample(&format!("large {c} run {}", run + 1), &s);
             table.push(c, s);
+            broker_cpu.push(
+                c,
+                Sample {
+                    cpu_secs: (broker.cpu() - cpu0).as_secs_f64(),
+                    ..s
+                },
+            );
             topics.delete(&topic).await;
         }
     }
     println!();
-    println!("| path | runs | MB/s (median) | % of raw loopback | client CPU µs per MiB |");
-    println!("|---|---:|---:|---:|---:|");
+    println!("| path | runs | MB/s (median) | % of raw loopback | client CPU µs per MiB | broker CPU µs per MiB |");
+    println!("|---|---:|---:|---:|---:|---:|");
     let raw = table.byte_rate("raw loopback TCP");
     for name in table.names() {
         let r = table.byte_rate(&name);
         println!(
-            "| {name} | {} | {:.0} | {:.0}% | {} |",
+            "| {name} | {} | {:.0} | {:.0}% | {} | {} |",
             table.runs(&name),
             r / 1e6,
             100.0 * r / raw,
@@ -369,6 +398,11 @@ async fn large(o: &Options) -> Result<(), String> {
                 "-".to_string()
             } else {
                 format!("{:.0}", table.cpu_us(&name))
+            },
+            if name.starts_with("raw") {
+                "-".to_string()
+            } else {
+                format!("{:.0}", broker_cpu.cpu_us(&name))
             }
         );
     }
@@ -378,18 +412,33 @@ async fn large(o: &Options) -> Result<(), String> {
 /// Sizes of the values Baton's produce path moves per record (diagnostic).
 async fn sizes() {
     use std::mem::size_of;
-    println!("ProducerRecord          {} bytes", size_of::<baton::ProducerRecord>());
-    println!("RecordMetadata          {} bytes", size_of::<baton::RecordMetadata>());
-    println!("ProduceError            {} bytes", size_of::<baton::ProduceError>());
+    println!(
+        "ProducerRecord          {} bytes",
+        size_of::<baton::ProducerRecord>()
+    );
+    println!(
+        "RecordMetadata          {} bytes",
+        size_of::<baton::RecordMetadata>()
+    );
+    println!(
+        "ProduceError            {} bytes",
+        size_of::<baton::ProduceError>()
+    );
     println!(
         "Result<RecordMetadata, ProduceError> {} bytes",
         size_of::<Result<baton::RecordMetadata, baton::ProduceError>>()
     );
-    println!("DeliveryFuture          {} bytes", size_of::<baton::DeliveryFuture>());
+    println!(
+        "DeliveryFuture          {} bytes",
+        size_of::<baton::DeliveryFuture>()
+    );
     if let Ok(client) = baton::Client::builder(["127.0.0.1:1"]).build().await {
         let p = baton::Producer::builder(&client).build();
         let fut = p.send(baton::ProducerRecord::new("t"));
-        println!("Producer::send future   {} bytes", std::mem::size_of_val(&fut));
+        println!(
+            "Producer::send future   {} bytes",
+            std::mem::size_of_val(&fut)
+        );
     } else {
         // Build a client lazily against a broker to size the send future.
         let broker = BrokerProc::baton(&measure::baton_broker_bin()).expect("broker");
@@ -399,7 +448,10 @@ async fn sizes() {
             .expect("client");
         let p = baton::Producer::builder(&client).build();
         let fut = p.send(baton::ProducerRecord::new("t"));
-        println!("Producer::send future   {} bytes", std::mem::size_of_val(&fut));
+        println!(
+            "Producer::send future   {} bytes",
+            std::mem::size_of_val(&fut)
+        );
     }
 }
 

@@ -66,7 +66,13 @@ impl BrokerProc {
         let port = free_port();
         let addr: SocketAddr = ([127, 0, 0, 1], port).into();
         let mut cmd = Command::new(bin);
-        cmd.args(["--listen", &addr.to_string(), "--in-memory", "--log-level", "warn"]);
+        cmd.args([
+            "--listen",
+            &addr.to_string(),
+            "--in-memory",
+            "--log-level",
+            "warn",
+        ]);
         Self::spawn("baton-broker", cmd, addr)
     }
 
@@ -239,8 +245,9 @@ impl Table {
 
     /// Median bytes/s of `name`.
     pub fn byte_rate(&self, name: &str) -> f64 {
-        self.get(name)
-            .map_or(f64::NAN, |v| median(v.iter().map(Sample::byte_rate).collect()))
+        self.get(name).map_or(f64::NAN, |v| {
+            median(v.iter().map(Sample::byte_rate).collect())
+        })
     }
 
     /// Median CPU µs per record of `name`.
