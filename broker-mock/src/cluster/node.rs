@@ -306,7 +306,19 @@ async fn session_loop(
         .advertised_host
         .clone()
         .unwrap_or_else(|| addr.ip().to_string());
+    // A controlled shutdown needs the controller; if it stays unreachable this long,
+    // the node stops without it (its leaderships then move when its session expires).
+    const UNREACHABLE: Duration = Duration::from_secs(5);
+    let mut last_answer = tokio::time::Instant::now();
     loop {
+        let want = *want_shutdown.borrow();
+        if want && last_answer.elapsed() > UNREACHABLE {
+            tracing::warn!(
+                node = me,
+                "controller unreachable; stopping without controlled shutdown"
+            );
+            let _ = done.send(true);
+        }
         let mut epoch = link.broker_epoch.load(Ordering::Relaxed);
         if epoch < 0 {
             let req = BrokerRegistrationRequest {
@@ -321,7 +333,11 @@ async fn session_loop(
                 }],
                 ..Default::default()
             };
-            match rpc.call(&req, 0, timeout).await {
+            let answer = rpc.call(&req, 0, timeout).await;
+            if answer.is_ok() {
+                last_answer = tokio::time::Instant::now();
+            }
+            match answer {
                 Ok(r) if r.error_code == 0 => {
                     epoch = r.broker_epoch;
                     link.broker_epoch.store(epoch, Ordering::Relaxed);
@@ -332,7 +348,6 @@ async fn session_loop(
             }
         }
         if epoch >= 0 {
-            let want = *want_shutdown.borrow();
             let req = BrokerHeartbeatRequest {
                 broker_id: me,
                 broker_epoch: epoch,
@@ -341,7 +356,11 @@ async fn session_loop(
                 want_shut_down: want,
                 ..Default::default()
             };
-            match rpc.call(&req, 0, timeout).await {
+            let answer = rpc.call(&req, 0, timeout).await;
+            if answer.is_ok() {
+                last_answer = tokio::time::Instant::now();
+            }
+            match answer {
                 Ok(r) if r.error_code == 0 => {
                     if want && r.should_shut_down {
                         let _ = done.send(true);
