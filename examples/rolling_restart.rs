@@ -1,0 +1,1095 @@
+//! Baton's demo: an application keeps producing and consuming through a graceful
+//! rolling restart, a hard kill of a leader and a corrupted segment on a leader, and
+//! proves afterwards that nothing was lost, duplicated, reordered or corrupted.
+//!
+//! ```text
+//! cargo run --release --example rolling_restart -- [--duration SECS] [--nodes N] [--seed S] [--out PATH]
+//! ```
+//!
+//! It starts an in-process cluster of `--nodes` brokers on 127.0.0.1 with a
+//! controller, every node's log in a temporary directory, and creates a topic with
+//! two partitions per node, replication factor 3 and `min.insync.replicas=2`.
+//!
+//! The application is the one from Baton's mission statement:
+//! - the producer (idempotent, `acks=all`) takes each value's buffer from a pool of
+//!   `BytesMut`, writes a sequence number, filler and a CRC-32C into it, keeps its
+//!   own handle on the frozen `Bytes` and sends the record with a 1 s timeout. A
+//!   buffer goes back to the pool only through `Bytes::try_into_mut`, which succeeds
+//!   only when the producer holds no reference any more;
+//! - when a send times out it asks Baton what happened ([`DeliveryFuture::cancel`]):
+//!   `NeverSent` hands the record back, guaranteed unwritten, and the application
+//!   sends it again; `InFlight` means the outcome is unknown, so the application
+//!   awaits it (its attempt to reclaim the buffer early is refused and counted);
+//! - a consumer with explicit partition assignment reads every partition while
+//!   the faults happen and checks each value's CRC, its partition, and its order.
+//!
+//! Meanwhile the cluster is put through a graceful rolling restart (each node in
+//! turn: controlled shutdown, restart, wait until it is back in every ISR), a hard
+//! kill of the leader of partition 0 (restarted once a new leader is elected), and,
+//! when the cluster supports it, a corruption of a stored batch on a leader.
+//!
+//! Live progress goes to the terminal; at the end a report lists the counts, every
+//! fault's stall (the longest gap between two acknowledgements of one partition
+//! around the fault), and an SVG chart of acknowledgements per second with the
+//! faults and leader changes marked is written to `--out`. The exit code is 1 if
+//! any record was lost, duplicated, reordered or corrupted, or any error reached
+//! the application.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use baton::{
+    Admin, CancelOutcome, CancellationToken, Client, Consumer, DeliveryFuture, NewTopic,
+    ProduceError, Producer, ProducerRecord, RecordMetadata, StartOffset,
+};
+use baton_broker::Cluster;
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+const HELP: &str = "\
+rolling_restart: an application rides a rolling restart, a leader kill and a corrupted
+segment of an in-process Baton cluster; the report shows nothing lost, duplicated,
+reordered or corrupted.
+
+USAGE:
+    cargo run --release --example rolling_restart -- [OPTIONS]
+
+OPTIONS:
+    --duration SECS   how long the application produces (default 30); the faults run
+                      in sequence from the start and production goes on at least
+                      until they are over
+    --nodes N         broker nodes in the cluster, at least 3 (default 3); the topic
+                      has 2 partitions per node and replication factor 3
+    --seed S          seed for payloads and for choosing faults (default: time-based,
+                      printed so that a run can be repeated)
+    --rate R          records produced per second (default 10000)
+    --out PATH        where to write the SVG timeline chart
+                      (default target/rolling_restart.svg)
+    -h, --help        print this help
+
+The exit code is 1 if a record was lost, duplicated, reordered or corrupted, or if an
+error reached the application (a failed delivery, a consumer error).
+";
+
+const VALUE_SIZE: usize = 100;
+/// Each send's deadline; shorter than a hard-kill failover, so both cancellation
+/// outcomes happen.
+const SEND_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long a hard-killed node stays silent before the controller fences it.
+const SESSION_TIMEOUT: Duration = Duration::from_secs(2);
+/// Sends whose outcome the application may wait for at once.
+const MAX_OUTSTANDING: usize = 20_000;
+
+struct Options {
+    duration: Duration,
+    nodes: usize,
+    seed: u64,
+    rate: u64,
+    out: PathBuf,
+}
+
+fn parse_args() -> Result<Options, String> {
+    let mut o = Options {
+        duration: Duration::from_secs(30),
+        nodes: 3,
+        seed: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1),
+        rate: 10_000,
+        out: PathBuf::from("target/rolling_restart.svg"),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+        match a.as_str() {
+            "-h" | "--help" => {
+                print!("{HELP}");
+                std::process::exit(0);
+            }
+            "--duration" => {
+                let secs: f64 = value("--duration")?
+                    .parse()
+                    .map_err(|e| format!("--duration: {e}"))?;
+                if !(secs.is_finite() && secs > 0.0) {
+                    return Err("--duration must be a positive number of seconds".into());
+                }
+                o.duration = Duration::from_secs_f64(secs);
+            }
+            "--nodes" => {
+                o.nodes = value("--nodes")?
+                    .parse()
+                    .map_err(|e| format!("--nodes: {e}"))?
+            }
+            "--seed" => {
+                o.seed = value("--seed")?
+                    .parse()
+                    .map_err(|e| format!("--seed: {e}"))?
+            }
+            "--rate" => {
+                o.rate = value("--rate")?
+                    .parse()
+                    .map_err(|e| format!("--rate: {e}"))?
+            }
+            "--out" => o.out = PathBuf::from(value("--out")?),
+            other => return Err(format!("unknown argument {other:?}; try --help")),
+        }
+    }
+    if o.nodes < 3 {
+        return Err("--nodes must be at least 3 (the topic has replication factor 3)".into());
+    }
+    if o.nodes > 32 {
+        return Err("--nodes must be at most 32".into());
+    }
+    if o.rate == 0 {
+        return Err("--rate must be at least 1".into());
+    }
+    Ok(o)
+}
+
+/// A value: sequence number, seed-derived filler, and a CRC-32C over the rest.
+fn fill_value(buf: &mut BytesMut, seq: u64, seed: u64) {
+    buf.clear();
+    buf.put_u64(seq);
+    let mut x = seed ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    while buf.len() < VALUE_SIZE - 4 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        buf.put_u8(x as u8);
+    }
+    let crc = crc32c::crc32c(&buf[..]);
+    buf.put_u32(crc);
+}
+
+/// The sequence number of an intact value, or `None` if its checksum fails.
+fn check_value(value: &[u8]) -> Option<u64> {
+    if value.len() < 12 {
+        return None;
+    }
+    let (body, mut crc) = value.split_at(value.len() - 4);
+    (crc32c::crc32c(body) == crc.get_u32()).then(|| (&body[..8]).get_u64())
+}
+
+/// A small deterministic generator for the seed-driven choices.
+struct XorShift(u64);
+
+impl XorShift {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// What kind of mark an event leaves on the chart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EventKind {
+    /// A phase of the scenario begins.
+    Phase,
+    /// A fault is injected (shutdown, kill, corruption).
+    Fault,
+    /// A node comes back, or a repair completes.
+    Recovery,
+    /// A partition's leader changed.
+    Leader,
+    /// Logged, not drawn.
+    Note,
+}
+
+#[derive(Debug, Clone)]
+struct Event {
+    at: Duration,
+    kind: EventKind,
+    what: String,
+    /// The label on the chart, for faults.
+    short: Option<String>,
+}
+
+/// One fault and the time range whose acknowledgements tell its stall.
+#[derive(Debug, Clone)]
+struct FaultWindow {
+    label: String,
+    start: Duration,
+    end: Duration,
+}
+
+/// What the producing side of the application counts.
+#[derive(Debug, Default)]
+struct ProduceStats {
+    /// (time since start in µs, partition) of every acknowledgement.
+    acks: Vec<(u64, i32)>,
+    /// Sequence numbers acknowledged.
+    acked: Vec<u64>,
+    /// Records whose delivery failed for good.
+    failed: u64,
+    /// Sends that hit the timeout.
+    timeouts: u64,
+    /// Timed-out records handed back as never sent, and sent again.
+    never_sent: u64,
+    /// Timed-out records that were in flight, awaited to their outcome.
+    in_flight: u64,
+    /// Buffers returned to the pool through `try_into_mut`.
+    reclaimed: u64,
+    /// Reclaims refused because the producer still held the buffer.
+    refused: u64,
+    /// Buffers returned after their final outcome that were still shared (a bug).
+    leaked: u64,
+    /// Buffers newly allocated because the pool was empty.
+    allocated: u64,
+}
+
+/// State shared by the application's tasks, the fault driver and the display.
+struct App {
+    t0: Instant,
+    seed: u64,
+    topic: String,
+    partitions: i32,
+    producer: Producer,
+    pool: Mutex<Vec<BytesMut>>,
+    stats: Mutex<ProduceStats>,
+    /// Sequence numbers the application sent a second time (after `NeverSent`):
+    /// they may land behind later records, so the order check skips them.
+    resent: Mutex<HashSet<u64>>,
+    produced: AtomicU64,
+    acked: AtomicU64,
+    consumed: AtomicU64,
+    events: Mutex<Vec<Event>>,
+    phase: Mutex<String>,
+    leaders: Mutex<Vec<i32>>,
+    ui: Ui,
+}
+
+impl App {
+    fn now(&self) -> Duration {
+        self.t0.elapsed()
+    }
+
+    fn event(&self, kind: EventKind, what: String) {
+        self.event_labelled(kind, what, None);
+    }
+
+    /// A fault, with a short label for the chart.
+    fn fault(&self, short: &str, what: String) {
+        self.event_labelled(EventKind::Fault, what, Some(short.to_owned()));
+    }
+
+    fn event_labelled(&self, kind: EventKind, what: String, short: Option<String>) {
+        let at = self.now();
+        if kind == EventKind::Phase {
+            *self.phase.lock().unwrap() = what.clone();
+        }
+        self.ui
+            .log(format!("{:>7.2}s  {}", at.as_secs_f64(), what.as_str()));
+        self.events.lock().unwrap().push(Event {
+            at,
+            kind,
+            what,
+            short,
+        });
+    }
+
+    fn take_buffer(&self) -> BytesMut {
+        if let Some(b) = self.pool.lock().unwrap().pop() {
+            return b;
+        }
+        self.stats.lock().unwrap().allocated += 1;
+        BytesMut::with_capacity(VALUE_SIZE)
+    }
+
+    /// Gives a buffer back to the pool if no one else holds it; counts a refusal
+    /// and returns the bytes otherwise.
+    fn reclaim(&self, mine: Bytes) -> Result<(), Bytes> {
+        match mine.try_into_mut() {
+            Ok(buf) => {
+                self.pool.lock().unwrap().push(buf);
+                self.stats.lock().unwrap().reclaimed += 1;
+                Ok(())
+            }
+            Err(still_shared) => {
+                self.stats.lock().unwrap().refused += 1;
+                Err(still_shared)
+            }
+        }
+    }
+
+    /// A record for `seq` and the application's own handle on its value.
+    fn record(&self, seq: u64) -> (ProducerRecord, Bytes) {
+        let mut buf = self.take_buffer();
+        fill_value(&mut buf, seq, self.seed);
+        let value = buf.freeze();
+        let mine = value.clone();
+        let record = ProducerRecord::new(self.topic.clone())
+            .partition((seq % self.partitions as u64) as i32)
+            .key(Bytes::from(format!("key-{}", seq % 1000)))
+            .value(value);
+        (record, mine)
+    }
+
+    /// Waits for `seq`'s final outcome with a deadline on every attempt, acting on
+    /// what Baton says a timed-out send became; then returns its buffer to the pool.
+    async fn follow(self: Arc<Self>, seq: u64, mut delivery: DeliveryFuture, mine: Bytes) {
+        let mut mine = Some(mine);
+        let result: Result<RecordMetadata, ProduceError> = loop {
+            match tokio::time::timeout(SEND_TIMEOUT, &mut delivery).await {
+                Ok(result) => break result,
+                Err(_elapsed) => {
+                    self.stats.lock().unwrap().timeouts += 1;
+                    match delivery.cancel() {
+                        CancelOutcome::NeverSent(record) => {
+                            // Guaranteed unwritten: sending it again cannot duplicate it.
+                            self.stats.lock().unwrap().never_sent += 1;
+                            self.resent.lock().unwrap().insert(seq);
+                            match self.producer.send(record).await {
+                                Ok(d) => delivery = d,
+                                Err(e) => break Err(e),
+                            }
+                        }
+                        CancelOutcome::InFlight(in_flight) => {
+                            self.stats.lock().unwrap().in_flight += 1;
+                            // An application written for buffers it owns outright would
+                            // reuse this one now. The reclaim is refused while the
+                            // producer still holds the bytes it may yet retry.
+                            if let Some(bytes) = mine.take() {
+                                mine = self.reclaim(bytes).err();
+                            }
+                            break in_flight.await;
+                        }
+                        CancelOutcome::Delivered(meta) => break Ok(meta),
+                        CancelOutcome::Failed(e) => break Err(e),
+                    }
+                }
+            }
+        };
+        match result {
+            Ok(meta) => {
+                let at = self.now().as_micros() as u64;
+                let mut st = self.stats.lock().unwrap();
+                st.acks.push((at, meta.partition));
+                st.acked.push(seq);
+                self.acked.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                self.stats.lock().unwrap().failed += 1;
+                self.ui.log(format!("record {seq} failed: {e}"));
+            }
+        }
+        // The outcome is final and the producer's copy dropped: the buffer is ours.
+        if let Some(bytes) = mine {
+            match bytes.try_into_mut() {
+                Ok(buf) => {
+                    self.pool.lock().unwrap().push(buf);
+                    self.stats.lock().unwrap().reclaimed += 1;
+                }
+                Err(_) => self.stats.lock().unwrap().leaked += 1,
+            }
+        }
+    }
+}
+
+/// Produces `rate` records per second until `stop` is cancelled.
+async fn produce(app: Arc<App>, rate: u64, stop: CancellationToken) {
+    let limit = Arc::new(tokio::sync::Semaphore::new(MAX_OUTSTANDING));
+    let mut followers = tokio::task::JoinSet::new();
+    let started = Instant::now();
+    let mut seq = 0u64;
+    while !stop.is_cancelled() {
+        let due = (started.elapsed().as_secs_f64() * rate as f64) as u64;
+        if seq >= due {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_millis(2)) => {}
+                () = stop.cancelled() => break,
+            }
+            continue;
+        }
+        let permit = tokio::select! {
+            p = limit.clone().acquire_owned() => p.expect("never closed"),
+            () = stop.cancelled() => break,
+        };
+        let (record, mine) = app.record(seq);
+        match app.producer.send_with_cancel(record, &stop).await {
+            Ok(delivery) => {
+                app.produced.fetch_add(1, Ordering::Relaxed);
+                let app = app.clone();
+                followers.spawn(async move {
+                    app.follow(seq, delivery, mine).await;
+                    drop(permit);
+                });
+                seq += 1;
+            }
+            Err(ProduceError::Cancelled { record }) => {
+                // Never accepted: the record comes back and its buffer goes to the pool.
+                drop(record);
+                let _ = app.reclaim(mine);
+                break;
+            }
+            Err(e) => {
+                app.ui.log(format!("send of record {seq} failed: {e}"));
+                app.stats.lock().unwrap().failed += 1;
+                app.produced.fetch_add(1, Ordering::Relaxed);
+                seq += 1;
+            }
+        }
+        // Reap finished followers so the set stays small.
+        while followers.try_join_next().is_some() {}
+    }
+    while followers.join_next().await.is_some() {}
+}
+
+/// What the consuming side of the application found.
+#[derive(Debug, Default)]
+struct ConsumeStats {
+    /// How often each sequence number was read.
+    seen: HashMap<u64, u32>,
+    consumed: u64,
+    /// Values whose CRC failed, or that sat in the wrong partition.
+    corrupted: u64,
+    /// Offsets not increasing, or records read before an earlier one of theirs.
+    reordered: u64,
+    /// Errors `recv` returned.
+    errors: u64,
+}
+
+/// Reads every partition until `stop` is cancelled, checking every value.
+async fn consume(app: Arc<App>, mut consumer: Consumer, stop: CancellationToken) -> ConsumeStats {
+    let mut st = ConsumeStats::default();
+    let mut last_offset: HashMap<i32, i64> = HashMap::new();
+    let mut last_seq: HashMap<i32, u64> = HashMap::new();
+    loop {
+        let record = tokio::select! {
+            r = consumer.recv() => r,
+            () = stop.cancelled() => break,
+        };
+        let record = match record {
+            Ok(r) => r,
+            Err(e) => {
+                st.errors += 1;
+                app.ui.log(format!("consumer error: {e}"));
+                if matches!(e, baton::ConsumerError::Closed) {
+                    break;
+                }
+                continue;
+            }
+        };
+        st.consumed += 1;
+        app.consumed.fetch_add(1, Ordering::Relaxed);
+        if let Some(prev) = last_offset.insert(record.partition, record.offset) {
+            if record.offset <= prev {
+                st.reordered += 1;
+            }
+        }
+        let Some(seq) = record.value.as_deref().and_then(check_value) else {
+            st.corrupted += 1;
+            continue;
+        };
+        if (seq % app.partitions as u64) as i32 != record.partition {
+            st.corrupted += 1;
+            continue;
+        }
+        *st.seen.entry(seq).or_default() += 1;
+        // Records sent once must appear in the order they were sent.
+        if !app.resent.lock().unwrap().contains(&seq) {
+            match last_seq.get(&record.partition) {
+                Some(&prev) if seq <= prev => st.reordered += 1,
+                _ => {
+                    last_seq.insert(record.partition, seq);
+                }
+            }
+        }
+    }
+    st
+}
+
+/// The terminal display: a progress bar, a counters line and a leaders line, or
+/// plain log lines when stderr is not a terminal.
+struct Ui {
+    multi: MultiProgress,
+    bar: ProgressBar,
+    counts: ProgressBar,
+    leaders: ProgressBar,
+}
+
+impl Ui {
+    fn new(duration: Duration) -> Ui {
+        let multi = MultiProgress::new();
+        let bar = multi.add(ProgressBar::new(duration.as_millis() as u64));
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed:>4} [{bar:30}] {msg}")
+                .expect("a valid template")
+                .progress_chars("=> "),
+        );
+        let line = || {
+            let b = ProgressBar::new_spinner();
+            b.set_style(ProgressStyle::with_template("  {msg}").expect("a valid template"));
+            b
+        };
+        let counts = multi.add(line());
+        let leaders = multi.add(line());
+        Ui {
+            multi,
+            bar,
+            counts,
+            leaders,
+        }
+    }
+
+    fn log(&self, line: String) {
+        if self.multi.is_hidden() {
+            println!("{line}");
+        } else {
+            let _ = self.multi.println(line);
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+        self.counts.finish_and_clear();
+        self.leaders.finish_and_clear();
+    }
+}
+
+/// Refreshes the display and notices leader changes, every 100 ms.
+async fn watch(app: Arc<App>, cluster: Arc<tokio::sync::Mutex<Cluster>>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    while !stop.is_cancelled() {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = stop.cancelled() => break,
+        }
+        // A fault step holds the cluster while it runs; leaders are read between steps.
+        if let Ok(c) = cluster.try_lock() {
+            let now: Vec<(i32, i32)> = (0..app.partitions)
+                .map(|p| {
+                    c.partition_state(&app.topic, p)
+                        .map_or((-1, -1), |v| (v.leader, v.leader_epoch))
+                })
+                .collect();
+            drop(c);
+            let changes: Vec<String> = {
+                let mut leaders = app.leaders.lock().unwrap();
+                let mut changes = Vec::new();
+                for (p, &(leader, epoch)) in now.iter().enumerate() {
+                    if leaders[p] != leader {
+                        if leaders[p] != 0 {
+                            changes.push(format!(
+                                "partition {p}: leader {} -> {} (epoch {epoch})",
+                                show_node(leaders[p]),
+                                show_node(leader)
+                            ));
+                        }
+                        leaders[p] = leader;
+                    }
+                }
+                changes
+            };
+            for c in changes {
+                app.event(EventKind::Leader, c);
+            }
+        }
+        let elapsed = app.now();
+        app.ui.bar.set_position(elapsed.as_millis() as u64);
+        app.ui.bar.set_message(app.phase.lock().unwrap().clone());
+        let st = app.stats.lock().unwrap();
+        let (timeouts, never_sent, in_flight, refused) =
+            (st.timeouts, st.never_sent, st.in_flight, st.refused);
+        drop(st);
+        app.ui.counts.set_message(format!(
+            "produced {} · acked {} · consumed {} · send timeouts {timeouts} (never sent {never_sent}, in flight {in_flight}) · reclaims refused {refused}",
+            app.produced.load(Ordering::Relaxed),
+            app.acked.load(Ordering::Relaxed),
+            app.consumed.load(Ordering::Relaxed),
+        ));
+        let leaders = app.leaders.lock().unwrap();
+        let text: Vec<String> = leaders
+            .iter()
+            .enumerate()
+            .map(|(p, &l)| format!("p{p}:{}", show_node(l)))
+            .collect();
+        drop(leaders);
+        app.ui
+            .leaders
+            .set_message(format!("leaders  {}", text.join("  ")));
+    }
+}
+
+fn show_node(id: i32) -> String {
+    if id > 0 {
+        format!("n{id}")
+    } else {
+        "none".into()
+    }
+}
+
+/// Polls `cond` on the cluster every 50 ms (locking it only to look) until it holds
+/// or `timeout` passes; returns whether it held.
+async fn wait_until(
+    cluster: &tokio::sync::Mutex<Cluster>,
+    timeout: Duration,
+    mut cond: impl FnMut(&Cluster) -> bool,
+) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond(&*cluster.lock().await) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Whether `node` is unfenced and in the ISR of every partition of the topic.
+fn in_sync(c: &Cluster, topic: &str, partitions: i32, node: i32) -> bool {
+    c.unfenced_brokers().contains(&node)
+        && (0..partitions).all(|p| {
+            c.partition_state(topic, p)
+                .is_some_and(|v| v.leader > 0 && v.isr.contains(&node))
+        })
+}
+
+/// Runs the faults in sequence; returns one window per fault.
+async fn run_faults(
+    app: &Arc<App>,
+    cluster: &Arc<tokio::sync::Mutex<Cluster>>,
+    nodes: usize,
+    rng: &mut XorShift,
+) -> Result<Vec<FaultWindow>, Box<dyn std::error::Error>> {
+    let topic = app.topic.clone();
+    let partitions = app.partitions;
+    let mut windows = Vec::new();
+    let recover = Duration::from_secs(30);
+
+    app.event(EventKind::Phase, "warm-up".into());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+
+    // A graceful rolling restart, one node at a time, each back in every ISR first.
+    app.event(EventKind::Phase, "rolling restart".into());
+    let first = (rng.next() % nodes as u64) as i32;
+    for i in 0..nodes as i32 {
+        let id = (first + i) % nodes as i32 + 1;
+        let start = app.now();
+        app.fault(
+            &format!("stop n{id}"),
+            format!("node {id}: controlled shutdown"),
+        );
+        cluster.lock().await.node(id).stop().await;
+        app.event(EventKind::Note, format!("node {id}: stopped"));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        cluster.lock().await.node(id).restart().await?;
+        app.event(EventKind::Recovery, format!("node {id}: restarted"));
+        if !wait_until(cluster, recover, |c| in_sync(c, &topic, partitions, id)).await {
+            app.ui.log(format!(
+                "node {id} did not rejoin every ISR within {recover:?}"
+            ));
+        }
+        app.event(EventKind::Recovery, format!("node {id}: back in every ISR"));
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        windows.push(FaultWindow {
+            label: format!("rolling restart, node {id}"),
+            start,
+            end: app.now(),
+        });
+    }
+
+    // A hard kill of a leader.
+    app.event(EventKind::Phase, "leader hard kill".into());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let victim_partition = (rng.next() % partitions as u64) as i32;
+    let victim = {
+        let c = cluster.lock().await;
+        c.partition_state(&topic, victim_partition)
+            .map(|v| v.leader)
+            .filter(|&l| l > 0)
+            .unwrap_or(1)
+    };
+    let start = app.now();
+    app.fault(
+        &format!("kill n{victim}"),
+        format!("node {victim} (leader of partition {victim_partition}): hard kill"),
+    );
+    cluster.lock().await.node(victim).kill();
+    let elected = wait_until(cluster, recover, |c| {
+        (0..partitions).all(|p| {
+            c.partition_state(&topic, p)
+                .is_some_and(|v| v.leader > 0 && v.leader != victim)
+        })
+    })
+    .await;
+    if !elected {
+        app.ui.log(format!("no new leader within {recover:?}"));
+    }
+    app.event(
+        EventKind::Recovery,
+        format!("leaders moved off node {victim}"),
+    );
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    cluster.lock().await.node(victim).restart().await?;
+    app.event(EventKind::Recovery, format!("node {victim}: restarted"));
+    if !wait_until(cluster, recover, |c| in_sync(c, &topic, partitions, victim)).await {
+        app.ui.log(format!(
+            "node {victim} did not rejoin every ISR within {recover:?}"
+        ));
+    }
+    app.event(
+        EventKind::Recovery,
+        format!("node {victim}: back in every ISR"),
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    windows.push(FaultWindow {
+        label: format!("hard kill, node {victim}"),
+        start,
+        end: app.now(),
+    });
+    Ok(windows)
+}
+
+/// The longest gap between two consecutive acknowledgements of one partition that
+/// ends within `[start, end]`, that partition, and when the gap began.
+fn stall(
+    acks_by_partition: &[Vec<u64>],
+    start: Duration,
+    end: Duration,
+) -> (Duration, i32, Duration) {
+    let (s, e) = (start.as_micros() as u64, end.as_micros() as u64);
+    let mut worst = (0u64, -1i32, 0u64);
+    for (p, acks) in acks_by_partition.iter().enumerate() {
+        for w in acks.windows(2) {
+            if w[1] >= s && w[1] <= e && w[1] - w[0] > worst.0 {
+                worst = (w[1] - w[0], p as i32, w[0]);
+            }
+        }
+    }
+    (
+        Duration::from_micros(worst.0),
+        worst.1,
+        Duration::from_micros(worst.2),
+    )
+}
+
+/// Writes the timeline chart: acknowledgements per second in 100 ms buckets, with
+/// faults, recoveries and leader changes as vertical lines.
+fn write_chart(
+    path: &std::path::Path,
+    acks: &[(u64, i32)],
+    events: &[Event],
+    end: Duration,
+    seed: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+
+    let buckets = (end.as_millis() / 100 + 1) as usize;
+    let mut counts = vec![0u64; buckets];
+    for &(at, _) in acks {
+        let b = (at / 100_000) as usize;
+        if b < buckets {
+            counts[b] += 1;
+        }
+    }
+    let rate: Vec<(f64, f64)> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (i as f64 / 10.0, n as f64 * 10.0))
+        .collect();
+    let y_max = rate.iter().map(|&(_, y)| y).fold(1.0, f64::max) * 1.25;
+    let x_max = end.as_secs_f64().max(1.0);
+
+    let root = SVGBackend::new(path, (1200, 560)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(
+            format!("Baton rolling restart demo: acknowledgements per second (seed {seed})"),
+            ("sans-serif", 20),
+        )
+        .margin(14)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+    chart
+        .configure_mesh()
+        .x_desc("seconds since start")
+        .y_desc("acks/s (100 ms buckets)")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+
+    let leader = RGBColor(90, 140, 220);
+    let fault = RGBColor(220, 50, 40);
+    let recovery = RGBColor(40, 160, 80);
+    let phase = RGBColor(120, 120, 120);
+    let mut first_of = HashSet::new();
+    let mut faults_drawn = 0u32;
+    for kind in [
+        EventKind::Phase,
+        EventKind::Leader,
+        EventKind::Recovery,
+        EventKind::Fault,
+    ] {
+        let (color, width, name) = match kind {
+            EventKind::Phase => (phase, 1, "phase"),
+            EventKind::Leader => (leader, 1, "leader change"),
+            EventKind::Recovery => (recovery, 1, "node back / repaired"),
+            EventKind::Fault => (fault, 2, "fault"),
+            EventKind::Note => continue,
+        };
+        for e in events.iter().filter(|e| e.kind == kind) {
+            let x = e.at.as_secs_f64();
+            let series = chart.draw_series(std::iter::once(PathElement::new(
+                vec![(x, 0.0), (x, y_max)],
+                color.stroke_width(width),
+            )))?;
+            if first_of.insert(name) {
+                series.label(name).legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            }
+            if kind == EventKind::Phase {
+                chart.draw_series(std::iter::once(Text::new(
+                    e.what.clone(),
+                    (x + x_max / 300.0, y_max * 0.97),
+                    ("sans-serif", 13).into_font().color(&BLACK),
+                )))?;
+            }
+            if let Some(short) = &e.short {
+                faults_drawn += 1;
+                chart.draw_series(std::iter::once(Text::new(
+                    short.clone(),
+                    (
+                        x + x_max / 300.0,
+                        y_max * (0.90 - 0.04 * (faults_drawn % 2) as f64),
+                    ),
+                    ("sans-serif", 12).into_font().color(&fault),
+                )))?;
+            }
+        }
+    }
+    chart
+        .draw_series(LineSeries::new(rate, BLACK.stroke_width(1)))?
+        .label("acks/s")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let opts = match parse_args() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    let mut rng = XorShift(opts.seed | 1);
+    let dir = tempfile::tempdir()?;
+    let cluster = Cluster::builder()
+        .brokers(opts.nodes)
+        .data_dir(dir.path())
+        .session_timeout(SESSION_TIMEOUT)
+        .start()
+        .await?;
+    println!(
+        "{}-node cluster on {} (data in {}) · seed {} · {} records/s for {:.0}s",
+        opts.nodes,
+        cluster.bootstrap(),
+        dir.path().display(),
+        opts.seed,
+        opts.rate,
+        opts.duration.as_secs_f64()
+    );
+
+    let client = Client::builder(cluster.bootstrap_servers())
+        .client_id("rolling-restart")
+        .request_timeout(Duration::from_secs(5))
+        .connect_timeout(Duration::from_secs(1))
+        .build()
+        .await?;
+    let topic = format!("orders-{}", opts.seed % 100_000);
+    let partitions = 2 * opts.nodes as i32;
+    Admin::new(&client)
+        .create_topics([
+            NewTopic::new(topic.clone(), partitions, 3).config("min.insync.replicas", "2")
+        ])
+        .await?;
+    let cluster = Arc::new(tokio::sync::Mutex::new(cluster));
+    let ready = wait_until(&cluster, Duration::from_secs(30), |c| {
+        (0..partitions).all(|p| {
+            c.partition_state(&topic, p)
+                .is_some_and(|v| v.leader > 0 && v.isr.len() == 3)
+        })
+    })
+    .await;
+    if !ready {
+        return Err("the topic's partitions did not get leaders in time".into());
+    }
+
+    // Idempotent with acks=all: the defaults.
+    let producer = Producer::builder(&client)
+        .request_timeout(Duration::from_secs(5))
+        .build();
+    let app = Arc::new(App {
+        t0: Instant::now(),
+        seed: opts.seed,
+        topic: topic.clone(),
+        partitions,
+        producer: producer.clone(),
+        pool: Mutex::new(Vec::new()),
+        stats: Mutex::new(ProduceStats::default()),
+        resent: Mutex::new(HashSet::new()),
+        produced: AtomicU64::new(0),
+        acked: AtomicU64::new(0),
+        consumed: AtomicU64::new(0),
+        events: Mutex::new(Vec::new()),
+        phase: Mutex::new("starting".into()),
+        leaders: Mutex::new(vec![0; partitions as usize]),
+        ui: Ui::new(opts.duration),
+    });
+
+    let mut builder = Consumer::builder(&client);
+    for p in 0..partitions {
+        builder = builder.assign(topic.clone(), p, StartOffset::Earliest);
+    }
+    let consumer = builder.build().await?;
+
+    let stop_watch = CancellationToken::new();
+    let stop_produce = CancellationToken::new();
+    let stop_consume = CancellationToken::new();
+    let watcher = tokio::spawn(watch(app.clone(), cluster.clone(), stop_watch.clone()));
+    let consuming = tokio::spawn(consume(app.clone(), consumer, stop_consume.clone()));
+    let producing = tokio::spawn(produce(app.clone(), opts.rate, stop_produce.clone()));
+
+    let windows = run_faults(&app, &cluster, opts.nodes, &mut rng).await?;
+    app.event(EventKind::Phase, "steady".into());
+    let rest = opts.duration.saturating_sub(app.now());
+    tokio::time::sleep(rest.max(Duration::from_secs(2))).await;
+
+    // Stop producing, wait for every outcome, then read what is left.
+    app.event(EventKind::Phase, "draining".into());
+    stop_produce.cancel();
+    producing.await?;
+    if producer
+        .close_timeout(Duration::from_secs(30))
+        .await
+        .is_err()
+    {
+        app.ui.log("the producer did not finish in 30 s".into());
+    }
+    let produce_end = app.now();
+    let acked_total = app.acked.load(Ordering::Relaxed);
+    let mut last = (app.consumed.load(Ordering::Relaxed), Instant::now());
+    while app.consumed.load(Ordering::Relaxed) < acked_total {
+        let now = app.consumed.load(Ordering::Relaxed);
+        if now != last.0 {
+            last = (now, Instant::now());
+        } else if last.1.elapsed() > Duration::from_secs(20) {
+            app.ui
+                .log("no record consumed for 20 s; stopping the read".into());
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A little longer, to see anything extra (a duplicate would show up here).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    stop_consume.cancel();
+    let cs = consuming.await?;
+    stop_watch.cancel();
+    watcher.await?;
+    app.ui.finish();
+    let end = app.now();
+    match Arc::try_unwrap(cluster) {
+        Ok(c) => c.into_inner().shutdown().await,
+        Err(_) => eprintln!("cluster still shared at the end"),
+    }
+
+    // The report.
+    let st = std::mem::take(&mut *app.stats.lock().unwrap());
+    let events = std::mem::take(&mut *app.events.lock().unwrap());
+    let duplicated: u64 = cs.seen.values().map(|&n| u64::from(n) - 1).sum();
+    let lost = st.acked.iter().filter(|s| !cs.seen.contains_key(s)).count() as u64;
+    let produced = app.produced.load(Ordering::Relaxed);
+    let mut acks_by_partition = vec![Vec::new(); partitions as usize];
+    for &(at, p) in &st.acks {
+        if let Some(v) = acks_by_partition.get_mut(p as usize) {
+            v.push(at);
+        }
+    }
+    for v in &mut acks_by_partition {
+        v.sort_unstable();
+    }
+    println!();
+    println!("records produced              {produced}");
+    println!("records acknowledged          {}", st.acked.len());
+    println!("records consumed              {}", cs.consumed);
+    println!(
+        "throughput while producing    {:.0} acks/s",
+        st.acked.len() as f64 / produce_end.as_secs_f64()
+    );
+    println!(
+        "send timeouts ({} s)           {}",
+        SEND_TIMEOUT.as_secs(),
+        st.timeouts
+    );
+    println!("  never sent, sent again      {}", st.never_sent);
+    println!("  in flight, awaited          {}", st.in_flight);
+    println!("buffers allocated             {}", st.allocated);
+    println!("buffers reclaimed             {}", st.reclaimed);
+    println!("reclaims refused (held)       {}", st.refused);
+    println!();
+    println!("failover stalls (longest gap between acks of one partition):");
+    for w in &windows {
+        let (gap, p, from) = stall(&acks_by_partition, w.start, w.end);
+        println!(
+            "  {:<28} {:>6} ms  (partition {p} from {:.2}s; fault window {:.1}s-{:.1}s)",
+            w.label,
+            gap.as_millis(),
+            from.as_secs_f64(),
+            w.start.as_secs_f64(),
+            w.end.as_secs_f64()
+        );
+    }
+    let leader_changes = events
+        .iter()
+        .filter(|e| e.kind == EventKind::Leader)
+        .count();
+    println!("leader changes seen           {leader_changes}");
+    println!();
+    println!("delivery failures             {}", st.failed);
+    println!("consumer errors               {}", cs.errors);
+    println!("buffers shared after outcome  {}", st.leaked);
+    println!("lost                          {lost}");
+    println!("duplicated                    {duplicated}");
+    println!("reordered                     {}", cs.reordered);
+    println!("corrupted                     {}", cs.corrupted);
+
+    if let Some(parent) = opts.out.parent() {
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent)?;
+        }
+    }
+    match write_chart(&opts.out, &st.acks, &events, end, opts.seed) {
+        Ok(()) => {
+            let shown = std::fs::canonicalize(&opts.out).unwrap_or_else(|_| opts.out.clone());
+            println!();
+            println!("timeline chart: {}", shown.display());
+        }
+        Err(e) => eprintln!("could not write the chart to {}: {e}", opts.out.display()),
+    }
+
+    let bad = lost + duplicated + cs.reordered + cs.corrupted + st.failed + cs.errors + st.leaked;
+    if bad > 0 {
+        eprintln!("history check FAILED (seed {})", opts.seed);
+        std::process::exit(1);
+    }
+    println!("history check passed: nothing lost, duplicated, reordered or corrupted");
+    Ok(())
+}
