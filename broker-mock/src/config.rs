@@ -23,6 +23,9 @@ pub struct BrokerConfig {
     pub listen: SocketAddr,
     /// Host name clients are told to connect to; `None` uses the listen IP.
     pub advertised_host: Option<String>,
+    /// Port clients are told to connect to; `None` uses the listen port (a fault
+    /// proxy in front of the listener sets it).
+    pub advertised_port: Option<u16>,
     /// Directory holding topics and their logs; `None` keeps everything in memory.
     pub data_dir: Option<PathBuf>,
     /// Whether Metadata and Produce create unknown topics (Kafka's
@@ -47,6 +50,7 @@ impl Default for BrokerConfig {
             node_id: 0,
             listen: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
             advertised_host: None,
+            advertised_port: None,
             data_dir: None,
             auto_create_topics: false,
             default_num_partitions: 1,

@@ -84,7 +84,8 @@ impl Broker {
             .unwrap_or_else(|| local_addr.ip().to_string());
         let cfg = config.clone();
         let state = tokio::task::spawn_blocking(move || {
-            BrokerState::open(cfg, host, local_addr.port() as i32, cluster)
+            let port = cfg.advertised_port.unwrap_or(local_addr.port());
+            BrokerState::open(cfg, host, port as i32, cluster)
         })
         .await
         .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;

@@ -58,6 +58,7 @@ pub struct ClusterBuilder {
     advertised_host: Option<String>,
     truncation_mode: TruncationMode,
     metadata_fetch_max_bytes: i32,
+    network_proxies: bool,
 }
 
 impl Default for ClusterBuilder {
@@ -81,6 +82,7 @@ impl Default for ClusterBuilder {
             advertised_host: None,
             truncation_mode: TruncationMode::FetchDivergingEpoch,
             metadata_fetch_max_bytes: 1 << 20,
+            network_proxies: true,
         }
     }
 }
@@ -189,6 +191,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Whether every listener sits behind a fault proxy (default on; see
+    /// [`crate::faults`]). Without proxies the network faults do nothing.
+    pub fn network_proxies(mut self, on: bool) -> Self {
+        self.network_proxies = on;
+        self
+    }
+
     fn port(&self, offset: usize) -> u16 {
         if self.base_port == 0 {
             0
@@ -204,8 +213,11 @@ impl ClusterBuilder {
     ///
     /// Cancelling drops what was started so far (killing it).
     pub async fn start(self) -> Result<Cluster, BrokerError> {
+        let proxied = self.network_proxies;
+        let private = |port: u16| if proxied { 0 } else { port };
+        let mut faults = crate::faults::ClusterFaults::default();
         let controller_opts = ControllerOptions {
-            listen: SocketAddr::new(self.listen_ip, self.port(self.brokers)),
+            listen: SocketAddr::new(self.listen_ip, private(self.port(self.brokers))),
             data_dir: self.data_dir.as_ref().map(|d| d.join("controller")),
             config: self.controller,
             default_num_partitions: self.default_num_partitions,
@@ -213,15 +225,30 @@ impl ClusterBuilder {
         };
         let controller = ControllerServer::start(controller_opts.clone()).await?;
         let caddr = controller.local_addr();
+        let mut dial_controller = caddr;
+        if proxied {
+            let listen = SocketAddr::new(self.listen_ip, self.port(self.brokers));
+            let p = crate::faults::proxy::Proxy::start(listen, caddr).await?;
+            dial_controller = p.addr;
+            faults.controller = Some(p);
+        }
         let mut nodes = Vec::new();
         for id in 1..=self.brokers as i32 {
-            let mut opts = NodeOptions::new(id, caddr);
+            let mut opts = NodeOptions::new(id, dial_controller);
             opts.heartbeat_interval = self.heartbeat_interval;
             opts.replica_lag_time_max_ms = self.replica_lag_time_max.as_millis() as u64;
             opts.default_min_insync_replicas = self.default_min_insync_replicas;
             opts.broker.data_dir = self.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
             opts.broker.default_num_partitions = self.default_num_partitions;
-            opts.broker.listen = SocketAddr::new(self.listen_ip, self.port(id as usize - 1));
+            opts.broker.listen =
+                SocketAddr::new(self.listen_ip, private(self.port(id as usize - 1)));
+            let mut proxy = None;
+            if proxied {
+                let listen = SocketAddr::new(self.listen_ip, self.port(id as usize - 1));
+                let p = crate::faults::proxy::Proxy::start(listen, opts.broker.listen).await?;
+                opts.broker.advertised_port = Some(p.addr.port());
+                proxy = Some(p);
+            }
             opts.broker.advertised_host = self.advertised_host.clone();
             opts.truncation_mode = self.truncation_mode;
             opts.metadata_fetch_max_bytes = self.metadata_fetch_max_bytes;
@@ -230,6 +257,10 @@ impl ClusterBuilder {
             }
             let handle = Node::start(opts.clone()).await?;
             opts.broker.listen = handle.local_addr();
+            if let Some(p) = proxy {
+                p.shared.set_target(handle.local_addr());
+                faults.nodes.insert(id, p);
+            }
             nodes.push(NodeSlot {
                 id,
                 options: opts,
@@ -245,6 +276,7 @@ impl ClusterBuilder {
             nodes,
             started: std::time::Instant::now(),
             timeline: Vec::new(),
+            faults,
         };
         cluster.record(format!("cluster of {} nodes started", cluster.nodes.len()));
         cluster
@@ -275,6 +307,8 @@ pub struct Cluster {
     nodes: Vec<NodeSlot>,
     started: std::time::Instant,
     timeline: Vec<TimelineEvent>,
+    /// The fault proxies (see [`crate::faults`]).
+    pub(crate) faults: crate::faults::ClusterFaults,
 }
 
 /// One fault or lifecycle step applied to a [`Cluster`], for [`Cluster::timeline`].
@@ -362,9 +396,10 @@ impl NodeRef<'_> {
         self.cluster.nodes[self.index].handle.is_some()
     }
 
-    /// The node's listener address (the last one it had when stopped).
+    /// The node's address for clients (its proxy's, or its listener's without
+    /// proxies; the last one it had when stopped).
     pub fn addr(&self) -> SocketAddr {
-        self.cluster.nodes[self.index].options.broker.listen
+        self.cluster.public_addr(self.index)
     }
 
     /// Hard kill: tasks and connections abort, nothing is flushed, the controller
@@ -427,6 +462,10 @@ impl NodeRef<'_> {
         slot.options = opts;
         slot.handle = Some(handle);
         let id = self.id();
+        if let Some(p) = self.cluster.faults.nodes.get(&id) {
+            p.shared
+                .set_target(self.cluster.nodes[self.index].options.broker.listen);
+        }
         self.cluster.record(format!("node {id} restarted"));
         Ok(())
     }
@@ -445,15 +484,31 @@ impl Cluster {
 
     /// `host:port` of every node (running or not), in id order.
     pub fn bootstrap_servers(&self) -> Vec<String> {
-        self.nodes
-            .iter()
-            .map(|n| n.options.broker.listen.to_string())
+        (0..self.nodes.len())
+            .map(|i| self.public_addr(i).to_string())
             .collect()
     }
 
-    /// The controller's address.
+    fn public_addr(&self, index: usize) -> SocketAddr {
+        let n = &self.nodes[index];
+        self.faults
+            .nodes
+            .get(&n.id)
+            .map_or(n.options.broker.listen, |p| p.addr)
+    }
+
+    /// The data directory of node `id`, if the cluster is on disk.
+    pub(crate) fn node_data_dir(&self, id: i32) -> Option<PathBuf> {
+        let n = self.nodes.iter().find(|n| n.id == id)?;
+        n.options.broker.data_dir.clone()
+    }
+
+    /// The controller's address, as nodes dial it (its proxy's, if any).
     pub fn controller_addr(&self) -> SocketAddr {
-        self.controller_options.listen
+        self.faults
+            .controller
+            .as_ref()
+            .map_or(self.controller_options.listen, |p| p.addr)
     }
 
     /// Node ids, ascending.
@@ -525,7 +580,11 @@ impl Cluster {
     pub async fn restart_controller(&mut self) -> Result<(), BrokerError> {
         if self.controller.is_none() {
             let opts = self.controller_options.clone();
-            self.controller = Some(retry_bind(|| ControllerServer::start(opts.clone())).await?);
+            let c = retry_bind(|| ControllerServer::start(opts.clone())).await?;
+            if let Some(p) = &self.faults.controller {
+                p.shared.set_target(c.local_addr());
+            }
+            self.controller = Some(c);
             self.record("controller restarted".into());
         }
         Ok(())

@@ -328,7 +328,7 @@ async fn session_loop(
                 listeners: vec![BrokerRegistrationRequestListener {
                     name: "PLAINTEXT".into(),
                     host: host.clone(),
-                    port: addr.port(),
+                    port: link.options.broker.advertised_port.unwrap_or(addr.port()),
                     security_protocol: 0,
                 }],
                 ..Default::default()

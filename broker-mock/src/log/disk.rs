@@ -555,6 +555,7 @@ impl DiskLog {
     }
 
     pub(super) fn flush(&mut self) -> Result<(), LogError> {
+        crate::faults::disk::before_fsync(&self.dir).map_err(|e| LogError::io(&self.dir, e))?;
         for seg in &mut self.segments {
             seg.file
                 .sync_data()

@@ -1,0 +1,308 @@
+//! A history checker for produce/consume runs under faults.
+//!
+//! Record every produce outcome with [`History::produced`] and every consumed record
+//! with [`History::consumed`], then [`History::check`]. Payloads made by [`payload`]
+//! carry their id and a CRC-32C of themselves, so a consumer can recover both with
+//! [`parse_payload`] without other bookkeeping. The checker counts:
+//!
+//! - **lost**: acknowledged but never consumed;
+//! - **duplicated**: consumed at more than one (partition, offset) (extra copies
+//!   counted; reading the same offset twice is not a duplicate);
+//! - **reordered**: within a partition, a record at a higher offset whose id is lower
+//!   than an earlier record's (ids must grow in the order they were sent to a
+//!   partition);
+//! - **corrupted**: consumed with a checksum other than the produced one, or an id
+//!   never produced;
+//! - **unacknowledged but present**: failed or unknown produce outcomes that were
+//!   consumed anyway (allowed: the write may have happened).
+//!
+//! A run passes when the first four are zero.
+//!
+//! ```
+//! use baton_broker::history::{parse_payload, payload, History, ProduceOutcome};
+//! let mut h = History::new();
+//! let p = payload(7, 16);
+//! let (id, sum) = parse_payload(&p).unwrap();
+//! h.produced(id, sum, ProduceOutcome::Acked { partition: 0, offset: 0 });
+//! h.consumed(0, 0, id, sum);
+//! assert!(h.check().passed());
+//! ```
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+/// How a produce attempt ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProduceOutcome {
+    /// Acknowledged at this partition and offset.
+    Acked {
+        /// The partition.
+        partition: i32,
+        /// The record's offset.
+        offset: i64,
+    },
+    /// Definitely failed (the broker refused it).
+    Failed,
+    /// Unknown: cancelled, timed out, or the connection died before the answer.
+    Unknown,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Produced {
+    checksum: u32,
+    outcome: ProduceOutcome,
+}
+
+/// Produce outcomes and consumed records of one run.
+#[derive(Debug, Default, Clone)]
+pub struct History {
+    produced: HashMap<u64, Produced>,
+    /// (partition, offset) -> (id, checksum), first read wins.
+    consumed: BTreeMap<(i32, i64), (u64, u32)>,
+    /// Reads of an offset already read with a different record.
+    conflicting_reads: u64,
+}
+
+/// The result of [`History::check`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HistoryReport {
+    /// Produce attempts acknowledged.
+    pub acknowledged: u64,
+    /// Produce attempts that failed.
+    pub failed: u64,
+    /// Produce attempts with an unknown outcome.
+    pub unknown: u64,
+    /// Distinct (partition, offset) positions consumed.
+    pub consumed: u64,
+    /// Acknowledged but never consumed.
+    pub lost: u64,
+    /// Extra copies of a record at other positions.
+    pub duplicated: u64,
+    /// Records out of id order within a partition.
+    pub reordered: u64,
+    /// Records whose checksum or id does not match what was produced.
+    pub corrupted: u64,
+    /// Failed or unknown produce attempts that were consumed.
+    pub unacknowledged_present: u64,
+}
+
+impl HistoryReport {
+    /// Zero lost, duplicated, reordered and corrupted records.
+    pub fn passed(&self) -> bool {
+        self.lost == 0 && self.duplicated == 0 && self.reordered == 0 && self.corrupted == 0
+    }
+}
+
+impl fmt::Display for HistoryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "acked={} failed={} unknown={} consumed={} | lost={} duplicated={} reordered={} corrupted={} | unacked-present={} => {}",
+            self.acknowledged,
+            self.failed,
+            self.unknown,
+            self.consumed,
+            self.lost,
+            self.duplicated,
+            self.reordered,
+            self.corrupted,
+            self.unacknowledged_present,
+            if self.passed() { "PASS" } else { "FAIL" }
+        )
+    }
+}
+
+impl History {
+    /// An empty history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records the outcome of producing record `id` with payload `checksum`. A later
+    /// call for the same id replaces the outcome (e.g. unknown, then acknowledged).
+    pub fn produced(&mut self, id: u64, checksum: u32, outcome: ProduceOutcome) {
+        self.produced.insert(id, Produced { checksum, outcome });
+    }
+
+    /// Records a consumed record.
+    pub fn consumed(&mut self, partition: i32, offset: i64, id: u64, checksum: u32) {
+        match self.consumed.get(&(partition, offset)) {
+            Some(&prev) if prev != (id, checksum) => self.conflicting_reads += 1,
+            Some(_) => {}
+            None => {
+                self.consumed.insert((partition, offset), (id, checksum));
+            }
+        }
+    }
+
+    /// Number of produce outcomes recorded.
+    pub fn produced_count(&self) -> usize {
+        self.produced.len()
+    }
+
+    /// Number of distinct positions consumed.
+    pub fn consumed_count(&self) -> usize {
+        self.consumed.len()
+    }
+
+    /// Counts what went wrong.
+    pub fn check(&self) -> HistoryReport {
+        let mut r = HistoryReport {
+            consumed: self.consumed.len() as u64,
+            corrupted: self.conflicting_reads,
+            ..Default::default()
+        };
+        let mut copies: HashMap<u64, u64> = HashMap::new();
+        let mut max_id: HashMap<i32, u64> = HashMap::new();
+        for (&(partition, _), &(id, checksum)) in &self.consumed {
+            *copies.entry(id).or_default() += 1;
+            match self.produced.get(&id) {
+                Some(p) if p.checksum == checksum => {}
+                _ => r.corrupted += 1,
+            }
+            let m = max_id.entry(partition).or_insert(id);
+            if id < *m {
+                r.reordered += 1;
+            } else {
+                *m = id;
+            }
+        }
+        for (id, p) in &self.produced {
+            let seen = copies.get(id).copied().unwrap_or(0);
+            r.duplicated += seen.saturating_sub(1);
+            match p.outcome {
+                ProduceOutcome::Acked { .. } => {
+                    r.acknowledged += 1;
+                    if seen == 0 {
+                        r.lost += 1;
+                    }
+                }
+                ProduceOutcome::Failed => r.failed += 1,
+                ProduceOutcome::Unknown => r.unknown += 1,
+            }
+            if seen > 0 && !matches!(p.outcome, ProduceOutcome::Acked { .. }) {
+                r.unacknowledged_present += 1;
+            }
+        }
+        r
+    }
+
+    /// Acknowledged ids never consumed, ascending (for failure messages).
+    pub fn lost_ids(&self) -> Vec<u64> {
+        let seen: std::collections::HashSet<u64> = self.consumed.values().map(|v| v.0).collect();
+        let mut v: Vec<u64> = self
+            .produced
+            .iter()
+            .filter(|(id, p)| {
+                matches!(p.outcome, ProduceOutcome::Acked { .. }) && !seen.contains(id)
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// A payload of `8 + 4 + filler` bytes: the id, a CRC-32C of the id and filler, and
+/// deterministic filler.
+pub fn payload(id: u64, filler: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(12 + filler);
+    out.extend_from_slice(&id.to_be_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend((0..filler).map(|i| (id as usize).wrapping_add(i * 31) as u8));
+    let sum = checksum(&out[..8], &out[12..]);
+    out[8..12].copy_from_slice(&sum.to_be_bytes());
+    out
+}
+
+fn checksum(id: &[u8], filler: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(id), filler)
+}
+
+/// The id of a [`payload`] and the checksum of what was received: the stored CRC if
+/// the bytes match it, else the CRC actually computed (so a corrupted payload
+/// reports a checksum the producer never recorded). `None` if shorter than 12 bytes.
+pub fn parse_payload(p: &[u8]) -> Option<(u64, u32)> {
+    if p.len() < 12 {
+        return None;
+    }
+    let id = u64::from_be_bytes(p[..8].try_into().ok()?);
+    let stored = u32::from_be_bytes(p[8..12].try_into().ok()?);
+    let actual = checksum(&p[..8], &p[12..]);
+    Some((
+        id,
+        if actual == stored {
+            stored
+        } else {
+            actual ^ 0x8000_0001
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn acked(h: &mut History, id: u64, p: i32, o: i64) {
+        let (_, s) = parse_payload(&payload(id, 4)).unwrap();
+        h.produced(
+            id,
+            s,
+            ProduceOutcome::Acked {
+                partition: p,
+                offset: o,
+            },
+        );
+    }
+
+    fn read(h: &mut History, id: u64, p: i32, o: i64) {
+        let (_, s) = parse_payload(&payload(id, 4)).unwrap();
+        h.consumed(p, o, id, s);
+    }
+
+    #[test]
+    fn counts_each_anomaly() {
+        let mut h = History::new();
+        for id in 0..6 {
+            acked(&mut h, id, 0, id as i64);
+        }
+        read(&mut h, 0, 0, 0);
+        read(&mut h, 0, 0, 0); // re-read: not a duplicate
+        read(&mut h, 2, 0, 1); // reordered below
+        read(&mut h, 1, 0, 2);
+        read(&mut h, 3, 0, 3);
+        read(&mut h, 3, 0, 4); // duplicate
+        let mut bad = payload(4, 4);
+        bad[13] ^= 1;
+        let (id, s) = parse_payload(&bad).unwrap();
+        h.consumed(0, 5, id, s); // corrupted
+        let (_, s) = parse_payload(&payload(9, 4)).unwrap();
+        h.produced(9, s, ProduceOutcome::Unknown);
+        h.consumed(1, 0, 9, s);
+        let r = h.check();
+        assert_eq!(r.lost, 1, "{r}"); // id 5
+        assert_eq!(r.duplicated, 1, "{r}");
+        assert_eq!(r.reordered, 1, "{r}");
+        assert_eq!(r.corrupted, 1, "{r}");
+        assert_eq!(r.unacknowledged_present, 1, "{r}");
+        assert!(!r.passed());
+        assert_eq!(h.lost_ids(), vec![5]);
+    }
+
+    #[test]
+    fn clean_run_passes() {
+        let mut h = History::new();
+        for id in 0..100 {
+            acked(&mut h, id, (id % 3) as i32, (id / 3) as i64);
+            read(&mut h, id, (id % 3) as i32, (id / 3) as i64);
+        }
+        let r = h.check();
+        assert!(r.passed(), "{r}");
+        assert!(r.to_string().contains("PASS"));
+    }
+
+    #[test]
+    fn short_payload_is_rejected() {
+        assert_eq!(parse_payload(&[1, 2, 3]), None);
+    }
+}

@@ -1,0 +1,278 @@
+//! The chaos workload shared by tests/chaos*.rs and examples/chaos.rs: an in-process
+//! cluster, Baton's idempotent `acks=all` producer writing self-checking payloads
+//! while faults are applied, then a consumer reading everything back into a
+//! [`History`].
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use baton::{Acks, Admin, Client, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
+use baton_broker::history::{parse_payload, payload, History, HistoryReport, ProduceOutcome};
+use baton_broker::Cluster;
+
+/// Partitions of the chaos topic.
+pub const PARTITIONS: i32 = 3;
+
+/// The seed from `BATON_CHAOS_SEED`, else from the clock; printed either way.
+pub fn seed(scenario: &str) -> u64 {
+    let seed = std::env::var("BATON_CHAOS_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    eprintln!("[{scenario}] seed = {seed} (replay with BATON_CHAOS_SEED={seed})");
+    seed
+}
+
+/// A small seeded generator (splitmix64).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    /// The next value.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A value in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+
+    /// A duration between `lo` and `hi` milliseconds.
+    pub fn millis(&mut self, lo: u64, hi: u64) -> Duration {
+        Duration::from_millis(lo + self.below(hi.saturating_sub(lo) + 1))
+    }
+}
+
+/// A cluster of 3 on disk with a replicated topic (`min.insync.replicas=2`).
+pub struct Setup {
+    pub cluster: Cluster,
+    pub client: Client,
+    pub topic: String,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts the cluster and creates the topic.
+pub async fn setup(name: &str, seed: u64) -> Setup {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cluster = Cluster::builder()
+        .brokers(3)
+        .data_dir(dir.path())
+        .session_timeout(Duration::from_secs(3))
+        .replica_lag_time_max(Duration::from_secs(3))
+        .start()
+        .await
+        .expect("cluster starts");
+    let client = Client::builder(cluster.bootstrap_servers())
+        .client_id("baton-chaos")
+        .request_timeout(Duration::from_secs(5))
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("client connects");
+    let topic = format!("chaos-{name}-{}", seed % 1_000_000);
+    Admin::new(&client)
+        .create_topics([
+            NewTopic::new(topic.clone(), PARTITIONS, 3).config("min.insync.replicas", "2")
+        ])
+        .await
+        .expect("topic created");
+    let s = Setup {
+        cluster,
+        client,
+        topic,
+        _dir: dir,
+    };
+    let topic = s.topic.clone();
+    s.cluster
+        .wait_for(Duration::from_secs(30), |c| {
+            (0..PARTITIONS).all(|p| {
+                c.partition_state(&topic, p)
+                    .is_some_and(|v| v.leader > 0 && v.isr.len() == 3)
+            })
+        })
+        .await
+        .expect("topic ready");
+    s
+}
+
+/// A running producer workload.
+pub struct Workload {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<()>,
+    pub history: Arc<Mutex<History>>,
+}
+
+/// Starts producing ids `0, 1, 2, ...` round-robin over the partitions, one send
+/// every `pace`, each delivery awaited in the background.
+pub fn start_producing(client: &Client, topic: &str, pace: Duration) -> Workload {
+    let producer = Producer::builder(client)
+        .acks(Acks::All)
+        .idempotence(true)
+        .request_timeout(Duration::from_secs(5))
+        .delivery_timeout(Duration::from_secs(120))
+        .linger(Duration::from_millis(2))
+        .build();
+    let stop = Arc::new(AtomicBool::new(false));
+    let history = Arc::new(Mutex::new(History::new()));
+    let task = tokio::spawn({
+        let stop = stop.clone();
+        let history = history.clone();
+        let topic = topic.to_owned();
+        async move {
+            let mut deliveries = tokio::task::JoinSet::new();
+            let mut id = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let bytes = payload(id, 24 + (id % 40) as usize);
+                let (_, sum) = parse_payload(&bytes).expect("own payload");
+                let record = ProducerRecord::new(topic.clone())
+                    .partition((id % PARTITIONS as u64) as i32)
+                    .value(bytes);
+                history
+                    .lock()
+                    .unwrap()
+                    .produced(id, sum, ProduceOutcome::Unknown);
+                match producer.send(record).await {
+                    Ok(d) => {
+                        let history = history.clone();
+                        deliveries.spawn(async move {
+                            let outcome =
+                                match tokio::time::timeout(Duration::from_secs(150), d).await {
+                                    Ok(Ok(m)) => ProduceOutcome::Acked {
+                                        partition: m.partition,
+                                        offset: m.offset,
+                                    },
+                                    Ok(Err(_)) => ProduceOutcome::Failed,
+                                    Err(_) => ProduceOutcome::Unknown,
+                                };
+                            history.lock().unwrap().produced(id, sum, outcome);
+                        });
+                    }
+                    Err(_) => history
+                        .lock()
+                        .unwrap()
+                        .produced(id, sum, ProduceOutcome::Failed),
+                }
+                id += 1;
+                while deliveries.try_join_next().is_some() {}
+                // Bound the records waiting for an answer (acks=all stalls).
+                while deliveries.len() > 2_000 {
+                    deliveries.join_next().await;
+                }
+                tokio::time::sleep(pace).await;
+            }
+            while deliveries.join_next().await.is_some() {}
+            producer.close().await;
+        }
+    });
+    Workload {
+        stop,
+        task,
+        history,
+    }
+}
+
+impl Workload {
+    /// Stops sending and waits for every outstanding delivery.
+    pub async fn finish(self) -> History {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task.await.expect("producer task");
+        Arc::try_unwrap(self.history)
+            .map(|m| m.into_inner().unwrap())
+            .unwrap_or_else(|a| a.lock().unwrap().clone())
+    }
+}
+
+/// Reads every partition from the start into `history` until it has at least one
+/// record per acknowledged one and nothing more arrives for a while.
+pub async fn consume_all(client: &Client, topic: &str, history: &mut History) {
+    let acked = history.check().acknowledged as usize;
+    let mut builder = Consumer::builder(client).max_wait(Duration::from_millis(200));
+    for p in 0..PARTITIONS {
+        builder = builder.assign(topic.to_owned(), p, StartOffset::Earliest);
+    }
+    let mut consumer = builder.build().await.expect("consumer");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
+    loop {
+        let idle = if history.consumed_count() < acked {
+            Duration::from_secs(20)
+        } else {
+            Duration::from_secs(2)
+        };
+        let wait = idle.min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        match tokio::time::timeout(wait, consumer.recv()).await {
+            Ok(Ok(r)) => match r.value.as_deref().and_then(parse_payload) {
+                Some((id, sum)) => history.consumed(r.partition, r.offset, id, sum),
+                None => history.consumed(r.partition, r.offset, u64::MAX, 0),
+            },
+            Ok(Err(e)) => {
+                eprintln!("consumer error (retrying): {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(_) => break,
+        }
+    }
+}
+
+/// Waits until every partition has a leader and a full ISR again.
+pub async fn wait_healthy(cluster: &Cluster, topic: &str) {
+    let topic = topic.to_owned();
+    let ok = cluster
+        .wait_for(Duration::from_secs(60), |c| {
+            (0..PARTITIONS).all(|p| {
+                c.partition_state(&topic, p)
+                    .is_some_and(|v| v.leader > 0 && v.isr.len() == 3)
+            })
+        })
+        .await;
+    if ok.is_err() {
+        eprintln!("cluster not fully healthy after 60 s (continuing)");
+    }
+}
+
+/// Stops the workload, heals, reads everything back, prints the counts and the
+/// timeline, and returns the report.
+pub async fn finish(scenario: &str, seed: u64, s: Setup, w: Workload) -> HistoryReport {
+    let mut s = s;
+    s.cluster.heal();
+    let mut history = w.finish().await;
+    wait_healthy(&s.cluster, &s.topic).await;
+    consume_all(&s.client, &s.topic, &mut history).await;
+    let report = history.check();
+    eprintln!(
+        "[{scenario}] seed {seed}: faults {}: {report}",
+        s.cluster.faults_applied()
+    );
+    if !report.passed() {
+        let lost = history.lost_ids();
+        eprintln!("lost ids (first 20): {:?}", &lost[..lost.len().min(20)]);
+        eprintln!("timeline:\n{}", s.cluster.timeline_text());
+    }
+    s.cluster.shutdown().await;
+    report
+}
+
+/// The leader of `partition` (or node 1).
+pub fn leader(cluster: &Cluster, topic: &str, partition: i32) -> i32 {
+    cluster
+        .partition_state(topic, partition)
+        .map(|v| v.leader)
+        .filter(|&l| l > 0)
+        .unwrap_or(1)
+}
