@@ -306,3 +306,35 @@ async fn topics_are_created_and_deleted_through_any_node() {
     }
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn producer_ids_are_unique_across_nodes() {
+    // Each node allocates from its own data directory; ids must still not collide.
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = Cluster::builder()
+        .brokers(3)
+        .data_dir(dir.path())
+        .start()
+        .await
+        .unwrap();
+    let mut ids = std::collections::BTreeSet::new();
+    for round in 0..3 {
+        for id in 1..=3 {
+            let mut c = Client::connect(addr(&cluster, id)).await;
+            let req = InitProducerIdRequest {
+                transactional_id: None,
+                transaction_timeout_ms: 60_000,
+                producer_id: -1,
+                producer_epoch: -1,
+            };
+            let resp = c.call(&req, 4).await;
+            assert_eq!(resp.error_code, 0);
+            assert!(
+                ids.insert(resp.producer_id),
+                "round {round}: node {id} handed out {} again",
+                resp.producer_id
+            );
+        }
+    }
+    cluster.shutdown().await;
+}

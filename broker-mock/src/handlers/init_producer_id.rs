@@ -8,6 +8,11 @@
 //! keep its id after an unknown outcome bumps its epoch itself (KIP-360), and the
 //! partitions accept the newer epoch when it restarts at sequence 0.
 //!
+//! On a cluster node the id is `local id * 1024 + node id`: each node allocates from
+//! its own data directory, and the node id (which must be below 1024) keeps ids
+//! unique across the cluster. (KRaft brokers instead take id blocks from the
+//! controller with AllocateProducerIds.)
+//!
 //! Deviations from Apache Kafka: there is no transaction coordinator, so a non-null
 //! transactional id is answered with `UNSUPPORTED_VERSION` (Kafka would route it to
 //! the coordinator; Redpanda answers transaction FindCoordinator requests with this
@@ -30,6 +35,9 @@ fn failed(code: ErrorCode) -> InitProducerIdResponse {
     }
 }
 
+/// Node ids below this limit can allocate cluster-unique producer ids.
+const CLUSTER_NODE_ID_LIMIT: i64 = 1024;
+
 pub(crate) fn handle(
     state: &BrokerState,
     req: InitProducerIdRequest,
@@ -42,6 +50,26 @@ pub(crate) fn handle(
     }
     let id = ProducerIdAllocator::for_data_dir(state.config.data_dir.as_deref())
         .and_then(|a| a.next_id());
+    // In a cluster every node allocates from its own data directory, so the node id
+    // goes into the low bits to keep ids unique across the cluster.
+    let id = match (&state.cluster, id) {
+        (Some(_), Ok(local)) => {
+            let node = state.config.node_id as i64;
+            if (0..CLUSTER_NODE_ID_LIMIT).contains(&node) {
+                local
+                    .checked_mul(CLUSTER_NODE_ID_LIMIT)
+                    .map(|x| x + node)
+                    .ok_or(crate::producer_state::AllocatorError::Exhausted)
+            } else {
+                tracing::error!(
+                    node,
+                    "node ids of {CLUSTER_NODE_ID_LIMIT} and above cannot allocate producer ids"
+                );
+                return failed(ErrorCode::UnknownServerError);
+            }
+        }
+        (_, id) => id,
+    };
     match id {
         Ok(producer_id) => {
             tracing::debug!(producer_id, "allocated producer id");
