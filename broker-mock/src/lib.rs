@@ -26,6 +26,7 @@
 pub mod cluster;
 pub mod config;
 pub mod controller;
+pub mod corruption;
 pub mod error;
 pub mod faults;
 pub mod group;

@@ -18,6 +18,7 @@ use baton_protocol::ErrorCode;
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::corruption::{CorruptionKind, CorruptionLog, Where};
 use crate::error::LogError;
 use crate::log::Log;
 use crate::producer_state::{self, ProducerBatch, ProducerStateTable, Verdict};
@@ -65,6 +66,34 @@ pub(crate) enum LeaderReport {
         successor: i32,
         log_end_offset: i64,
     },
+    /// This node's replica holds a corrupt batch at `offset` (sent by any role).
+    CorruptReplica {
+        topic: String,
+        partition: i32,
+        offset: i64,
+    },
+}
+
+/// A replica's known corruption: set when a check fails, cleared when the repair
+/// caught up with the leader. While set the replica never leads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CorruptMark {
+    /// The first offset known bad.
+    pub offset: i64,
+    /// When it was detected.
+    pub detected: std::time::Instant,
+    /// Found by start-up recovery and not yet reported (no node to report to then).
+    pub from_recovery: bool,
+    /// When the repair cut the log (the replica is re-fetching since).
+    pub repair_started: Option<std::time::Instant>,
+}
+
+/// Where a cluster replica reports corruption.
+#[derive(Debug, Clone)]
+struct CorruptionLink {
+    node: i32,
+    events: std::sync::Arc<CorruptionLog>,
+    reports: mpsc::UnboundedSender<LeaderReport>,
 }
 
 /// Kafka's `isolation_level` values.
@@ -131,6 +160,10 @@ pub struct PartitionState {
     /// Idempotent producers' last batches, derived from the log: rebuilt when the
     /// partition opens and after truncation, updated after every append.
     producers: ProducerStateTable,
+    /// Known corruption of this replica.
+    corrupt: Option<CorruptMark>,
+    /// Where corruption is reported (cluster replicas).
+    corruption_link: Option<CorruptionLink>,
 }
 
 impl PartitionState {
@@ -286,15 +319,12 @@ impl PartitionState {
         if from >= bound {
             return Ok(Vec::new());
         }
-        let mut out = self.log.read(from, max_bytes).map_err(ReadError::Log)?;
+        let mut out = read_verified(&self.log, from, max_bytes)?;
         let keep = out
             .iter()
             .position(|b| last_offset(b) >= bound)
             .unwrap_or(out.len());
         out.truncate(keep);
-        for b in &out {
-            verify_stored(b)?;
-        }
         Ok(out)
     }
 
@@ -541,10 +571,7 @@ impl PartitionState {
         if from == self.log_end_offset() {
             return Ok(Vec::new());
         }
-        let out = self.log.read(from, max_bytes).map_err(ReadError::Log)?;
-        for b in &out {
-            verify_stored(b)?;
-        }
+        let out = read_verified(&self.log, from, max_bytes)?;
         Ok(out)
     }
 
@@ -578,6 +605,130 @@ impl PartitionState {
         let max = batch.max_timestamp();
         let bound = self.max_readable(isolation);
         find_record(&batch, bound, |t| t == max)
+    }
+
+    /// The first offset of this replica known to be corrupt, while it is not repaired.
+    pub fn corrupt_offset(&self) -> Option<i64> {
+        self.corrupt.map(|m| m.offset)
+    }
+
+    pub(crate) fn corrupt_mark(&self) -> Option<CorruptMark> {
+        self.corrupt
+    }
+
+    /// Start-up recovery cut valid data at `offset` (not a torn tail): the replica must
+    /// not lead and must re-fetch from `offset`.
+    pub(crate) fn mark_recovered_corruption(&mut self, offset: i64) {
+        self.corrupt = Some(CorruptMark {
+            offset,
+            detected: std::time::Instant::now(),
+            from_recovery: true,
+            repair_started: None,
+        });
+    }
+
+    /// Connects the replica to its node's corruption reporting; reports corruption
+    /// found by recovery before the node existed.
+    pub(crate) fn attach_corruption_link(
+        &mut self,
+        node: i32,
+        events: std::sync::Arc<CorruptionLog>,
+        reports: mpsc::UnboundedSender<LeaderReport>,
+    ) {
+        if self.corruption_link.is_some() {
+            return;
+        }
+        self.corruption_link = Some(CorruptionLink {
+            node,
+            events,
+            reports,
+        });
+        if let Some(m) = self.corrupt.filter(|m| m.from_recovery) {
+            self.corrupt = Some(CorruptMark {
+                from_recovery: false,
+                ..m
+            });
+            self.corruption_event(CorruptionKind::Detected {
+                at: Where::Recovery,
+                offset: m.offset,
+                reason: "recovery cut valid data after a damaged batch".into(),
+            });
+            self.report_corrupt(m.offset);
+        }
+    }
+
+    fn report_corrupt(&self, offset: i64) {
+        if let (Some(l), Some((topic, partition))) = (&self.corruption_link, &self.ident) {
+            let _ = l.reports.send(LeaderReport::CorruptReplica {
+                topic: topic.clone(),
+                partition: *partition,
+                offset,
+            });
+        }
+    }
+
+    /// Records a corruption event of this replica (cluster replicas only).
+    pub(crate) fn corruption_event(&self, kind: CorruptionKind) {
+        if let (Some(l), Some((topic, partition))) = (&self.corruption_link, &self.ident) {
+            l.events.push(l.node, topic, *partition, kind);
+        } else if let Some((topic, partition)) = &self.ident {
+            tracing::error!(target: crate::corruption::TARGET, topic, partition, ?kind, "corruption");
+        }
+    }
+
+    /// A check found a corrupt stored batch at `offset`: remembers it (the replica
+    /// stops being eligible to lead), reports the replica to the controller and, if it
+    /// leads, resigns at once so nothing more is served from it. A standalone broker
+    /// keeps refusing the bad range.
+    pub(crate) fn on_corruption(&mut self, offset: i64, at: Where, reason: &str) {
+        let known = self.corrupt.is_some_and(|m| m.offset <= offset);
+        if !known {
+            self.corrupt = Some(CorruptMark {
+                offset,
+                detected: std::time::Instant::now(),
+                from_recovery: false,
+                repair_started: None,
+            });
+            self.corruption_event(CorruptionKind::Detected {
+                at,
+                offset,
+                reason: reason.to_owned(),
+            });
+            self.report_corrupt(offset);
+        }
+        if let Role::Leader(l) = &self.role {
+            let leader_epoch = l.leader_epoch();
+            self.become_follower(-1, self.leader_epoch);
+            self.corruption_event(CorruptionKind::LeaderResigned { leader_epoch });
+        }
+    }
+
+    /// Starts repairing: cuts the log below the first corrupt batch (the batch holding
+    /// the mark's offset and everything after it go) so that the replica fetcher
+    /// re-fetches that range. Returns the new log end.
+    pub(crate) fn begin_repair(&mut self) -> Result<i64, LogError> {
+        let Some(m) = self.corrupt else {
+            return Ok(self.log_end_offset());
+        };
+        self.truncate_to(m.offset)?;
+        let leo = self.log_end_offset();
+        self.corrupt = Some(CorruptMark {
+            repair_started: Some(std::time::Instant::now()),
+            ..m
+        });
+        self.corruption_event(CorruptionKind::RepairStarted { truncated_to: leo });
+        Ok(leo)
+    }
+
+    /// The repair caught up with the leader: the replica is healthy again.
+    pub(crate) fn clear_corruption(&mut self) -> Option<CorruptMark> {
+        let m = self.corrupt.take()?;
+        let started = m.repair_started.unwrap_or(m.detected);
+        self.corruption_event(CorruptionKind::RepairFinished {
+            since_detected: m.detected.elapsed(),
+            since_started: started.elapsed(),
+        });
+        Some(m)
     }
 
     /// Flushes the log.
@@ -639,6 +790,84 @@ fn check_records(batch: &RecordBatch) -> Result<(), ErrorCode> {
     Ok(())
 }
 
+/// Reads whole batches from `from` (see [`Log::read`]) and checks each one before it
+/// leaves the broker (see [`verify_served`]). The batches before a damaged one are
+/// still returned; `Err` ([`ReadError::CorruptBatch`]) only when the first batch read
+/// is damaged, so a reader gets everything intact up to the damage and then an error.
+pub fn read_verified(log: &Log, from: i64, max_bytes: usize) -> Result<Vec<Bytes>, ReadError> {
+    let mut out = match log.read(from, max_bytes) {
+        Ok(out) => out,
+        Err(LogError::Corrupt { reason, .. }) => {
+            // The framing of a batch in the range is damaged: go batch by batch up to it.
+            let mut out = Vec::new();
+            let (mut at, mut total) = (from, 0usize);
+            while let Ok(one) = log.read(at, 1) {
+                let Some(b) = one.into_iter().next() else {
+                    break;
+                };
+                if verify_served(at, std::slice::from_ref(&b)).is_err()
+                    || (!out.is_empty() && total + b.len() > max_bytes)
+                {
+                    break;
+                }
+                total += b.len();
+                at = last_offset(&b) + 1;
+                out.push(b);
+                if total >= max_bytes {
+                    break;
+                }
+            }
+            if out.is_empty() {
+                return Err(ReadError::CorruptBatch {
+                    offset: at,
+                    reason: reason.to_owned(),
+                });
+            }
+            return Ok(out);
+        }
+        Err(e) => return Err(ReadError::Log(e)),
+    };
+    match verify_served(from, &out) {
+        Ok(()) => Ok(out),
+        Err(ReadError::CorruptBatch { offset, reason }) => {
+            let keep = out
+                .iter()
+                .position(|b| last_offset(b) >= offset)
+                .unwrap_or(out.len());
+            if keep == 0 {
+                return Err(ReadError::CorruptBatch { offset, reason });
+            }
+            out.truncate(keep);
+            Ok(out)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Checks batches read from `from` before they leave the broker: each one's framing
+/// and CRC, that the first holds `from`, and that offsets run on without gaps or
+/// going backwards (a wrong index entry or a damaged length shows up as one of those).
+pub fn verify_served(from: i64, out: &[Bytes]) -> Result<(), ReadError> {
+    let mut expected = from;
+    for (i, b) in out.iter().enumerate() {
+        let bad = |reason: &str| ReadError::CorruptBatch {
+            offset: expected,
+            reason: reason.to_owned(),
+        };
+        let h = crate::log::header::validate(b).map_err(bad)?;
+        if i == 0 {
+            if h.base_offset > from || h.last_offset < from {
+                return Err(bad("first batch read does not hold the offset asked for"));
+            }
+        } else if h.base_offset != expected {
+            return Err(bad("batch offsets are not contiguous"));
+        }
+        RecordBatch::parse(b.clone()).map_err(|_| bad("batch does not parse"))?;
+        expected = h.last_offset + 1;
+    }
+    Ok(())
+}
+
 /// Checks a stored batch before it leaves the broker: framing and CRC.
 fn verify_stored(batch: &Bytes) -> Result<RecordBatch, ReadError> {
     let parsed = RecordBatch::parse(batch.clone()).map_err(|_| ReadError::Corrupt)?;
@@ -656,6 +885,14 @@ pub enum ReadError {
     /// A stored batch failed its CRC or framing check.
     #[error("stored batch failed its CRC check")]
     Corrupt,
+    /// A stored batch at `offset` failed a CRC or framing check while being read.
+    #[error("stored batch at offset {offset} is corrupt: {reason}")]
+    CorruptBatch {
+        /// The first offset known bad.
+        offset: i64,
+        /// What check failed.
+        reason: String,
+    },
     /// The log could not be read.
     #[error(transparent)]
     Log(LogError),
@@ -666,7 +903,9 @@ impl ReadError {
     pub fn code(&self) -> ErrorCode {
         match self {
             ReadError::Code(c) => *c,
-            ReadError::Corrupt | ReadError::Log(_) => ErrorCode::KafkaStorageError,
+            ReadError::Corrupt | ReadError::CorruptBatch { .. } | ReadError::Log(_) => {
+                ErrorCode::KafkaStorageError
+            }
         }
     }
 }
@@ -728,6 +967,8 @@ impl Partition {
                 reports: None,
                 ident: Some((topic.clone(), index)),
                 producers,
+                corrupt: None,
+                corruption_link: None,
             }),
             topic,
             index,
@@ -758,6 +999,8 @@ impl Partition {
                 reports: None,
                 ident: Some((topic.clone(), index)),
                 producers,
+                corrupt: None,
+                corruption_link: None,
             }),
             topic,
             index,

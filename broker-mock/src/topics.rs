@@ -234,6 +234,7 @@ impl Storage {
         config: &TopicConfig,
         fresh: bool,
     ) -> Result<Partition, LogError> {
+        let mut corrupt_offset = None;
         let log = match &self.data_dir {
             None => Log::memory(),
             Some(dir) => {
@@ -258,11 +259,18 @@ impl Storage {
                         "log recovery cut a damaged tail"
                     );
                 }
+                corrupt_offset = rec.corrupt_offset;
                 log
             }
         };
         if self.cluster {
-            Ok(Partition::new_replica(name, p, log))
+            let part = Partition::new_replica(name, p, log);
+            if let Some(offset) = corrupt_offset {
+                // Not a torn tail: valid data was cut. The replica must re-fetch it
+                // from a healthy leader and must not lead before it has.
+                part.lock().mark_recovered_corruption(offset);
+            }
+            Ok(part)
         } else {
             Ok(Partition::new(name, p, self.node_id, log))
         }

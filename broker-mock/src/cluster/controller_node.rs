@@ -39,6 +39,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::corrupt_report::{
+    CorruptReplicaReportRequest, CorruptReplicaReportResponse, CORRUPT_REPLICA_REPORT_KEY,
+};
 use super::move_report::{
     LeaderMoveReportRequest, LeaderMoveReportResponse, LEADER_MOVE_REPORT_KEY, PHASE_CAUGHT_UP,
 };
@@ -411,6 +414,11 @@ async fn handle(
             let resp = blocking(core, move |_, inner| alter_partition(inner, req, version)).await?;
             encode::<AlterPartitionRequest>(h.correlation_id, version, &resp)
         }
+        CORRUPT_REPLICA_REPORT_KEY => {
+            let (h, req) = decode::<CorruptReplicaReportRequest>(frame, version)?;
+            let resp = blocking(core, move |_, inner| corrupt_report(inner, req)).await?;
+            encode::<CorruptReplicaReportRequest>(h.correlation_id, version, &resp)
+        }
         LEADER_MOVE_REPORT_KEY => {
             let (h, req) = decode::<LeaderMoveReportRequest>(frame, version)?;
             let resp = blocking(core, move |_, inner| move_report(inner, req)).await?;
@@ -560,6 +568,43 @@ fn alter_partition(
     AlterPartitionResponse {
         topics,
         ..Default::default()
+    }
+}
+
+/// A node's replica is corrupt: out of the ISR, and a new leader if it led.
+fn corrupt_report(
+    inner: &mut Inner,
+    req: CorruptReplicaReportRequest,
+) -> CorruptReplicaReportResponse {
+    let registered = inner
+        .ctl
+        .state()
+        .broker(req.broker_id)
+        .is_some_and(|b| b.broker_epoch == req.broker_epoch);
+    if !registered {
+        return CorruptReplicaReportResponse {
+            error_code: ErrorCode::StaleBrokerEpoch.code(),
+        };
+    }
+    let r = inner
+        .ctl
+        .report_corrupt_replica(req.topic_id, req.partition, req.broker_id);
+    match &r {
+        Ok(p) => tracing::warn!(
+            broker = req.broker_id,
+            partition = req.partition,
+            offset = req.offset,
+            leader = p.leader,
+            leader_epoch = p.leader_epoch,
+            isr = ?p.isr,
+            "corrupt replica reported"
+        ),
+        Err(e) => {
+            tracing::warn!(broker = req.broker_id, error = %e, "corrupt replica report refused")
+        }
+    }
+    CorruptReplicaReportResponse {
+        error_code: r.err().map_or(0, |e| e.error_code().code()),
     }
 }
 

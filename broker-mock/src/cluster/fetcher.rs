@@ -66,9 +66,25 @@ pub(crate) async fn run_fetcher(
         tokio::time::sleep(BACKOFF).await;
     };
     let mut follower = {
-        let st = part.lock();
+        let mut st = part.lock();
         if !still_following(&st, leader, epoch) {
             return;
+        }
+        // A replica with a corrupt batch cuts its log below it first and re-fetches
+        // the rest from the leader (the repair ends when it has caught up).
+        if st
+            .corrupt_mark()
+            .is_some_and(|m| m.repair_started.is_none())
+        {
+            match st.begin_repair() {
+                Ok(leo) => {
+                    tracing::warn!(node = me, %topic, partition, leo, leader, "repairing a corrupt replica from the leader")
+                }
+                Err(e) => {
+                    tracing::error!(node = me, %topic, partition, error = %e, "cutting the corrupt range failed");
+                    return;
+                }
+            }
         }
         FollowerState::new(
             leader,
@@ -108,6 +124,14 @@ pub(crate) async fn run_fetcher(
                 last_fetched_epoch,
                 current_leader_epoch,
             } => {
+                if part
+                    .lock()
+                    .corrupt_mark()
+                    .is_some_and(|m| m.repair_started.is_none())
+                {
+                    // New corruption found in the local log: restart to repair it.
+                    return;
+                }
                 let mut paused = link.replication_paused.subscribe();
                 while *paused.borrow_and_update() {
                     if paused.changed().await.is_err() {
@@ -180,7 +204,7 @@ pub(crate) async fn run_fetcher(
                         continue;
                     }
                 } else {
-                    let fetched = checked_batches(pd.records.unwrap_or_default());
+                    let fetched = checked_batches(&part, pd.records.unwrap_or_default());
                     let info: Vec<AppendedBatch> = fetched.iter().map(|(_, a)| *a).collect();
                     if let Err(e) = follower.on_fetch_response(&info, pd.high_watermark) {
                         tracing::warn!(node = me, %topic, partition, error = %e, "fetched batches refused");
@@ -190,6 +214,13 @@ pub(crate) async fn run_fetcher(
                     }
                     if !fetched.is_empty() && !append(&part, &follower, leader, epoch, fetched) {
                         return;
+                    }
+                    let mut st = part.lock();
+                    let repaired = st.corrupt_mark().is_some_and(|m| {
+                        m.repair_started.is_some() && st.log_end_offset() >= pd.high_watermark
+                    });
+                    if repaired && still_following(&st, leader, epoch) {
+                        st.clear_corruption();
                     }
                 }
             }
@@ -261,17 +292,21 @@ fn append(
 
 /// The whole batches of a fetch response up to the first one that is torn or fails
 /// its CRC.
-fn checked_batches(records: Bytes) -> Vec<(Bytes, AppendedBatch)> {
+fn checked_batches(part: &Partition, records: Bytes) -> Vec<(Bytes, AppendedBatch)> {
     let mut out = Vec::new();
     for batch in batches(records) {
         let Ok(batch): Result<RecordBatch, _> = batch else {
             break;
         };
         if batch.verify_crc().is_err() {
-            tracing::error!(
-                base = batch.base_offset(),
-                "fetched batch failed its CRC; not appended"
-            );
+            // The leader checks what it serves, so this was damaged on the way; the
+            // next fetch asks again.
+            part.lock()
+                .corruption_event(crate::corruption::CorruptionKind::Detected {
+                    at: crate::corruption::Where::FollowerAppend,
+                    offset: batch.base_offset(),
+                    reason: "fetched batch failed its CRC; not appended".into(),
+                });
             break;
         }
         let info = AppendedBatch {

@@ -20,11 +20,14 @@
 //! private planned-move message), `rpc` (request/response connections).
 
 pub mod controller_node;
+pub mod corrupt_inject;
+pub mod corrupt_report;
 pub(crate) mod fetcher;
 pub(crate) mod forward;
 pub mod move_report;
 pub mod node;
 pub(crate) mod rpc;
+mod scrubber;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -33,6 +36,7 @@ use std::time::Duration;
 use bytes::Bytes;
 
 pub use controller_node::{ControllerHandle, ControllerOptions, ControllerServer};
+pub use corrupt_inject::FramingDamage;
 pub use node::{Node, NodeHandle, NodeOptions};
 pub use rpc::RpcError;
 
@@ -59,6 +63,7 @@ pub struct ClusterBuilder {
     truncation_mode: TruncationMode,
     metadata_fetch_max_bytes: i32,
     network_proxies: bool,
+    scrub_bytes_per_sec: u64,
 }
 
 impl Default for ClusterBuilder {
@@ -83,6 +88,7 @@ impl Default for ClusterBuilder {
             truncation_mode: TruncationMode::FetchDivergingEpoch,
             metadata_fetch_max_bytes: 1 << 20,
             network_proxies: true,
+            scrub_bytes_per_sec: 0,
         }
     }
 }
@@ -198,6 +204,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Runs every node's background scrubber at `bytes_per_sec` (0, the default, turns
+    /// it off): stored batches are re-read and checked even when nobody fetches them.
+    pub fn scrub_rate(mut self, bytes_per_sec: u64) -> Self {
+        self.scrub_bytes_per_sec = bytes_per_sec;
+        self
+    }
+
     fn port(&self, offset: usize) -> u16 {
         if self.base_port == 0 {
             0
@@ -233,6 +246,7 @@ impl ClusterBuilder {
             faults.controller = Some(p);
         }
         let mut nodes = Vec::new();
+        let corruption_log = std::sync::Arc::new(crate::corruption::CorruptionLog::new());
         for id in 1..=self.brokers as i32 {
             let mut opts = NodeOptions::new(id, dial_controller);
             opts.heartbeat_interval = self.heartbeat_interval;
@@ -252,6 +266,8 @@ impl ClusterBuilder {
             opts.broker.advertised_host = self.advertised_host.clone();
             opts.truncation_mode = self.truncation_mode;
             opts.metadata_fetch_max_bytes = self.metadata_fetch_max_bytes;
+            opts.scrub_bytes_per_sec = self.scrub_bytes_per_sec;
+            opts.corruption_log = corruption_log.clone();
             if let Some(n) = self.segment_bytes {
                 opts.broker.segment_bytes = n;
             }

@@ -29,11 +29,13 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 use super::controller_node::METADATA_TOPIC;
+use super::corrupt_report::CorruptReplicaReportRequest;
 use super::fetcher::run_fetcher;
 use super::move_report::{LeaderMoveReportRequest, PHASE_CAUGHT_UP, PHASE_DRAIN_STARTED};
 use super::rpc::Rpc;
 use crate::config::BrokerConfig;
 use crate::controller::{ControllerState, MetadataLogEntry, TopicInfo, NO_LEADER};
+use crate::corruption::{CorruptionKind, CorruptionLog};
 use crate::error::BrokerError;
 use crate::partition::{LeaderReport, Role};
 use crate::replication::{LeaderConfig, LeaderInit, TruncationMode};
@@ -65,6 +67,11 @@ pub struct NodeOptions {
     pub truncation_mode: TruncationMode,
     /// Most metadata log bytes asked for per fetch (the controller also caps it).
     pub metadata_fetch_max_bytes: i32,
+    /// The background scrubber's rate in bytes per second over all local replicas;
+    /// 0 turns it off.
+    pub scrub_bytes_per_sec: u64,
+    /// Where corruption events go (a cluster shares one list between its nodes).
+    pub corruption_log: Arc<CorruptionLog>,
 }
 
 impl NodeOptions {
@@ -82,6 +89,8 @@ impl NodeOptions {
             controlled_shutdown_timeout: Duration::from_secs(60),
             truncation_mode: TruncationMode::FetchDivergingEpoch,
             metadata_fetch_max_bytes: 1 << 20,
+            scrub_bytes_per_sec: 0,
+            corruption_log: Arc::new(CorruptionLog::new()),
         }
     }
 }
@@ -188,7 +197,11 @@ impl Node {
                 link.clone(),
                 reports_rx,
             ))),
-            AbortOnDrop(tokio::spawn(tick_loop(state, link.clone()))),
+            AbortOnDrop(tokio::spawn(tick_loop(state.clone(), link.clone()))),
+            AbortOnDrop(tokio::spawn(crate::cluster::scrubber::scrub_loop(
+                state,
+                link.clone(),
+            ))),
         ];
         tracing::info!(node = link.node_id, addr = %broker.local_addr(), "cluster node started");
         Ok(NodeHandle {
@@ -587,7 +600,15 @@ fn reconcile(
             let mut st = part.lock();
             st.replicas = pi.replicas.clone();
             st.isr = pi.isr.clone();
-            if pi.leader == me && !active {
+            st.attach_corruption_link(
+                me,
+                link.options.corruption_log.clone(),
+                link.reports.clone(),
+            );
+            // A replica with known corruption never leads: it waits for the controller
+            // to elect a healthy one (or to take the partition offline).
+            let corrupt = st.corrupt_offset().is_some();
+            if pi.leader == me && (!active || corrupt) {
                 if !matches!(st.role(), Role::Follower { leader } if *leader == NO_LEADER) {
                     st.become_follower(NO_LEADER, pi.leader_epoch);
                 }
@@ -676,7 +697,9 @@ async fn reports_loop(
     let me = link.node_id;
     let mut rpc = Rpc::new(link.options.controller, format!("node-{me}-reports"));
     let timeout = Duration::from_secs(5);
+    let mut reports_side = tokio::task::JoinSet::new();
     while let Some(report) = rx.recv().await {
+        while reports_side.try_join_next().is_some() {}
         let epoch = link.broker_epoch.load(Ordering::Relaxed);
         match report {
             LeaderReport::AlterIsr {
@@ -763,6 +786,21 @@ async fn reports_loop(
                 )
                 .await;
             }
+            LeaderReport::CorruptReplica {
+                topic,
+                partition,
+                offset,
+            } => {
+                // In its own task (it retries until the controller answers), aborted
+                // with this loop when the node stops.
+                reports_side.spawn(send_corrupt_report(
+                    state.clone(),
+                    link.clone(),
+                    topic,
+                    partition,
+                    offset,
+                ));
+            }
             LeaderReport::SuccessorCaughtUp {
                 topic,
                 partition,
@@ -779,6 +817,70 @@ async fn reports_loop(
                     log_end_offset,
                 )
                 .await;
+            }
+        }
+    }
+}
+
+/// Reports this node's replica as corrupt, retrying until the controller answers
+/// (the report decides whether the replica may keep leading, so it must arrive).
+async fn send_corrupt_report(
+    state: Arc<BrokerState>,
+    link: Arc<ClusterLink>,
+    topic: String,
+    partition: i32,
+    offset: i64,
+) {
+    let topic = topic.as_str();
+    let mut rpc = Rpc::new(
+        link.options.controller,
+        format!("node-{}-corruption", link.node_id),
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while tokio::time::Instant::now() < deadline {
+        let epoch = link.broker_epoch.load(Ordering::Relaxed);
+        let topic_id = link.image().topic_by_name(topic).map(|t| t.topic_id);
+        let (Some(topic_id), true) = (topic_id, epoch >= 0) else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let still = state
+            .topic(topic)
+            .and_then(|t| t.partition(partition).cloned())
+            .is_some_and(|p| p.lock().corrupt_offset().is_some());
+        if !still {
+            return;
+        }
+        let req = CorruptReplicaReportRequest {
+            broker_id: link.node_id,
+            broker_epoch: epoch,
+            topic_id,
+            partition,
+            offset,
+        };
+        match rpc.call(&req, 0, Duration::from_secs(5)).await {
+            Ok(r) if r.error_code == 0 => {
+                if let Some(p) = state
+                    .topic(topic)
+                    .and_then(|t| t.partition(partition).cloned())
+                {
+                    p.lock().corruption_event(CorruptionKind::Reported);
+                }
+                return;
+            }
+            Ok(r) => {
+                tracing::warn!(
+                    node = link.node_id,
+                    topic,
+                    partition,
+                    code = r.error_code,
+                    "corrupt replica report refused"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => {
+                tracing::debug!(node = link.node_id, error = %e, "corrupt replica report failed; retrying");
+                tokio::time::sleep(Duration::from_millis(100)).await;
             }
         }
     }

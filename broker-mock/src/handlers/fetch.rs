@@ -189,6 +189,14 @@ fn read_partition(
                     "refusing to serve stored data"
                 );
             }
+            if let ReadError::CorruptBatch { offset, reason } = &e {
+                // Stop serving the range at once: resign (in a cluster) and report.
+                let at = match replica {
+                    Some(_) => crate::corruption::Where::FollowerFetch,
+                    None => crate::corruption::Where::Serve,
+                };
+                st.on_corruption(*offset, at, reason);
+            }
             out.error_code = e.code().code();
             (out, 0, true)
         }

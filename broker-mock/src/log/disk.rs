@@ -22,8 +22,37 @@ use crate::error::LogError;
 
 const INDEX_ENTRY: usize = 8;
 
-/// Why recovery cut a segment, and how many bytes it cut.
-type Cut = (&'static str, u64);
+/// Why recovery cut a segment, how many bytes it cut, and whether a valid batch
+/// followed the cut (mid-log damage rather than a torn tail).
+type Cut = (&'static str, u64, bool);
+
+/// Most bytes after a bad batch searched for a later valid batch.
+const RESYNC_SCAN_MAX: u64 = 64 << 20;
+
+/// Whether a whole valid batch with offsets at or past `min_offset` starts anywhere in
+/// `from..len` of `file`: if one does, the damage before it is not a torn tail. Reads
+/// at most [`RESYNC_SCAN_MAX`] bytes.
+fn valid_batch_follows(file: &File, from: u64, len: u64, min_offset: i64) -> bool {
+    if from >= len {
+        return false;
+    }
+    let n = (len - from).min(RESYNC_SCAN_MAX) as usize;
+    let mut buf = vec![0u8; n];
+    if read_at(file, &mut buf, from).is_err() {
+        return false;
+    }
+    (0..n.saturating_sub(HEADER_LEN)).any(|i| {
+        let b = &buf[i..];
+        // Cheap checks first: magic 2 and a plausible frame.
+        if b[16] != 2 {
+            return false;
+        }
+        let Some((base, total)) = frame_len(b) else {
+            return false;
+        };
+        base >= min_offset && total <= b.len() && validate(&b[..total]).is_ok()
+    })
+}
 
 /// What recovery found and removed while opening a log.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -34,6 +63,11 @@ pub struct Recovery {
     pub removed_segments: usize,
     /// Why the cut was made, if one was.
     pub reason: Option<&'static str>,
+    /// Set when the cut was not a torn tail: a valid batch (or a later segment)
+    /// followed the bad one, so data that may have been acknowledged was removed. The
+    /// value is the first offset removed. A cluster replica reports this and re-fetches
+    /// the removed range from a healthy leader.
+    pub corrupt_offset: Option<i64>,
 }
 
 #[derive(Debug)]
@@ -186,6 +220,10 @@ impl Segment {
                 cut = Some(("batch offsets go backwards", left));
                 break;
             }
+            if pos > 0 && h.base_offset != expected {
+                cut = Some(("batch offsets skip ahead", left));
+                break;
+            }
             if h.last_offset - base > u32::MAX as i64 {
                 cut = Some(("batch offset out of segment range", left));
                 break;
@@ -194,13 +232,15 @@ impl Segment {
             expected = h.last_offset + 1;
             pos += total as u64;
         }
+        let mut mid_log = false;
         if cut.is_some() {
+            mid_log = valid_batch_follows(&seg.file, pos + 1, len, expected);
             seg.file
                 .set_len(pos)
                 .map_err(|e| LogError::io(&seg.path, e))?;
         }
         seg.rewrite_index()?;
-        Ok((seg, cut))
+        Ok((seg, cut.map(|(r, b)| (r, b, mid_log))))
     }
 
     /// Updates in-memory state for a batch written at `pos`; returns the index entry
@@ -275,6 +315,25 @@ impl Segment {
         Ok((self.size, None))
     }
 
+    /// Like [`Segment::locate`] but for cutting a damaged log: walks from the start of
+    /// the segment (an index entry may be wrong) and stops at the first batch at or
+    /// past `offset` or at the first header that does not parse. Returns the cut
+    /// position and the offset that follows the kept batches.
+    fn locate_lenient(&self, offset: i64) -> (u64, i64) {
+        let mut pos = 0;
+        let mut next = self.base;
+        while pos < self.size {
+            match self.header_at(pos) {
+                Ok(h) if h.last_offset < offset && h.base_offset >= next => {
+                    next = h.last_offset + 1;
+                    pos += h.total_len as u64;
+                }
+                _ => return (pos, next),
+            }
+        }
+        (pos, next)
+    }
+
     fn read_range(&self, from: u64, to: u64) -> Result<Bytes, LogError> {
         let mut buf = vec![0u8; (to - from) as usize];
         read_at(&self.file, &mut buf, from).map_err(|e| LogError::io(&self.path, e))?;
@@ -283,6 +342,17 @@ impl Segment {
 
     /// Cuts the segment at `pos` (a batch boundary) and drops index entries past it.
     fn cut_at(&mut self, pos: u64, next: i64) -> Result<(), LogError> {
+        if self.size == 0 || pos == 0 {
+            self.file
+                .set_len(0)
+                .map_err(|e| LogError::io(&self.path, e))?;
+            self.size = 0;
+            self.next = self.base;
+            self.index.clear();
+            self.since_index = 0;
+            self.max_ts = -1;
+            return self.rewrite_index();
+        }
         self.file
             .set_len(pos)
             .map_err(|e| LogError::io(&self.path, e))?;
@@ -377,12 +447,19 @@ impl DiskLog {
             }
             let (seg, cut) = Segment::recover(&dir, base, min, index_interval_bytes)?;
             let had_cut = cut.is_some();
-            if let Some((reason, bytes)) = cut {
+            if let Some((reason, bytes, mid_log)) = cut {
                 recovery.truncated_bytes += bytes;
                 recovery.reason = Some(reason);
+                if mid_log {
+                    recovery.corrupt_offset = Some(seg.next);
+                }
             }
+            let next = seg.next;
             segments.push(seg);
             if had_cut {
+                if iter.len() > 0 {
+                    recovery.corrupt_offset.get_or_insert(next);
+                }
                 break;
             }
         }
@@ -514,11 +591,20 @@ impl DiskLog {
             seg.remove_files()?;
         }
         let active = self.active();
-        let (pos, h) = active.locate(offset)?;
-        if let Some(h) = h {
-            active.cut_at(pos, h.base_offset)?;
+        let (pos, next) = active.locate_lenient(offset);
+        if pos < active.size {
+            active.cut_at(pos, next)?;
         }
         Ok(())
+    }
+
+    /// Where the batch holding `offset` is stored: segment file, position and length.
+    /// `None` if no stored batch holds it.
+    pub fn batch_location(&self, offset: i64) -> Option<(PathBuf, u64, usize)> {
+        let seg = &self.segments[self.segment_for(offset)];
+        let (pos, h) = seg.locate(offset).ok()?;
+        let h = h?;
+        (h.base_offset <= offset).then(|| (seg.path.clone(), pos, h.total_len))
     }
 
     pub(super) fn find_by_timestamp(&self, ts: i64) -> Result<Option<Bytes>, LogError> {
@@ -574,4 +660,47 @@ impl DiskLog {
         drop(self);
         fs::remove_dir_all(&dir).map_err(|e| LogError::io(&dir, e))
     }
+}
+
+/// Finds the batch holding `offset` in the segment files of the log directory `dir`
+/// without opening (and so without recovering) the log: the segment file, the batch's
+/// position and its length. For fault injection and offline inspection; it follows
+/// the length fields only, so it works while the log is open elsewhere.
+pub fn locate_batch_in_dir(
+    dir: &Path,
+    offset: i64,
+) -> Result<Option<(PathBuf, u64, usize)>, LogError> {
+    let mut bases = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| LogError::io(dir, e))? {
+        let entry = entry.map_err(|e| LogError::io(dir, e))?;
+        let name = entry.file_name();
+        if let Some(base) = name
+            .to_str()
+            .and_then(|n| n.strip_suffix(".log"))
+            .filter(|s| s.len() == 20)
+            .and_then(|s| s.parse::<i64>().ok())
+        {
+            bases.push(base);
+        }
+    }
+    bases.sort_unstable();
+    let Some(&base) = bases.iter().rev().find(|b| **b <= offset) else {
+        return Ok(None);
+    };
+    let (path, _) = segment_paths(dir, base);
+    let file = File::open(&path).map_err(|e| LogError::io(&path, e))?;
+    let len = file.metadata().map_err(|e| LogError::io(&path, e))?.len();
+    let mut pos = 0u64;
+    while pos + HEADER_LEN as u64 <= len {
+        let mut head = [0u8; HEADER_LEN];
+        read_at(&file, &mut head, pos).map_err(|e| LogError::io(&path, e))?;
+        let Ok(h) = BatchHeader::parse(&head) else {
+            return Ok(None);
+        };
+        if h.base_offset <= offset && offset <= h.last_offset {
+            return Ok(Some((path, pos, h.total_len)));
+        }
+        pos += h.total_len as u64;
+    }
+    Ok(None)
 }

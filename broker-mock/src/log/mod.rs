@@ -12,7 +12,7 @@ mod memory;
 
 use bytes::Bytes;
 
-pub use disk::{DiskLog, Recovery};
+pub use disk::{locate_batch_in_dir, DiskLog, Recovery};
 pub use memory::MemoryLog;
 
 use crate::error::LogError;

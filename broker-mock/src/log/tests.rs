@@ -230,6 +230,85 @@ fn recovery_cuts_at_a_corrupt_batch_mid_segment() {
 }
 
 #[test]
+fn recovery_tells_mid_log_damage_from_a_torn_tail() {
+    // A torn tail: no corrupt offset.
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(dir.path(), 1 << 20, 100).unwrap();
+    fill(&mut log, 6);
+    drop(log);
+    let seg = dir.path().join("00000000000000000000.log");
+    let len = fs::metadata(&seg).unwrap().len();
+    OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .unwrap()
+        .set_len(len - 5)
+        .unwrap();
+    let (_, rec) = Log::open(dir.path(), 1 << 20, 100).unwrap();
+    assert!(rec.reason.is_some());
+    assert_eq!(rec.corrupt_offset, None);
+
+    // Damage with valid batches after it, in each kind of field.
+    for damage in ["crc", "length", "base offset", "gap"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut log, _) = Log::open(dir.path(), 1 << 20, 100).unwrap();
+        let written = fill(&mut log, 10);
+        drop(log);
+        let seg = dir.path().join("00000000000000000000.log");
+        let mut data = fs::read(&seg).unwrap();
+        let pos: usize = written[..4].iter().map(Bytes::len).sum();
+        let first_lost = RecordBatch::parse(written[3].clone())
+            .unwrap()
+            .next_offset();
+        match damage {
+            "crc" => data[pos + 70] ^= 0x5A,
+            "length" => data[pos + 8..pos + 12].copy_from_slice(&0x3FFF_0000_i32.to_be_bytes()),
+            "base offset" => {
+                data[pos..pos + 8].copy_from_slice(&(first_lost - 1).to_be_bytes());
+            }
+            _ => data[pos..pos + 8].copy_from_slice(&(first_lost + 5).to_be_bytes()),
+        }
+        fs::write(&seg, &data).unwrap();
+        let (log, rec) = Log::open(dir.path(), 1 << 20, 100).unwrap();
+        assert_eq!(rec.corrupt_offset, Some(first_lost), "{damage}: {rec:?}");
+        assert_eq!(log.log_end_offset(), first_lost, "{damage}");
+    }
+}
+
+#[test]
+fn truncation_and_reads_survive_damaged_framing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut log, _) = Log::open(dir.path(), 1 << 20, 100).unwrap();
+    let written = fill(&mut log, 10);
+    let pos: u64 = written[..4].iter().map(|b| b.len() as u64).sum();
+    let bad = RecordBatch::parse(written[4].clone()).unwrap();
+    // Damage the fifth batch's length field while the log is open.
+    let (path, at, len) = locate_batch_in_dir(dir.path(), bad.base_offset())
+        .unwrap()
+        .unwrap();
+    assert_eq!((at, len), (pos, written[4].len()));
+    {
+        use std::os::unix::fs::FileExt;
+        let f = OpenOptions::new().write(true).open(path).unwrap();
+        f.write_all_at(&0x3FFF_0000_i32.to_be_bytes(), at + 8)
+            .unwrap();
+    }
+    // Reading from the start: the intact batches before the damage, then an error.
+    let ok = crate::partition::read_verified(&log, 0, usize::MAX).unwrap();
+    assert_eq!(ok, written[..4].to_vec());
+    match crate::partition::read_verified(&log, bad.base_offset(), usize::MAX) {
+        Err(crate::partition::ReadError::CorruptBatch { offset, .. }) => {
+            assert_eq!(offset, bad.base_offset())
+        }
+        other => panic!("corruption expected, got {other:?}"),
+    }
+    // Cutting below the damage works although its header cannot be trusted.
+    log.truncate_to(bad.base_offset()).unwrap();
+    assert_eq!(log.log_end_offset(), bad.base_offset());
+    assert_eq!(log.read(0, usize::MAX).unwrap(), written[..4].to_vec());
+}
+
+#[test]
 fn reopen_keeps_everything_and_rebuilds_the_index() {
     let dir = tempfile::tempdir().unwrap();
     let mut log = disk(dir.path());

@@ -478,9 +478,11 @@ async fn consume(
         if batch.next_offset() <= part.offset {
             continue;
         }
-        if let Err(e) = batch.verify_crc() {
-            corrupt = Some((batch.base_offset(), e));
-            break;
+        if cfg.check_crcs {
+            if let Err(e) = batch.verify_crc() {
+                corrupt = Some((batch.base_offset(), e));
+                break;
+            }
         }
         if batch.is_control() {
             part.offset = batch.next_offset();

@@ -138,6 +138,7 @@ pub(crate) struct ConsumerConfig {
     pub(crate) channel_capacity: usize,
     pub(crate) max_corrupt_attempts: u32,
     pub(crate) retry_backoff: Duration,
+    pub(crate) check_crcs: bool,
 }
 
 impl Default for ConsumerConfig {
@@ -151,6 +152,7 @@ impl Default for ConsumerConfig {
             channel_capacity: 1024,
             max_corrupt_attempts: 5,
             retry_backoff: Duration::from_millis(100),
+            check_crcs: true,
         }
     }
 }
@@ -215,6 +217,17 @@ impl ConsumerBuilder {
     /// before [`ConsumerError::CorruptBatch`] is yielded (default 5).
     pub fn max_corrupt_attempts(mut self, attempts: u32) -> Self {
         self.config.max_corrupt_attempts = attempts.max(1);
+        self
+    }
+
+    /// Whether every fetched batch's CRC-32C is checked before any of its records is
+    /// yielded (default on, Kafka's `check.crcs`). On a mismatch the consumer refreshes
+    /// its metadata (the leader may have changed) and fetches again; after
+    /// [`max_corrupt_attempts`](Self::max_corrupt_attempts) failures in a row it yields
+    /// [`ConsumerError::CorruptBatch`] naming the partition and offset. Turning it off
+    /// only skips the checksum: records must still decode.
+    pub fn check_crcs(mut self, on: bool) -> Self {
+        self.config.check_crcs = on;
         self
     }
 
