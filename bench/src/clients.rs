@@ -255,9 +255,34 @@ fn send_blocking(p: &ThreadedProducer<Counting>, topic: &str, value: &[u8]) -> R
 
 /// Consumes `n` records from offset 0 with librdkafka's BaseConsumer (assigned, no
 /// group membership). Blocking.
-pub fn rdkafka_consume(bootstrap: &str, topic: &str, n: u64) -> Result<Sample, String> {
+///
+/// `tuned` raises librdkafka's prefetch floor (`queued.min.messages=1000000`,
+/// `queued.max.messages.kbytes=1048576`): with its defaults (100,000 messages) and
+/// 100-byte records, it backs off fetching (`fetch.queue.backoff.ms`, 1 s) and is
+/// mostly idle.
+pub fn rdkafka_consume(
+    bootstrap: &str,
+    topic: &str,
+    n: u64,
+    tuned: bool,
+) -> Result<Sample, String> {
     let (cpu0, t0) = (self_cpu(), Instant::now());
-    let consumer: BaseConsumer = ClientConfig::new()
+    let mut config = ClientConfig::new();
+    if tuned {
+        config
+            .set("queued.min.messages", "1000000")
+            .set("queued.max.messages.kbytes", "1048576");
+    }
+    // Extra settings, `key=value,key=value`, for experiments with librdkafka's
+    // prefetching (the tables use its defaults).
+    if let Ok(extra) = std::env::var("BENCH_RDKAFKA_CONSUMER") {
+        for kv in extra.split(',').filter(|s| !s.is_empty()) {
+            if let Some((k, v)) = kv.split_once('=') {
+                config.set(k, v);
+            }
+        }
+    }
+    let consumer: BaseConsumer = config
         .set("bootstrap.servers", bootstrap)
         .set("client.id", "bench-librdkafka")
         .set("group.id", "bench-librdkafka")

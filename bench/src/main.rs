@@ -25,7 +25,9 @@ OPTIONS:
     --large-values N       1 MiB values per large-value run (default 1024)
     --failover-rate R      records/s of the paced failover producer (default 2000)
     --session-timeout-ms T broker session timeout of the failover cluster (default 6000)
-    --clients LIST         comma-separated subset of baton,librdkafka,rskafka
+    --clients LIST         comma-separated subset of baton,librdkafka,rskafka (consumer:
+                           also librdkafka-tuned, a larger prefetch queue; default
+                           baton,librdkafka,librdkafka-tuned,rskafka there)
 
 ENVIRONMENT:
     BATON_BROKER_BIN  the baton-broker binary (default target/release/baton-broker of
@@ -229,6 +231,10 @@ async fn producer(o: &Options) -> Result<(), String> {
 }
 
 async fn consumer(o: &Options) -> Result<(), String> {
+    let mut o = o.clone();
+    if o.clients == ["baton", "librdkafka", "rskafka"] {
+        o.clients.insert(2, "librdkafka-tuned".into());
+    }
     let broker = BrokerProc::baton(&measure::baton_broker_bin())?;
     let topics = Topics::new(&broker.bootstrap()).await?;
     let topic = "consume";
@@ -255,7 +261,10 @@ async fn consumer(o: &Options) -> Result<(), String> {
             let s = match c.as_str() {
                 "baton" => clients::baton_consume(&b, topic, n).await?,
                 "librdkafka" => {
-                    blocking(move || clients::rdkafka_consume(&b, "consume", n)).await?
+                    blocking(move || clients::rdkafka_consume(&b, "consume", n, false)).await?
+                }
+                "librdkafka-tuned" => {
+                    blocking(move || clients::rdkafka_consume(&b, "consume", n, true)).await?
                 }
                 "rskafka" => clients::rskafka_consume(&b, topic, n).await?,
                 other => return Err(format!("unknown client {other}")),
@@ -294,7 +303,7 @@ async fn broker(o: &Options) -> Result<(), String> {
             prod.push(b.name, s);
             let (bs, t) = (b.bootstrap(), topic.clone());
             let cpu0 = b.cpu();
-            let mut s = blocking(move || clients::rdkafka_consume(&bs, &t, n)).await?;
+            let mut s = blocking(move || clients::rdkafka_consume(&bs, &t, n, true)).await?;
             s.cpu_secs = (b.cpu() - cpu0).as_secs_f64();
             log_sample(&format!("fetch {} run {}", b.name, run + 1), &s);
             fetch.push(b.name, s);
