@@ -577,6 +577,23 @@ async fn all_replicas_corrupt_takes_the_partition_offline() {
         events_text(&cluster),
         cluster.timeline_text()
     );
+    // Clients are told clearly: Metadata names no leader, LEADER_NOT_AVAILABLE.
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let md = client.refresh_metadata().await.expect("metadata");
+        let p = md.topic(&topic).and_then(|t| t.partition(0)).cloned();
+        let offline = p.as_ref().is_some_and(|p| {
+            p.leader.is_none() && p.error == Some(baton_protocol::ErrorCode::LeaderNotAvailable)
+        });
+        if offline {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "metadata shows the partition offline: {p:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     // Everything below the damaged batch was served, in order, once; nothing after.
     assert!(
         !got.is_empty(),
