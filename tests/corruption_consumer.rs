@@ -176,17 +176,15 @@ async fn persistent_damage_is_a_typed_error_naming_partition_and_offset() {
         .build()
         .await
         .expect("consumer");
-    let err = loop {
-        match tokio::time::timeout(Duration::from_secs(30), consumer.recv())
-            .await
-            .expect("an answer arrives")
-        {
-            Ok(r) => panic!(
-                "a record of a damaged batch was yielded: offset {}",
-                r.offset
-            ),
-            Err(e) => break e,
-        }
+    let answer = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+        .await
+        .expect("an answer arrives");
+    let err = match answer {
+        Ok(r) => panic!(
+            "a record of a damaged batch was yielded: offset {}",
+            r.offset
+        ),
+        Err(e) => e,
     };
     match &err {
         ConsumerError::CorruptBatch {
