@@ -326,6 +326,30 @@ impl Cluster {
         ));
     }
 
+    /// Waits until every partition of `topic` has a leader and all its replicas in
+    /// the ISR (e.g. between the steps of a rolling restart).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only reads.
+    pub async fn wait_fully_replicated(
+        &self,
+        topic: &str,
+        timeout: Duration,
+    ) -> Result<(), crate::cluster::WaitTimedOut> {
+        self.wait_for(timeout, |c| {
+            let mut p = 0;
+            while let Some(v) = c.partition_state(topic, p) {
+                if v.leader < 0 || v.isr.len() != v.replicas.len() {
+                    return false;
+                }
+                p += 1;
+            }
+            p > 0
+        })
+        .await
+    }
+
     /// Request faults not used up yet, over every node.
     pub fn pending_request_faults(&self) -> u64 {
         self.faults.all().map(|p| p.shared.pending_requests()).sum()
