@@ -598,6 +598,20 @@ impl DiskLog {
         Ok(())
     }
 
+    /// Test hook: points every in-memory index entry at the batch after the one it
+    /// names (a wrong index must be noticed by the reader's offset checks).
+    #[cfg(test)]
+    pub(crate) fn skew_index_for_test(&mut self) {
+        for seg in &mut self.segments {
+            for i in 0..seg.index.len() {
+                let (_, pos) = seg.index[i];
+                if let Ok(h) = seg.header_at(pos as u64) {
+                    seg.index[i].1 = pos + h.total_len as u32;
+                }
+            }
+        }
+    }
+
     /// Where the batch holding `offset` is stored: segment file, position and length.
     /// `None` if no stored batch holds it.
     pub fn batch_location(&self, offset: i64) -> Option<(PathBuf, u64, usize)> {
