@@ -267,7 +267,7 @@ impl App {
 
 /// The brokers the example runs against.
 enum Brokers {
-    Cluster(Cluster),
+    Cluster(Box<Cluster>),
     Single {
         dir: PathBuf,
         addr: SocketAddr,
@@ -348,13 +348,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             handle: Some(handle),
         }
     } else {
-        Brokers::Cluster(
+        Brokers::Cluster(Box::new(
             Cluster::builder()
                 .brokers(3)
                 .data_dir(dir.path())
                 .start()
                 .await?,
-        )
+        ))
     };
     println!(
         "{} · seed {} · {} records",
