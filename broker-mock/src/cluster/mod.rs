@@ -285,10 +285,10 @@ impl ClusterBuilder {
         }
         let mut cluster = Cluster {
             controller: Some(controller),
-            controller_options: ControllerOptions {
+            controller_options: Box::new(ControllerOptions {
                 listen: caddr,
                 ..controller_opts
-            },
+            }),
             nodes,
             started: std::time::Instant::now(),
             timeline: Vec::new(),
@@ -319,7 +319,9 @@ struct NodeSlot {
 #[derive(Debug)]
 pub struct Cluster {
     controller: Option<ControllerHandle>,
-    controller_options: ControllerOptions,
+    /// Boxed to keep `Cluster` small (it is often held in an enum beside other
+    /// handles).
+    controller_options: Box<ControllerOptions>,
     nodes: Vec<NodeSlot>,
     started: std::time::Instant,
     timeline: Vec<TimelineEvent>,
@@ -595,7 +597,7 @@ impl Cluster {
     /// Cancelling before it completes leaves the controller stopped.
     pub async fn restart_controller(&mut self) -> Result<(), BrokerError> {
         if self.controller.is_none() {
-            let opts = self.controller_options.clone();
+            let opts = (*self.controller_options).clone();
             let c = retry_bind(|| ControllerServer::start(opts.clone())).await?;
             if let Some(p) = &self.faults.controller {
                 p.shared.set_target(c.local_addr());
