@@ -609,6 +609,10 @@ async fn all_replicas_corrupt_takes_the_partition_offline() {
         let id = r.value.as_deref().and_then(cluster_util::parse);
         assert_eq!(id.map(|id| acked[&id].1), Some(r.offset), "record intact");
     }
+    // With no healthy copy to re-fetch from, no replica cut its data past the damage.
+    for r in &v.replica_states {
+        assert_eq!(r.log_end_offset, N as i64, "node {} kept its log", r.node);
+    }
     for n in 1..=3 {
         assert!(
             find_event(&cluster, n, |k| matches!(

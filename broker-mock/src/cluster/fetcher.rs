@@ -65,6 +65,21 @@ pub(crate) async fn run_fetcher(
         }
         tokio::time::sleep(BACKOFF).await;
     };
+    let mut rpc = Rpc::new(addr, format!("replica-{me}"));
+    let pending_repair = part
+        .lock()
+        .corrupt_mark()
+        .filter(|m| m.repair_started.is_none());
+    if let Some(m) = pending_repair {
+        // Cut nothing before the leader has shown a healthy copy of the damaged range:
+        // if it is corrupt there too, the local data past the damage is all that is
+        // left of it.
+        if !leader_has_healthy_copy(&mut rpc, &topic, partition, m.offset).await {
+            tracing::warn!(node = me, %topic, partition, leader, offset = m.offset, "leader has no healthy copy of the damaged range; not cutting");
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            return;
+        }
+    }
     let mut follower = {
         let mut st = part.lock();
         if !still_following(&st, leader, epoch) {
@@ -96,7 +111,6 @@ pub(crate) async fn run_fetcher(
         )
     };
     tracing::debug!(node = me, %topic, partition, leader, epoch, %addr, "replica fetcher started");
-    let mut rpc = Rpc::new(addr, format!("replica-{me}"));
     let mut actions: VecDeque<FollowerAction> = follower.take_actions().into();
     while let Some(action) = actions.pop_front() {
         match action {
@@ -265,6 +279,59 @@ pub(crate) async fn run_fetcher(
             }
         }
         actions.extend(follower.take_actions());
+    }
+}
+
+/// Asks the leader, as a consumer would (so its follower bookkeeping is untouched),
+/// for the batch at `offset`: true when it serves one that passes its CRC, or nothing
+/// because `offset` is past its HW (uncommitted data may be cut anyway).
+async fn leader_has_healthy_copy(rpc: &mut Rpc, topic: &str, partition: i32, offset: i64) -> bool {
+    let req = FetchRequest {
+        replica_id: -1,
+        max_wait_ms: 0,
+        min_bytes: 0,
+        max_bytes: 1,
+        session_epoch: -1,
+        topics: vec![FetchTopic {
+            topic: topic.to_owned(),
+            partitions: vec![FetchPartition {
+                partition,
+                current_leader_epoch: -1,
+                fetch_offset: offset,
+                last_fetched_epoch: -1,
+                log_start_offset: -1,
+                partition_max_bytes: 1,
+            }],
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let Ok(resp) = rpc
+        .call(&req, REPLICA_FETCH_VERSION, Duration::from_secs(10))
+        .await
+    else {
+        return false;
+    };
+    let Some(pd) = resp
+        .responses
+        .into_iter()
+        .next()
+        .and_then(|t| t.partitions.into_iter().next())
+    else {
+        return false;
+    };
+    if resp.error_code != 0 || pd.error_code != 0 {
+        return false;
+    }
+    let records = pd.records.unwrap_or_default();
+    if records.is_empty() {
+        return offset >= pd.high_watermark;
+    }
+    match batches(records).next() {
+        Some(Ok(b)) => {
+            b.verify_crc().is_ok() && b.base_offset() <= offset && offset <= b.last_offset()
+        }
+        _ => false,
     }
 }
 
