@@ -130,6 +130,10 @@ pub async fn run(o: FailoverOptions) -> Result<(), String> {
         // Graceful rolling restart of every node.
         let t0 = Instant::now();
         for id in cluster.node_ids() {
+            let was_leader = cluster
+                .partition_state(topic, 0)
+                .is_some_and(|v| v.leader == id);
+            let t_node = Instant::now();
             cluster.node(id).stop().await;
             cluster
                 .node(id)
@@ -140,6 +144,12 @@ pub async fn run(o: FailoverOptions) -> Result<(), String> {
                 .wait_for(Duration::from_secs(120), full_isr)
                 .await
                 .map_err(|_| "ISR did not recover during a rolling restart")?;
+            let kind = if was_leader {
+                "rolling restart: the leader's node"
+            } else {
+                "rolling restart: a follower's node"
+            };
+            events.push((kind, t_node, Instant::now()));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
         events.push(("graceful rolling restart", t0, Instant::now()));
@@ -166,7 +176,12 @@ pub async fn run(o: FailoverOptions) -> Result<(), String> {
     println!();
     println!("| event | events | records in windows | p50 ms | p99 ms | max ms | median of per-event max ms | errors |");
     println!("|---|---:|---:|---:|---:|---:|---:|---:|");
-    for kind in ["leader hard kill", "graceful rolling restart"] {
+    for kind in [
+        "leader hard kill",
+        "graceful rolling restart",
+        "rolling restart: the leader's node",
+        "rolling restart: a follower's node",
+    ] {
         let mut all = Vec::new();
         let mut maxes = Vec::new();
         let mut errors = 0u64;
