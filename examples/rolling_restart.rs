@@ -21,19 +21,26 @@
 //!   sends it again; `InFlight` means the outcome is unknown, so the application
 //!   awaits it (its attempt to reclaim the buffer early is refused and counted);
 //! - a consumer with explicit partition assignment reads every partition while
-//!   the faults happen and checks each value's CRC, its partition, and its order.
+//!   the faults happen and checks each value's CRC, its partition, and its offsets.
 //!
-//! Meanwhile the cluster is put through a graceful rolling restart (each node in
-//! turn: controlled shutdown, restart, wait until it is back in every ISR), a hard
-//! kill of the leader of partition 0 (restarted once a new leader is elected), and,
-//! when the cluster supports it, a corruption of a stored batch on a leader.
+//! Meanwhile the cluster goes through, in order: a graceful rolling restart (each
+//! node in turn: controlled shutdown, restart, wait until it is back in its ISRs);
+//! a hard kill of the leader of a partition chosen by the seed (restarted once new
+//! leaders are elected); and a flipped byte in a stored batch of a leader (a
+//! committed offset half-way through its log), which a second reader then replays
+//! through: the leader detects the damage before serving it, steps down, a healthy
+//! replica serves intact data, and the damaged replica repairs itself.
 //!
-//! Live progress goes to the terminal; at the end a report lists the counts, every
-//! fault's stall (the longest gap between two acknowledgements of one partition
-//! around the fault), and an SVG chart of acknowledgements per second with the
-//! faults and leader changes marked is written to `--out`. The exit code is 1 if
-//! any record was lost, duplicated, reordered or corrupted, or any error reached
-//! the application.
+//! Every produce outcome and every record read goes to the history checker of
+//! [`baton_broker::history`]. Sends are numbered in the order the producer accepted
+//! them (a record sent again after `NeverSent` gets a new number), so its order check
+//! is exact. Live progress goes to the terminal (plain log lines when stderr is not
+//! one); at the end a report lists the counts, every fault's stall (the longest gap
+//! between two acknowledgements of one partition that ends during the fault), the
+//! corruption's detection and repair times, and an SVG chart of acknowledgements per
+//! second with the faults and leader changes marked is written to `--out`. The exit
+//! code is 1 if any record was lost, duplicated, reordered or corrupted, or any error
+//! reached the application.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -45,6 +52,7 @@ use baton::{
     Admin, CancelOutcome, CancellationToken, Client, Consumer, DeliveryFuture, NewTopic,
     ProduceError, Producer, ProducerRecord, RecordMetadata, StartOffset,
 };
+use baton_broker::history::{History, ProduceOutcome};
 use baton_broker::Cluster;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -223,8 +231,8 @@ struct FaultWindow {
 struct ProduceStats {
     /// (time since start in µs, partition) of every acknowledgement.
     acks: Vec<(u64, i32)>,
-    /// Sequence numbers acknowledged.
-    acked: Vec<u64>,
+    /// Records acknowledged.
+    acked: u64,
     /// Records whose delivery failed for good.
     failed: u64,
     /// Sends that hit the timeout.
@@ -252,15 +260,25 @@ struct App {
     producer: Producer,
     pool: Mutex<Vec<BytesMut>>,
     stats: Mutex<ProduceStats>,
-    /// Sequence numbers the application sent a second time (after `NeverSent`):
-    /// they may land behind later records, so the order check skips them.
-    resent: Mutex<HashSet<u64>>,
+    /// Serialises handing records to the producer and numbers each accepted send,
+    /// so that the numbers follow the order records were accepted in (a record sent
+    /// again after `NeverSent` gets a new, later number).
+    send_gate: tokio::sync::Mutex<u64>,
+    /// The number of each sequence number's last accepted send.
+    ids: Mutex<Vec<u64>>,
+    /// Every produce outcome and every record read, for the history checker.
+    history: Mutex<History>,
     produced: AtomicU64,
     acked: AtomicU64,
     consumed: AtomicU64,
     events: Mutex<Vec<Event>>,
     phase: Mutex<String>,
     leaders: Mutex<Vec<i32>>,
+    corruption: Mutex<CorruptionReport>,
+    /// What the replaying reader of the corruption step found wrong.
+    replay_corrupted: AtomicU64,
+    replay_reordered: AtomicU64,
+    replay_errors: AtomicU64,
     ui: Ui,
 }
 
@@ -317,22 +335,82 @@ impl App {
         }
     }
 
-    /// A record for `seq` and the application's own handle on its value.
-    fn record(&self, seq: u64) -> (ProducerRecord, Bytes) {
+    /// A record for `seq`, the application's own handle on its value, and the
+    /// value's CRC-32C (what the history checker compares reads against).
+    fn record(&self, seq: u64) -> (ProducerRecord, Bytes, u32) {
         let mut buf = self.take_buffer();
         fill_value(&mut buf, seq, self.seed);
         let value = buf.freeze();
         let mine = value.clone();
+        let checksum = crc32c::crc32c(&value);
         let record = ProducerRecord::new(self.topic.clone())
             .partition((seq % self.partitions as u64) as i32)
             .key(Bytes::from(format!("key-{}", seq % 1000)))
             .value(value);
-        (record, mine)
+        (record, mine, checksum)
+    }
+
+    /// Hands `seq`'s record to the producer (giving up if `stop` is cancelled first)
+    /// and numbers the send if it is accepted.
+    async fn accept(
+        &self,
+        seq: u64,
+        record: ProducerRecord,
+        stop: Option<&CancellationToken>,
+    ) -> Result<DeliveryFuture, ProduceError> {
+        let mut next = self.send_gate.lock().await;
+        let delivery = match stop {
+            Some(token) => self.producer.send_with_cancel(record, token).await?,
+            None => self.producer.send(record).await?,
+        };
+        let mut ids = self.ids.lock().unwrap();
+        match ids.get_mut(seq as usize) {
+            Some(id) => *id = *next,
+            None => {
+                ids.resize(seq as usize, u64::MAX);
+                ids.push(*next);
+            }
+        }
+        *next += 1;
+        Ok(delivery)
+    }
+
+    /// The number of `seq`'s last accepted send; `u64::MAX` (never produced) if none.
+    fn id_of(&self, seq: u64) -> u64 {
+        self.ids
+            .lock()
+            .unwrap()
+            .get(seq as usize)
+            .copied()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Hands a record read by any reader to the history checker; returns whether
+    /// the application's own check passes (intact CRC, right partition).
+    fn observe(&self, record: &baton::ConsumerRecord) -> bool {
+        let value = record.value.as_deref().unwrap_or_default();
+        let checked = check_value(value);
+        // A damaged value still names the record it claims to be.
+        let seq = checked.or_else(|| value.get(..8).map(|mut b| b.get_u64()));
+        let id = seq.map_or(u64::MAX, |s| self.id_of(s));
+        self.history.lock().unwrap().consumed(
+            record.partition,
+            record.offset,
+            id,
+            crc32c::crc32c(value),
+        );
+        checked.is_some_and(|s| (s % self.partitions as u64) as i32 == record.partition)
     }
 
     /// Waits for `seq`'s final outcome with a deadline on every attempt, acting on
     /// what Baton says a timed-out send became; then returns its buffer to the pool.
-    async fn follow(self: Arc<Self>, seq: u64, mut delivery: DeliveryFuture, mine: Bytes) {
+    async fn follow(
+        self: Arc<Self>,
+        seq: u64,
+        mut delivery: DeliveryFuture,
+        mine: Bytes,
+        checksum: u32,
+    ) {
         let mut mine = Some(mine);
         let result: Result<RecordMetadata, ProduceError> = loop {
             match tokio::time::timeout(SEND_TIMEOUT, &mut delivery).await {
@@ -343,8 +421,7 @@ impl App {
                         CancelOutcome::NeverSent(record) => {
                             // Guaranteed unwritten: sending it again cannot duplicate it.
                             self.stats.lock().unwrap().never_sent += 1;
-                            self.resent.lock().unwrap().insert(seq);
-                            match self.producer.send(record).await {
+                            match self.accept(seq, record, None).await {
                                 Ok(d) => delivery = d,
                                 Err(e) => break Err(e),
                             }
@@ -365,12 +442,24 @@ impl App {
                 }
             }
         };
+        let outcome = match &result {
+            Ok(meta) => ProduceOutcome::Acked {
+                partition: meta.partition,
+                offset: meta.offset,
+            },
+            // Whether a failed record was written is not known in general.
+            Err(_) => ProduceOutcome::Unknown,
+        };
+        self.history
+            .lock()
+            .unwrap()
+            .produced(self.id_of(seq), checksum, outcome);
         match result {
             Ok(meta) => {
                 let at = self.now().as_micros() as u64;
                 let mut st = self.stats.lock().unwrap();
                 st.acks.push((at, meta.partition));
-                st.acked.push(seq);
+                st.acked += 1;
                 self.acked.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
@@ -410,13 +499,13 @@ async fn produce(app: Arc<App>, rate: u64, stop: CancellationToken) {
             p = limit.clone().acquire_owned() => p.expect("never closed"),
             () = stop.cancelled() => break,
         };
-        let (record, mine) = app.record(seq);
-        match app.producer.send_with_cancel(record, &stop).await {
+        let (record, mine, checksum) = app.record(seq);
+        match app.accept(seq, record, Some(&stop)).await {
             Ok(delivery) => {
                 app.produced.fetch_add(1, Ordering::Relaxed);
                 let app = app.clone();
                 followers.spawn(async move {
-                    app.follow(seq, delivery, mine).await;
+                    app.follow(seq, delivery, mine, checksum).await;
                     drop(permit);
                 });
                 seq += 1;
@@ -440,15 +529,14 @@ async fn produce(app: Arc<App>, rate: u64, stop: CancellationToken) {
     while followers.join_next().await.is_some() {}
 }
 
-/// What the consuming side of the application found.
+/// What the consuming side of the application found (the history checker sees
+/// every record too).
 #[derive(Debug, Default)]
 struct ConsumeStats {
-    /// How often each sequence number was read.
-    seen: HashMap<u64, u32>,
     consumed: u64,
     /// Values whose CRC failed, or that sat in the wrong partition.
     corrupted: u64,
-    /// Offsets not increasing, or records read before an earlier one of theirs.
+    /// Offsets not increasing within a partition.
     reordered: u64,
     /// Errors `recv` returned.
     errors: u64,
@@ -458,7 +546,6 @@ struct ConsumeStats {
 async fn consume(app: Arc<App>, mut consumer: Consumer, stop: CancellationToken) -> ConsumeStats {
     let mut st = ConsumeStats::default();
     let mut last_offset: HashMap<i32, i64> = HashMap::new();
-    let mut last_seq: HashMap<i32, u64> = HashMap::new();
     loop {
         let record = tokio::select! {
             r = consumer.recv() => r,
@@ -482,34 +569,21 @@ async fn consume(app: Arc<App>, mut consumer: Consumer, stop: CancellationToken)
                 st.reordered += 1;
             }
         }
-        let Some(seq) = record.value.as_deref().and_then(check_value) else {
+        if !app.observe(&record) {
             st.corrupted += 1;
-            continue;
-        };
-        if (seq % app.partitions as u64) as i32 != record.partition {
-            st.corrupted += 1;
-            continue;
-        }
-        *st.seen.entry(seq).or_default() += 1;
-        // Records sent once must appear in the order they were sent.
-        if !app.resent.lock().unwrap().contains(&seq) {
-            match last_seq.get(&record.partition) {
-                Some(&prev) if seq <= prev => st.reordered += 1,
-                _ => {
-                    last_seq.insert(record.partition, seq);
-                }
-            }
         }
     }
     st
 }
 
-/// The terminal display: a progress bar, a counters line and a leaders line, or
-/// plain log lines when stderr is not a terminal.
+/// The terminal display: a progress bar with the phase, a line of record counts, a
+/// line of send timeout outcomes and a line of partition leaders; or plain log
+/// lines when stderr is not a terminal.
 struct Ui {
     multi: MultiProgress,
     bar: ProgressBar,
     counts: ProgressBar,
+    sends: ProgressBar,
     leaders: ProgressBar,
 }
 
@@ -528,11 +602,13 @@ impl Ui {
             b
         };
         let counts = multi.add(line());
+        let sends = multi.add(line());
         let leaders = multi.add(line());
         Ui {
             multi,
             bar,
             counts,
+            sends,
             leaders,
         }
     }
@@ -548,6 +624,7 @@ impl Ui {
     fn finish(&self) {
         self.bar.finish_and_clear();
         self.counts.finish_and_clear();
+        self.sends.finish_and_clear();
         self.leaders.finish_and_clear();
     }
 }
@@ -598,10 +675,13 @@ async fn watch(app: Arc<App>, cluster: Arc<tokio::sync::Mutex<Cluster>>, stop: C
             (st.timeouts, st.never_sent, st.in_flight, st.refused);
         drop(st);
         app.ui.counts.set_message(format!(
-            "produced {} · acked {} · consumed {} · send timeouts {timeouts} (never sent {never_sent}, in flight {in_flight}) · reclaims refused {refused}",
+            "records   produced {} · acked {} · consumed {}",
             app.produced.load(Ordering::Relaxed),
             app.acked.load(Ordering::Relaxed),
             app.consumed.load(Ordering::Relaxed),
+        ));
+        app.ui.sends.set_message(format!(
+            "timeouts  {timeouts} (never sent {never_sent}, in flight {in_flight}) · reclaims refused {refused}"
         ));
         let leaders = app.leaders.lock().unwrap();
         let text: Vec<String> = leaders
@@ -612,7 +692,7 @@ async fn watch(app: Arc<App>, cluster: Arc<tokio::sync::Mutex<Cluster>>, stop: C
         drop(leaders);
         app.ui
             .leaders
-            .set_message(format!("leaders  {}", text.join("  ")));
+            .set_message(format!("leaders   {}", text.join(" ")));
     }
 }
 
@@ -643,12 +723,14 @@ async fn wait_until(
     }
 }
 
-/// Whether `node` is unfenced and in the ISR of every partition of the topic.
+/// Whether `node` is unfenced and in the ISR of every partition it holds a
+/// replica of.
 fn in_sync(c: &Cluster, topic: &str, partitions: i32, node: i32) -> bool {
     c.unfenced_brokers().contains(&node)
         && (0..partitions).all(|p| {
-            c.partition_state(topic, p)
-                .is_some_and(|v| v.leader > 0 && v.isr.contains(&node))
+            c.partition_state(topic, p).is_some_and(|v| {
+                v.leader > 0 && (!v.replicas.contains(&node) || v.isr.contains(&node))
+            })
         })
 }
 
@@ -656,6 +738,7 @@ fn in_sync(c: &Cluster, topic: &str, partitions: i32, node: i32) -> bool {
 async fn run_faults(
     app: &Arc<App>,
     cluster: &Arc<tokio::sync::Mutex<Cluster>>,
+    client: &Client,
     nodes: usize,
     rng: &mut XorShift,
 ) -> Result<Vec<FaultWindow>, Box<dyn std::error::Error>> {
@@ -667,7 +750,7 @@ async fn run_faults(
     app.event(EventKind::Phase, "warm-up".into());
     tokio::time::sleep(Duration::from_secs(3)).await;
 
-    // A graceful rolling restart, one node at a time, each back in every ISR first.
+    // A graceful rolling restart, one node at a time, each back in its ISRs first.
     app.event(EventKind::Phase, "rolling restart".into());
     let first = (rng.next() % nodes as u64) as i32;
     for i in 0..nodes as i32 {
@@ -682,12 +765,13 @@ async fn run_faults(
         tokio::time::sleep(Duration::from_millis(500)).await;
         cluster.lock().await.node(id).restart().await?;
         app.event(EventKind::Recovery, format!("node {id}: restarted"));
-        if !wait_until(cluster, recover, |c| in_sync(c, &topic, partitions, id)).await {
+        if wait_until(cluster, recover, |c| in_sync(c, &topic, partitions, id)).await {
+            app.event(EventKind::Recovery, format!("node {id}: back in its ISRs"));
+        } else {
             app.ui.log(format!(
-                "node {id} did not rejoin every ISR within {recover:?}"
+                "node {id} did not rejoin its ISRs within {recover:?}"
             ));
         }
-        app.event(EventKind::Recovery, format!("node {id}: back in every ISR"));
         tokio::time::sleep(Duration::from_millis(500)).await;
         windows.push(FaultWindow {
             label: format!("rolling restart, node {id}"),
@@ -732,20 +816,170 @@ async fn run_faults(
     app.event(EventKind::Recovery, format!("node {victim}: restarted"));
     if !wait_until(cluster, recover, |c| in_sync(c, &topic, partitions, victim)).await {
         app.ui.log(format!(
-            "node {victim} did not rejoin every ISR within {recover:?}"
+            "node {victim} did not rejoin its ISRs within {recover:?}"
         ));
+    } else {
+        app.event(
+            EventKind::Recovery,
+            format!("node {victim}: back in its ISRs"),
+        );
     }
-    app.event(
-        EventKind::Recovery,
-        format!("node {victim}: back in every ISR"),
-    );
     tokio::time::sleep(Duration::from_millis(500)).await;
     windows.push(FaultWindow {
         label: format!("hard kill, node {victim}"),
         start,
         end: app.now(),
     });
+
+    windows.push(corrupt_segment(app, cluster, client, rng).await?);
     Ok(windows)
+}
+
+/// What the corruption step measured.
+#[derive(Debug, Default, Clone)]
+struct CorruptionReport {
+    /// The partition, the node whose stored batch was damaged, and the offset.
+    target: Option<(i32, i32, i64)>,
+    /// From the damage to the first detection.
+    detected_after: Option<Duration>,
+    /// Where the damage was detected.
+    detected_where: Option<String>,
+    /// From detection to the damaged replica caught up again.
+    repaired_after: Option<Duration>,
+    /// Records the replaying reader read (every one checked).
+    replayed: u64,
+}
+
+/// Damages the stored batch holding a committed offset in the middle of a leader's
+/// log, then has a second reader replay that partition from the start: the leader
+/// finds the bad batch when it is about to serve it, steps down, a healthy replica
+/// takes over and serves intact data, and the damaged replica repairs itself from
+/// the new leader.
+async fn corrupt_segment(
+    app: &Arc<App>,
+    cluster: &Arc<tokio::sync::Mutex<Cluster>>,
+    client: &Client,
+    rng: &mut XorShift,
+) -> Result<FaultWindow, Box<dyn std::error::Error>> {
+    use baton_broker::corruption::CorruptionKind;
+
+    let topic = app.topic.clone();
+    app.event(EventKind::Phase, "corruption".into());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let partition = (rng.next() % app.partitions as u64) as i32;
+    let start = app.now();
+    let (node, offset, end_offset, seen_before) = {
+        let mut c = cluster.lock().await;
+        let view = c
+            .partition_state(&topic, partition)
+            .ok_or("the demo topic has no such partition")?;
+        let hw = view.high_watermark().unwrap_or(0);
+        let offset = hw / 2;
+        let seen_before = c.corruption_events().len();
+        c.node(view.leader).corrupt(&topic, partition, offset)?;
+        (view.leader, offset, hw, seen_before)
+    };
+    let injected = app.now();
+    app.fault(
+        &format!("corrupt n{node}"),
+        format!("node {node}: flipped a byte of its stored batch holding partition {partition} offset {offset}"),
+    );
+    app.corruption.lock().unwrap().target = Some((partition, node, offset));
+
+    // A reader replays the partition from the start through the damaged batch.
+    let replay = Consumer::builder(client)
+        .assign(topic.clone(), partition, StartOffset::Earliest)
+        .build()
+        .await?;
+    let reader = tokio::spawn(replay_partition(app.clone(), replay, end_offset));
+
+    let (mut detected, mut repaired) = (None, None);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while repaired.is_none() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let events = cluster.lock().await.corruption_events();
+        for e in events.iter().skip(seen_before) {
+            if e.topic != topic || e.partition != partition {
+                continue;
+            }
+            let at = e.at.saturating_duration_since(app.t0);
+            match &e.kind {
+                CorruptionKind::Detected { at: place, .. } if detected.is_none() => {
+                    detected = Some(at);
+                    app.corruption.lock().unwrap().detected_where = Some(place.to_string());
+                    app.event(
+                        EventKind::Note,
+                        format!("node {}: corruption detected ({place})", e.node),
+                    );
+                }
+                CorruptionKind::RepairFinished { .. } if repaired.is_none() => {
+                    repaired = Some(at);
+                    app.event(
+                        EventKind::Recovery,
+                        format!("node {}: damaged replica repaired", e.node),
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    if repaired.is_none() {
+        app.ui
+            .log("the damaged replica did not report a repair within 30 s".into());
+    }
+    let replayed = reader.await?;
+    {
+        let mut r = app.corruption.lock().unwrap();
+        r.detected_after = detected.map(|d| d.saturating_sub(injected));
+        r.repaired_after = match (detected, repaired) {
+            (Some(d), Some(r)) => Some(r.saturating_sub(d)),
+            _ => None,
+        };
+        r.replayed = replayed;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    Ok(FaultWindow {
+        label: format!("corruption, node {node}"),
+        start,
+        end: app.now(),
+    })
+}
+
+/// Reads one partition from its start up to `end_offset`, checking every value as
+/// the main consumer does; returns how many records it read.
+async fn replay_partition(app: Arc<App>, mut consumer: Consumer, end_offset: i64) -> u64 {
+    let mut read = 0u64;
+    let mut last_offset: Option<i64> = None;
+    loop {
+        let record = match tokio::time::timeout(Duration::from_secs(30), consumer.recv()).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(e)) => {
+                app.ui.log(format!("replaying reader: {e}"));
+                app.replay_errors.fetch_add(1, Ordering::Relaxed);
+                if matches!(e, baton::ConsumerError::Closed) {
+                    break;
+                }
+                continue;
+            }
+            Err(_) => {
+                app.ui.log("replaying reader: nothing for 30 s".into());
+                app.replay_errors.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+        };
+        read += 1;
+        if last_offset.is_some_and(|prev| record.offset <= prev) {
+            app.replay_reordered.fetch_add(1, Ordering::Relaxed);
+        }
+        last_offset = Some(record.offset);
+        if !app.observe(&record) {
+            app.replay_corrupted.fetch_add(1, Ordering::Relaxed);
+        }
+        if record.offset + 1 >= end_offset {
+            break;
+        }
+    }
+    read
 }
 
 /// The longest gap between two consecutive acknowledgements of one partition that
@@ -795,7 +1029,14 @@ fn write_chart(
         .enumerate()
         .map(|(i, &n)| (i as f64 / 10.0, n as f64 * 10.0))
         .collect();
-    let y_max = rate.iter().map(|&(_, y)| y).fold(1.0, f64::max) * 1.25;
+    // Catch-up bursts after a stall can be many times the steady rate; the scale
+    // stops at 4x the median so that the steady rate and the stalls stay readable.
+    let mut sorted: Vec<f64> = rate.iter().map(|&(_, y)| y).filter(|&y| y > 0.0).collect();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted.get(sorted.len() / 2).copied().unwrap_or(1.0);
+    let peak = sorted.last().copied().unwrap_or(1.0);
+    let y_max = peak.min(4.0 * median).max(1.0) * 1.3;
+    let clipped = peak > y_max;
     let x_max = end.as_secs_f64().max(1.0);
 
     let root = SVGBackend::new(path, (1200, 560)).into_drawing_area();
@@ -812,7 +1053,11 @@ fn write_chart(
     chart
         .configure_mesh()
         .x_desc("seconds since start")
-        .y_desc("acks/s (100 ms buckets)")
+        .y_desc(if clipped {
+            "acks/s (100 ms buckets; catch-up bursts clipped)"
+        } else {
+            "acks/s (100 ms buckets)"
+        })
         .y_label_formatter(&|y| format!("{y:.0}"))
         .light_line_style(WHITE.mix(0.0))
         .draw()?;
@@ -823,6 +1068,7 @@ fn write_chart(
     let phase = RGBColor(120, 120, 120);
     let mut first_of = HashSet::new();
     let mut faults_drawn = 0u32;
+    let mut phases_drawn = 0u32;
     for kind in [
         EventKind::Phase,
         EventKind::Leader,
@@ -848,9 +1094,13 @@ fn write_chart(
                 });
             }
             if kind == EventKind::Phase {
+                phases_drawn += 1;
                 chart.draw_series(std::iter::once(Text::new(
                     e.what.clone(),
-                    (x + x_max / 300.0, y_max * 0.97),
+                    (
+                        x + x_max / 300.0,
+                        y_max * (0.97 - 0.035 * (phases_drawn % 2) as f64),
+                    ),
                     ("sans-serif", 13).into_font().color(&BLACK),
                 )))?;
             }
@@ -860,7 +1110,7 @@ fn write_chart(
                     short.clone(),
                     (
                         x + x_max / 300.0,
-                        y_max * (0.90 - 0.04 * (faults_drawn % 2) as f64),
+                        y_max * (0.88 - 0.04 * (faults_drawn % 2) as f64),
                     ),
                     ("sans-serif", 12).into_font().color(&fault),
                 )))?;
@@ -873,7 +1123,7 @@ fn write_chart(
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK.stroke_width(2)));
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
+        .position(SeriesLabelPosition::MiddleRight)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;
@@ -945,13 +1195,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         producer: producer.clone(),
         pool: Mutex::new(Vec::new()),
         stats: Mutex::new(ProduceStats::default()),
-        resent: Mutex::new(HashSet::new()),
+        send_gate: tokio::sync::Mutex::new(0),
+        ids: Mutex::new(Vec::new()),
+        history: Mutex::new(History::new()),
         produced: AtomicU64::new(0),
         acked: AtomicU64::new(0),
         consumed: AtomicU64::new(0),
         events: Mutex::new(Vec::new()),
         phase: Mutex::new("starting".into()),
         leaders: Mutex::new(vec![0; partitions as usize]),
+        corruption: Mutex::new(CorruptionReport::default()),
+        replay_corrupted: AtomicU64::new(0),
+        replay_reordered: AtomicU64::new(0),
+        replay_errors: AtomicU64::new(0),
         ui: Ui::new(opts.duration),
     });
 
@@ -968,7 +1224,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let consuming = tokio::spawn(consume(app.clone(), consumer, stop_consume.clone()));
     let producing = tokio::spawn(produce(app.clone(), opts.rate, stop_produce.clone()));
 
-    let windows = run_faults(&app, &cluster, opts.nodes, &mut rng).await?;
+    let windows = run_faults(&app, &cluster, &client, opts.nodes, &mut rng).await?;
     app.event(EventKind::Phase, "steady".into());
     let rest = opts.duration.saturating_sub(app.now());
     tokio::time::sleep(rest.max(Duration::from_secs(2))).await;
@@ -1014,8 +1270,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The report.
     let st = std::mem::take(&mut *app.stats.lock().unwrap());
     let events = std::mem::take(&mut *app.events.lock().unwrap());
-    let duplicated: u64 = cs.seen.values().map(|&n| u64::from(n) - 1).sum();
-    let lost = st.acked.iter().filter(|s| !cs.seen.contains_key(s)).count() as u64;
+    let history = app.history.lock().unwrap().check();
     let produced = app.produced.load(Ordering::Relaxed);
     let mut acks_by_partition = vec![Vec::new(); partitions as usize];
     for &(at, p) in &st.acks {
@@ -1028,11 +1283,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!();
     println!("records produced              {produced}");
-    println!("records acknowledged          {}", st.acked.len());
+    println!("records acknowledged          {}", st.acked);
     println!("records consumed              {}", cs.consumed);
     println!(
         "throughput while producing    {:.0} acks/s",
-        st.acked.len() as f64 / produce_end.as_secs_f64()
+        st.acked as f64 / produce_end.as_secs_f64()
     );
     println!(
         "send timeouts ({} s)           {}",
@@ -1062,14 +1317,45 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .filter(|e| e.kind == EventKind::Leader)
         .count();
     println!("leader changes seen           {leader_changes}");
+    let cr = app.corruption.lock().unwrap().clone();
+    let ms =
+        |d: Option<Duration>| d.map_or("never".to_owned(), |d| format!("{} ms", d.as_millis()));
+    if let Some((p, node, offset)) = cr.target {
+        println!();
+        println!("corruption: node {node}'s stored batch holding partition {p} offset {offset}");
+        println!(
+            "  detected after              {}{}",
+            ms(cr.detected_after),
+            cr.detected_where
+                .map(|w| format!(" ({w})"))
+                .unwrap_or_default()
+        );
+        println!("  repaired after detection    {}", ms(cr.repaired_after));
+        println!(
+            "  replayed by a second reader {} records, all checked",
+            cr.replayed
+        );
+    }
+    let replay_corrupted = app.replay_corrupted.load(Ordering::Relaxed);
+    let replay_reordered = app.replay_reordered.load(Ordering::Relaxed);
+    let replay_errors = app.replay_errors.load(Ordering::Relaxed);
+    // The history checker's counts, plus what the readers' own checks found (a
+    // value failing its CRC, a record in the wrong partition, offsets going back).
+    let (lost, duplicated) = (history.lost, history.duplicated);
+    let corrupted = history.corrupted + cs.corrupted + replay_corrupted;
+    let reordered = history.reordered + cs.reordered + replay_reordered;
+    let consumer_errors = cs.errors + replay_errors;
+    let unrepaired = u64::from(cr.target.is_some() && cr.repaired_after.is_none());
     println!();
     println!("delivery failures             {}", st.failed);
-    println!("consumer errors               {}", cs.errors);
+    println!("consumer errors               {consumer_errors}");
+    println!("corruption left unrepaired    {unrepaired}");
     println!("buffers shared after outcome  {}", st.leaked);
+    println!("history check (baton_broker::history): {history}");
     println!("lost                          {lost}");
     println!("duplicated                    {duplicated}");
-    println!("reordered                     {}", cs.reordered);
-    println!("corrupted                     {}", cs.corrupted);
+    println!("reordered                     {reordered}");
+    println!("corrupted                     {corrupted}");
 
     if let Some(parent) = opts.out.parent() {
         if !parent.as_os_str().is_empty() {
@@ -1085,7 +1371,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => eprintln!("could not write the chart to {}: {e}", opts.out.display()),
     }
 
-    let bad = lost + duplicated + cs.reordered + cs.corrupted + st.failed + cs.errors + st.leaked;
+    let bad = lost
+        + duplicated
+        + reordered
+        + corrupted
+        + st.failed
+        + consumer_errors
+        + st.leaked
+        + unrepaired;
     if bad > 0 {
         eprintln!("history check FAILED (seed {})", opts.seed);
         std::process::exit(1);
