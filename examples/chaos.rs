@@ -83,7 +83,7 @@ async fn soak(total: Duration, seed: u64) -> bool {
             tokio::time::sleep(r.millis(200, 1_000)).await;
         }
         let applied = s.cluster.faults_applied();
-        let report = finish(&format!("round {rounds}"), round_seed, s, w).await;
+        let (report, _) = finish(&format!("round {rounds}"), round_seed, s, w).await;
         faults += applied;
         println!("round {rounds} (seed {round_seed}): {applied} faults: {report}");
         if !report.passed() {

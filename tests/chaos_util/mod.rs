@@ -247,16 +247,18 @@ pub async fn wait_healthy(cluster: &Cluster, topic: &str) {
 }
 
 /// Stops the workload, heals, reads everything back, prints the counts and the
-/// timeline, and returns the report.
-pub async fn finish(scenario: &str, seed: u64, s: Setup, w: Workload) -> HistoryReport {
+/// timeline, and returns the report and the number of corruption events (detections,
+/// resignations, repairs).
+pub async fn finish(scenario: &str, seed: u64, s: Setup, w: Workload) -> (HistoryReport, usize) {
     let mut s = s;
     s.cluster.heal();
     let mut history = w.finish().await;
     wait_healthy(&s.cluster, &s.topic).await;
     consume_all(&s.client, &s.topic, &mut history).await;
     let report = history.check();
+    let corruption_events = s.cluster.corruption_events().len();
     eprintln!(
-        "[{scenario}] seed {seed}: faults {}: {report}",
+        "[{scenario}] seed {seed}: faults {}, corruption events {corruption_events}: {report}",
         s.cluster.faults_applied()
     );
     if !report.passed() {
@@ -265,7 +267,7 @@ pub async fn finish(scenario: &str, seed: u64, s: Setup, w: Workload) -> History
         eprintln!("timeline:\n{}", s.cluster.timeline_text());
     }
     s.cluster.shutdown().await;
-    report
+    (report, corruption_events)
 }
 
 /// The leader of `partition` (or node 1).

@@ -202,8 +202,8 @@ impl Cluster {
     }
 
     /// How many faults were applied so far: the ones of this module plus node kills,
-    /// controlled shutdowns, controller kills and replication pauses from the
-    /// timeline (heals, resumes and restarts not counted).
+    /// controlled shutdowns, controller kills, replication pauses and stored-batch
+    /// corruption from the timeline (heals, resumes and restarts not counted).
     pub fn faults_applied(&self) -> u64 {
         let lifecycle = self
             .timeline()
@@ -214,6 +214,8 @@ impl Cluster {
                     || w.ends_with("controlled shutdown begins")
                     || w == "controller killed"
                     || w.ends_with("replication paused")
+                    || w.contains(": flipped a byte of the stored batch")
+                    || w.contains(": damaged the ")
             })
             .count() as u64;
         self.faults.applied + lifecycle

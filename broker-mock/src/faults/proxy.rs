@@ -477,3 +477,34 @@ fn error_response(
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use baton_protocol::RequestHeader;
+
+    fn frame(client_id: Option<&str>) -> Vec<u8> {
+        let mut b = BytesMut::new();
+        RequestHeader {
+            api_key: 1,
+            api_version: 12,
+            correlation_id: 7,
+            client_id: client_id.map(str::to_owned),
+        }
+        .encode(&mut b, 2);
+        let mut out = (b.len() as i32).to_be_bytes().to_vec();
+        out.extend_from_slice(&b);
+        out
+    }
+
+    #[test]
+    fn connections_are_classified_by_client_id() {
+        assert_eq!(classify(&frame(Some("replica-3"))), Peer::Node(3));
+        assert_eq!(classify(&frame(Some("node-2"))), Peer::Node(2));
+        assert_eq!(classify(&frame(Some("node-12-metadata"))), Peer::Node(12));
+        assert_eq!(classify(&frame(Some("baton-app"))), Peer::Client);
+        assert_eq!(classify(&frame(Some("node-x"))), Peer::Client);
+        assert_eq!(classify(&frame(None)), Peer::Client);
+        assert_eq!(classify(&[0, 0, 0, 2, 1]), Peer::Client);
+    }
+}
