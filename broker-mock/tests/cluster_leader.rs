@@ -61,6 +61,27 @@ async fn only_the_leader_serves_and_client_epochs_are_fenced() {
         code(resp.responses[0].partition_responses[0].error_code),
         ErrorCode::NotLeaderOrFollower
     );
+    // KIP-951: from v10 the refusal names the leader and carries its endpoint.
+    let resp = f
+        .call(&produce_req("epochs", 0, 1, records(1, &["x"])), 10)
+        .await;
+    let p = &resp.responses[0].partition_responses[0];
+    assert_eq!(code(p.error_code), ErrorCode::NotLeaderOrFollower);
+    assert_eq!(
+        (p.current_leader.leader_id, p.current_leader.leader_epoch),
+        (v.leader, v.leader_epoch)
+    );
+    let leader_addr = addr(&cluster, v.leader);
+    assert_eq!(resp.node_endpoints.len(), 1, "{:?}", resp.node_endpoints);
+    let e = &resp.node_endpoints[0];
+    assert_eq!(e.node_id, v.leader);
+    assert_eq!(
+        (e.host.as_str(), e.port),
+        (
+            leader_addr.ip().to_string().as_str(),
+            leader_addr.port() as i32
+        )
+    );
     let resp = f.call(&fetch_req("epochs", 0, 0, 0, 0), 12).await;
     assert_eq!(
         code(resp.responses[0].partitions[0].error_code),

@@ -133,10 +133,11 @@ async fn produce_request(
         tokio::task::spawn_blocking(move || produce::handle(&st, request, version))
             .await
             .map_err(|e| format!("produce handler failed: {e}"))?;
-    let Some(response) = response else {
+    let Some(mut response) = response else {
         return Ok(Reply::Now(None));
     };
     if waits.is_empty() {
+        produce::add_leader_hints(state, &mut response, version);
         return Ok(Reply::Now(Some(encode::<ProduceRequest>(
             header.correlation_id,
             version,
@@ -144,8 +145,10 @@ async fn produce_request(
         )?)));
     }
     let (tx, rx) = tokio::sync::oneshot::channel();
+    let st = state.clone();
     tokio::spawn(async move {
-        let response = produce::finish(response, waits, timeout_ms).await;
+        let mut response = produce::finish(response, waits, timeout_ms).await;
+        produce::add_leader_hints(&st, &mut response, version);
         let bytes = encode::<ProduceRequest>(header.correlation_id, version, &response)
             .map_err(|e| tracing::error!(error = %e, "encoding produce response failed"))
             .ok();

@@ -22,7 +22,8 @@
 //! `max.message.bytes` limit; a null or empty records field is `CORRUPT_MESSAGE`.
 
 use baton_protocol::messages::{
-    PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
+    PartitionProduceResponse, ProduceRequest, ProduceResponse, ProduceResponseLeaderIdAndEpoch,
+    ProduceResponseNodeEndpoint, TopicProduceResponse,
 };
 use baton_protocol::ErrorCode;
 use tokio::sync::oneshot;
@@ -135,6 +136,58 @@ pub(crate) fn handle(
         ..Default::default()
     };
     (Some(response), waits)
+}
+
+/// KIP-951: in v10+ responses, a partition answered `NOT_LEADER_OR_FOLLOWER` or
+/// `FENCED_LEADER_EPOCH` names the leader and epoch this node knows from the cluster
+/// metadata, and the response carries those leaders' endpoints, so a client can
+/// retry at the new leader without a Metadata round trip. Nothing is added when the
+/// partition has no leader, or when the metadata still names this node (its own view
+/// is about to change; a hint pointing back here would only bounce the client).
+pub(crate) fn add_leader_hints(state: &BrokerState, response: &mut ProduceResponse, version: i16) {
+    if version < 10 {
+        return;
+    }
+    let Some(link) = state.cluster.as_ref() else {
+        return;
+    };
+    let img = link.image();
+    let mut leaders = std::collections::BTreeSet::new();
+    for t in &mut response.responses {
+        let Some(topic) = img.topic_by_name(&t.name) else {
+            continue;
+        };
+        for p in &mut t.partition_responses {
+            let code = ErrorCode::from_code(p.error_code);
+            if !matches!(
+                code,
+                ErrorCode::NotLeaderOrFollower | ErrorCode::FencedLeaderEpoch
+            ) {
+                continue;
+            }
+            let Some(info) = img.partition(topic.topic_id, p.index) else {
+                continue;
+            };
+            if info.leader < 0 || info.leader == state.config.node_id {
+                continue;
+            }
+            p.current_leader = ProduceResponseLeaderIdAndEpoch {
+                leader_id: info.leader,
+                leader_epoch: info.leader_epoch,
+            };
+            leaders.insert(info.leader);
+        }
+    }
+    response.node_endpoints = leaders
+        .into_iter()
+        .filter_map(|id| img.broker(id))
+        .map(|b| ProduceResponseNodeEndpoint {
+            node_id: b.broker_id,
+            host: b.host.clone(),
+            port: b.port as i32,
+            rack: None,
+        })
+        .collect();
 }
 
 /// Fills in the outcome of each `acks=all` wait (a lost waiter counts as
