@@ -73,3 +73,8 @@ pub use producer::{
     ProduceError, Producer, ProducerBuilder, ProducerConfigError, ProducerRecord, RecordMetadata,
 };
 pub use tokio_util::sync::CancellationToken;
+
+/// The README's code examples, compiled as doctests so they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeExamples;
