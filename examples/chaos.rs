@@ -119,7 +119,7 @@ async fn one_fault(s: &mut Setup, r: &mut Rng) -> String {
         .nth(r.below(2) as usize)
         .unwrap_or(1);
     let hold = r.millis(300, 2_500);
-    let what = match r.below(11) {
+    let what = match r.below(12) {
         0 => {
             s.cluster.node(l).kill();
             tokio::time::sleep(hold).await;
@@ -190,6 +190,28 @@ async fn one_fault(s: &mut Setup, r: &mut Rng) -> String {
                 .inject(Some(l), RequestFault::drop_response(0).times(n));
             tokio::time::sleep(hold).await;
             format!("{n} produce responses dropped at node {l}")
+        }
+        10 => {
+            let hw = s
+                .cluster
+                .partition_state(&s.topic, p)
+                .and_then(|v| v.high_watermark())
+                .unwrap_or(0);
+            // One damaged replica per round: damaging every copy of a batch would
+            // lose it by design.
+            let done = s
+                .cluster
+                .timeline()
+                .iter()
+                .any(|e| e.what.contains("flipped a byte"));
+            if hw < 1 || done {
+                return "no corruption (empty partition or done this round)".to_owned();
+            }
+            let at = r.below(hw as u64) as i64;
+            match s.cluster.node(l).corrupt(&s.topic, p, at) {
+                Ok(()) => format!("flipped a byte of leader {l}'s batch at {p}@{at}"),
+                Err(e) => format!("corruption not applied: {e}"),
+            }
         }
         _ => {
             let n = 1 + r.below(4) as u32;
