@@ -98,6 +98,7 @@ async fn soak(total: Duration, seed: u64) -> bool {
         sum.reordered += report.reordered;
         sum.corrupted += report.corrupted;
         sum.unacknowledged_present += report.unacknowledged_present;
+        sum.moved += report.moved;
     }
     println!(
         "TOTAL seed {seed}: {:.1} min, {rounds} rounds ({failed_rounds} failed), {faults} faults applied, records: {sum}",

@@ -84,6 +84,11 @@ pub struct HistoryReport {
     pub corrupted: u64,
     /// Failed or unknown produce attempts that were consumed.
     pub unacknowledged_present: u64,
+    /// Acknowledged at a (partition, offset) that holds another record or none when
+    /// read, though the record was consumed elsewhere (informational: not part of
+    /// [`HistoryReport::passed`]; a non-zero count means the acknowledged offsets were
+    /// wrong).
+    pub moved: u64,
 }
 
 impl HistoryReport {
@@ -97,7 +102,7 @@ impl fmt::Display for HistoryReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "acked={} failed={} unknown={} consumed={} | lost={} duplicated={} reordered={} corrupted={} | unacked-present={} => {}",
+            "acked={} failed={} unknown={} consumed={} | lost={} duplicated={} reordered={} corrupted={} | unacked-present={} moved={} => {}",
             self.acknowledged,
             self.failed,
             self.unknown,
@@ -107,6 +112,7 @@ impl fmt::Display for HistoryReport {
             self.reordered,
             self.corrupted,
             self.unacknowledged_present,
+            self.moved,
             if self.passed() { "PASS" } else { "FAIL" }
         )
     }
@@ -171,10 +177,14 @@ impl History {
             let seen = copies.get(id).copied().unwrap_or(0);
             r.duplicated += seen.saturating_sub(1);
             match p.outcome {
-                ProduceOutcome::Acked { .. } => {
+                ProduceOutcome::Acked { partition, offset } => {
                     r.acknowledged += 1;
                     if seen == 0 {
                         r.lost += 1;
+                    } else if offset >= 0
+                        && self.consumed.get(&(partition, offset)).map(|c| c.0) != Some(*id)
+                    {
+                        r.moved += 1;
                     }
                 }
                 ProduceOutcome::Failed => r.failed += 1,
@@ -285,6 +295,7 @@ mod tests {
         assert_eq!(r.reordered, 1, "{r}");
         assert_eq!(r.corrupted, 1, "{r}");
         assert_eq!(r.unacknowledged_present, 1, "{r}");
+        assert_eq!(r.moved, 3, "{r}"); // ids 1, 2, and 4 (its offset holds the copy of 3)
         assert!(!r.passed());
         assert_eq!(h.lost_ids(), vec![5]);
     }
