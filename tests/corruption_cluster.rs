@@ -29,12 +29,20 @@ struct Setup {
 
 /// Three on-disk nodes, one partition replicated three times, `min.insync.replicas=2`.
 async fn setup(prefix: &str, scrub_rate: u64) -> Setup {
+    setup_with(prefix, scrub_rate, true).await
+}
+
+/// As [`setup`]; `auto_preferred_leader: false` keeps a promoted follower leading
+/// after the repaired former leader rejoins the ISR (otherwise leadership may move
+/// back to it before a test has looked).
+async fn setup_with(prefix: &str, scrub_rate: u64, auto_preferred_leader: bool) -> Setup {
     init_logging();
     let dir = tempfile::tempdir().unwrap();
     let cluster = Cluster::builder()
         .brokers(3)
         .data_dir(dir.path())
         .session_timeout(Duration::from_secs(4))
+        .auto_preferred_leader(auto_preferred_leader)
         .scrub_rate(scrub_rate)
         .segment_bytes(64 * 1024)
         .start()
@@ -239,7 +247,7 @@ async fn corrupt_leader_fails_over_and_repairs() {
         mut cluster,
         client,
         topic,
-    } = setup("corrupt-leader", 0).await;
+    } = setup_with("corrupt-leader", 0, false).await;
     const N: u64 = 3_000;
     let mut acked = HashMap::new();
     produce_all(&client, &topic, 0..N, &mut acked).await;
