@@ -34,7 +34,38 @@ pub(crate) struct Fetched {
     pub(crate) item: Result<ConsumerRecord, ConsumerError>,
 }
 
-type Tx = mpsc::Sender<Fetched>;
+/// What the plain [`Consumer`](super::Consumer) receives: up to one chunk of
+/// records of one partition, in offset order, or an error about one partition.
+pub(crate) type Chunk = Result<Vec<ConsumerRecord>, ConsumerError>;
+
+/// Where the task sends its output.
+#[derive(Debug)]
+pub(crate) enum Tx {
+    /// One message per record or error, stamped with the partition's epoch (the
+    /// group consumer, which filters by epoch as it takes records out).
+    Records(mpsc::Sender<Fetched>),
+    /// One message per chunk of at most `chunk` records (a fixed assignment, where
+    /// epochs never change): one channel operation for many records.
+    Chunks {
+        tx: mpsc::Sender<Chunk>,
+        chunk: usize,
+    },
+}
+
+impl From<mpsc::Sender<Fetched>> for Tx {
+    fn from(tx: mpsc::Sender<Fetched>) -> Self {
+        Tx::Records(tx)
+    }
+}
+
+impl Tx {
+    async fn closed(&self) {
+        match self {
+            Tx::Records(tx) => tx.closed().await,
+            Tx::Chunks { tx, .. } => tx.closed().await,
+        }
+    }
+}
 
 /// A change to the fetched partitions while the task runs.
 #[derive(Debug)]
@@ -159,8 +190,9 @@ pub(crate) async fn run(
     cfg: ConsumerConfig,
     assigned: Vec<(String, i32, i64)>,
     mut commands: Option<mpsc::UnboundedReceiver<FetchCommand>>,
-    tx: Tx,
+    tx: impl Into<Tx>,
 ) {
+    let tx: Tx = tx.into();
     let mut parts: Vec<Part> = assigned
         .into_iter()
         .map(|(topic, partition, offset)| new_part(&cfg, Arc::from(topic), partition, offset, 0))
@@ -203,11 +235,7 @@ pub(crate) async fn run(
                 Err(e) if e.is_retriable() => backoff(p, &cfg),
                 Err(e) => {
                     p.stopped = true;
-                    let item = Fetched {
-                        epoch: p.epoch,
-                        item: Err(e.into()),
-                    };
-                    if tx.send(item).await.is_err() {
+                    if emit(&tx, p.epoch, Err(e.into())).await.is_err() {
                         return;
                     }
                 }
@@ -340,7 +368,43 @@ async fn emit(
     epoch: u64,
     item: Result<ConsumerRecord, ConsumerError>,
 ) -> Result<(), Gone> {
-    tx.send(Fetched { epoch, item }).await.map_err(|_| Gone)
+    match tx {
+        Tx::Records(tx) => tx.send(Fetched { epoch, item }).await.map_err(|_| Gone),
+        Tx::Chunks { tx, .. } => tx.send(item.map(|r| vec![r])).await.map_err(|_| Gone),
+    }
+}
+
+/// Queues one record: sent at once on [`Tx::Records`], gathered into `pending`
+/// (sent when a chunk is full) on [`Tx::Chunks`].
+async fn push(
+    tx: &Tx,
+    pending: &mut Vec<ConsumerRecord>,
+    epoch: u64,
+    record: ConsumerRecord,
+) -> Result<(), Gone> {
+    match tx {
+        Tx::Records(_) => emit(tx, epoch, Ok(record)).await,
+        Tx::Chunks { chunk, .. } => {
+            if pending.capacity() == 0 {
+                pending.reserve_exact(*chunk);
+            }
+            pending.push(record);
+            if pending.len() >= *chunk {
+                flush(tx, pending).await?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Sends the records gathered by [`push`], if any.
+async fn flush(tx: &Tx, pending: &mut Vec<ConsumerRecord>) -> Result<(), Gone> {
+    match tx {
+        Tx::Chunks { tx, .. } if !pending.is_empty() => {
+            tx.send(Ok(std::mem::take(pending))).await.map_err(|_| Gone)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Handles one Fetch response: yields records, schedules retries, reports errors.
@@ -467,6 +531,7 @@ async fn consume(
     let mut iter = batches(data);
     let mut progressed = false;
     let mut corrupt: Option<(i64, DecodeError)> = None;
+    let mut pending: Vec<ConsumerRecord> = Vec::new();
     for next in iter.by_ref() {
         let batch = match next {
             Ok(b) => b,
@@ -513,12 +578,13 @@ async fn consume(
                 value: r.value,
                 headers: r.headers,
             };
-            emit(tx, part.epoch, Ok(record)).await?;
+            push(tx, &mut pending, part.epoch, record).await?;
         }
         part.offset = batch.next_offset();
         part.corrupt = 0;
         progressed = true;
     }
+    flush(tx, &mut pending).await?;
     if let Some((offset, e)) = corrupt {
         part.corrupt += 1;
         tracing::warn!(topic = %part.topic, partition = part.partition, offset, attempt = part.corrupt, error = %e, "corrupt record batch");

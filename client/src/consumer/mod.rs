@@ -11,6 +11,7 @@
 
 pub(crate) mod fetcher;
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -207,7 +208,8 @@ impl ConsumerBuilder {
     }
 
     /// How many records may wait between the fetch task and [`Consumer::recv`]
-    /// (default 1024). When full, fetching pauses.
+    /// (default 1024), besides the chunk of at most a quarter of it being handed out.
+    /// When full, fetching pauses.
     pub fn channel_capacity(mut self, records: usize) -> Self {
         self.config.channel_capacity = records.max(1);
         self
@@ -277,10 +279,19 @@ impl ConsumerBuilder {
                 resolved[i].2 = end.offset.max(0);
             }
         }
-        let (tx, rx) = mpsc::channel(self.config.channel_capacity);
+        // Records travel in chunks, so one channel operation carries many; at most
+        // `channel_capacity` records wait in the channel, plus one chunk in `buf`.
+        let cap = self.config.channel_capacity.max(1);
+        let chunk = (cap / 4).max(1);
+        let (tx, rx) = mpsc::channel((cap / chunk).max(1));
+        let tx = fetcher::Tx::Chunks { tx, chunk };
         let task =
             tokio::spawn(fetcher::run(self.client, self.config, resolved, None, tx)).abort_handle();
-        Ok(Consumer { rx, task })
+        Ok(Consumer {
+            rx,
+            buf: VecDeque::new(),
+            task,
+        })
     }
 }
 
@@ -302,14 +313,17 @@ impl ConsumerBuilder {
 /// # Ok(()) }
 /// ```
 pub struct Consumer {
-    rx: mpsc::Receiver<fetcher::Fetched>,
+    rx: mpsc::Receiver<fetcher::Chunk>,
+    /// Records of the chunk taken out last, not yet returned.
+    buf: VecDeque<ConsumerRecord>,
     task: AbortHandle,
 }
 
 impl fmt::Debug for Consumer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Consumer")
-            .field("buffered", &self.rx.len())
+            .field("buffered", &self.buf.len())
+            .field("chunks", &self.rx.len())
             .finish_non_exhaustive()
     }
 }
@@ -335,14 +349,32 @@ impl Consumer {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: records wait in a bounded channel and are taken out only when
-    /// this returns them, so dropping the future (in `select!`, on a timeout) loses
-    /// no record; the next call returns it.
+    /// Cancel safe: records wait in a bounded channel, and a chunk taken out of it
+    /// moves into the consumer itself in the same step, before any await; each
+    /// record leaves only when this returns it. Dropping the future (in `select!`,
+    /// on a timeout) loses no record; the next call returns it.
     pub async fn recv(&mut self) -> Result<ConsumerRecord, ConsumerError> {
-        self.rx
-            .recv()
+        std::future::poll_fn(|cx| self.poll_one(cx))
             .await
-            .map_or(Err(ConsumerError::Closed), |f| f.item)
+            .unwrap_or(Err(ConsumerError::Closed))
+    }
+
+    /// The next buffered record, else the first of the next chunk (the rest are
+    /// buffered), an error, or `None` once the fetch task has stopped.
+    fn poll_one(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<ConsumerRecord, ConsumerError>>> {
+        loop {
+            if let Some(record) = self.buf.pop_front() {
+                return Poll::Ready(Some(Ok(record)));
+            }
+            match std::task::ready!(self.rx.poll_recv(cx)) {
+                Some(Ok(records)) => self.buf = VecDeque::from(records),
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                None => return Poll::Ready(None),
+            }
+        }
     }
 }
 
@@ -351,6 +383,6 @@ impl futures_core::Stream for Consumer {
 
     /// Like [`Consumer::recv`]; the stream ends when the background task stops.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx).map(|f| f.map(|f| f.item))
+        self.poll_one(cx)
     }
 }
