@@ -1,6 +1,7 @@
-//! Building a batch: records are encoded as they are pushed; `finish` compresses the
-//! records section (once) and writes the header, counts, last offset delta, max
-//! timestamp and CRC.
+//! Building a batch: records are encoded as they are pushed, after room left for the
+//! batch header in the same buffer; `finish` fills in the header, counts, last offset
+//! delta, max timestamp and CRC in place, so an uncompressed batch is never copied. A
+//! compressed batch is written once more, compressed, after a fresh header.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -37,8 +38,9 @@ pub struct RecordBatchBuilder {
     producer_id: i64,
     producer_epoch: i16,
     base_sequence: i32,
-    /// Encoded records so far.
-    body: BytesMut,
+    /// The batch so far: [`BATCH_HEADER_LEN`] bytes of room for the header (filled
+    /// in by `finish`), then the encoded records.
+    buf: BytesMut,
     /// Records pushed so far. Invariant: fits in an `i32`.
     count: usize,
     /// Codec of the records section. Invariant: supported by this build.
@@ -59,7 +61,7 @@ impl RecordBatchBuilder {
             producer_id: -1,
             producer_epoch: -1,
             base_sequence: -1,
-            body: BytesMut::new(),
+            buf: BytesMut::zeroed(BATCH_HEADER_LEN),
             count: 0,
             compression: Compression::None,
             compression_level: None,
@@ -191,20 +193,21 @@ impl RecordBatchBuilder {
         }
         let size = len_i32(size);
 
-        self.body.reserve(MAX_VARINT_LEN + size as usize);
-        put_varint(&mut self.body, size);
-        self.body.put_i8(0);
-        put_varlong(&mut self.body, timestamp_delta);
-        put_varint(&mut self.body, offset_delta);
-        put_bytes(&mut self.body, key);
-        put_bytes(&mut self.body, value);
-        put_varint(&mut self.body, len_i32(headers.len()));
+        let buf = &mut self.buf;
+        buf.reserve(MAX_VARINT_LEN + size as usize);
+        put_varint(buf, size);
+        buf.put_i8(0);
+        put_varlong(buf, timestamp_delta);
+        put_varint(buf, offset_delta);
+        put_bytes(buf, key);
+        put_bytes(buf, value);
+        put_varint(buf, len_i32(headers.len()));
         for h in headers {
-            put_bytes(&mut self.body, Some(h.key.as_bytes()));
-            put_bytes(&mut self.body, h.value.as_deref());
+            put_bytes(buf, Some(h.key.as_bytes()));
+            put_bytes(buf, h.value.as_deref());
         }
         assert!(
-            self.body.len() <= i32::MAX as usize - BATCH_HEADER_LEN,
+            buf.len() <= i32::MAX as usize,
             "record batch over i32::MAX bytes"
         );
 
@@ -238,49 +241,83 @@ impl RecordBatchBuilder {
     /// the Java client's `batch.size` limit measures too; the finished batch is
     /// usually smaller.
     pub fn size_bytes(&self) -> usize {
-        BATCH_HEADER_LEN + self.body.len()
+        self.buf.len()
     }
 
-    /// Writes the finished batch into a new buffer.
+    /// The finished batch. Without compression this is the builder's own buffer with
+    /// the header filled in (no copy).
+    ///
+    /// # Panics
+    ///
+    /// If the compressed records section would take the batch over `i32::MAX`
+    /// bytes.
     pub fn finish(self) -> Bytes {
-        let mut buf = BytesMut::with_capacity(self.size_bytes());
+        let mut buf = BytesMut::new();
         self.finish_into(&mut buf);
         buf.freeze()
     }
 
-    /// Appends the finished batch to `buf`.
+    /// Appends the finished batch to `buf` (without compression and with `buf`
+    /// empty, `buf` takes over the builder's buffer instead of copying it).
     ///
     /// # Panics
     ///
     /// If the compressed records section would take the batch over `i32::MAX`
     /// bytes.
     pub fn finish_into(self, buf: &mut BytesMut) {
-        let start = buf.len();
-        buf.reserve(self.size_bytes());
-        let last_offset_delta = self.count.saturating_sub(1) as i32;
-        buf.put_i64(self.base_offset);
-        buf.put_i32(0); // batchLength, written below.
-        buf.put_i32(self.partition_leader_epoch);
-        buf.put_i8(MAGIC_V2);
-        buf.put_u32(0); // CRC, written below.
-        buf.put_i16(self.attributes);
-        buf.put_i32(last_offset_delta);
-        buf.put_i64(self.base_timestamp);
-        buf.put_i64(self.max_timestamp.unwrap_or(-1));
-        buf.put_i64(self.producer_id);
-        buf.put_i16(self.producer_epoch);
-        buf.put_i32(self.base_sequence);
-        buf.put_i32(self.count as i32);
-        debug_assert_eq!(buf.len() - start, BATCH_HEADER_LEN);
+        let header = self.header();
         match self.compression {
-            Compression::None => buf.put_slice(&self.body),
-            codec => compress(codec, self.compression_level, &self.body, buf),
+            Compression::None => {
+                let mut batch = self.buf;
+                seal(&mut batch, &header);
+                buf.unsplit(batch);
+            }
+            codec => {
+                let start = buf.len();
+                buf.reserve(self.buf.len());
+                buf.put_slice(&header);
+                compress(
+                    codec,
+                    self.compression_level,
+                    &self.buf[BATCH_HEADER_LEN..],
+                    buf,
+                );
+                seal(&mut buf[start..], &header);
+            }
         }
-        let batch_length = len_i32(buf.len() - start - LOG_OVERHEAD);
-        let at = start + offsets::BATCH_LENGTH;
-        buf[at..at + 4].copy_from_slice(&batch_length.to_be_bytes());
-        write_crc(&mut buf[start..]);
     }
+
+    /// The batch header; `batchLength` and the CRC are left 0 for [`seal`].
+    fn header(&self) -> [u8; BATCH_HEADER_LEN] {
+        let last_offset_delta = self.count.saturating_sub(1) as i32;
+        let mut h = [0u8; BATCH_HEADER_LEN];
+        let mut w = &mut h[..];
+        w.put_i64(self.base_offset);
+        w.put_i32(0); // batchLength, written by `seal`.
+        w.put_i32(self.partition_leader_epoch);
+        w.put_i8(MAGIC_V2);
+        w.put_u32(0); // CRC, written by `seal`.
+        w.put_i16(self.attributes);
+        w.put_i32(last_offset_delta);
+        w.put_i64(self.base_timestamp);
+        w.put_i64(self.max_timestamp.unwrap_or(-1));
+        w.put_i64(self.producer_id);
+        w.put_i16(self.producer_epoch);
+        w.put_i32(self.base_sequence);
+        w.put_i32(self.count as i32);
+        debug_assert!(w.is_empty());
+        h
+    }
+}
+
+/// Completes a whole batch in place: copies in `header`, then writes `batchLength`
+/// and the CRC.
+fn seal(batch: &mut [u8], header: &[u8; BATCH_HEADER_LEN]) {
+    batch[..BATCH_HEADER_LEN].copy_from_slice(header);
+    let batch_length = len_i32(batch.len() - LOG_OVERHEAD);
+    let at = offsets::BATCH_LENGTH;
+    batch[at..at + 4].copy_from_slice(&batch_length.to_be_bytes());
+    write_crc(batch);
 }
 
 fn len_i32(n: usize) -> i32 {

@@ -212,6 +212,37 @@ fn finish_into_appends() {
 }
 
 #[test]
+fn finish_and_finish_into_write_the_same_batch() {
+    for codec in [Compression::None, Compression::Lz4]
+        .into_iter()
+        .filter(|c| c.is_supported())
+    {
+        let build = || {
+            let mut b = RecordBatchBuilder::new(7)
+                .compression(codec)
+                .producer(3, 1, 9);
+            b.push(7, Some(b"k"), Some(&[0x11; 3000]), &[]);
+            b.push(9, None, Some(b"v"), &[]);
+            b
+        };
+        let alone = build().finish();
+        let mut buf = BytesMut::from(&b"prefix"[..]);
+        build().finish_into(&mut buf);
+        assert_eq!(&buf[6..], &alone[..], "{codec}");
+        let mut empty = BytesMut::new();
+        build().finish_into(&mut empty);
+        assert_eq!(&empty[..], &alone[..], "{codec}");
+        let batch = RecordBatch::parse(alone).unwrap();
+        batch.verify_crc().unwrap();
+        assert_eq!(batch.record_count(), 2);
+        assert_eq!(
+            collect(&batch).unwrap()[0].value.as_deref(),
+            Some(&[0x11; 3000][..])
+        );
+    }
+}
+
+#[test]
 fn large_value_and_duplicate_headers_round_trip() {
     let big = vec![0x5a; 100 * 1024];
     let headers = vec![
