@@ -7,6 +7,7 @@
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
 use crate::error::DecodeError;
+use crate::primitives::Encoder;
 
 /// Default maximum frame size: 100 MiB, Kafka's `socket.request.max.bytes`.
 pub const DEFAULT_MAX_FRAME: usize = 100 * 1024 * 1024;
@@ -97,6 +98,14 @@ pub fn finish_frame(buf: &mut BytesMut, at: usize) {
     buf[at..at + 4].copy_from_slice(&size.to_be_bytes());
 }
 
+/// Fills in the size prefix written by [`begin_frame`] into `enc`'s inline buffer
+/// (before any out-of-line field): the size covers everything encoded after it,
+/// out-of-line fields included.
+pub fn finish_segmented_frame(enc: &mut Encoder, at: usize) {
+    let size = (enc.len() - at - 4) as i32;
+    enc.buf_mut()[at..at + 4].copy_from_slice(&size.to_be_bytes());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,5 +136,22 @@ mod tests {
         assert_eq!(&codec.decode(&mut partial).unwrap().unwrap()[..], b"hello");
         assert_eq!(&codec.decode(&mut partial).unwrap().unwrap()[..], b"world!");
         assert!(partial.is_empty());
+    }
+
+    #[test]
+    fn segmented_frames_count_out_of_line_bytes() {
+        let big = Bytes::from(vec![9u8; 40]);
+        let mut enc = Encoder::segmented(BytesMut::new(), 16);
+        let at = begin_frame(enc.buf_mut());
+        enc.buf_mut().put_slice(b"head");
+        enc.put_bytes(&big);
+        enc.buf_mut().put_slice(b"tail");
+        finish_segmented_frame(&mut enc, at);
+        let segments = enc.finish();
+        assert_eq!(segments.len(), 3);
+        let mut joined = BytesMut::from(&segments.concat()[..]);
+        let body = FrameCodec::default().decode(&mut joined).unwrap().unwrap();
+        assert_eq!(body.len(), 4 + 40 + 4);
+        assert!(joined.is_empty());
     }
 }

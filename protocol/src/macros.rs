@@ -52,11 +52,22 @@ macro_rules! wire_struct {
             fn encode(&self, buf: &mut ::bytes::BytesMut, version: i16, flexible: bool) {
                 $( $crate::wire_struct!(@enc self, buf, version, flexible, $field, $vers $(, $tag)?); )*
                 if flexible {
-                    let defaults = Self::default();
-                    let mut count: u32 = 0;
-                    $( $crate::wire_struct!(@count self, defaults, version, count, $field, $vers $(, $tag)?); )*
-                    $crate::primitives::put_uvarint(buf, count);
-                    $( $crate::wire_struct!(@tagged self, defaults, buf, version, $field, $vers $(, $tag)?); )*
+                    $crate::wire_struct!(@tags self, buf, version; $( $field, $vers $(, $tag)?; )*);
+                }
+            }
+
+            #[allow(unused_variables, unused_mut, clippy::manual_range_contains)]
+            fn encode_to(
+                &self,
+                out: &mut $crate::primitives::Encoder,
+                version: i16,
+                flexible: bool,
+            ) {
+                $( $crate::wire_struct!(@enc_to self, out, version, flexible, $field, $vers $(, $tag)?); )*
+                if flexible {
+                    // Tagged fields are small; they are always encoded inline.
+                    let buf = out.buf_mut();
+                    $crate::wire_struct!(@tags self, buf, version; $( $field, $vers $(, $tag)?; )*);
                 }
             }
 
@@ -104,6 +115,21 @@ macro_rules! wire_struct {
         }
     };
     (@enc $s:ident, $buf:ident, $v:ident, $fl:ident, $field:ident, $vers:expr, $tag:literal) => {};
+
+    (@enc_to $s:ident, $out:ident, $v:ident, $fl:ident, $field:ident, $vers:expr) => {
+        if ($vers).contains(&$v) {
+            $crate::primitives::Wire::encode_to(&$s.$field, $out, $v, $fl);
+        }
+    };
+    (@enc_to $s:ident, $out:ident, $v:ident, $fl:ident, $field:ident, $vers:expr, $tag:literal) => {};
+
+    (@tags $s:ident, $buf:ident, $v:ident; $( $field:ident, $vers:expr $(, $tag:literal)?; )*) => {
+        let defaults = Self::default();
+        let mut count: u32 = 0;
+        $( $crate::wire_struct!(@count $s, defaults, $v, count, $field, $vers $(, $tag)?); )*
+        $crate::primitives::put_uvarint($buf, count);
+        $( $crate::wire_struct!(@tagged $s, defaults, $buf, $v, $field, $vers $(, $tag)?); )*
+    };
 
     (@count $s:ident, $defs:ident, $v:ident, $count:ident, $field:ident, $vers:expr) => {};
     (@count $s:ident, $defs:ident, $v:ident, $count:ident, $field:ident, $vers:expr, $tag:literal) => {

@@ -7,6 +7,9 @@
 //!
 //! Encoding appends to a [`BytesMut`]. The [`Wire`] trait ties a Rust type to its wire
 //! form; whether the compact (flexible) form is used is passed in by the message.
+//! [`Wire::encode_to`] writes the same bytes into an [`Encoder`], which can keep large
+//! [`Bytes`] fields (record batches) out of line as their own segments, shared rather
+//! than copied, for a vectored write.
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
@@ -316,6 +319,122 @@ impl std::fmt::Debug for Uuid {
     }
 }
 
+/// Byte fields of at least this many bytes are good candidates to send out of line
+/// (see [`Encoder::segmented`]): below it, copying is cheaper than another segment.
+pub const DEFAULT_MIN_SEGMENT: usize = 16 * 1024;
+
+/// An encoding destination that can keep large byte fields out of line.
+///
+/// Everything is written to an inline [`BytesMut`] except [`Bytes`] fields of at least
+/// `min_segment` bytes, which are kept as they are (a reference-counted clone, no
+/// copy) together with the inline position they belong at. [`Encoder::finish`] cuts
+/// the encoding into segments; written one after the other they are exactly the
+/// bytes [`Wire::encode`] would have appended. Positions inside the inline buffer
+/// stay valid while encoding, so a size prefix written before any out-of-line field
+/// can be patched afterwards (see [`crate::frame::finish_segmented_frame`]).
+///
+/// ```
+/// use baton_protocol::primitives::{Encoder, Wire};
+/// use bytes::{BufMut, Bytes, BytesMut};
+///
+/// let big = Bytes::from(vec![7u8; 100]);
+/// let mut enc = Encoder::segmented(BytesMut::new(), 64);
+/// enc.buf_mut().put_u8(1);
+/// big.encode_to(&mut enc, 0, false);
+/// enc.buf_mut().put_u8(2);
+/// let segments = enc.finish();
+/// assert_eq!(segments.len(), 3);
+/// assert_eq!(segments[1], big); // the same bytes, shared
+/// assert_eq!(segments.concat().len(), 1 + 4 + 100 + 1);
+/// ```
+#[derive(Debug, Default)]
+pub struct Encoder {
+    buf: BytesMut,
+    /// Out-of-line fields, each with the position in `buf` it goes before; positions
+    /// never decrease.
+    spliced: Vec<(usize, Bytes)>,
+    /// Total length of `spliced`.
+    spliced_len: usize,
+    /// Byte fields at least this long go out of line. Invariant: at least 1.
+    min_segment: usize,
+}
+
+impl Encoder {
+    /// An encoder that appends to `buf` and keeps every byte field inline.
+    pub fn contiguous(buf: BytesMut) -> Self {
+        Self::segmented(buf, usize::MAX)
+    }
+
+    /// An encoder that appends to `buf` and keeps [`Bytes`] fields of at least
+    /// `min_segment` bytes out of line (`0` is taken as 1: empty fields stay inline).
+    pub fn segmented(buf: BytesMut, min_segment: usize) -> Self {
+        Encoder {
+            buf,
+            spliced: Vec::new(),
+            spliced_len: 0,
+            min_segment: min_segment.max(1),
+        }
+    }
+
+    /// The inline buffer, for writing fixed-width values, lengths and small fields.
+    /// Bytes written here go after every out-of-line field added so far.
+    pub fn buf_mut(&mut self) -> &mut BytesMut {
+        &mut self.buf
+    }
+
+    /// Appends the contents of `b` (no length prefix): out of line if it is at least
+    /// `min_segment` bytes long, copied inline otherwise.
+    pub fn put_bytes(&mut self, b: &Bytes) {
+        if b.len() >= self.min_segment {
+            self.spliced.push((self.buf.len(), b.clone()));
+            self.spliced_len += b.len();
+        } else {
+            self.buf.put_slice(b);
+        }
+    }
+
+    /// Total length encoded so far, inline and out of line.
+    pub fn len(&self) -> usize {
+        self.buf.len() + self.spliced_len
+    }
+
+    /// Whether nothing was encoded.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether any field went out of line.
+    pub fn is_segmented(&self) -> bool {
+        !self.spliced.is_empty()
+    }
+
+    /// The encoding as segments in order; without out-of-line fields, one segment
+    /// (the inline buffer, frozen). Empty segments are left out.
+    pub fn finish(self) -> Vec<Bytes> {
+        let inline = self.buf.freeze();
+        if self.spliced.is_empty() {
+            return if inline.is_empty() {
+                Vec::new()
+            } else {
+                vec![inline]
+            };
+        }
+        let mut out = Vec::with_capacity(2 * self.spliced.len() + 1);
+        let mut at = 0;
+        for (pos, b) in self.spliced {
+            if pos > at {
+                out.push(inline.slice(at..pos));
+                at = pos;
+            }
+            out.push(b);
+        }
+        if at < inline.len() {
+            out.push(inline.slice(at..));
+        }
+        out
+    }
+}
+
 /// A Rust type with a Kafka wire form.
 ///
 /// `flexible` selects the compact encodings of strings, bytes and arrays and, for
@@ -325,6 +444,13 @@ pub trait Wire: Sized {
     fn encode(&self, buf: &mut BytesMut, version: i16, flexible: bool);
     /// Reads a value.
     fn decode(d: &mut Decoder, version: i16, flexible: bool) -> Result<Self, DecodeError>;
+
+    /// Appends the value to an [`Encoder`]: the same bytes as [`Wire::encode`], with
+    /// large [`Bytes`] fields possibly out of line. The default encodes inline;
+    /// byte fields, arrays and `wire_struct!` types pass the encoder down.
+    fn encode_to(&self, out: &mut Encoder, version: i16, flexible: bool) {
+        self.encode(out.buf_mut(), version, flexible);
+    }
 }
 
 macro_rules! fixed_wire {
@@ -394,6 +520,10 @@ impl Wire for Bytes {
         d.nullable_bytes(flexible)?
             .ok_or(DecodeError::UnexpectedNull("bytes"))
     }
+    fn encode_to(&self, out: &mut Encoder, _: i16, flexible: bool) {
+        put_len(out.buf_mut(), Some(self.len()), flexible, true);
+        out.put_bytes(self);
+    }
 }
 
 impl Wire for Option<Bytes> {
@@ -402,6 +532,12 @@ impl Wire for Option<Bytes> {
     }
     fn decode(d: &mut Decoder, _: i16, flexible: bool) -> Result<Self, DecodeError> {
         d.nullable_bytes(flexible)
+    }
+    fn encode_to(&self, out: &mut Encoder, version: i16, flexible: bool) {
+        match self {
+            None => put_len(out.buf_mut(), None, flexible, true),
+            Some(b) => b.encode_to(out, version, flexible),
+        }
     }
 }
 
@@ -426,6 +562,12 @@ impl<T: ArrayElement> Wire for Vec<T> {
             item.encode(buf, version, flexible);
         }
     }
+    fn encode_to(&self, out: &mut Encoder, version: i16, flexible: bool) {
+        put_array_len(out.buf_mut(), Some(self.len()), flexible);
+        for item in self {
+            item.encode_to(out, version, flexible);
+        }
+    }
     fn decode(d: &mut Decoder, version: i16, flexible: bool) -> Result<Self, DecodeError> {
         let n = d
             .array_len(flexible)?
@@ -443,6 +585,12 @@ impl<T: ArrayElement> Wire for Option<Vec<T>> {
         match self {
             None => put_array_len(buf, None, flexible),
             Some(v) => v.encode(buf, version, flexible),
+        }
+    }
+    fn encode_to(&self, out: &mut Encoder, version: i16, flexible: bool) {
+        match self {
+            None => put_array_len(out.buf_mut(), None, flexible),
+            Some(v) => v.encode_to(out, version, flexible),
         }
     }
     fn decode(d: &mut Decoder, version: i16, flexible: bool) -> Result<Self, DecodeError> {
@@ -521,6 +669,45 @@ mod tests {
             put_varint(&mut b, v);
             assert_eq!(Decoder::new(b.freeze()).varint().unwrap(), v);
         }
+    }
+
+    #[test]
+    fn encoder_segments_concatenate_to_the_contiguous_encoding() {
+        let big = |n: usize, b: u8| Bytes::from(vec![b; n]);
+        let fields: Vec<Option<Bytes>> = vec![
+            Some(big(10, 1)),
+            None,
+            Some(big(2, 2)),
+            Some(Bytes::new()),
+            Some(big(10, 3)),
+            Some(big(12, 4)),
+        ];
+        for flexible in [false, true] {
+            let mut plain = BytesMut::new();
+            fields
+                .iter()
+                .for_each(|f| f.encode(&mut plain, 0, flexible));
+            for min_segment in [0, 1, 5, 10, 11, usize::MAX] {
+                let mut enc = Encoder::segmented(BytesMut::new(), min_segment);
+                fields
+                    .iter()
+                    .for_each(|f| f.encode_to(&mut enc, 0, flexible));
+                assert_eq!(enc.len(), plain.len());
+                let out = enc.finish();
+                assert!(out.iter().all(|s| !s.is_empty()), "{min_segment}");
+                assert_eq!(out.concat(), plain.to_vec(), "{min_segment} {flexible}");
+                if min_segment == 10 {
+                    // Three fields out of line, shared with their sources:
+                    // [len] [10x1] [null, len, 2x2, len, len] [10x3] [len] [12x4].
+                    assert_eq!(out.len(), 6);
+                    for (segment, field) in [(1, 0), (3, 4), (5, 5)] {
+                        let source = fields[field].as_ref().unwrap();
+                        assert_eq!(out[segment].as_ptr(), source.as_ptr());
+                    }
+                }
+            }
+        }
+        assert!(Encoder::contiguous(BytesMut::new()).finish().is_empty());
     }
 
     #[test]

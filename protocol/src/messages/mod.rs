@@ -6,7 +6,7 @@
 use bytes::{Bytes, BytesMut};
 
 use crate::error::{DecodeError, EncodeError};
-use crate::primitives::{Decoder, Wire};
+use crate::primitives::{Decoder, Encoder, Wire};
 
 pub mod alter_partition;
 pub mod api_versions;
@@ -89,6 +89,19 @@ pub trait Message: Wire + Default + Clone + std::fmt::Debug + PartialEq {
         Ok(())
     }
 
+    /// Appends the body in `version` to an [`Encoder`], which may keep large byte
+    /// fields (the records of a Produce request or a Fetch response) out of line.
+    fn encode_body_to(&self, out: &mut Encoder, version: i16) -> Result<(), EncodeError> {
+        if !Self::supports(version) {
+            return Err(EncodeError::UnsupportedVersion {
+                api_key: Self::API_KEY,
+                version,
+            });
+        }
+        self.encode_to(out, version, Self::is_flexible(version));
+        Ok(())
+    }
+
     /// Decodes a whole body in `version`; trailing bytes are an error.
     fn decode_body(body: Bytes, version: i16) -> Result<Self, DecodeError> {
         if !Self::supports(version) {
@@ -154,6 +167,19 @@ mod tests {
                     )
                 });
                 assert_eq!(back, msg, "seed {seed}: api {} v{version}", M::API_KEY);
+                for min_segment in [1, 3, 64] {
+                    let mut enc = Encoder::segmented(BytesMut::from(&b"pre"[..]), min_segment);
+                    msg.encode_body_to(&mut enc, version).unwrap();
+                    assert_eq!(enc.len(), 3 + buf.len());
+                    let segments = enc.finish();
+                    assert!(segments.iter().all(|s| !s.is_empty()));
+                    assert_eq!(
+                        &segments.concat()[3..],
+                        &buf[..],
+                        "seed {seed}: api {} v{version}: segmented encoding (min {min_segment})",
+                        M::API_KEY
+                    );
+                }
             }
         }
     }
