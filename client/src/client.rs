@@ -325,7 +325,14 @@ impl ClientInner {
 
     /// The number of partitions of `topic`.
     pub(crate) async fn partition_count(&self, topic: &str) -> Result<i32, ClientError> {
-        let (meta, _) = self.topic_metadata(topic).await?;
+        Ok(self.partition_count_at(topic).await?.0)
+    }
+
+    /// The number of partitions of `topic` and the metadata generation it came
+    /// from: the count stays valid while
+    /// [`MetadataCache::fresh_generation`] returns that generation.
+    pub(crate) async fn partition_count_at(&self, topic: &str) -> Result<(i32, u64), ClientError> {
+        let (meta, generation) = self.topic_metadata(topic).await?;
         let t = meta.topic(topic).expect("topic_metadata checked");
         if t.partitions.is_empty() {
             return Err(ClientError::LeaderNotAvailable {
@@ -333,7 +340,7 @@ impl ClientInner {
                 partition: -1,
             });
         }
-        Ok(t.partitions.len() as i32)
+        Ok((t.partitions.len() as i32, generation))
     }
 
     /// The leader of `topic`/`partition` and the metadata generation it came from

@@ -11,6 +11,7 @@
 //! and reuse its result.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use baton_protocol::messages::{MetadataRequest, MetadataRequestTopic, MetadataResponse};
@@ -143,6 +144,10 @@ struct Current {
 #[derive(Debug)]
 pub(crate) struct MetadataCache {
     current: RwLock<Current>,
+    /// The generation of the current snapshot while it is not stale, else 0 (no
+    /// snapshot has generation 0). Written under `current`'s write lock; read
+    /// without a lock by [`MetadataCache::fresh_generation`].
+    fresh: AtomicU64,
     /// Topics the client has looked up; partial refreshes ask about all of them.
     interesting: Mutex<BTreeSet<String>>,
     refresh_lock: AsyncMutex<()>,
@@ -156,6 +161,7 @@ impl MetadataCache {
                 generation: 0,
                 stale: true,
             }),
+            fresh: AtomicU64::new(0),
             interesting: Mutex::new(BTreeSet::new()),
             refresh_lock: AsyncMutex::new(()),
         }
@@ -172,12 +178,23 @@ impl MetadataCache {
         self.current.read().expect("metadata lock poisoned").stale
     }
 
+    /// The generation of the current snapshot if it is not stale, without taking a
+    /// lock: a cheap check that a value derived from generation `g` is still
+    /// current (`fresh_generation() == Some(g)`).
+    pub(crate) fn fresh_generation(&self) -> Option<u64> {
+        match self.fresh.load(Ordering::Acquire) {
+            0 => None,
+            g => Some(g),
+        }
+    }
+
     /// Marks the snapshot stale if it is still generation `generation`; a no-op if a
     /// newer snapshot was installed since.
     pub(crate) fn invalidate(&self, generation: u64) {
         let mut c = self.current.write().expect("metadata lock poisoned");
         if c.generation == generation {
             c.stale = true;
+            self.fresh.store(0, Ordering::Release);
         }
     }
 
@@ -308,6 +325,7 @@ impl MetadataCache {
         c.meta = Arc::new(meta);
         c.generation += 1;
         c.stale = false;
+        self.fresh.store(c.generation, Ordering::Release);
         (c.meta.clone(), c.generation)
     }
 }
@@ -353,8 +371,10 @@ mod tests {
             !cache.is_stale(),
             "an old generation must not invalidate a newer snapshot"
         );
+        assert_eq!(cache.fresh_generation(), Some(g2));
         cache.invalidate(g2);
         assert!(cache.is_stale());
+        assert_eq!(cache.fresh_generation(), None);
     }
 
     #[test]

@@ -13,56 +13,144 @@
 //!   queue, and keeps them across retries; a never-sent batch has none, so
 //!   removing it (cancellation) leaves no gap in the sequence.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use baton_protocol::record::{Compression, RecordBatchBuilder};
 use bytes::Bytes;
-use tokio::sync::{oneshot, watch, OwnedSemaphorePermit};
+use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 
+use super::delivery::Completion;
 use super::record::{ProducerRecord, RecordMetadata};
-
-use super::ProduceError;
+use super::{ProduceError, Shared};
 
 /// Fixed cost of a batch on the wire (its header), counted against `batch_size`.
 pub(crate) const BATCH_OVERHEAD: usize = baton_protocol::record::BATCH_HEADER_LEN;
 
-/// Counts records whose outcome is not final yet; decremented on drop.
-pub(crate) struct Outstanding(pub(crate) Arc<AtomicUsize>);
+/// A fast, non-cryptographic hasher for the producer's topic and partition maps
+/// (whose keys come from the application, not from the wire).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FastHasher(u64);
 
-impl Outstanding {
-    pub(crate) fn new(counter: &Arc<AtomicUsize>) -> Self {
-        counter.fetch_add(1, Ordering::AcqRel);
-        Outstanding(counter.clone())
+impl FastHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
 }
 
-impl Drop for Outstanding {
+impl Hasher for FastHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.add(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut buf = [0u8; 8];
+            buf[..rest.len()].copy_from_slice(rest);
+            self.add(u64::from_le_bytes(buf));
+        }
+    }
+
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn write_u32(&mut self, i: u32) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn write_i32(&mut self, i: i32) {
+        self.add(i as u32 as u64);
+    }
+
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.add(i);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A map with [`FastHasher`].
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+
+/// What a batch holds of the producer's limits: buffer memory (bytes) and
+/// outstanding records, released when the batch is dropped (its outcome final) or,
+/// per record, when a record is taken out of it.
+struct Held {
+    memory: Arc<Semaphore>,
+    outstanding: Arc<AtomicUsize>,
+    bytes: usize,
+    records: usize,
+}
+
+impl Held {
+    /// Releases one record of `bytes`.
+    fn release(&mut self, bytes: usize) {
+        let bytes = bytes.min(self.bytes);
+        self.bytes -= bytes;
+        self.memory.add_permits(bytes);
+        if self.records > 0 {
+            self.records -= 1;
+            self.outstanding.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+impl Drop for Held {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        if self.bytes > 0 {
+            self.memory.add_permits(self.bytes);
+        }
+        if self.records > 0 {
+            self.outstanding.fetch_sub(self.records, Ordering::AcqRel);
+        }
+    }
+}
+
+/// A batch's [`Completion`]; if the batch is dropped without being settled, its
+/// records' futures resolve to [`ProduceError::Closed`].
+pub(crate) struct CompletionGuard(pub(crate) Arc<Completion>);
+
+impl Drop for CompletionGuard {
+    fn drop(&mut self) {
+        if !self.0.is_settled() {
+            self.0.settle(Vec::new());
+        }
     }
 }
 
 /// A record waiting for its outcome, with what is needed to report it.
 ///
-/// Invariant: the record (and so its `Bytes`) is held here until the outcome is
-/// sent on `tx` (or the record is handed back by a cancellation).
+/// Invariant: the record (and so its `Bytes`) is held here until its batch's
+/// outcome is settled (or the record is handed back by a cancellation). The
+/// record's buffer memory (`size` bytes) is held by its batch.
 pub(crate) struct Pending {
-    /// Identifies the record for [`Accumulator::remove_unsent`].
-    pub(crate) id: u64,
+    /// The record's index of arrival in its batch (its [`Completion`] slot).
+    pub(crate) slot: u32,
     pub(crate) record: ProducerRecord,
     /// The timestamp written into the batch.
     pub(crate) timestamp: i64,
-    /// Estimated encoded size, counted in the batch's size.
+    /// Estimated encoded size, counted in the batch's size and buffer memory.
     pub(crate) size: usize,
-    pub(crate) tx: oneshot::Sender<Result<RecordMetadata, ProduceError>>,
-    /// Buffer memory held by this record; released when the outcome is final.
-    pub(crate) _permit: OwnedSemaphorePermit,
-    /// Counts the record as outstanding until its outcome is final.
-    pub(crate) _outstanding: Outstanding,
 }
 
 /// A producer id and epoch (KIP-98).
@@ -121,21 +209,43 @@ pub(crate) struct Batch {
     pub(crate) last_error: Option<super::AttemptError>,
     /// Dropped when the batch's outcome is final; `flush` waits on receivers.
     pub(crate) done: watch::Sender<()>,
+    /// Where the records' futures find their outcomes.
+    pub(crate) completion: CompletionGuard,
+    /// The next record's slot in `completion`.
+    next_slot: u32,
+    /// Buffer memory and outstanding records, released when the batch is dropped.
+    held: Held,
 }
 
 impl Batch {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         id: u64,
         topic: Arc<str>,
         partition: i32,
         now: Instant,
         delivery_timeout: Duration,
+        capacity: usize,
+        limits: &Limits,
     ) -> Self {
         Batch {
+            completion: CompletionGuard(Arc::new(Completion::new(
+                limits.owner.clone(),
+                topic.clone(),
+                partition,
+                id,
+            ))),
+            next_slot: 0,
+            held: Held {
+                memory: limits.memory.clone(),
+                outstanding: limits.outstanding.clone(),
+                bytes: 0,
+                records: 0,
+            },
             id,
             topic,
             partition,
-            records: Vec::new(),
+            records: Vec::with_capacity(capacity),
             size: BATCH_OVERHEAD,
             created: now,
             deadline: now + delivery_timeout,
@@ -146,6 +256,34 @@ impl Batch {
             last_error: None,
             done: watch::channel(()).0,
         }
+    }
+
+    /// Settles the batch: each record's outcome from `outcome`, then releases the
+    /// batch's buffer memory and outstanding count, then signals `done`.
+    pub(crate) fn settle(
+        self,
+        mut outcome: impl FnMut(usize, Pending) -> Result<RecordMetadata, ProduceError>,
+    ) {
+        let Batch {
+            records,
+            done,
+            completion,
+            next_slot,
+            held,
+            ..
+        } = self;
+        let mut outcomes: Vec<Option<Result<RecordMetadata, ProduceError>>> =
+            Vec::with_capacity(next_slot as usize);
+        for (i, p) in records.into_iter().enumerate() {
+            let slot = p.slot as usize;
+            while outcomes.len() < slot {
+                outcomes.push(None);
+            }
+            outcomes.push(Some(outcome(i, p)));
+        }
+        completion.0.settle(outcomes);
+        drop(held);
+        drop(done);
     }
 
     /// The number of records, as a sequence increment.
@@ -223,6 +361,8 @@ pub(crate) struct PartitionQueue {
     /// Batches of this partition on the wire, oldest first.
     in_flight: Vec<InFlight>,
     pub(crate) seq: SeqState,
+    /// The most records a batch of this partition held (sizes new batches).
+    last_len: usize,
 }
 
 impl PartitionQueue {
@@ -263,8 +403,46 @@ pub(crate) struct Appended {
     /// A new batch was started (the sender must learn its linger deadline) or a
     /// batch became full.
     pub(crate) wake: bool,
+    /// The record's batch's completion.
+    pub(crate) completion: Arc<Completion>,
+    /// The record's slot in it.
+    pub(crate) slot: u32,
+}
+
+/// The queues of one topic's partitions, and its cached partition count.
+struct TopicQueues {
     /// The interned topic name.
-    pub(crate) topic: Arc<str>,
+    name: Arc<str>,
+    /// The partition count and the metadata generation it came from.
+    partition_count: Option<(i32, u64)>,
+    partitions: FastMap<i32, PartitionQueue>,
+}
+
+/// The entry of `topic` in `topics`, created if needed.
+fn topic_entry<'a>(
+    topics: &'a mut FastMap<Arc<str>, TopicQueues>,
+    topic: &str,
+) -> &'a mut TopicQueues {
+    if !topics.contains_key(topic) {
+        let name: Arc<str> = Arc::from(topic);
+        topics.insert(
+            name.clone(),
+            TopicQueues {
+                name,
+                partition_count: None,
+                partitions: FastMap::default(),
+            },
+        );
+    }
+    topics.get_mut(topic).expect("just inserted")
+}
+
+/// What batches are created with: the producer's limits, released by each batch.
+struct Limits {
+    memory: Arc<Semaphore>,
+    outstanding: Arc<AtomicUsize>,
+    /// The producer, for the cancellation of records.
+    owner: Weak<Shared>,
 }
 
 /// The idempotent producer's identity, shared by all partitions.
@@ -312,11 +490,9 @@ pub(crate) struct Drained {
 }
 
 /// All partition queues.
-#[derive(Default)]
 pub(crate) struct Accumulator {
-    queues: HashMap<(Arc<str>, i32), PartitionQueue>,
-    /// Interned topic names.
-    names: HashSet<Arc<str>>,
+    topics: FastMap<Arc<str>, TopicQueues>,
+    limits: Limits,
     /// No new records once set.
     pub(crate) closed: bool,
     /// While non-zero, every batch is ready at once (flush in progress).
@@ -328,92 +504,170 @@ pub(crate) struct Accumulator {
 }
 
 impl Accumulator {
-    /// An empty accumulator; `idempotent` turns sequence stamping on.
+    /// An empty accumulator; `idempotent` turns sequence stamping on. Its batches
+    /// hold no buffer memory of a producer (tests).
+    #[cfg(test)]
     pub(crate) fn new(idempotent: bool) -> Self {
+        Accumulator::for_producer(
+            idempotent,
+            Arc::new(Semaphore::new(0)),
+            Arc::new(AtomicUsize::new(0)),
+            Weak::new(),
+        )
+    }
+
+    /// An empty accumulator of the producer `owner`: `idempotent` turns sequence
+    /// stamping on; batches release `memory` permits (bytes reserved by `send`)
+    /// and decrement `outstanding` as their records' outcomes become final.
+    pub(crate) fn for_producer(
+        idempotent: bool,
+        memory: Arc<Semaphore>,
+        outstanding: Arc<AtomicUsize>,
+        owner: Weak<Shared>,
+    ) -> Self {
         Accumulator {
+            topics: FastMap::default(),
+            limits: Limits {
+                memory,
+                outstanding,
+                owner,
+            },
+            closed: false,
+            flushes: 0,
+            next_batch: 0,
             idem: Idempotence {
                 enabled: idempotent,
                 ..Idempotence::default()
             },
-            ..Accumulator::default()
         }
     }
 
-    fn intern(&mut self, topic: &str) -> Arc<str> {
-        match self.names.get(topic) {
-            Some(t) => t.clone(),
-            None => {
-                let t: Arc<str> = Arc::from(topic);
-                self.names.insert(t.clone());
-                t
-            }
+    /// The queue of `topic`/`partition`, if it exists.
+    fn queue(&self, topic: &str, partition: i32) -> Option<&PartitionQueue> {
+        self.topics.get(topic)?.partitions.get(&partition)
+    }
+
+    /// The queue of `topic`/`partition`, if it exists.
+    fn queue_mut(&mut self, topic: &str, partition: i32) -> Option<&mut PartitionQueue> {
+        self.topics.get_mut(topic)?.partitions.get_mut(&partition)
+    }
+
+    /// The queue of `topic`/`partition`, created if needed.
+    fn queue_entry(&mut self, topic: &str, partition: i32) -> &mut PartitionQueue {
+        topic_entry(&mut self.topics, topic)
+            .partitions
+            .entry(partition)
+            .or_default()
+    }
+
+    /// The cached partition count of `topic`, if it came from metadata generation
+    /// `fresh` (the current one, not stale).
+    pub(crate) fn partition_count(&self, topic: &str, fresh: Option<u64>) -> Option<i32> {
+        let fresh = fresh?;
+        match self.topics.get(topic)?.partition_count {
+            Some((count, generation)) if generation == fresh => Some(count),
+            _ => None,
         }
     }
 
-    /// Appends a record to its partition's last batch, or to a new batch if it
-    /// would overflow `batch_size`.
+    /// Caches `count` as `topic`'s partition count from metadata generation
+    /// `generation`.
+    pub(crate) fn set_partition_count(&mut self, topic: &str, count: i32, generation: u64) {
+        topic_entry(&mut self.topics, topic).partition_count = Some((count, generation));
+    }
+
+    /// Every partition queue.
+    fn queues(&self) -> impl Iterator<Item = &PartitionQueue> {
+        self.topics.values().flat_map(|t| t.partitions.values())
+    }
+
+    /// Appends a record to its topic's `partition`'s last batch, or to a new batch if it
+    /// would overflow `batch_size`. The record's `size` bytes of buffer memory,
+    /// reserved by the caller, pass to the batch, which releases them when the
+    /// record's outcome is final; the record counts as outstanding until then.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn append(
         &mut self,
-        topic: &str,
         partition: i32,
-        pending: Pending,
+        record: ProducerRecord,
+        timestamp: i64,
+        size: usize,
         batch_size: usize,
         delivery_timeout: Duration,
     ) -> Appended {
-        let now = Instant::now();
-        let key_topic = self.intern(topic);
         let id = self.next_batch;
-        let queue = self
-            .queues
-            .entry((key_topic.clone(), partition))
-            .or_default();
-        let size = pending.size;
+        let entry = topic_entry(&mut self.topics, &record.topic);
+        let name = &entry.name;
+        let queue = match entry.partitions.get_mut(&partition) {
+            Some(q) => q,
+            None => entry.partitions.entry(partition).or_default(),
+        };
         let mut wake = false;
         if !queue.last_fits(size, batch_size) {
+            // Room for as many records as the previous batch held, up to a limit.
+            let capacity = queue.last_len.clamp(8, 16384);
+            queue.batches.push_back(Batch::new(
+                id,
+                name.clone(),
+                partition,
+                Instant::now(),
+                delivery_timeout,
+                capacity,
+                &self.limits,
+            ));
             self.next_batch += 1;
-            queue
-                .batches
-                .push_back(Batch::new(id, key_topic, partition, now, delivery_timeout));
             wake = true;
         }
         let batch = queue.batches.back_mut().expect("just ensured");
-        batch.records.push(pending);
+        let slot = batch.next_slot;
+        batch.next_slot += 1;
+        batch.records.push(Pending {
+            slot,
+            record,
+            timestamp,
+            size,
+        });
         batch.size += size;
+        batch.held.bytes += size;
+        batch.held.records += 1;
+        self.limits.outstanding.fetch_add(1, Ordering::AcqRel);
+        if batch.records.len() > queue.last_len {
+            queue.last_len = batch.records.len();
+        }
         if batch.size >= batch_size {
             wake = true;
         }
         Appended {
             wake,
-            topic: batch.topic.clone(),
+            completion: batch.completion.0.clone(),
+            slot,
         }
     }
 
-    /// Takes the record `record_id` of `topic`/`partition` out of the accumulator if
-    /// its batch never left the queue (so it is guaranteed never on the wire).
+    /// Takes the record in `slot` of batch `batch_id` of `topic`/`partition` out of
+    /// the accumulator if its batch never left the queue (so it is guaranteed never
+    /// on the wire), releasing its buffer memory.
     pub(crate) fn remove_unsent(
         &mut self,
         topic: &str,
         partition: i32,
-        record_id: u64,
-    ) -> Option<Pending> {
-        let topic = self.names.get(topic)?.clone();
-        let q = self.queues.get_mut(&(topic, partition))?;
-        let (bi, ri) = q.batches.iter().enumerate().find_map(|(bi, b)| {
-            if b.attempts > 0 || b.encoded.is_some() || b.stamp.is_some() {
-                return None;
-            }
-            b.records
-                .iter()
-                .position(|p| p.id == record_id)
-                .map(|ri| (bi, ri))
-        })?;
+        batch_id: u64,
+        slot: u32,
+    ) -> Option<ProducerRecord> {
+        let q = self.queue_mut(topic, partition)?;
+        let bi = q.batches.iter().position(|b| b.id == batch_id)?;
         let batch = &mut q.batches[bi];
+        if batch.attempts > 0 || batch.encoded.is_some() || batch.stamp.is_some() {
+            return None;
+        }
+        let ri = batch.records.iter().position(|p| p.slot == slot)?;
         let pending = batch.records.remove(ri);
         batch.size -= pending.size;
+        batch.held.release(pending.size);
         if batch.records.is_empty() {
             q.batches.remove(bi);
         }
-        Some(pending)
+        Some(pending.record)
     }
 
     /// Whether appending a record of estimated size `size` to `topic`/`partition`
@@ -425,30 +679,25 @@ impl Accumulator {
         size: usize,
         batch_size: usize,
     ) -> bool {
-        let Some(topic) = self.names.get(topic) else {
-            return true;
-        };
-        self.queues
-            .get(&(topic.clone(), partition))
+        self.queue(topic, partition)
             .map_or(true, |q| !q.last_fits(size, batch_size))
     }
 
     /// Whether nothing is queued or in flight.
     pub(crate) fn is_idle(&self) -> bool {
-        self.queues
-            .values()
+        self.queues()
             .all(|q| q.batches.is_empty() && q.in_flight.is_empty())
     }
 
     /// Whether any batch is queued (not in flight).
     pub(crate) fn has_queued(&self) -> bool {
-        self.queues.values().any(|q| !q.batches.is_empty())
+        self.queues().any(|q| !q.batches.is_empty())
     }
 
     /// Receivers that close when every batch queued or in flight now is done.
     pub(crate) fn completions(&self) -> Vec<watch::Receiver<()>> {
         let mut out = Vec::new();
-        for q in self.queues.values() {
+        for q in self.queues() {
             out.extend(q.in_flight.iter().map(|f| f.done.clone()));
             out.extend(q.batches.iter().map(|b| b.done.subscribe()));
         }
@@ -457,8 +706,7 @@ impl Accumulator {
 
     /// The sequence state of `topic`/`partition`.
     pub(crate) fn seq(&self, topic: &Arc<str>, partition: i32) -> SeqState {
-        self.queues
-            .get(&(topic.clone(), partition))
+        self.queue(topic, partition)
             .map(|q| q.seq)
             .unwrap_or_default()
     }
@@ -476,8 +724,7 @@ impl Accumulator {
         if self.idem.current == Some(identity) {
             self.idem.bump_requested = true;
         }
-        self.queues
-            .get_mut(&(topic.clone(), partition))
+        self.queue_mut(topic, partition)
             .map(|q| q.fence(identity))
             .unwrap_or_default()
     }
@@ -496,7 +743,11 @@ impl Accumulator {
         let mut wake_at = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
         let hurry = self.closed || self.flushes > 0;
         let idem = &mut self.idem;
-        for q in self.queues.values_mut() {
+        for q in self
+            .topics
+            .values_mut()
+            .flat_map(|t| t.partitions.values_mut())
+        {
             while q.batches.front().is_some_and(|b| b.deadline <= now) {
                 let b = q.batches.pop_front().expect("checked");
                 if let Some(s) = b.stamp {
@@ -591,7 +842,7 @@ impl Accumulator {
         acked: Option<(Stamp, i32)>,
         retry: Option<Batch>,
     ) {
-        let queue = self.queues.entry((topic.clone(), partition)).or_default();
+        let queue = self.queue_entry(topic, partition);
         queue.in_flight.retain(|f| f.id != batch_id);
         if let Some((stamp, count)) = acked {
             let last = add_sequence(stamp.base_sequence, count - 1);
@@ -616,23 +867,14 @@ impl Accumulator {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use baton_protocol::record::RecordBatch;
-    use tokio::sync::Semaphore;
 
     use super::*;
 
-    fn pending(memory: &Arc<Semaphore>, id: u64, value: &'static str) -> Pending {
-        Pending {
-            id,
-            record: ProducerRecord::new("t").key("k").value(value),
-            timestamp: 1_700_000_000_000,
-            size: 40,
-            tx: oneshot::channel().0,
-            _permit: memory.clone().try_acquire_many_owned(1).unwrap(),
-            _outstanding: Outstanding::new(&Arc::new(AtomicUsize::new(0))),
-        }
+    fn append(acc: &mut Accumulator, value: &'static str, batch_size: usize, timeout: Duration) {
+        let record = ProducerRecord::new("t").key("k").value(value);
+        acc.append(0, record, 1_700_000_000_000, 40, batch_size, timeout);
     }
 
     /// A batch is compressed once; after a failed attempt it goes back to the front
@@ -640,7 +882,6 @@ mod tests {
     /// the very same bytes.
     #[tokio::test]
     async fn retries_resend_the_bytes_of_the_first_attempt() {
-        let memory = Arc::new(Semaphore::new(1000));
         let timeout = Duration::from_secs(60);
         for codec in Compression::ALL {
             let mut acc = Accumulator::new(false);
@@ -650,7 +891,7 @@ mod tests {
                 } else {
                     "odd value"
                 };
-                acc.append("t", 0, pending(&memory, i, v), 1 << 20, timeout);
+                append(&mut acc, v, 1 << 20, timeout);
             }
             let mut ready = acc.drain(Instant::now(), Duration::ZERO, 1 << 20, 1).ready;
             let mut batch = ready.pop().expect("one batch ready");
@@ -665,7 +906,7 @@ mod tests {
             let id = batch.id;
             acc.finish_attempt(&topic, 0, id, None, Some(batch));
             assert!(acc.needs_new_batch("t", 0, 40, 1 << 20));
-            acc.append("t", 0, pending(&memory, 99, "later"), 1 << 20, timeout);
+            append(&mut acc, "later", 1 << 20, timeout);
             let mut ready = acc.drain(Instant::now(), Duration::ZERO, 1 << 20, 5).ready;
             assert_eq!(ready.len(), 1, "a retry goes out alone");
             let mut retried = ready.pop().unwrap();
@@ -686,12 +927,11 @@ mod tests {
     /// with its sequence, once the others are back.
     #[tokio::test]
     async fn sequences_are_stamped_once_and_kept_across_retries() {
-        let memory = Arc::new(Semaphore::new(1000));
         let timeout = Duration::from_secs(60);
         let mut acc = Accumulator::new(true);
         // 7 batches of 2 records each (batch_size fits two records).
-        for i in 0..14 {
-            acc.append("t", 0, pending(&memory, i, "v"), 150, timeout);
+        for _ in 0..14 {
+            append(&mut acc, "v", 150, timeout);
         }
         let now = Instant::now();
         assert!(
@@ -741,17 +981,10 @@ mod tests {
     /// Acknowledgements settled out of order never move `last_acked` back.
     #[tokio::test]
     async fn last_acked_only_moves_forward() {
-        let memory = Arc::new(Semaphore::new(1000));
         let mut acc = Accumulator::new(true);
         acc.idem.current = Some(ProducerIdentity { id: 1, epoch: 0 });
-        for i in 0..4 {
-            acc.append(
-                "t",
-                0,
-                pending(&memory, i, "v"),
-                150,
-                Duration::from_secs(60),
-            );
+        for _ in 0..4 {
+            append(&mut acc, "v", 150, Duration::from_secs(60));
         }
         let ready = acc.drain(Instant::now(), Duration::ZERO, 150, 5).ready;
         assert_eq!(ready.len(), 2);

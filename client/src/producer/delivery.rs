@@ -18,20 +18,167 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Weak};
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Waker};
 
-use tokio::sync::oneshot;
-use tokio::sync::oneshot::error::TryRecvError;
 use tokio_util::sync::CancellationToken;
 
 use super::{ProduceError, ProducerRecord, RecordMetadata, Shared};
 
 type Outcome = Result<RecordMetadata, ProduceError>;
-type OutcomeRx = oneshot::Receiver<Outcome>;
 
 fn closed() -> ProduceError {
     ProduceError::Closed { record: None }
+}
+
+/// The outcomes of one batch's records, shared by the batch and the records'
+/// [`DeliveryFuture`]s: the sender settles the batch once, and each future takes
+/// its own record's outcome by slot (the record's index of arrival in the batch).
+///
+/// Invariants: a record's outcome is handed out at most once; the outcome of a
+/// slot whose handle is gone is dropped (with its record) as soon as it is settled
+/// or, if it already was, as soon as the handle goes.
+pub(crate) struct Completion {
+    shared: Weak<Shared>,
+    topic: Arc<str>,
+    partition: i32,
+    batch_id: u64,
+    state: Mutex<CompletionState>,
+}
+
+#[derive(Default)]
+struct CompletionState {
+    /// `None` until the batch is settled; then the outcome of each slot, taken
+    /// (set to `None`) when handed out or dropped.
+    outcomes: Option<Vec<Option<Outcome>>>,
+    /// Slots whose handle was dropped before the batch was settled.
+    abandoned: Vec<u32>,
+    /// Wakers of futures waiting for the batch, by slot.
+    wakers: Vec<Option<Waker>>,
+}
+
+impl Completion {
+    pub(crate) fn new(
+        shared: Weak<Shared>,
+        topic: Arc<str>,
+        partition: i32,
+        batch_id: u64,
+    ) -> Self {
+        Completion {
+            shared,
+            topic,
+            partition,
+            batch_id,
+            state: Mutex::new(CompletionState::default()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, CompletionState> {
+        self.state.lock().expect("completion lock poisoned")
+    }
+
+    /// Publishes the outcome of every slot (`None` for slots that have no record
+    /// any more) and wakes the waiting futures. A second settlement is ignored.
+    pub(crate) fn settle(&self, mut outcomes: Vec<Option<Outcome>>) {
+        let wakers = {
+            let mut st = self.lock();
+            if st.outcomes.is_some() {
+                return;
+            }
+            for slot in std::mem::take(&mut st.abandoned) {
+                if let Some(o) = outcomes.get_mut(slot as usize) {
+                    *o = None;
+                }
+            }
+            st.outcomes = Some(outcomes);
+            std::mem::take(&mut st.wakers)
+        };
+        for w in wakers.into_iter().flatten() {
+            w.wake();
+        }
+    }
+
+    /// Whether the batch is settled.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.lock().outcomes.is_some()
+    }
+
+    /// The outcome of `slot` if the batch is settled (`Err(Closed)` if it was
+    /// handed out already or never existed).
+    fn take(&self, slot: u32) -> Option<Outcome> {
+        let mut st = self.lock();
+        let outcomes = st.outcomes.as_mut()?;
+        Some(
+            outcomes
+                .get_mut(slot as usize)
+                .and_then(Option::take)
+                .unwrap_or_else(|| Err(closed())),
+        )
+    }
+
+    fn poll_slot(&self, slot: u32, cx: &mut Context<'_>) -> Poll<Outcome> {
+        let mut st = self.lock();
+        if let Some(outcomes) = st.outcomes.as_mut() {
+            return Poll::Ready(
+                outcomes
+                    .get_mut(slot as usize)
+                    .and_then(Option::take)
+                    .unwrap_or_else(|| Err(closed())),
+            );
+        }
+        let i = slot as usize;
+        if st.wakers.len() <= i {
+            st.wakers.resize_with(i + 1, || None);
+        }
+        match &mut st.wakers[i] {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            w => *w = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    /// The handle of `slot` is gone: its outcome is dropped now, or at settlement.
+    fn abandon(&self, slot: u32) {
+        let dropped = {
+            let mut st = self.lock();
+            if let Some(w) = st.wakers.get_mut(slot as usize) {
+                *w = None;
+            }
+            match st.outcomes.as_mut() {
+                Some(outcomes) => outcomes.get_mut(slot as usize).and_then(Option::take),
+                None => {
+                    st.abandoned.push(slot);
+                    None
+                }
+            }
+        };
+        // The record (if any) is released here, outside the lock.
+        drop(dropped);
+    }
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completion")
+            .field("topic", &self.topic)
+            .field("partition", &self.partition)
+            .field("batch_id", &self.batch_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One record's claim on its batch's [`Completion`]; dropping it abandons the
+/// record's outcome.
+#[derive(Debug)]
+struct Slot {
+    completion: Arc<Completion>,
+    slot: u32,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.completion.abandon(self.slot);
+    }
 }
 
 /// Resolves to a sent record's outcome: where it landed, or why it failed. Both hand
@@ -70,11 +217,7 @@ fn closed() -> ProduceError {
 /// [`DeliveryFuture::cancel`].
 #[derive(Debug)]
 pub struct DeliveryFuture {
-    rx: OutcomeRx,
-    shared: Weak<Shared>,
-    topic: Arc<str>,
-    partition: i32,
-    record_id: u64,
+    slot: Slot,
 }
 
 /// What [`DeliveryFuture::cancel`] (or [`DeliveryFuture::until_cancelled`]) did.
@@ -106,44 +249,32 @@ pub enum CancelOutcome {
 /// fails it for good) and then releases it.
 #[derive(Debug)]
 pub struct InFlight {
-    rx: OutcomeRx,
+    slot: Slot,
 }
 
 impl Future for InFlight {
     type Output = Result<RecordMetadata, ProduceError>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.rx)
-            .poll(cx)
-            .map(|r| r.unwrap_or_else(|_| Err(closed())))
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.slot.completion.poll_slot(self.slot.slot, cx)
     }
 }
 
 impl DeliveryFuture {
-    pub(crate) fn new(
-        rx: OutcomeRx,
-        shared: &Arc<Shared>,
-        topic: Arc<str>,
-        partition: i32,
-        record_id: u64,
-    ) -> Self {
+    pub(crate) fn new(completion: Arc<Completion>, slot: u32) -> Self {
         DeliveryFuture {
-            rx,
-            shared: Arc::downgrade(shared),
-            topic,
-            partition,
-            record_id,
+            slot: Slot { completion, slot },
         }
     }
 
     /// The topic the record goes to.
     pub fn topic(&self) -> &str {
-        &self.topic
+        &self.slot.completion.topic
     }
 
     /// The partition the record was assigned to.
     pub fn partition(&self) -> i32 {
-        self.partition
+        self.slot.completion.partition
     }
 
     /// Gives up on the record: removes it from the producer if it has not been
@@ -153,21 +284,22 @@ impl DeliveryFuture {
     /// Called on a `DeliveryFuture` that already returned its outcome (polled to
     /// completion through `&mut`), it reports [`CancelOutcome::Failed`] with
     /// [`ProduceError::Closed`]: the outcome was handed out once, already.
-    pub fn cancel(mut self) -> CancelOutcome {
+    pub fn cancel(self) -> CancelOutcome {
         if let Some(outcome) = self.take_final() {
             return outcome;
         }
-        if let Some(shared) = self.shared.upgrade() {
-            let removed = shared
-                .lock()
-                .remove_unsent(&self.topic, self.partition, self.record_id);
-            if let Some(pending) = removed {
-                // Dropping the rest of `pending` releases its buffer memory.
-                return CancelOutcome::NeverSent(pending.record);
+        let c = &self.slot.completion;
+        if let Some(shared) = c.shared.upgrade() {
+            let removed =
+                shared
+                    .lock()
+                    .remove_unsent(&c.topic, c.partition, c.batch_id, self.slot.slot);
+            if let Some(record) = removed {
+                return CancelOutcome::NeverSent(record);
             }
         }
         self.take_final()
-            .unwrap_or(CancelOutcome::InFlight(InFlight { rx: self.rx }))
+            .unwrap_or(CancelOutcome::InFlight(InFlight { slot: self.slot }))
     }
 
     /// Waits for the record's outcome or for `token` to be cancelled, whichever
@@ -182,32 +314,27 @@ impl DeliveryFuture {
     pub async fn until_cancelled(mut self, token: &CancellationToken) -> CancelOutcome {
         tokio::select! {
             biased;
-            result = &mut self.rx => match result {
-                Ok(Ok(meta)) => CancelOutcome::Delivered(meta),
-                Ok(Err(e)) => CancelOutcome::Failed(e),
-                Err(_) => CancelOutcome::Failed(closed()),
+            result = &mut self => match result {
+                Ok(meta) => CancelOutcome::Delivered(meta),
+                Err(e) => CancelOutcome::Failed(e),
             },
             () = token.cancelled() => self.cancel(),
         }
     }
 
     /// The outcome, if it is already final.
-    fn take_final(&mut self) -> Option<CancelOutcome> {
-        match self.rx.try_recv() {
-            Ok(Ok(meta)) => Some(CancelOutcome::Delivered(meta)),
-            Ok(Err(e)) => Some(CancelOutcome::Failed(e)),
-            Err(TryRecvError::Empty) => None,
-            Err(TryRecvError::Closed) => Some(CancelOutcome::Failed(closed())),
-        }
+    fn take_final(&self) -> Option<CancelOutcome> {
+        self.slot.completion.take(self.slot.slot).map(|r| match r {
+            Ok(meta) => CancelOutcome::Delivered(meta),
+            Err(e) => CancelOutcome::Failed(e),
+        })
     }
 }
 
 impl Future for DeliveryFuture {
     type Output = Result<RecordMetadata, ProduceError>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.rx)
-            .poll(cx)
-            .map(|r| r.unwrap_or_else(|_| Err(closed())))
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.slot.completion.poll_slot(self.slot.slot, cx)
     }
 }

@@ -86,13 +86,13 @@ mod record;
 mod sender;
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use baton_protocol::record::RecordBatchBuilder;
 use baton_protocol::ErrorCode;
-use tokio::sync::{oneshot, Notify, Semaphore};
+use tokio::sync::{Notify, Semaphore, TryAcquireError};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -105,7 +105,7 @@ pub use record::{ProducerRecord, RecordMetadata};
 
 use crate::client::{Client, ClientError};
 use crate::connection::ConnectionError;
-use accumulator::{Accumulator, Outstanding, Pending};
+use accumulator::Accumulator;
 
 /// How many acknowledgements the producer asks the broker for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -568,15 +568,21 @@ impl ProducerBuilder {
 
     fn start(self) -> Producer {
         let idempotent = self.config.idempotent();
-        let shared = Arc::new(Shared {
-            memory: Arc::new(Semaphore::new(self.config.buffer_memory)),
+        let memory = Arc::new(Semaphore::new(self.config.buffer_memory));
+        let outstanding = Arc::new(AtomicUsize::new(0));
+        let shared = Arc::new_cyclic(|owner| Shared {
+            acc: Mutex::new(Accumulator::for_producer(
+                idempotent,
+                memory.clone(),
+                outstanding.clone(),
+                owner.clone(),
+            )),
+            memory,
             client: self.client,
             config: self.config,
             partitioner: self.partitioner,
-            acc: Mutex::new(Accumulator::new(idempotent)),
             wake: Notify::new(),
-            outstanding: Arc::new(AtomicUsize::new(0)),
-            next_record: AtomicU64::new(0),
+            outstanding,
             leader_hints: Mutex::new(Default::default()),
         });
         tokio::spawn(sender::run(shared.clone()));
@@ -594,12 +600,11 @@ pub(crate) struct Shared {
     pub(crate) acc: Mutex<Accumulator>,
     /// Wakes the sender task.
     pub(crate) wake: Notify,
-    /// Buffer memory, one permit per byte.
+    /// Buffer memory, one permit per byte. `send` reserves a record's bytes (and
+    /// forgets the permit); its batch gives them back when the outcome is final.
     pub(crate) memory: Arc<Semaphore>,
     /// Records whose outcome is not final yet.
     pub(crate) outstanding: Arc<AtomicUsize>,
-    /// Ids for records (to find them again when cancelled).
-    pub(crate) next_record: AtomicU64,
     /// Leaders named by KIP-951 hints in Produce responses, newer than metadata.
     pub(crate) leader_hints: Mutex<sender::LeaderHints>,
 }
@@ -706,7 +711,13 @@ impl Producer {
     /// returns a [`DeliveryFuture`], the record will be delivered or fail whether or
     /// not that future is polled; see [`DeliveryFuture::cancel`] to give up on it.
     pub async fn send(&self, record: ProducerRecord) -> Result<DeliveryFuture, ProduceError> {
-        self.send_inner(record, None).await
+        // The common case completes here, without awaiting anything; only a wait
+        // (metadata, buffer memory) goes through the boxed slow path, which keeps
+        // this future small.
+        match self.try_send_now(record) {
+            Ok(result) => result,
+            Err(slow) => Box::pin(self.send_slow(*slow, None)).await,
+        }
     }
 
     /// Like [`Producer::send`], but gives up when `token` is cancelled before the
@@ -723,30 +734,25 @@ impl Producer {
         record: ProducerRecord,
         token: &CancellationToken,
     ) -> Result<DeliveryFuture, ProduceError> {
-        self.send_inner(record, Some(token)).await
+        if token.is_cancelled() {
+            return Err(ProduceError::Cancelled {
+                record: Box::new(record),
+            });
+        }
+        match self.try_send_now(record) {
+            Ok(result) => result,
+            Err(slow) => Box::pin(self.send_slow(*slow, Some(token))).await,
+        }
     }
 
-    async fn send_inner(
+    /// `send` without waiting: the outcome of `send` if it needs no wait, else what
+    /// the slow path needs to go on (nothing is accepted or reserved then).
+    fn try_send_now(
         &self,
         record: ProducerRecord,
-        token: Option<&CancellationToken>,
-    ) -> Result<DeliveryFuture, ProduceError> {
+    ) -> Result<Result<DeliveryFuture, ProduceError>, Box<Slow>> {
         let shared = &self.handle.shared;
         let cfg = &shared.config;
-        {
-            let acc = shared.lock();
-            if acc.closed {
-                return Err(ProduceError::Closed {
-                    record: Some(Box::new(record)),
-                });
-            }
-            if let Some(source) = acc.idem.unsupported.clone() {
-                return Err(ProduceError::IdempotenceUnsupported {
-                    source,
-                    record: Box::new(record),
-                });
-            }
-        }
         let size = RecordBatchBuilder::estimate_record_size(
             record.key.as_ref().map_or(0, |k| k.len()),
             record.value.as_ref().map_or(0, |v| v.len()),
@@ -756,56 +762,178 @@ impl Producer {
             .max_request_size
             .min(cfg.buffer_memory)
             .min(u32::MAX as usize);
-        if size + accumulator::BATCH_OVERHEAD > max {
-            return Err(ProduceError::RecordTooLarge {
-                size,
-                max,
-                record: Box::new(record),
-            });
-        }
-        let count = match until(token, self.partition_count(&record.topic)).await {
-            None => {
-                return Err(ProduceError::Cancelled {
-                    record: Box::new(record),
-                })
+        let too_large = size + accumulator::BATCH_OVERHEAD > max;
+        let fresh = shared.client.inner.metadata.fresh_generation();
+        let timestamp = record.timestamp.unwrap_or_else(now_ms);
+        let count = {
+            let mut acc = shared.lock();
+            if acc.closed {
+                return Ok(Err(ProduceError::Closed {
+                    record: Some(Box::new(record)),
+                }));
             }
-            Some(Ok(n)) => n,
-            Some(Err(source)) => {
-                return Err(ProduceError::Client {
-                    topic: record.topic.clone(),
-                    partition: record.partition,
+            if let Some(source) = acc.idem.unsupported.clone() {
+                return Ok(Err(ProduceError::IdempotenceUnsupported {
                     source,
                     record: Box::new(record),
-                })
+                }));
             }
-        };
-        let mut partition = match record.partition {
-            Some(p) => p,
-            None => shared
-                .partitioner
-                .partition(&record.topic, record.key.as_deref(), count),
-        };
-        if !(0..count).contains(&partition) {
-            return Err(ProduceError::InvalidPartition {
-                topic: record.topic.clone(),
-                partition,
-                partition_count: count,
-                record: Box::new(record),
-            });
-        }
-        let acquire = shared.memory.clone().acquire_many_owned(size as u32);
-        let permit = match until(token, acquire).await {
-            None => {
-                return Err(ProduceError::Cancelled {
+            if too_large {
+                return Ok(Err(ProduceError::RecordTooLarge {
+                    size,
+                    max,
                     record: Box::new(record),
+                }));
+            }
+            let Some(count) = acc.partition_count(&record.topic, fresh) else {
+                drop(acc);
+                return Err(Box::new(Slow {
+                    record,
+                    size,
+                    known: None,
+                }));
+            };
+            if let Some(partition) = record.partition {
+                // An explicit partition: everything happens under this lock.
+                if !(0..count).contains(&partition) {
+                    drop(acc);
+                    return Ok(Err(invalid_partition(record, partition, count)));
+                }
+                let Some(reserved) = self.try_reserve(size) else {
+                    drop(acc);
+                    return Err(Box::new(Slow {
+                        record,
+                        size,
+                        known: Some((count, partition)),
+                    }));
+                };
+                let appended = acc.append(
+                    partition,
+                    record,
+                    timestamp,
+                    size,
+                    cfg.batch_size,
+                    cfg.delivery_timeout,
+                );
+                reserved.passed_on();
+                drop(acc);
+                return Ok(Ok(self.appended(appended)));
+            }
+            count
+        };
+        let partition = shared
+            .partitioner
+            .partition(&record.topic, record.key.as_deref(), count);
+        if !(0..count).contains(&partition) {
+            return Ok(Err(invalid_partition(record, partition, count)));
+        }
+        match self.try_reserve(size) {
+            Some(reserved) => Ok(self.accept(record, timestamp, size, count, partition, reserved)),
+            None => Err(Box::new(Slow {
+                record,
+                size,
+                known: Some((count, partition)),
+            })),
+        }
+    }
+
+    /// `send` with waits: for the topic's metadata (unless `known` has the
+    /// partition count and the chosen partition) and for buffer memory.
+    async fn send_slow(
+        &self,
+        slow: Slow,
+        token: Option<&CancellationToken>,
+    ) -> Result<DeliveryFuture, ProduceError> {
+        let shared = &self.handle.shared;
+        let Slow {
+            record,
+            size,
+            known,
+        } = slow;
+        let (count, partition) = match known {
+            Some(known) => known,
+            None => {
+                let count = match until(token, self.partition_count(&record.topic)).await {
+                    None => {
+                        return Err(ProduceError::Cancelled {
+                            record: Box::new(record),
+                        })
+                    }
+                    Some(Ok(n)) => n,
+                    Some(Err(source)) => {
+                        return Err(ProduceError::Client {
+                            topic: record.topic.clone(),
+                            partition: record.partition,
+                            source,
+                            record: Box::new(record),
+                        })
+                    }
+                };
+                let partition = match record.partition {
+                    Some(p) => p,
+                    None => {
+                        shared
+                            .partitioner
+                            .partition(&record.topic, record.key.as_deref(), count)
+                    }
+                };
+                if !(0..count).contains(&partition) {
+                    return Err(invalid_partition(record, partition, count));
+                }
+                (count, partition)
+            }
+        };
+        let reserved = match self.try_reserve(size) {
+            Some(reserved) => reserved,
+            None => match until(token, shared.memory.acquire_many(size as u32)).await {
+                None => {
+                    return Err(ProduceError::Cancelled {
+                        record: Box::new(record),
+                    })
+                }
+                Some(permit) => {
+                    permit
+                        .expect("buffer memory semaphore is never closed")
+                        .forget();
+                    Reserved {
+                        memory: &shared.memory,
+                        bytes: size,
+                    }
+                }
+            },
+        };
+        let timestamp = record.timestamp.unwrap_or_else(now_ms);
+        self.accept(record, timestamp, size, count, partition, reserved)
+    }
+
+    /// Reserves `size` bytes of buffer memory if they are free now.
+    fn try_reserve(&self, size: usize) -> Option<Reserved<'_>> {
+        let memory = &self.handle.shared.memory;
+        match memory.try_acquire_many(size as u32) {
+            Ok(permit) => {
+                permit.forget();
+                Some(Reserved {
+                    memory,
+                    bytes: size,
                 })
             }
-            Some(p) => p.expect("buffer memory semaphore is never closed"),
-        };
-        let (tx, rx) = oneshot::channel();
-        let timestamp = record.timestamp.unwrap_or_else(now_ms);
-        let topic = record.topic.clone();
-        let id = shared.next_record.fetch_add(1, Ordering::Relaxed);
+            Err(TryAcquireError::NoPermits) => None,
+            Err(TryAcquireError::Closed) => unreachable!("buffer memory semaphore is never closed"),
+        }
+    }
+
+    /// Appends the record (partition and memory settled) to the accumulator.
+    fn accept(
+        &self,
+        record: ProducerRecord,
+        timestamp: i64,
+        size: usize,
+        count: i32,
+        mut partition: i32,
+        reserved: Reserved<'_>,
+    ) -> Result<DeliveryFuture, ProduceError> {
+        let shared = &self.handle.shared;
+        let cfg = &shared.config;
         // A partition the partitioner chose may move once, when the record would
         // open a new batch there (sticky partitioning). The partitioner runs outside
         // the accumulator lock.
@@ -817,62 +945,54 @@ impl Producer {
                     record: Some(Box::new(record)),
                 });
             }
-            if may_move && acc.needs_new_batch(&topic, partition, size, cfg.batch_size) {
+            if may_move && acc.needs_new_batch(&record.topic, partition, size, cfg.batch_size) {
                 drop(acc);
                 may_move = false;
                 partition = shared.partitioner.on_new_batch(
-                    &topic,
+                    &record.topic,
                     record.key.as_deref(),
                     count,
                     partition,
                 );
                 if !(0..count).contains(&partition) {
-                    return Err(ProduceError::InvalidPartition {
-                        topic,
-                        partition,
-                        partition_count: count,
-                        record: Box::new(record),
-                    });
+                    return Err(invalid_partition(record, partition, count));
                 }
                 continue;
             }
-            break acc.append(
-                &topic,
+            let appended = acc.append(
                 partition,
-                Pending {
-                    id,
-                    record,
-                    timestamp,
-                    size,
-                    tx,
-                    _permit: permit,
-                    _outstanding: Outstanding::new(&shared.outstanding),
-                },
+                record,
+                timestamp,
+                size,
                 cfg.batch_size,
                 cfg.delivery_timeout,
             );
+            reserved.passed_on();
+            break appended;
         };
+        Ok(self.appended(appended))
+    }
+
+    /// The delivery future of an appended record; wakes the sender if needed.
+    fn appended(&self, appended: accumulator::Appended) -> DeliveryFuture {
         if appended.wake {
-            shared.wake.notify_one();
+            self.handle.shared.wake.notify_one();
         }
-        Ok(DeliveryFuture::new(
-            rx,
-            shared,
-            appended.topic,
-            partition,
-            id,
-        ))
+        DeliveryFuture::new(appended.completion, appended.slot)
     }
 
     /// The partition count of `topic`. Retries retriable metadata errors until the
-    /// delivery timeout.
+    /// delivery timeout. Caches the count for `send`'s fast path.
     async fn partition_count(&self, topic: &str) -> Result<i32, ClientError> {
         let shared = &self.handle.shared;
         let deadline = Instant::now() + shared.config.delivery_timeout;
         let mut backoff = Duration::from_millis(10);
         loop {
-            match shared.client.inner.partition_count(topic).await {
-                Ok(n) => return Ok(n),
+            match shared.client.inner.partition_count_at(topic).await {
+                Ok((n, generation)) => {
+                    shared.lock().set_partition_count(topic, n, generation);
+                    return Ok(n);
+                }
                 Err(e) if e.is_retriable() && Instant::now() + backoff < deadline => {
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(shared.config.retry_backoff_max);
@@ -987,6 +1107,46 @@ pub struct FlushTimeout {
     /// Records of the producer (any clone) without a final outcome when the
     /// deadline passed; the producer still holds and delivers them.
     pub pending: usize,
+}
+
+/// What `send`'s slow path goes on with: the record, its estimated size, and the
+/// partition count and partition if they are already known.
+struct Slow {
+    record: ProducerRecord,
+    size: usize,
+    known: Option<(i32, i32)>,
+}
+
+/// Buffer memory reserved for one record by `send`; given back on drop unless
+/// passed on to the record's batch.
+struct Reserved<'a> {
+    memory: &'a Semaphore,
+    bytes: usize,
+}
+
+impl Reserved<'_> {
+    /// The record's batch holds the bytes now.
+    fn passed_on(mut self) {
+        self.bytes = 0;
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if self.bytes > 0 {
+            self.memory.add_permits(self.bytes);
+        }
+    }
+}
+
+/// The error for a record whose partition is not one of the topic's `count`.
+fn invalid_partition(record: ProducerRecord, partition: i32, count: i32) -> ProduceError {
+    ProduceError::InvalidPartition {
+        topic: record.topic.clone(),
+        partition,
+        partition_count: count,
+        record: Box::new(record),
+    }
 }
 
 /// Runs `f` until `token` (if any) is cancelled; `None` if the token won.

@@ -1,5 +1,7 @@
 //! What the application hands the producer, and what it gets back.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
 use crate::RecordHeader;
@@ -91,8 +93,9 @@ impl ProducerRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RecordMetadata {
-    /// The topic.
-    pub topic: String,
+    /// The topic (shared with the producer's other records of the topic, so
+    /// reporting it costs no allocation per record).
+    pub topic: Arc<str>,
     /// The partition the record was written to.
     pub partition: i32,
     /// The record's offset; -1 with `acks = 0`, where the broker does not answer.

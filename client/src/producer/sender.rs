@@ -13,7 +13,7 @@ use baton_protocol::messages::{
 use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
-use super::accumulator::{add_sequence, Batch, Pending, ProducerIdentity};
+use super::accumulator::{add_sequence, Batch, ProducerIdentity};
 use super::{Acks, AttemptError, ProduceError, ProducerRecord, RecordMetadata, Shared};
 use crate::client::ClientError;
 use crate::connection::{Connection, ConnectionError};
@@ -260,12 +260,7 @@ fn backoff(cfg: &super::ProducerConfig, attempts: u32) -> Duration {
 
 /// Fails every record of `batch`, building each error with `make`.
 fn fail_records(batch: Batch, make: impl Fn(Box<ProducerRecord>) -> ProduceError) {
-    let Batch { records, done, .. } = batch;
-    for p in records {
-        let Pending { record, tx, .. } = p;
-        let _ = tx.send(Err(make(Box::new(record))));
-    }
-    drop(done);
+    batch.settle(|_, p| Err(make(Box::new(p.record))));
 }
 
 /// Fails every record of a batch whose delivery deadline passed.
@@ -666,8 +661,7 @@ fn settle_success(shared: &Shared, batch: Batch, base_offset: i64, log_append_ti
     let partition = batch.partition;
     let id = batch.id;
     let acked = batch.stamp.map(|s| (s, batch.count()));
-    let Batch { records, done, .. } = batch;
-    for (i, p) in records.into_iter().enumerate() {
+    batch.settle(|i, p| {
         let offset = if base_offset >= 0 {
             base_offset + i as i64
         } else {
@@ -678,15 +672,14 @@ fn settle_success(shared: &Shared, batch: Batch, base_offset: i64, log_append_ti
         } else {
             p.timestamp
         };
-        let _ = p.tx.send(Ok(RecordMetadata {
-            topic: topic.to_string(),
+        Ok(RecordMetadata {
+            topic: topic.clone(),
             partition,
             offset,
             timestamp,
             record: p.record,
-        }));
-    }
-    drop(done);
+        })
+    });
     shared
         .lock()
         .finish_attempt(&topic, partition, id, acked, None);
