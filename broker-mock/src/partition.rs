@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::{Mutex, MutexGuard};
 
 use baton_protocol::record::{
-    batches, set_base_offset, set_log_append_time, set_partition_leader_epoch, Compression,
-    RecordBatch, TimestampType,
+    set_base_offset, set_log_append_time, set_partition_leader_epoch, Compression, RecordBatch,
+    TimestampType,
 };
 use baton_protocol::ErrorCode;
 use bytes::{Bytes, BytesMut};
@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::corruption::{CorruptionKind, CorruptionLog, Where};
 use crate::error::LogError;
+use crate::log::check::check_produced;
 use crate::log::Log;
 use crate::producer_state::{self, ProducerBatch, ProducerStateTable, Verdict};
 use crate::replication::{LeaderAction, LeaderEpochCache, LeaderState, ProduceOutcome};
@@ -94,6 +95,21 @@ struct CorruptionLink {
     node: i32,
     events: std::sync::Arc<CorruptionLog>,
     reports: mpsc::UnboundedSender<LeaderReport>,
+}
+
+/// A producer's records, borrowed (copied into the log) or owned (stored in place).
+enum Produced<'a> {
+    Shared(&'a Bytes),
+    Owned(BytesMut),
+}
+
+impl Produced<'_> {
+    fn as_slice(&self) -> &[u8] {
+        match self {
+            Produced::Shared(b) => b,
+            Produced::Owned(b) => b,
+        }
+    }
 }
 
 /// Kafka's `isolation_level` values.
@@ -240,27 +256,44 @@ impl PartitionState {
     /// Validates and appends a producer's records: every batch must be magic 2 with a
     /// valid CRC and consistent records, or nothing is appended. Offsets, leader
     /// epoch and (for LogAppendTime) timestamps are assigned here.
+    ///
+    /// The log keeps a copy of the batches; [`PartitionState::append_owned`] stores a
+    /// uniquely owned buffer without copying.
     pub fn append_records(
         &mut self,
         records: &Bytes,
         timestamp_type: TimestampType,
         now_ms: i64,
     ) -> Result<AppendInfo, ErrorCode> {
+        self.append_produced(Produced::Shared(records), timestamp_type, now_ms)
+    }
+
+    /// [`PartitionState::append_records`] for records the caller owns: each batch's
+    /// base offset and leader epoch (both outside the CRC) and, for LogAppendTime,
+    /// its timestamp are written into `records` in place, and the log stores slices
+    /// of it, so the bytes are never copied. Whatever else `records`' allocation holds
+    /// stays allocated as long as the batches do.
+    pub fn append_owned(
+        &mut self,
+        records: BytesMut,
+        timestamp_type: TimestampType,
+        now_ms: i64,
+    ) -> Result<AppendInfo, ErrorCode> {
+        self.append_produced(Produced::Owned(records), timestamp_type, now_ms)
+    }
+
+    fn append_produced(
+        &mut self,
+        records: Produced<'_>,
+        timestamp_type: TimestampType,
+        now_ms: i64,
+    ) -> Result<AppendInfo, ErrorCode> {
         if self.deleted {
             return Err(ErrorCode::UnknownTopicOrPartition);
         }
-        let mut valid = Vec::new();
-        let mut iter = batches(records.clone());
-        for batch in iter.by_ref() {
-            let batch = batch.map_err(|_| ErrorCode::CorruptMessage)?;
-            batch.verify_crc().map_err(|_| ErrorCode::CorruptMessage)?;
-            check_records(&batch)?;
-            valid.push(batch);
-        }
-        if iter.position() != records.len() || valid.is_empty() {
-            return Err(ErrorCode::CorruptMessage);
-        }
-        if let Verdict::Duplicate(d) = self.producers.check_batches(&valid)? {
+        let checked = check_produced(records.as_slice())?;
+        let headers: Vec<ProducerBatch> = checked.iter().map(|c| c.producer).collect();
+        if let Verdict::Duplicate(d) = self.producers.check(&headers)? {
             return Ok(AppendInfo {
                 base_offset: d.base_offset,
                 log_append_time_ms: d.log_append_time_ms,
@@ -272,17 +305,26 @@ impl PartitionState {
             TimestampType::CreateTime => -1,
             TimestampType::LogAppendTime => now_ms,
         };
+        let mut buf = match records {
+            Produced::Owned(b) => b,
+            Produced::Shared(b) => BytesMut::from(&b[..]),
+        };
         let mut next = base_offset;
-        for batch in valid {
-            let mut buf = BytesMut::from(&batch.as_bytes()[..]);
-            set_base_offset(&mut buf, next);
-            set_partition_leader_epoch(&mut buf, self.leader_epoch);
+        for c in &checked {
+            let batch = &mut buf[c.range.clone()];
+            set_base_offset(batch, next);
+            set_partition_leader_epoch(batch, self.leader_epoch);
             if timestamp_type == TimestampType::LogAppendTime {
-                set_log_append_time(&mut buf, now_ms);
+                set_log_append_time(batch, now_ms);
             }
+            next += c.producer.last_offset_delta as i64 + 1;
+        }
+        let stored = buf.freeze();
+        let mut next = base_offset;
+        for c in &checked {
             let batch_base = next;
-            next += batch.last_offset_delta() as i64 + 1;
-            if let Err(e) = self.log.append(buf.freeze()) {
+            next += c.producer.last_offset_delta as i64 + 1;
+            if let Err(e) = self.log.append(stored.slice(c.range.clone())) {
                 tracing::error!(error = %e, "append failed");
                 // What was appended before the failure stays.
                 self.after_local_append();
@@ -290,7 +332,7 @@ impl PartitionState {
             }
             let _ = self.epoch_cache.assign(self.leader_epoch, batch_base);
             self.producers
-                .record(&ProducerBatch::of(&batch), batch_base, log_append_time_ms);
+                .record(&c.producer, batch_base, log_append_time_ms);
         }
         self.after_local_append();
         Ok(AppendInfo {
@@ -766,28 +808,6 @@ fn find_record(
         }
     }
     Ok(None)
-}
-
-/// Producer-side checks of one batch beyond its CRC.
-fn check_records(batch: &RecordBatch) -> Result<(), ErrorCode> {
-    if batch.is_control() {
-        return Err(ErrorCode::InvalidRecord);
-    }
-    if batch.record_count() == 0
-        || batch.record_count() as i64 != batch.last_offset_delta() as i64 + 1
-    {
-        return Err(ErrorCode::InvalidRecord);
-    }
-    if batch.compression() == Compression::None {
-        let records = batch.records().map_err(|_| ErrorCode::CorruptMessage)?;
-        for (i, r) in records.enumerate() {
-            let r = r.map_err(|_| ErrorCode::CorruptMessage)?;
-            if r.offset != batch.base_offset() + i as i64 {
-                return Err(ErrorCode::InvalidRecord);
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Reads whole batches from `from` (see [`Log::read`]) and checks each one before it

@@ -12,8 +12,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_protocol::FrameCodec;
-use bytes::{Bytes, BytesMut};
+use baton_protocol::{DecodeError, FrameCodec};
+use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
@@ -28,8 +28,14 @@ use crate::state::BrokerState;
 
 /// Replies queued per connection before reading pauses (backpressure).
 const MAX_IN_FLIGHT: usize = 128;
-/// Largest read buffer growth per read, so a lying size prefix allocates nothing big.
+/// Read buffer size for small frames, and the least a large frame's own buffer starts
+/// with.
 const READ_CHUNK: usize = 64 * 1024;
+/// A large frame's own buffer holds at most this many times the bytes received so far
+/// (and at least [`READ_CHUNK`]), so a lying size prefix allocates nothing big.
+const FRAME_GROWTH: usize = 32;
+/// Reads into the shared buffer ask for at least this much.
+const MIN_READ: usize = 4096;
 /// How long shutdown waits for connections to send what they owe.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -195,7 +201,7 @@ async fn serve_connection(
     let reader = async move {
         let mut buf = BytesMut::new();
         loop {
-            match codec.decode(&mut buf) {
+            match next_frame(&codec, &mut buf) {
                 Ok(Some(frame)) => match handlers::dispatch(&state, frame, &stop).await {
                     Ok(reply) => {
                         if tx.send(reply).await.is_err() {
@@ -214,7 +220,7 @@ async fn serve_connection(
                     return;
                 }
             }
-            buf.reserve(codec.wanted(&buf).min(READ_CHUNK));
+            make_room(&codec, &mut buf);
             tokio::select! {
                 r = rd.read_buf(&mut buf) => match r {
                     Ok(0) => {
@@ -235,6 +241,45 @@ async fn serve_connection(
     };
     let writer = write_replies(wr, rx, peer);
     tokio::join!(reader, writer);
+}
+
+/// Takes the next complete frame's body out of `buf`. A frame that is all of `buf`
+/// and fills its allocation is handed over whole, so it owns its memory alone (a
+/// Produce request's batches are then stored without a copy); others are split off
+/// and share the read buffer.
+fn next_frame(codec: &FrameCodec, buf: &mut BytesMut) -> Result<Option<Bytes>, DecodeError> {
+    let Some(n) = codec.check(buf)? else {
+        return Ok(None);
+    };
+    if buf.len() == n + 4 && buf.capacity() <= buf.len() + buf.len() / 8 {
+        let mut frame = std::mem::take(buf);
+        frame.advance(4);
+        return Ok(Some(frame.freeze()));
+    }
+    codec.decode(buf)
+}
+
+/// Makes room in `buf` for the next read. Small frames are read into a shared
+/// [`READ_CHUNK`] buffer, several per read. A frame larger than that gets a buffer of
+/// its own, allocated at its exact size once [`FRAME_GROWTH`] times the bytes received
+/// cover it (growing towards it before that), and reads fill it up to the frame's end
+/// and no further; so large frames arrive with at most a small copy of their first
+/// bytes, and each owns its memory.
+fn make_room(codec: &FrameCodec, buf: &mut BytesMut) {
+    let wanted = codec.wanted(buf);
+    let spare = buf.capacity() - buf.len();
+    if buf.len() >= 4 && buf.len() + wanted > READ_CHUNK {
+        if spare >= wanted {
+            return;
+        }
+        let frame = buf.len() + wanted;
+        let target = frame.min(buf.len().saturating_mul(FRAME_GROWTH).max(READ_CHUNK));
+        let mut own = BytesMut::with_capacity(target);
+        own.extend_from_slice(buf);
+        *buf = own;
+    } else if spare < wanted.max(MIN_READ) {
+        buf.reserve(READ_CHUNK);
+    }
 }
 
 async fn write_replies(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Reply>, peer: SocketAddr) {

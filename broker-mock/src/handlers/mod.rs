@@ -126,11 +126,11 @@ async fn produce_request(
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, String> {
-    let (header, request) = decode::<ProduceRequest>(frame, version)?;
+    let (header, request) = decode::<ProduceRequest>(frame.clone(), version)?;
     let timeout_ms = request.timeout_ms;
     let st = state.clone();
     let (response, waits) =
-        tokio::task::spawn_blocking(move || produce::handle(&st, request, version))
+        tokio::task::spawn_blocking(move || produce::handle(&st, request, frame, version))
             .await
             .map_err(|e| format!("produce handler failed: {e}"))?;
     let Some(mut response) = response else {

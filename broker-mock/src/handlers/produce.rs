@@ -26,6 +26,7 @@ use baton_protocol::messages::{
     ProduceResponseNodeEndpoint, TopicProduceResponse,
 };
 use baton_protocol::ErrorCode;
+use bytes::{Buf, Bytes, BytesMut};
 use tokio::sync::oneshot;
 
 use crate::replication::ProduceOutcome;
@@ -46,11 +47,89 @@ fn failed(index: i32, code: ErrorCode) -> PartitionProduceResponse {
     }
 }
 
+/// One partition's records as taken out of the request.
+enum Input {
+    /// A uniquely owned slice of the request frame: patched and stored in place.
+    Owned(BytesMut),
+    /// Shares memory with something else: the log copies it.
+    Shared(Bytes),
+}
+
+/// A frame's memory is reused for the log only when the frame fills most of its
+/// allocation, so that a small request never pins a large read buffer.
+fn fills_allocation(buf: &BytesMut) -> bool {
+    buf.capacity() <= buf.len() + buf.len() / 8 + 64
+}
+
+/// Takes every partition's records out of `req`, indexed like its topics and
+/// partitions. When `frame` (the request the records were decoded from) is the only
+/// other holder of their memory and fills its allocation, the records become
+/// disjoint, uniquely owned pieces of it, so the log stores them without a copy;
+/// otherwise they stay shared slices and the log copies them.
+fn take_records(req: &mut ProduceRequest, frame: Bytes) -> Vec<Vec<Option<Input>>> {
+    let mut out: Vec<Vec<Option<Input>>> = Vec::with_capacity(req.topic_data.len());
+    // (start in the frame, length, topic index, partition index)
+    let mut spans = Vec::new();
+    let base = frame.as_ptr() as usize;
+    let mut all_in_frame = true;
+    for (ti, t) in req.topic_data.iter_mut().enumerate() {
+        let mut row = Vec::with_capacity(t.partition_data.len());
+        for (pi, p) in t.partition_data.iter_mut().enumerate() {
+            let records = p.records.take();
+            if let Some(r) = records.as_ref().filter(|r| !r.is_empty()) {
+                let start = (r.as_ptr() as usize).wrapping_sub(base);
+                if start
+                    .checked_add(r.len())
+                    .is_some_and(|end| end <= frame.len())
+                {
+                    spans.push((start, r.len(), ti, pi));
+                } else {
+                    all_in_frame = false;
+                }
+            }
+            row.push(records.map(Input::Shared));
+        }
+        out.push(row);
+    }
+    if !all_in_frame || spans.is_empty() {
+        return out;
+    }
+    spans.sort_unstable();
+    if spans.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
+        return out;
+    }
+    // Let go of the shared slices, then try to own the frame.
+    for &(_, _, ti, pi) in &spans {
+        out[ti][pi] = None;
+    }
+    let frame = match frame.try_into_mut() {
+        Ok(mut whole) if fills_allocation(&whole) => {
+            let mut consumed = 0;
+            for &(start, len, ti, pi) in &spans {
+                whole.advance(start - consumed);
+                out[ti][pi] = Some(Input::Owned(whole.split_to(len)));
+                consumed = start + len;
+            }
+            return out;
+        }
+        Ok(whole) => whole.freeze(),
+        Err(frame) => frame,
+    };
+    for &(start, len, ti, pi) in &spans {
+        out[ti][pi] = Some(Input::Shared(frame.slice(start..start + len)));
+    }
+    out
+}
+
+/// Handles a decoded Produce request; `frame` is the request frame `req` was
+/// decoded from (its records are slices of it).
 pub(crate) fn handle(
     state: &BrokerState,
-    req: ProduceRequest,
+    mut req: ProduceRequest,
+    frame: Bytes,
     _version: i16,
 ) -> (Option<ProduceResponse>, Vec<Wait>) {
+    let inputs = take_records(&mut req, frame);
     let acks_ok = (-1..=1).contains(&req.acks);
     let mut appended = false;
     let mut waits = Vec::new();
@@ -59,7 +138,7 @@ pub(crate) fn handle(
         .cluster
         .as_ref()
         .map_or(0, |c| c.now_ms() + req.timeout_ms.max(0) as u64);
-    for (ti, topic_data) in req.topic_data.into_iter().enumerate() {
+    for (ti, (topic_data, topic_inputs)) in req.topic_data.into_iter().zip(inputs).enumerate() {
         let topic = if acks_ok {
             state.topic_or_auto_create(&topic_data.name, true)
         } else {
@@ -68,15 +147,16 @@ pub(crate) fn handle(
         let partition_responses = topic_data
             .partition_data
             .into_iter()
+            .zip(topic_inputs)
             .enumerate()
-            .map(|(pi, pd)| {
+            .map(|(pi, (pd, input))| {
                 if !acks_ok {
                     return failed(pd.index, ErrorCode::InvalidRequiredAcks);
                 }
                 let Some(partition) = topic.as_ref().and_then(|t| t.partition(pd.index)) else {
                     return failed(pd.index, ErrorCode::UnknownTopicOrPartition);
                 };
-                let Some(records) = pd.records else {
+                let Some(records) = input else {
                     return failed(pd.index, ErrorCode::CorruptMessage);
                 };
                 let ts_type = topic
@@ -92,7 +172,10 @@ pub(crate) fn handle(
                         return failed(pd.index, r.error_code());
                     }
                 }
-                let result = st.append_records(&records, ts_type, now_ms());
+                let result = match records {
+                    Input::Owned(b) => st.append_owned(b, ts_type, now_ms()),
+                    Input::Shared(b) => st.append_records(&b, ts_type, now_ms()),
+                };
                 if result.is_ok() && req.acks == -1 {
                     let leo = st.log_end_offset();
                     if let Some(rx) = st.await_replication(leo, deadline_ms) {

@@ -6,6 +6,7 @@
 //! least one even if it exceeds the byte budget (KIP-74). The log does not check CRCs
 //! on read; the partition does that before serving anything.
 
+pub(crate) mod check;
 mod disk;
 pub mod header;
 mod memory;

@@ -1,0 +1,251 @@
+//! The checks a producer's records pass before they are appended, in one pass over
+//! the bytes.
+//!
+//! A Produce request's records field must be whole v2 batches, each with a known
+//! codec, a valid CRC, a record count matching its offset range, and (uncompressed)
+//! records that decode exactly as announced with offset deltas 0, 1, 2, ... Kafka's
+//! broker iterates the records of uncompressed batches in the same way.
+//!
+//! The walk over the records reads only lengths and varints and skips keys, values
+//! and header values without building record views; it accepts and rejects exactly
+//! what decoding every record with [`baton_protocol::record::Records`] would. A
+//! framing or decoding problem is `CORRUPT_MESSAGE`; a control batch, a count that
+//! does not match the offset range, or an offset delta out of sequence is
+//! `INVALID_RECORD`. The first problem in byte order decides.
+
+use std::ops::Range;
+
+use baton_protocol::record::{Compression, BATCH_HEADER_LEN, LOG_OVERHEAD};
+use baton_protocol::ErrorCode;
+
+use crate::producer_state::ProducerBatch;
+
+/// Header field positions of a v2 batch.
+const BATCH_LENGTH: usize = 8;
+const MAGIC: usize = 16;
+const CRC: usize = 17;
+const ATTRIBUTES: usize = 21;
+const LAST_OFFSET_DELTA: usize = 23;
+const PRODUCER_ID: usize = 43;
+const PRODUCER_EPOCH: usize = 51;
+const BASE_SEQUENCE: usize = 53;
+const RECORD_COUNT: usize = 57;
+
+/// Attribute bit of control batches.
+const CONTROL: i16 = 0x20;
+/// The smallest encoded record: a one-byte length and six one-byte fields.
+const MIN_RECORD_LEN: usize = 7;
+/// The smallest encoded record header: a key length and a value length.
+const MIN_HEADER_LEN: usize = 2;
+
+const CORRUPT: ErrorCode = ErrorCode::CorruptMessage;
+const INVALID: ErrorCode = ErrorCode::InvalidRecord;
+
+/// One batch of a producer's records that passed the checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CheckedBatch {
+    /// Where the batch lies in the records field.
+    pub range: Range<usize>,
+    /// Its producer fields (and last offset delta).
+    pub producer: ProducerBatch,
+}
+
+fn be_i16(b: &[u8], at: usize) -> i16 {
+    i16::from_be_bytes([b[at], b[at + 1]])
+}
+
+fn be_i32(b: &[u8], at: usize) -> i32 {
+    i32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn be_i64(b: &[u8], at: usize) -> i64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    i64::from_be_bytes(x)
+}
+
+/// Checks a Produce request's records field: one or more whole batches and nothing
+/// else. Returns where each batch lies, in order.
+pub(crate) fn check_produced(records: &[u8]) -> Result<Vec<CheckedBatch>, ErrorCode> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < records.len() {
+        let rest = &records[at..];
+        if rest.len() < LOG_OVERHEAD {
+            return Err(CORRUPT);
+        }
+        let batch_length = be_i32(rest, BATCH_LENGTH);
+        if batch_length < (BATCH_HEADER_LEN - LOG_OVERHEAD) as i32 {
+            return Err(CORRUPT);
+        }
+        let total = batch_length as usize + LOG_OVERHEAD;
+        if rest.len() < total {
+            return Err(CORRUPT);
+        }
+        let batch = &rest[..total];
+        let producer = check_batch(batch)?;
+        out.push(CheckedBatch {
+            range: at..at + total,
+            producer,
+        });
+        at += total;
+    }
+    if out.is_empty() {
+        return Err(CORRUPT);
+    }
+    Ok(out)
+}
+
+/// Checks one whole batch (its length field already matches `batch.len()`).
+fn check_batch(batch: &[u8]) -> Result<ProducerBatch, ErrorCode> {
+    if batch[MAGIC] != 2 {
+        return Err(CORRUPT);
+    }
+    let attributes = be_i16(batch, ATTRIBUTES);
+    let compression = Compression::from_attributes(attributes).map_err(|_| CORRUPT)?;
+    let count = be_i32(batch, RECORD_COUNT);
+    if count < 0 {
+        return Err(CORRUPT);
+    }
+    let body = &batch[BATCH_HEADER_LEN..];
+    if compression == Compression::None && count as usize > body.len() / MIN_RECORD_LEN {
+        return Err(CORRUPT);
+    }
+    let last_offset_delta = be_i32(batch, LAST_OFFSET_DELTA);
+    if last_offset_delta < 0 {
+        return Err(CORRUPT);
+    }
+    if crc32c::crc32c(&batch[ATTRIBUTES..]) != be_i32(batch, CRC) as u32 {
+        return Err(CORRUPT);
+    }
+    if attributes & CONTROL != 0 {
+        return Err(INVALID);
+    }
+    if count == 0 || count as i64 != last_offset_delta as i64 + 1 {
+        return Err(INVALID);
+    }
+    if compression == Compression::None {
+        check_records(body, count)?;
+    }
+    Ok(ProducerBatch {
+        producer_id: be_i64(batch, PRODUCER_ID),
+        producer_epoch: be_i16(batch, PRODUCER_EPOCH),
+        base_sequence: be_i32(batch, BASE_SEQUENCE),
+        last_offset_delta,
+    })
+}
+
+/// Walks `count` records filling `body` exactly; each one's offset delta must be its
+/// position.
+fn check_records(body: &[u8], count: i32) -> Result<(), ErrorCode> {
+    let mut at = 0;
+    for i in 0..count {
+        let len = varint(body, &mut at)?;
+        if len < 0 || len as usize > body.len() - at {
+            return Err(CORRUPT);
+        }
+        let end = at + len as usize;
+        let offset_delta = check_record(&body[at..end])?;
+        if offset_delta != i {
+            return Err(INVALID);
+        }
+        at = end;
+    }
+    if at != body.len() {
+        return Err(CORRUPT);
+    }
+    Ok(())
+}
+
+/// Checks one record's fields (after its length) and returns its offset delta.
+fn check_record(r: &[u8]) -> Result<i32, ErrorCode> {
+    // attributes
+    let mut at = 1;
+    if r.is_empty() {
+        return Err(CORRUPT);
+    }
+    skip_varlong(r, &mut at)?;
+    let offset_delta = varint(r, &mut at)?;
+    skip_nullable(r, &mut at)?; // key
+    skip_nullable(r, &mut at)?; // value
+    let headers = varint(r, &mut at)?;
+    if headers < 0 || headers as usize > (r.len() - at) / MIN_HEADER_LEN {
+        return Err(CORRUPT);
+    }
+    for _ in 0..headers {
+        let len = varint(r, &mut at)?;
+        if len < 0 || len as usize > r.len() - at {
+            return Err(CORRUPT);
+        }
+        let key = &r[at..at + len as usize];
+        std::str::from_utf8(key).map_err(|_| CORRUPT)?;
+        at += len as usize;
+        skip_nullable(r, &mut at)?;
+    }
+    if at != r.len() {
+        return Err(CORRUPT);
+    }
+    Ok(offset_delta)
+}
+
+/// Skips a varint length (-1 = null) and that many bytes.
+#[inline]
+fn skip_nullable(b: &[u8], at: &mut usize) -> Result<(), ErrorCode> {
+    let len = varint(b, at)?;
+    if len == -1 {
+        return Ok(());
+    }
+    if len < 0 || len as usize > b.len() - *at {
+        return Err(CORRUPT);
+    }
+    *at += len as usize;
+    Ok(())
+}
+
+/// Reads a zigzag varint of at most 32 bits (5 bytes, the last below 0x10).
+#[inline]
+fn varint(b: &[u8], at: &mut usize) -> Result<i32, ErrorCode> {
+    let first = *b.get(*at).ok_or(CORRUPT)?;
+    let v = if first < 0x80 {
+        *at += 1;
+        first as u32
+    } else {
+        uvarint_slow(b, at)?
+    };
+    Ok(((v >> 1) as i32) ^ -((v & 1) as i32))
+}
+
+fn uvarint_slow(b: &[u8], at: &mut usize) -> Result<u32, ErrorCode> {
+    let mut value: u32 = 0;
+    for i in 0..5 {
+        let byte = *b.get(*at).ok_or(CORRUPT)?;
+        *at += 1;
+        if i == 4 && byte > 0x0f {
+            return Err(CORRUPT);
+        }
+        value |= ((byte & 0x7f) as u32) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Ok(value);
+        }
+    }
+    Err(CORRUPT)
+}
+
+/// Skips a varint of at most 64 bits (10 bytes, the last below 0x02).
+#[inline]
+fn skip_varlong(b: &[u8], at: &mut usize) -> Result<(), ErrorCode> {
+    for i in 0..10 {
+        let byte = *b.get(*at).ok_or(CORRUPT)?;
+        *at += 1;
+        if i == 9 && byte > 0x01 {
+            return Err(CORRUPT);
+        }
+        if byte & 0x80 == 0 {
+            return Ok(());
+        }
+    }
+    Err(CORRUPT)
+}
+
+#[cfg(test)]
+mod tests;
