@@ -21,20 +21,20 @@
 //! the socket; the pending slot is removed by a drop guard, and a response that
 //! arrives later for a dropped request is read and discarded.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::io;
+use std::io::{self, IoSlice};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton_protocol::frame::{begin_frame, finish_frame, DEFAULT_MAX_FRAME};
+use baton_protocol::frame::{begin_frame, finish_segmented_frame, DEFAULT_MAX_FRAME};
 use baton_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, Message, Request};
-use baton_protocol::primitives::Decoder;
+use baton_protocol::primitives::{Decoder, Encoder, DEFAULT_MIN_SEGMENT};
 use baton_protocol::{
     DecodeError, EncodeError, ErrorCode, FrameCodec, RequestHeader, ResponseHeader,
 };
-use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
@@ -42,6 +42,10 @@ use tokio::task::AbortHandle;
 
 /// How many encoded frames may wait for the writer task before senders wait.
 const WRITE_QUEUE: usize = 256;
+
+/// Most segments handed to one vectored write (well under any platform's
+/// `IOV_MAX`); the writer gathers queued frames up to this many segments.
+const MAX_WRITE_SEGMENTS: usize = 64;
 
 /// Settings of one connection.
 #[derive(Debug, Clone)]
@@ -294,9 +298,11 @@ impl Drop for PendingGuard<'_> {
     }
 }
 
-/// A frame for the writer task; `written` is told once it is on the socket.
+/// A frame for the writer task, as segments to write in order (large byte fields,
+/// such as a Produce request's record batches, are segments of their own rather
+/// than copies); `written` is told once it is on the socket.
 struct Outgoing {
-    frame: Bytes,
+    frame: Vec<Bytes>,
     written: Option<oneshot::Sender<()>>,
 }
 
@@ -547,8 +553,13 @@ impl Connection {
     }
 
     /// Encodes the header and body of `req` into one frame and reserves a
-    /// correlation id; returns the frame and the id.
-    fn encode<R: Request>(&self, req: &R, version: i16) -> Result<(Bytes, i32), ConnectionError> {
+    /// correlation id; returns the frame (as segments: byte fields of at least
+    /// [`DEFAULT_MIN_SEGMENT`] bytes are shared, not copied) and the id.
+    fn encode<R: Request>(
+        &self,
+        req: &R,
+        version: i16,
+    ) -> Result<(Vec<Bytes>, i32), ConnectionError> {
         let correlation_id = {
             let mut st = self
                 .inner
@@ -573,19 +584,19 @@ impl Connection {
             correlation_id,
             client_id: self.inner.config.client_id.clone(),
         };
-        let mut buf = BytesMut::with_capacity(256);
-        let at = begin_frame(&mut buf);
-        header.encode(&mut buf, R::request_header_version(version));
-        req.encode_body(&mut buf, version)?;
-        let size = buf.len() - 4;
+        let mut enc = Encoder::segmented(BytesMut::with_capacity(256), DEFAULT_MIN_SEGMENT);
+        let at = begin_frame(enc.buf_mut());
+        header.encode(enc.buf_mut(), R::request_header_version(version));
+        req.encode_body_to(&mut enc, version)?;
+        let size = enc.len() - 4;
         if size > self.inner.config.max_frame_size || size > i32::MAX as usize {
             return Err(ConnectionError::RequestTooLarge {
                 size,
                 max: self.inner.config.max_frame_size,
             });
         }
-        finish_frame(&mut buf, at);
-        Ok((buf.freeze(), correlation_id))
+        finish_segmented_frame(&mut enc, at);
+        Ok((enc.finish(), correlation_id))
     }
 
     async fn enqueue(&self, out: Outgoing) -> Result<(), ConnectionError> {
@@ -698,28 +709,28 @@ async fn read_loop(mut read: OwnedReadHalf, codec: FrameCodec, shared: Arc<Share
     }
 }
 
-/// Writes queued frames, coalescing whatever is queued into one flush.
-async fn write_loop(write: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, shared: Arc<Shared>) {
-    let mut w = BufWriter::with_capacity(64 * 1024, write);
+/// Writes queued frames: whatever is queued when the writer wakes (up to
+/// [`MAX_WRITE_SEGMENTS`] segments) goes out in vectored writes, without copying.
+async fn write_loop(
+    mut write: OwnedWriteHalf,
+    mut rx: mpsc::Receiver<Outgoing>,
+    shared: Arc<Shared>,
+) {
+    let mut segments = VecDeque::new();
     let mut acks = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
-        let mut result = Ok(());
         while let Some(out) = next.take() {
-            if shared.poisoned().is_some() {
-                return;
-            }
-            result = w.write_all(&out.frame).await;
-            if result.is_err() {
-                break;
-            }
+            segments.extend(out.frame);
             acks.extend(out.written);
-            next = rx.try_recv().ok();
+            if segments.len() < MAX_WRITE_SEGMENTS {
+                next = rx.try_recv().ok();
+            }
         }
-        if result.is_ok() {
-            result = w.flush().await;
+        if shared.poisoned().is_some() {
+            return;
         }
-        if let Err(e) = result {
+        if let Err(e) = write_segments(&mut write, &mut segments).await {
             shared.poison(BrokenCause::Io(e));
             return;
         }
@@ -727,5 +738,113 @@ async fn write_loop(write: OwnedWriteHalf, mut rx: mpsc::Receiver<Outgoing>, sha
             let _ = ack.send(());
         }
     }
-    let _ = w.shutdown().await;
+    let _ = write.shutdown().await;
+}
+
+/// Writes `segments` in order with vectored writes, resuming correctly after a
+/// partial write; on success `segments` is empty.
+///
+/// # Cancel safety
+///
+/// Not cancel safe: dropped mid-way, `segments` holds exactly what was not yet
+/// written, but the stream may hold part of a frame.
+async fn write_segments<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    segments: &mut VecDeque<Bytes>,
+) -> io::Result<()> {
+    segments.retain(|s| !s.is_empty());
+    while !segments.is_empty() {
+        let mut slices = [IoSlice::new(&[]); MAX_WRITE_SEGMENTS];
+        let mut n = 0;
+        for (slice, segment) in slices.iter_mut().zip(segments.iter()) {
+            *slice = IoSlice::new(segment);
+            n += 1;
+        }
+        let mut written = w.write_vectored(&slices[..n]).await?;
+        if written == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        while written > 0 {
+            let Some(front) = segments.front_mut() else {
+                break;
+            };
+            if written >= front.len() {
+                written -= front.len();
+                segments.pop_front();
+            } else {
+                front.advance(written);
+                written = 0;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// Segments of awkward sizes, several MiB in all, so that the socket buffer fills
+    /// and vectored writes come back partial.
+    fn sample_segments() -> (VecDeque<Bytes>, Vec<u8>) {
+        let mut segments = VecDeque::new();
+        let mut all = Vec::new();
+        for i in 0..40usize {
+            let len = match i % 5 {
+                0 => 0,
+                1 => 1,
+                2 => 17,
+                3 => 65_537,
+                _ => 3 * 1024 * 1024 / 2 + i,
+            };
+            let segment: Vec<u8> = (0..len).map(|j| (i * 31 + j) as u8).collect();
+            all.extend_from_slice(&segment);
+            segments.push_back(Bytes::from(segment));
+        }
+        (segments, all)
+    }
+
+    #[tokio::test]
+    async fn vectored_writes_resume_after_partial_writes() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (mut segments, expected) = sample_segments();
+        let reader = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut got = Vec::new();
+            let mut chunk = vec![0u8; 7_919];
+            loop {
+                let n = sock.read(&mut chunk).await.unwrap();
+                if n == 0 {
+                    break got;
+                }
+                got.extend_from_slice(&chunk[..n]);
+            }
+        });
+        let mut sock = TcpStream::connect(addr).await.unwrap();
+        write_segments(&mut sock, &mut segments).await.unwrap();
+        assert!(segments.is_empty());
+        sock.shutdown().await.unwrap();
+        let got = reader.await.unwrap();
+        assert_eq!(got.len(), expected.len());
+        assert!(got == expected, "bytes differ");
+    }
+
+    #[tokio::test]
+    async fn vectored_writes_through_a_tiny_pipe() {
+        let (mut a, mut b) = tokio::io::duplex(7);
+        let (mut segments, expected) = sample_segments();
+        segments.truncate(4); // 0, 1, 17 and 64 KiB + 1 bytes
+        let expected_len: usize = segments.iter().map(Bytes::len).sum();
+        let reader = tokio::spawn(async move {
+            let mut got = Vec::new();
+            b.read_to_end(&mut got).await.unwrap();
+            got
+        });
+        write_segments(&mut a, &mut segments).await.unwrap();
+        drop(a);
+        let got = reader.await.unwrap();
+        assert!(got == expected[..expected_len], "bytes differ");
+    }
 }
