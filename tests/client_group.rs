@@ -923,3 +923,80 @@ async fn a_recv_cancelled_during_revocation_completes_it_on_the_next_call() {
     b.close().await.unwrap();
     broker.shutdown().await;
 }
+
+/// `recv` takes records out of the fetch task's channel many at a time; those
+/// still waiting in the consumer when their partition is sought, paused or
+/// revoked must be dropped, and positions and commits must cover only returned
+/// records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_taken_ahead_are_dropped_after_seek_pause_and_revocation() {
+    init_tracing();
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-ahead", 2).await;
+    let group = topic_name("ahead");
+    produce(&client, &topic, 2, 300, "a").await;
+    let tp0 = TopicPartition::new(topic.as_str(), 0);
+    let mut a = quick(&client, &group, &topic)
+        .manual_commit()
+        .build()
+        .await
+        .unwrap();
+    // Read partition 0 only: partition 1's records keep waiting in the consumer.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while a.assignment().len() != 2 || a.position(&tp0).is_none() {
+        assert!(tokio::time::Instant::now() < deadline, "a is assigned");
+        let _ = tokio::time::timeout(Duration::from_millis(20), a.recv()).await;
+    }
+    let tp1 = TopicPartition::new(topic.as_str(), 1);
+    a.pause(std::slice::from_ref(&tp1));
+    a.seek(&tp0, 0).unwrap();
+    assert_eq!(take(&mut a, 3).await, vec![(0, 0), (0, 1), (0, 2)]);
+    // Records 3.. of partition 0 were fetched ahead; a seek skips them.
+    a.seek(&tp0, 100).unwrap();
+    assert_eq!(take(&mut a, 2).await, vec![(0, 100), (0, 101)]);
+    a.seek(&tp0, 5).unwrap();
+    assert_eq!(take(&mut a, 1).await, vec![(0, 5)]);
+    // Pausing partition 0 with its next records taken ahead returns none of them.
+    a.pause(std::slice::from_ref(&tp0));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), a.recv())
+            .await
+            .is_err(),
+        "nothing while both partitions are paused"
+    );
+    assert_eq!(a.position(&tp0), Some(6));
+    // A commit covers the returned records only.
+    a.commit().await.unwrap();
+    assert_eq!(a.committed(&tp0), Some(6));
+    a.resume(&[tp0.clone(), tp1.clone()]);
+    let first: Vec<(i32, i64)> = take(&mut a, 2).await;
+    assert!(
+        first.contains(&(0, 6)) || first.iter().all(|&(p, _)| p == 1),
+        "{first:?}"
+    );
+    a.close().await.unwrap();
+
+    // Revocation: `a` holds records of both partitions taken ahead when `b` joins;
+    // what `a` returned (and committed before the revocation) and what `b` reads
+    // from the commit must not overlap.
+    let group = topic_name("ahead-revoke");
+    let mut a = quick(&client, &group, &topic).build().await.unwrap();
+    let mut seen = Vec::new();
+    for (p, o) in take(&mut a, 5).await {
+        seen.push((p, o));
+    }
+    let mut b = quick(&client, &group, &topic).build().await.unwrap();
+    drain(&mut [&mut a, &mut b], &mut seen, 600).await;
+    assert_eq!(a.assignment().len(), 1, "a gave a partition up");
+    assert_eq!(b.assignment().len(), 1, "b took it");
+    let distinct: BTreeSet<(i32, i64)> = seen.iter().copied().collect();
+    assert_eq!(distinct.len(), 600);
+    assert_eq!(
+        seen.len(),
+        600,
+        "no record of the revoked partition was returned after the revocation"
+    );
+    a.close().await.unwrap();
+    b.close().await.unwrap();
+    broker.shutdown().await;
+}

@@ -2,6 +2,7 @@
 
 mod clients;
 mod failover;
+mod group;
 mod measure;
 
 use std::io::{Read as _, Write as _};
@@ -15,12 +16,13 @@ const HELP: &str = "\
 baton-bench: Baton against librdkafka, rskafka and tansu, in the same run
 
 USAGE:
-    cargo run --release -- <producer|consumer|broker|large|failover|all> [OPTIONS]
+    cargo run --release -- <producer|consumer|group|broker|large|failover|all> [OPTIONS]
 
 OPTIONS:
     --runs N               runs per client (default 5); tables show medians
     --records N            records per producer run (default 2000000)
     --consume-records N    records pre-produced once and read per consumer run (default 5000000)
+                           (group: one member of a fresh group per run, Baton only)
     --broker-records N     records per broker run (default 2000000)
     --large-values N       1 MiB values per large-value run (default 1024)
     --failover-rate R      records/s of the paced failover producer (default 2000)
@@ -277,6 +279,26 @@ async fn consumer(o: &Options) -> Result<(), String> {
     Ok(())
 }
 
+async fn group_bench(o: &Options) -> Result<(), String> {
+    let broker = BrokerProc::baton(&measure::baton_broker_bin())?;
+    let topics = Topics::new(&broker.bootstrap()).await?;
+    let topic = "group";
+    topics.create(topic).await?;
+    let n = o.consume_records;
+    let s = clients::baton_produce(&broker.bootstrap(), topic, n, 100, settings(1)).await?;
+    log_sample("pre-produce (baton, acks=1)", &s);
+    println!("\n## Group consumer: {n} records of 100 bytes, 1 partition, one member of a fresh group per run (from its first record)");
+    let mut table = Table::default();
+    for run in 0..o.runs {
+        let group = format!("bench-group-{run}");
+        let s = group::baton_group_consume(&broker.bootstrap(), topic, &group, n).await?;
+        log_sample(&format!("group baton run {}", run + 1), &s);
+        table.push("baton group", s);
+    }
+    table.print("Group consumer", "baton group", "client");
+    Ok(())
+}
+
 async fn broker(o: &Options) -> Result<(), String> {
     let mut brokers = vec![BrokerProc::baton(&measure::baton_broker_bin())?];
     match BrokerProc::tansu(&measure::tansu_bin()) {
@@ -469,6 +491,7 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
     match sub {
         "producer" => producer(o).await,
         "consumer" => consumer(o).await,
+        "group" => group_bench(o).await,
         "broker" => broker(o).await,
         "large" => large(o).await,
         "failover" => {

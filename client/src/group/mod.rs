@@ -27,8 +27,9 @@
 //!   partitions it is told to, stamping each partition's records with an epoch;
 //! - the application's calls to [`GroupConsumer::recv`] apply rebalance events
 //!   (running the [`RebalanceListener`]), resolve start offsets of new partitions
-//!   (the committed offset, or the [`OffsetReset`] policy), and drop records whose
-//!   epoch is stale (revoked, paused or sought partitions).
+//!   (the committed offset, or the [`OffsetReset`] policy), take the fetch task's
+//!   output out of its channel many records at a time, and drop records whose
+//!   epoch is stale (revoked, paused or sought partitions) as they return them.
 //!
 //! Revocations wait for `recv` (or [`close`](GroupConsumer::close)): a member that
 //! stops calling `recv` for longer than the rebalance timeout is removed from the
@@ -366,7 +367,8 @@ impl GroupConsumerBuilder {
     }
 
     /// How many records may wait between the fetch task and
-    /// [`GroupConsumer::recv`] (default 1024).
+    /// [`GroupConsumer::recv`] (default 1024), besides the at most a quarter of it
+    /// that `recv` takes out in one step. When full, fetching pauses.
     pub fn channel_capacity(mut self, records: usize) -> Self {
         self.cfg.fetch.channel_capacity = records.max(1);
         self
@@ -424,7 +426,8 @@ impl GroupConsumerBuilder {
             rebalance_timeout: cfg.rebalance_timeout,
             heartbeat_interval: cfg.heartbeat_interval,
         });
-        let (tx, rx) = mpsc::channel(cfg.fetch.channel_capacity);
+        let cap = cfg.fetch.channel_capacity.max(1);
+        let (tx, rx) = mpsc::channel(cap);
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let fetch_task = tokio::spawn(fetcher::run(
             self.client,
@@ -465,6 +468,9 @@ impl GroupConsumerBuilder {
             },
             listener: self.listener,
             rx,
+            buf: VecDeque::new(),
+            inbox: Vec::new(),
+            take: (cap / 4).max(1),
             events: ev_rx,
             interrupted: None,
             fatal: None,
@@ -847,6 +853,14 @@ pub struct GroupConsumer {
     ctx: RebalanceContext,
     listener: Option<Box<dyn RebalanceListener>>,
     rx: mpsc::Receiver<Fetched>,
+    /// Output of the fetch task taken out of `rx` in one step, not yet returned or
+    /// dropped; each item is checked against the partition's epoch only when it
+    /// leaves, exactly as if it were still in the channel.
+    buf: VecDeque<Fetched>,
+    /// Where `rx` is drained into (empty between calls).
+    inbox: Vec<Fetched>,
+    /// How many items one step takes out of `rx` at most.
+    take: usize,
     events: mpsc::UnboundedReceiver<Event>,
     interrupted: Option<Interrupted>,
     fatal: Option<GroupError>,
@@ -864,7 +878,7 @@ impl fmt::Debug for GroupConsumer {
             .field("group_id", &self.ctx.shared.group_id)
             .field("assigned", &self.ctx.parts.len())
             .field("protocol", &self.protocol)
-            .field("buffered", &self.rx.len())
+            .field("buffered", &(self.buf.len() + self.rx.len()))
             .finish_non_exhaustive()
     }
 }
@@ -915,8 +929,9 @@ impl GroupConsumer {
     ///
     /// # Cancel safety
     ///
-    /// Cancel safe: records wait in a bounded channel and are taken out only when
-    /// returned. If the future is dropped while a revocation is being handled, the
+    /// Cancel safe: records wait in a bounded channel, and those taken out of it in
+    /// one step move into the consumer itself before any await; each record leaves
+    /// only when returned (or dropped as stale). If the future is dropped while a revocation is being handled, the
     /// revocation is completed (without the rest of the listener) at the next call
     /// on the consumer.
     pub async fn recv(&mut self) -> Result<ConsumerRecord, GroupError> {
@@ -958,6 +973,11 @@ impl GroupConsumer {
                 }
                 continue;
             }
+            while let Some(f) = self.buf.pop_front() {
+                if let Some(item) = self.ctx.accept(f) {
+                    return item;
+                }
+            }
             let retry_at = self.ctx.resolve_at.filter(|_| unresolved);
             tokio::select! {
                 biased;
@@ -966,14 +986,12 @@ impl GroupConsumer {
                         self.handle(ev).await?;
                     }
                 }
-                f = self.rx.recv() => match f {
-                    Some(f) => {
-                        if let Some(item) = self.ctx.accept(f) {
-                            return item;
-                        }
+                n = self.rx.recv_many(&mut self.inbox, self.take) => {
+                    if n == 0 {
+                        return Err(GroupError::Closed);
                     }
-                    None => return Err(GroupError::Closed),
-                },
+                    self.buf = VecDeque::from(std::mem::take(&mut self.inbox));
+                }
                 _ = sleep_until_opt(retry_at) => {}
             }
         }
