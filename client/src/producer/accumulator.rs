@@ -133,7 +133,7 @@ pub(crate) struct CompletionGuard(pub(crate) Arc<Completion>);
 impl Drop for CompletionGuard {
     fn drop(&mut self) {
         if !self.0.is_settled() {
-            self.0.settle(Vec::new());
+            self.0.settle_each(Vec::new());
         }
     }
 }
@@ -151,6 +151,8 @@ pub(crate) struct Pending {
     pub(crate) timestamp: i64,
     /// Estimated encoded size, counted in the batch's size and buffer memory.
     pub(crate) size: usize,
+    /// The record was handed out (or dropped) after the batch was settled.
+    pub(crate) taken: bool,
 }
 
 /// A producer id and epoch (KIP-98).
@@ -258,11 +260,27 @@ impl Batch {
         }
     }
 
-    /// Settles the batch: each record's outcome from `outcome`, then releases the
-    /// batch's buffer memory and outstanding count, then signals `done`.
+    /// Settles the batch as delivered from `base_offset` (-1: unknown) on, with the
+    /// broker's `log_append_time` (-1: create time); then releases the batch's
+    /// buffer memory and outstanding count, then signals `done`.
+    pub(crate) fn deliver(self, base_offset: i64, log_append_time: i64) {
+        let Batch {
+            records,
+            done,
+            completion,
+            held,
+            ..
+        } = self;
+        completion.0.deliver(records, base_offset, log_append_time);
+        drop(held);
+        drop(done);
+    }
+
+    /// Settles the batch with each record's outcome from `outcome`, then releases
+    /// the batch's buffer memory and outstanding count, then signals `done`.
     pub(crate) fn settle(
         self,
-        mut outcome: impl FnMut(usize, Pending) -> Result<RecordMetadata, ProduceError>,
+        mut outcome: impl FnMut(Pending) -> Result<RecordMetadata, ProduceError>,
     ) {
         let Batch {
             records,
@@ -274,14 +292,14 @@ impl Batch {
         } = self;
         let mut outcomes: Vec<Option<Result<RecordMetadata, ProduceError>>> =
             Vec::with_capacity(next_slot as usize);
-        for (i, p) in records.into_iter().enumerate() {
+        for p in records {
             let slot = p.slot as usize;
             while outcomes.len() < slot {
                 outcomes.push(None);
             }
-            outcomes.push(Some(outcome(i, p)));
+            outcomes.push(Some(outcome(p)));
         }
-        completion.0.settle(outcomes);
+        completion.0.settle_each(outcomes);
         drop(held);
         drop(done);
     }
@@ -437,6 +455,109 @@ fn topic_entry<'a>(
     topics.get_mut(topic).expect("just inserted")
 }
 
+/// Why the producer takes no records.
+pub(crate) enum Refusal {
+    /// It is closed.
+    Closed,
+    /// The cluster does not support idempotent producers.
+    Unsupported(crate::connection::ConnectionError),
+}
+
+impl Refusal {
+    /// The error that hands `record` back.
+    pub(crate) fn error(self, record: ProducerRecord) -> ProduceError {
+        match self {
+            Refusal::Closed => ProduceError::Closed {
+                record: Some(Box::new(record)),
+            },
+            Refusal::Unsupported(source) => ProduceError::IdempotenceUnsupported {
+                source,
+                record: Box::new(record),
+            },
+        }
+    }
+}
+
+/// What [`Accumulator::try_append`] did.
+pub(crate) enum TryAppend {
+    /// The record was appended.
+    Appended(Appended),
+    /// The record back, with the topic's cached partition count if there is one.
+    Missed(ProducerRecord, Option<i32>),
+}
+
+/// Where and how a record is appended.
+struct Target {
+    partition: i32,
+    timestamp: i64,
+    size: usize,
+    batch_size: usize,
+    delivery_timeout: Duration,
+}
+
+/// Appends `record` to `entry`'s partition `to.partition` (see
+/// [`Accumulator::append`]).
+fn append_to(
+    entry: &mut TopicQueues,
+    limits: &Limits,
+    next_batch: &mut u64,
+    record: ProducerRecord,
+    to: Target,
+) -> Appended {
+    let Target {
+        partition,
+        timestamp,
+        size,
+        batch_size,
+        delivery_timeout,
+    } = to;
+    let queue = match entry.partitions.get_mut(&partition) {
+        Some(q) => q,
+        None => entry.partitions.entry(partition).or_default(),
+    };
+    let mut wake = false;
+    if !queue.last_fits(size, batch_size) {
+        // Room for as many records as the previous batch held, up to a limit.
+        let capacity = queue.last_len.clamp(8, 16384);
+        queue.batches.push_back(Batch::new(
+            *next_batch,
+            entry.name.clone(),
+            partition,
+            Instant::now(),
+            delivery_timeout,
+            capacity,
+            limits,
+        ));
+        *next_batch += 1;
+        wake = true;
+    }
+    let batch = queue.batches.back_mut().expect("just ensured");
+    let slot = batch.next_slot;
+    batch.next_slot += 1;
+    batch.records.push(Pending {
+        slot,
+        record,
+        timestamp,
+        size,
+        taken: false,
+    });
+    batch.size += size;
+    batch.held.bytes += size;
+    batch.held.records += 1;
+    limits.outstanding.fetch_add(1, Ordering::AcqRel);
+    if batch.records.len() > queue.last_len {
+        queue.last_len = batch.records.len();
+    }
+    if batch.size >= batch_size {
+        wake = true;
+    }
+    Appended {
+        wake,
+        completion: batch.completion.0.clone(),
+        slot,
+    }
+}
+
 /// What batches are created with: the producer's limits, released by each batch.
 struct Limits {
     memory: Arc<Semaphore>,
@@ -542,6 +663,14 @@ impl Accumulator {
         }
     }
 
+    /// Why the producer takes no records now, if it does not.
+    pub(crate) fn refusal(&self) -> Option<Refusal> {
+        if self.closed {
+            return Some(Refusal::Closed);
+        }
+        self.idem.unsupported.clone().map(Refusal::Unsupported)
+    }
+
     /// The queue of `topic`/`partition`, if it exists.
     fn queue(&self, topic: &str, partition: i32) -> Option<&PartitionQueue> {
         self.topics.get(topic)?.partitions.get(&partition)
@@ -595,53 +724,55 @@ impl Accumulator {
         batch_size: usize,
         delivery_timeout: Duration,
     ) -> Appended {
-        let id = self.next_batch;
         let entry = topic_entry(&mut self.topics, &record.topic);
-        let name = &entry.name;
-        let queue = match entry.partitions.get_mut(&partition) {
-            Some(q) => q,
-            None => entry.partitions.entry(partition).or_default(),
-        };
-        let mut wake = false;
-        if !queue.last_fits(size, batch_size) {
-            // Room for as many records as the previous batch held, up to a limit.
-            let capacity = queue.last_len.clamp(8, 16384);
-            queue.batches.push_back(Batch::new(
-                id,
-                name.clone(),
-                partition,
-                Instant::now(),
-                delivery_timeout,
-                capacity,
-                &self.limits,
-            ));
-            self.next_batch += 1;
-            wake = true;
-        }
-        let batch = queue.batches.back_mut().expect("just ensured");
-        let slot = batch.next_slot;
-        batch.next_slot += 1;
-        batch.records.push(Pending {
-            slot,
-            record,
+        let to = Target {
+            partition,
             timestamp,
             size,
-        });
-        batch.size += size;
-        batch.held.bytes += size;
-        batch.held.records += 1;
-        self.limits.outstanding.fetch_add(1, Ordering::AcqRel);
-        if batch.records.len() > queue.last_len {
-            queue.last_len = batch.records.len();
-        }
-        if batch.size >= batch_size {
-            wake = true;
-        }
-        Appended {
-            wake,
-            completion: batch.completion.0.clone(),
-            slot,
-        }
+            batch_size,
+            delivery_timeout,
+        };
+        append_to(entry, &self.limits, &mut self.next_batch, record, to)
+    }
+
+    /// [`Accumulator::append`] of a record with an explicit partition, if the
+    /// topic's partition count is cached for metadata generation `fresh` and the
+    /// partition is in range; else the record back, with the cached count if there
+    /// is one (one map lookup: the fast path of `send`).
+    pub(crate) fn try_append(
+        &mut self,
+        record: ProducerRecord,
+        fresh: Option<u64>,
+        timestamp: i64,
+        size: usize,
+        batch_size: usize,
+        delivery_timeout: Duration,
+    ) -> TryAppend {
+        let Some(entry) = self.topics.get_mut(record.topic.as_str()) else {
+            return TryAppend::Missed(record, None);
+        };
+        let count = match (entry.partition_count, fresh) {
+            (Some((count, generation)), Some(fresh)) if generation == fresh => count,
+            _ => return TryAppend::Missed(record, None),
+        };
+        let partition = match record.partition {
+            Some(p) if (0..count).contains(&p) => p,
+            _ => return TryAppend::Missed(record, Some(count)),
+        };
+        let to = Target {
+            partition,
+            timestamp,
+            size,
+            batch_size,
+            delivery_timeout,
+        };
+        TryAppend::Appended(append_to(
+            entry,
+            &self.limits,
+            &mut self.next_batch,
+            record,
+            to,
+        ))
     }
 
     /// Takes the record in `slot` of batch `batch_id` of `topic`/`partition` out of

@@ -23,6 +23,7 @@ use std::task::{Context, Poll, Waker};
 
 use tokio_util::sync::CancellationToken;
 
+use super::accumulator::Pending;
 use super::{ProduceError, ProducerRecord, RecordMetadata, Shared};
 
 type Outcome = Result<RecordMetadata, ProduceError>;
@@ -48,13 +49,74 @@ pub(crate) struct Completion {
 
 #[derive(Default)]
 struct CompletionState {
-    /// `None` until the batch is settled; then the outcome of each slot, taken
-    /// (set to `None`) when handed out or dropped.
-    outcomes: Option<Vec<Option<Outcome>>>,
+    /// `None` until the batch is settled.
+    settled: Option<Settled>,
     /// Slots whose handle was dropped before the batch was settled.
     abandoned: Vec<u32>,
     /// Wakers of futures waiting for the batch, by slot.
     wakers: Vec<Option<Waker>>,
+}
+
+/// How a batch was settled.
+enum Settled {
+    /// Every record was written from `base_offset` (-1: unknown) on, in order; each
+    /// record's [`RecordMetadata`] is made when it is handed out.
+    Delivered {
+        base_offset: i64,
+        /// The broker's append time, -1 for create time.
+        log_append_time: i64,
+        /// The records, in slot order (slots of records taken out before the batch
+        /// was sent are missing); `taken` once handed out or dropped.
+        records: Vec<Pending>,
+    },
+    /// Each slot's outcome (`None`: handed out, dropped, or no record).
+    Outcomes(Vec<Option<Outcome>>),
+}
+
+/// A record that was handed out (or dropped) already.
+fn placeholder() -> ProducerRecord {
+    ProducerRecord::new(String::new())
+}
+
+impl Settled {
+    /// Takes the outcome of `slot` out (`None` if there is none any more).
+    fn take(&mut self, topic: &Arc<str>, partition: i32, slot: u32) -> Option<Outcome> {
+        match self {
+            Settled::Outcomes(outcomes) => outcomes.get_mut(slot as usize)?.take(),
+            Settled::Delivered {
+                base_offset,
+                log_append_time,
+                records,
+            } => {
+                // Slots are increasing; without cancellations, slot == index.
+                let i = match records.get(slot as usize) {
+                    Some(p) if p.slot == slot => slot as usize,
+                    _ => records.binary_search_by_key(&slot, |p| p.slot).ok()?,
+                };
+                let p = &mut records[i];
+                if p.taken {
+                    return None;
+                }
+                p.taken = true;
+                let record = std::mem::replace(&mut p.record, placeholder());
+                Some(Ok(RecordMetadata {
+                    topic: topic.clone(),
+                    partition,
+                    offset: if *base_offset >= 0 {
+                        *base_offset + i as i64
+                    } else {
+                        -1
+                    },
+                    timestamp: if *log_append_time >= 0 {
+                        *log_append_time
+                    } else {
+                        p.timestamp
+                    },
+                    record,
+                }))
+            }
+        }
+    }
 }
 
 impl Completion {
@@ -77,52 +139,68 @@ impl Completion {
         self.state.lock().expect("completion lock poisoned")
     }
 
-    /// Publishes the outcome of every slot (`None` for slots that have no record
-    /// any more) and wakes the waiting futures. A second settlement is ignored.
-    pub(crate) fn settle(&self, mut outcomes: Vec<Option<Outcome>>) {
-        let wakers = {
-            let mut st = self.lock();
-            if st.outcomes.is_some() {
+    /// Publishes the batch's outcome and wakes the waiting futures; the records of
+    /// abandoned slots are dropped. A second settlement is ignored.
+    fn settle(&self, settled: Settled) {
+        let (wakers, dropped) = {
+            let mut guard = self.lock();
+            let st = &mut *guard;
+            if st.settled.is_some() {
                 return;
             }
+            let settled = st.settled.insert(settled);
+            let mut dropped = Vec::new();
             for slot in std::mem::take(&mut st.abandoned) {
-                if let Some(o) = outcomes.get_mut(slot as usize) {
-                    *o = None;
-                }
+                dropped.extend(settled.take(&self.topic, self.partition, slot));
             }
-            st.outcomes = Some(outcomes);
-            std::mem::take(&mut st.wakers)
+            (std::mem::take(&mut st.wakers), dropped)
         };
+        drop(dropped);
         for w in wakers.into_iter().flatten() {
             w.wake();
         }
     }
 
+    /// Settles the batch as delivered: its records were written from
+    /// `base_offset` (-1: unknown) on, with the broker's `log_append_time` (-1:
+    /// create time).
+    pub(crate) fn deliver(&self, records: Vec<Pending>, base_offset: i64, log_append_time: i64) {
+        self.settle(Settled::Delivered {
+            base_offset,
+            log_append_time,
+            records,
+        });
+    }
+
+    /// Settles the batch with each slot's outcome (`None` for slots that have no
+    /// record any more).
+    pub(crate) fn settle_each(&self, outcomes: Vec<Option<Outcome>>) {
+        self.settle(Settled::Outcomes(outcomes));
+    }
+
     /// Whether the batch is settled.
     pub(crate) fn is_settled(&self) -> bool {
-        self.lock().outcomes.is_some()
+        self.lock().settled.is_some()
     }
 
     /// The outcome of `slot` if the batch is settled (`Err(Closed)` if it was
     /// handed out already or never existed).
     fn take(&self, slot: u32) -> Option<Outcome> {
         let mut st = self.lock();
-        let outcomes = st.outcomes.as_mut()?;
+        let settled = st.settled.as_mut()?;
         Some(
-            outcomes
-                .get_mut(slot as usize)
-                .and_then(Option::take)
+            settled
+                .take(&self.topic, self.partition, slot)
                 .unwrap_or_else(|| Err(closed())),
         )
     }
 
     fn poll_slot(&self, slot: u32, cx: &mut Context<'_>) -> Poll<Outcome> {
         let mut st = self.lock();
-        if let Some(outcomes) = st.outcomes.as_mut() {
+        if let Some(settled) = st.settled.as_mut() {
             return Poll::Ready(
-                outcomes
-                    .get_mut(slot as usize)
-                    .and_then(Option::take)
+                settled
+                    .take(&self.topic, self.partition, slot)
                     .unwrap_or_else(|| Err(closed())),
             );
         }
@@ -144,8 +222,9 @@ impl Completion {
             if let Some(w) = st.wakers.get_mut(slot as usize) {
                 *w = None;
             }
-            match st.outcomes.as_mut() {
-                Some(outcomes) => outcomes.get_mut(slot as usize).and_then(Option::take),
+            let st = &mut *st;
+            match st.settled.as_mut() {
+                Some(settled) => settled.take(&self.topic, self.partition, slot),
                 None => {
                     st.abandoned.push(slot);
                     None
@@ -168,16 +247,34 @@ impl std::fmt::Debug for Completion {
 }
 
 /// One record's claim on its batch's [`Completion`]; dropping it abandons the
-/// record's outcome.
+/// record's outcome unless it was handed out.
 #[derive(Debug)]
 struct Slot {
     completion: Arc<Completion>,
     slot: u32,
+    /// The outcome was handed out.
+    done: bool,
+}
+
+impl Slot {
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Outcome> {
+        let r = self.completion.poll_slot(self.slot, cx);
+        self.done |= r.is_ready();
+        r
+    }
+
+    fn take(&mut self) -> Option<Outcome> {
+        let r = self.completion.take(self.slot);
+        self.done |= r.is_some();
+        r
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.completion.abandon(self.slot);
+        if !self.done {
+            self.completion.abandon(self.slot);
+        }
     }
 }
 
@@ -255,15 +352,19 @@ pub struct InFlight {
 impl Future for InFlight {
     type Output = Result<RecordMetadata, ProduceError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.slot.completion.poll_slot(self.slot.slot, cx)
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.slot.poll(cx)
     }
 }
 
 impl DeliveryFuture {
     pub(crate) fn new(completion: Arc<Completion>, slot: u32) -> Self {
         DeliveryFuture {
-            slot: Slot { completion, slot },
+            slot: Slot {
+                completion,
+                slot,
+                done: false,
+            },
         }
     }
 
@@ -284,7 +385,7 @@ impl DeliveryFuture {
     /// Called on a `DeliveryFuture` that already returned its outcome (polled to
     /// completion through `&mut`), it reports [`CancelOutcome::Failed`] with
     /// [`ProduceError::Closed`]: the outcome was handed out once, already.
-    pub fn cancel(self) -> CancelOutcome {
+    pub fn cancel(mut self) -> CancelOutcome {
         if let Some(outcome) = self.take_final() {
             return outcome;
         }
@@ -295,6 +396,8 @@ impl DeliveryFuture {
                     .lock()
                     .remove_unsent(&c.topic, c.partition, c.batch_id, self.slot.slot);
             if let Some(record) = removed {
+                // Nothing of the record is left in its batch to settle.
+                self.slot.done = true;
                 return CancelOutcome::NeverSent(record);
             }
         }
@@ -323,8 +426,8 @@ impl DeliveryFuture {
     }
 
     /// The outcome, if it is already final.
-    fn take_final(&self) -> Option<CancelOutcome> {
-        self.slot.completion.take(self.slot.slot).map(|r| match r {
+    fn take_final(&mut self) -> Option<CancelOutcome> {
+        self.slot.take().map(|r| match r {
             Ok(meta) => CancelOutcome::Delivered(meta),
             Err(e) => CancelOutcome::Failed(e),
         })
@@ -334,7 +437,7 @@ impl DeliveryFuture {
 impl Future for DeliveryFuture {
     type Output = Result<RecordMetadata, ProduceError>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.slot.completion.poll_slot(self.slot.slot, cx)
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.slot.poll(cx)
     }
 }

@@ -105,7 +105,7 @@ pub use record::{ProducerRecord, RecordMetadata};
 
 use crate::client::{Client, ClientError};
 use crate::connection::ConnectionError;
-use accumulator::Accumulator;
+use accumulator::{Accumulator, TryAppend};
 
 /// How many acknowledgements the producer asks the broker for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -670,7 +670,7 @@ impl fmt::Debug for Shared {
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+        .map_or(0, |d| d.as_secs() as i64 * 1000 + d.subsec_millis() as i64)
 }
 
 impl Producer {
@@ -762,79 +762,70 @@ impl Producer {
             .max_request_size
             .min(cfg.buffer_memory)
             .min(u32::MAX as usize);
-        let too_large = size + accumulator::BATCH_OVERHEAD > max;
-        let fresh = shared.client.inner.metadata.fresh_generation();
-        let timestamp = record.timestamp.unwrap_or_else(now_ms);
-        let count = {
-            let mut acc = shared.lock();
-            if acc.closed {
-                return Ok(Err(ProduceError::Closed {
-                    record: Some(Box::new(record)),
-                }));
-            }
-            if let Some(source) = acc.idem.unsupported.clone() {
-                return Ok(Err(ProduceError::IdempotenceUnsupported {
-                    source,
-                    record: Box::new(record),
-                }));
-            }
-            if too_large {
-                return Ok(Err(ProduceError::RecordTooLarge {
+        if size + accumulator::BATCH_OVERHEAD > max {
+            let refusal = shared.lock().refusal();
+            return Ok(Err(match refusal {
+                Some(refusal) => refusal.error(record),
+                None => ProduceError::RecordTooLarge {
                     size,
                     max,
                     record: Box::new(record),
-                }));
-            }
-            let Some(count) = acc.partition_count(&record.topic, fresh) else {
-                drop(acc);
-                return Err(Box::new(Slow {
-                    record,
-                    size,
-                    known: None,
-                }));
-            };
-            if let Some(partition) = record.partition {
-                // An explicit partition: everything happens under this lock.
-                if !(0..count).contains(&partition) {
-                    drop(acc);
-                    return Ok(Err(invalid_partition(record, partition, count)));
-                }
-                let Some(reserved) = self.try_reserve(size) else {
-                    drop(acc);
-                    return Err(Box::new(Slow {
-                        record,
-                        size,
-                        known: Some((count, partition)),
-                    }));
-                };
-                let appended = acc.append(
-                    partition,
-                    record,
-                    timestamp,
-                    size,
-                    cfg.batch_size,
-                    cfg.delivery_timeout,
-                );
-                reserved.passed_on();
-                drop(acc);
-                return Ok(Ok(self.appended(appended)));
-            }
-            count
+                },
+            }));
+        }
+        let Some(reserved) = self.try_reserve(size) else {
+            return Err(Box::new(Slow {
+                record,
+                size,
+                known: None,
+            }));
         };
-        let partition = shared
-            .partitioner
-            .partition(&record.topic, record.key.as_deref(), count);
+        let fresh = shared.client.inner.metadata.fresh_generation();
+        let timestamp = record.timestamp.unwrap_or_else(now_ms);
+        let mut acc = shared.lock();
+        if let Some(refusal) = acc.refusal() {
+            drop(acc);
+            return Ok(Err(refusal.error(record)));
+        }
+        let (record, count) = if record.partition.is_some() {
+            // An explicit partition: one lookup, under this lock.
+            match acc.try_append(
+                record,
+                fresh,
+                timestamp,
+                size,
+                cfg.batch_size,
+                cfg.delivery_timeout,
+            ) {
+                TryAppend::Appended(appended) => {
+                    reserved.passed_on();
+                    drop(acc);
+                    return Ok(Ok(self.appended(appended)));
+                }
+                TryAppend::Missed(record, count) => (record, count),
+            }
+        } else {
+            let count = acc.partition_count(&record.topic, fresh);
+            (record, count)
+        };
+        drop(acc);
+        let Some(count) = count else {
+            return Err(Box::new(Slow {
+                record,
+                size,
+                known: None,
+            }));
+        };
+        let partition = match record.partition {
+            Some(p) => p,
+            None => shared
+                .partitioner
+                .partition(&record.topic, record.key.as_deref(), count),
+        };
         if !(0..count).contains(&partition) {
             return Ok(Err(invalid_partition(record, partition, count)));
         }
-        match self.try_reserve(size) {
-            Some(reserved) => Ok(self.accept(record, timestamp, size, count, partition, reserved)),
-            None => Err(Box::new(Slow {
-                record,
-                size,
-                known: Some((count, partition)),
-            })),
-        }
+        Ok(self.accept(record, timestamp, size, count, partition, reserved))
     }
 
     /// `send` with waits: for the topic's metadata (unless `known` has the
@@ -850,6 +841,10 @@ impl Producer {
             size,
             known,
         } = slow;
+        let refusal = shared.lock().refusal();
+        if let Some(refusal) = refusal {
+            return Err(refusal.error(record));
+        }
         let (count, partition) = match known {
             Some(known) => known,
             None => {

@@ -14,7 +14,7 @@ use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
 use super::accumulator::{add_sequence, Batch, ProducerIdentity};
-use super::{Acks, AttemptError, ProduceError, ProducerRecord, RecordMetadata, Shared};
+use super::{Acks, AttemptError, ProduceError, ProducerRecord, Shared};
 use crate::client::ClientError;
 use crate::connection::{Connection, ConnectionError};
 use crate::pool::PoolKey;
@@ -260,7 +260,7 @@ fn backoff(cfg: &super::ProducerConfig, attempts: u32) -> Duration {
 
 /// Fails every record of `batch`, building each error with `make`.
 fn fail_records(batch: Batch, make: impl Fn(Box<ProducerRecord>) -> ProduceError) {
-    batch.settle(|_, p| Err(make(Box::new(p.record))));
+    batch.settle(|p| Err(make(Box::new(p.record))));
 }
 
 /// Fails every record of a batch whose delivery deadline passed.
@@ -661,25 +661,7 @@ fn settle_success(shared: &Shared, batch: Batch, base_offset: i64, log_append_ti
     let partition = batch.partition;
     let id = batch.id;
     let acked = batch.stamp.map(|s| (s, batch.count()));
-    batch.settle(|i, p| {
-        let offset = if base_offset >= 0 {
-            base_offset + i as i64
-        } else {
-            -1
-        };
-        let timestamp = if log_append_time >= 0 {
-            log_append_time
-        } else {
-            p.timestamp
-        };
-        Ok(RecordMetadata {
-            topic: topic.clone(),
-            partition,
-            offset,
-            timestamp,
-            record: p.record,
-        })
-    });
+    batch.deliver(base_offset, log_append_time);
     shared
         .lock()
         .finish_attempt(&topic, partition, id, acked, None);
