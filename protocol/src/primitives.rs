@@ -223,22 +223,22 @@ impl Decoder {
 }
 
 /// Appends a zigzag varint.
-pub fn put_varint(buf: &mut BytesMut, v: i32) {
+pub fn put_varint<B: BufMut + ?Sized>(buf: &mut B, v: i32) {
     put_uvarint(buf, ((v << 1) ^ (v >> 31)) as u32);
 }
 
 /// Appends a zigzag varlong.
-pub fn put_varlong(buf: &mut BytesMut, v: i64) {
+pub fn put_varlong<B: BufMut + ?Sized>(buf: &mut B, v: i64) {
     put_uvarlong(buf, ((v << 1) ^ (v >> 63)) as u64);
 }
 
 /// Appends an unsigned varint.
-pub fn put_uvarint(buf: &mut BytesMut, v: u32) {
+pub fn put_uvarint<B: BufMut + ?Sized>(buf: &mut B, v: u32) {
     put_uvarlong(buf, v as u64)
 }
 
 /// Appends an unsigned varlong.
-pub fn put_uvarlong(buf: &mut BytesMut, mut v: u64) {
+pub fn put_uvarlong<B: BufMut + ?Sized>(buf: &mut B, mut v: u64) {
     while v >= 0x80 {
         buf.put_u8((v as u8) | 0x80);
         v >>= 7;

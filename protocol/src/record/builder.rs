@@ -7,6 +7,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::batch::write_crc;
 use super::compression::compress;
+use super::pool;
 use super::record::RecordHeader;
 use super::{
     attr, offsets, Compression, Record, TimestampType, BATCH_HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
@@ -40,7 +41,7 @@ pub struct RecordBatchBuilder {
     base_sequence: i32,
     /// The batch so far: [`BATCH_HEADER_LEN`] bytes of room for the header (filled
     /// in by `finish`), then the encoded records.
-    buf: BytesMut,
+    buf: Vec<u8>,
     /// Records pushed so far. Invariant: fits in an `i32`.
     count: usize,
     /// Codec of the records section. Invariant: supported by this build.
@@ -61,7 +62,7 @@ impl RecordBatchBuilder {
             producer_id: -1,
             producer_epoch: -1,
             base_sequence: -1,
-            buf: BytesMut::zeroed(BATCH_HEADER_LEN),
+            buf: vec![0; BATCH_HEADER_LEN],
             count: 0,
             compression: Compression::None,
             compression_level: None,
@@ -193,8 +194,8 @@ impl RecordBatchBuilder {
         }
         let size = len_i32(size);
 
+        self.reserve(MAX_VARINT_LEN + size as usize);
         let buf = &mut self.buf;
-        buf.reserve(MAX_VARINT_LEN + size as usize);
         put_varint(buf, size);
         buf.put_i8(0);
         put_varlong(buf, timestamp_delta);
@@ -213,6 +214,23 @@ impl RecordBatchBuilder {
 
         self.count += 1;
         self.max_timestamp = Some(self.max_timestamp.map_or(timestamp, |m| m.max(timestamp)));
+    }
+
+    /// Makes room for `additional` more bytes. Large buffers come from the pool of
+    /// batch buffers, whose pages are already mapped (see `pool`).
+    fn reserve(&mut self, additional: usize) {
+        if self.buf.capacity() - self.buf.len() >= additional {
+            return;
+        }
+        let wanted = self.buf.len().saturating_add(additional);
+        if wanted < pool::MIN_POOLED {
+            self.buf.reserve(additional);
+            return;
+        }
+        // Grow at least geometrically, as `Vec::reserve` would.
+        let mut grown = pool::take(wanted.max(2 * self.buf.capacity()));
+        grown.extend_from_slice(&self.buf);
+        pool::give(std::mem::replace(&mut self.buf, grown));
     }
 
     /// Appends a decoded record, keeping its timestamp, key, value and headers (its
@@ -252,6 +270,12 @@ impl RecordBatchBuilder {
     /// If the compressed records section would take the batch over `i32::MAX`
     /// bytes.
     pub fn finish(self) -> Bytes {
+        if self.compression == Compression::None {
+            let header = self.header();
+            let mut batch = self.buf;
+            seal(&mut batch, &header);
+            return pool::freeze(batch);
+        }
         let mut buf = BytesMut::new();
         self.finish_into(&mut buf);
         buf.freeze()
@@ -270,7 +294,12 @@ impl RecordBatchBuilder {
             Compression::None => {
                 let mut batch = self.buf;
                 seal(&mut batch, &header);
-                buf.unsplit(batch);
+                if buf.is_empty() {
+                    *buf = BytesMut::from(Bytes::from(batch)); // no copy: the batch is unique
+                } else {
+                    buf.extend_from_slice(&batch);
+                    pool::give(batch);
+                }
             }
             codec => {
                 let start = buf.len();
@@ -283,6 +312,7 @@ impl RecordBatchBuilder {
                     buf,
                 );
                 seal(&mut buf[start..], &header);
+                pool::give(self.buf);
             }
         }
     }
@@ -332,7 +362,7 @@ fn bytes_len(b: Option<&[u8]>) -> usize {
     }
 }
 
-fn put_bytes(buf: &mut BytesMut, b: Option<&[u8]>) {
+fn put_bytes(buf: &mut Vec<u8>, b: Option<&[u8]>) {
     match b {
         None => put_varint(buf, -1),
         Some(b) => {

@@ -47,6 +47,7 @@
 mod batch;
 mod builder;
 pub mod compression;
+mod pool;
 #[allow(clippy::module_inception)]
 mod record;
 
