@@ -302,3 +302,121 @@ pub(crate) async fn finish(
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use baton_protocol::messages::{PartitionProduceData, TopicProduceData};
+    use baton_protocol::record::RecordBatchBuilder;
+    use baton_protocol::{Message, Request, RequestHeader};
+
+    use super::*;
+
+    fn batch(values: &[&str]) -> Bytes {
+        let mut b = RecordBatchBuilder::new(0);
+        for v in values {
+            b.push(0, None, Some(v.as_bytes()), &[]);
+        }
+        b.finish()
+    }
+
+    /// A request frame body (no size prefix) in `buf`, with two topics and three
+    /// partitions, one of them without records.
+    fn encode(buf: &mut BytesMut) -> Vec<Vec<Option<Bytes>>> {
+        let records = vec![
+            vec![Some(batch(&["a", "b"])), None],
+            vec![Some(batch(&["c"]))],
+        ];
+        let req = ProduceRequest {
+            transactional_id: None,
+            acks: 1,
+            timeout_ms: 1000,
+            topic_data: records
+                .iter()
+                .enumerate()
+                .map(|(t, parts)| TopicProduceData {
+                    name: format!("t{t}"),
+                    partition_data: parts
+                        .iter()
+                        .enumerate()
+                        .map(|(p, r)| PartitionProduceData {
+                            index: p as i32,
+                            records: r.clone(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        };
+        RequestHeader {
+            api_key: ProduceRequest::API_KEY,
+            api_version: 9,
+            correlation_id: 1,
+            client_id: Some("test".into()),
+        }
+        .encode(buf, ProduceRequest::request_header_version(9));
+        req.encode_body(buf, 9).unwrap();
+        records
+    }
+
+    /// Per topic, per partition: (owned?, bytes).
+    type Seen = Vec<Vec<Option<(bool, Vec<u8>)>>>;
+
+    fn contents(inputs: &[Vec<Option<Input>>]) -> Seen {
+        inputs
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|i| {
+                        i.as_ref().map(|i| match i {
+                            Input::Owned(b) => (true, b.to_vec()),
+                            Input::Shared(b) => (false, b.to_vec()),
+                        })
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn expect(records: &[Vec<Option<Bytes>>], owned: bool) -> Seen {
+        records
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .map(|r| r.as_ref().map(|r| (owned, r.to_vec())))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_frame_that_owns_its_memory_gives_owned_records() {
+        let mut buf = BytesMut::new();
+        let records = encode(&mut buf);
+        // Exactly sized and not shared.
+        let frame = Bytes::from(buf.to_vec());
+        let (_, mut req) = crate::handlers::decode::<ProduceRequest>(frame.clone(), 9).unwrap();
+        let inputs = take_records(&mut req, frame);
+        assert_eq!(contents(&inputs), expect(&records, true));
+    }
+
+    #[test]
+    fn a_shared_frame_gives_shared_records() {
+        let mut buf = BytesMut::new();
+        let records = encode(&mut buf);
+        let frame = Bytes::from(buf.to_vec());
+        let other_holder = frame.clone();
+        let (_, mut req) = crate::handlers::decode::<ProduceRequest>(frame.clone(), 9).unwrap();
+        let inputs = take_records(&mut req, frame);
+        assert_eq!(contents(&inputs), expect(&records, false));
+        drop(other_holder);
+    }
+
+    #[test]
+    fn a_frame_in_a_much_larger_allocation_is_copied() {
+        let mut buf = BytesMut::with_capacity(1 << 20);
+        let records = encode(&mut buf);
+        let frame = buf.freeze();
+        let (_, mut req) = crate::handlers::decode::<ProduceRequest>(frame.clone(), 9).unwrap();
+        let inputs = take_records(&mut req, frame);
+        assert_eq!(contents(&inputs), expect(&records, false));
+    }
+}
