@@ -3,171 +3,20 @@
 //! carries the codec, and a retry after a lost response resends the very bytes of
 //! the first attempt.
 //!
-//! The broker listens on 127.0.0.2 and advertises 127.0.0.1 on the same port, where
-//! a recording proxy listens: every connection the client makes (bootstrap and the
-//! advertised address alike) goes through the proxy, which logs each Produce
-//! request's batches and can drop a response after the broker wrote the batch.
-//! (All of 127.0.0.0/8 is loopback on Linux; macOS needs `ifconfig lo0 alias
-//! 127.0.0.2` first.)
+//! The client reaches the broker through `client_util::proxy`, which logs each
+//! Produce request's batches and can drop a response after the broker wrote the
+//! batch.
 
 mod client_util;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::{
-    Client, Compression, Consumer, Producer, ProducerConfigError, ProducerRecord, RecordHeader,
-    StartOffset,
-};
-use baton_broker::{Broker, BrokerConfig, BrokerHandle};
-use baton_protocol::messages::ProduceRequest;
-use baton_protocol::primitives::Decoder;
+use baton::{Compression, Producer, ProducerConfigError, ProducerRecord, RecordHeader};
 use baton_protocol::record::RecordBatch;
-use baton_protocol::{Message, Request, RequestHeader};
 use bytes::Bytes;
-use client_util::{create_topic, seed, Rng};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// One batch of one Produce request, as the proxy saw it.
-#[derive(Debug, Clone)]
-struct SeenBatch {
-    /// Which Produce request (0, 1, ...) carried it.
-    request: usize,
-    partition: i32,
-    bytes: Bytes,
-}
-
-#[derive(Debug, Default)]
-struct ProxyState {
-    batches: Vec<SeenBatch>,
-    produce_requests: usize,
-    /// Produce requests (by number) whose response is lost: the proxy forwards the
-    /// request, reads the broker's response, then closes both connections.
-    lose_responses: Vec<usize>,
-}
-
-/// A broker behind a recording proxy, and a client connected through it.
-struct Setup {
-    broker: BrokerHandle,
-    state: Arc<Mutex<ProxyState>>,
-    client: Client,
-    proxy: tokio::task::JoinHandle<()>,
-}
-
-impl Setup {
-    async fn start(lose_responses: Vec<usize>) -> Setup {
-        let listen: SocketAddr = "127.0.0.2:0".parse().unwrap();
-        let broker = Broker::start(
-            BrokerConfig::in_memory()
-                .with_listen(listen)
-                .with_advertised_host("127.0.0.1"),
-        )
-        .await
-        .expect("broker starts on 127.0.0.2");
-        let upstream = broker.local_addr();
-        let proxy_addr = SocketAddr::new("127.0.0.1".parse().unwrap(), upstream.port());
-        let listener = TcpListener::bind(proxy_addr)
-            .await
-            .expect("proxy binds the broker's port on 127.0.0.1");
-        let state = Arc::new(Mutex::new(ProxyState {
-            lose_responses,
-            ..ProxyState::default()
-        }));
-        let proxy = tokio::spawn(run_proxy(listener, upstream, state.clone()));
-        let client = Client::builder([proxy_addr.to_string()])
-            .client_id("baton-compression-tests")
-            .request_timeout(Duration::from_secs(10))
-            .build()
-            .await
-            .expect("client connects through the proxy");
-        Setup {
-            broker,
-            state,
-            client,
-            proxy,
-        }
-    }
-
-    fn batches(&self) -> Vec<SeenBatch> {
-        self.state.lock().unwrap().batches.clone()
-    }
-
-    async fn shutdown(self) {
-        self.proxy.abort();
-        self.broker.shutdown().await;
-    }
-}
-
-async fn run_proxy(listener: TcpListener, upstream: SocketAddr, state: Arc<Mutex<ProxyState>>) {
-    loop {
-        let Ok((client, _)) = listener.accept().await else {
-            return;
-        };
-        let state = state.clone();
-        tokio::spawn(async move {
-            if let Ok(broker) = TcpStream::connect(upstream).await {
-                let _ = relay(client, broker, state).await;
-            }
-        });
-    }
-}
-
-async fn read_frame(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let len = s.read_u32().await? as usize;
-    let mut frame = vec![0; len];
-    s.read_exact(&mut frame).await?;
-    Ok(frame)
-}
-
-async fn write_frame(s: &mut TcpStream, frame: &[u8]) -> std::io::Result<()> {
-    s.write_u32(frame.len() as u32).await?;
-    s.write_all(frame).await
-}
-
-/// Relays one connection in lock step (request, then its response), logging the
-/// batches of Produce requests. Every request here expects a response (the tests
-/// use `acks=all`).
-async fn relay(
-    mut client: TcpStream,
-    mut broker: TcpStream,
-    state: Arc<Mutex<ProxyState>>,
-) -> std::io::Result<()> {
-    loop {
-        let request = read_frame(&mut client).await?;
-        let (api_key, version, _) = RequestHeader::peek(&request).expect("request header");
-        let mut lose = false;
-        if api_key == ProduceRequest::API_KEY {
-            let mut d = Decoder::new(Bytes::from(request.clone()));
-            RequestHeader::decode(&mut d, ProduceRequest::request_header_version(version))
-                .expect("produce header");
-            let produce =
-                ProduceRequest::decode_body(d.take_rest(), version).expect("produce body");
-            let mut st = state.lock().unwrap();
-            let n = st.produce_requests;
-            st.produce_requests += 1;
-            lose = st.lose_responses.contains(&n);
-            for topic in produce.topic_data {
-                for p in topic.partition_data {
-                    st.batches.push(SeenBatch {
-                        request: n,
-                        partition: p.index,
-                        bytes: p.records.unwrap_or_default(),
-                    });
-                }
-            }
-        }
-        write_frame(&mut broker, &request).await?;
-        let response = read_frame(&mut broker).await?;
-        if lose {
-            // The broker wrote the batch; the client never hears of it.
-            return Ok(());
-        }
-        write_frame(&mut client, &response).await?;
-    }
-}
+use client_util::proxy::{Proxied, ProxyState};
+use client_util::{consume_from_start, create_topic, seed, Rng};
 
 /// Values that compress like real payloads: JSON-ish text, random bytes, empty and
 /// null values.
@@ -207,30 +56,6 @@ fn random_record(rng: &mut Rng, topic: &str, i: usize) -> ProducerRecord {
     r
 }
 
-/// Consumes records of `partitions` from the start until `count` arrived.
-async fn consume(
-    client: &Client,
-    topic: &str,
-    partitions: i32,
-    count: usize,
-    seed: u64,
-) -> Vec<baton::ConsumerRecord> {
-    let mut builder = Consumer::builder(client);
-    for p in 0..partitions {
-        builder = builder.assign(topic.to_string(), p, StartOffset::Earliest);
-    }
-    let mut consumer = builder.build().await.unwrap();
-    let mut out = Vec::with_capacity(count);
-    while out.len() < count {
-        let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
-            .await
-            .unwrap_or_else(|_| panic!("seed {seed}: stalled after {} records", out.len()))
-            .unwrap_or_else(|e| panic!("seed {seed}: consumer error: {e}"));
-        out.push(r);
-    }
-    out
-}
-
 const RECORDS_PER_CODEC: usize = 3_000;
 const PARTITIONS: i32 = 3;
 
@@ -238,7 +63,7 @@ const PARTITIONS: i32 = 3;
 async fn every_codec_round_trips_byte_identical() {
     let seed = seed();
     let mut rng = Rng::new(seed);
-    let setup = Setup::start(Vec::new()).await;
+    let setup = Proxied::start("baton-compression-tests", ProxyState::default()).await;
     for codec in Compression::ALL {
         assert!(codec.is_supported(), "{codec} is a default feature");
         let topic = create_topic(&setup.client, &format!("codec-{codec}"), PARTITIONS).await;
@@ -297,7 +122,8 @@ async fn every_codec_round_trips_byte_identical() {
             assert!(compressed < raw, "{codec} compresses the JSON-like values");
         }
 
-        let got = consume(&setup.client, &topic, PARTITIONS, RECORDS_PER_CODEC, seed).await;
+        let got =
+            consume_from_start(&setup.client, &topic, PARTITIONS, RECORDS_PER_CODEC, seed).await;
         for r in got {
             let want = sent
                 .get(&(r.partition, r.offset))
@@ -320,7 +146,7 @@ async fn every_codec_round_trips_byte_identical() {
 async fn a_retry_after_a_lost_response_resends_identical_bytes() {
     let seed = seed();
     let mut rng = Rng::new(seed);
-    let setup = Setup::start(vec![0]).await;
+    let setup = Proxied::start("baton-compression-tests", ProxyState::losing(vec![0])).await;
     let topic = create_topic(&setup.client, "retry-bytes", 1).await;
     // Creating the topic sent no Produce; the first Produce is request 0.
     let producer = Producer::builder(&setup.client)
@@ -367,7 +193,7 @@ async fn a_retry_after_a_lost_response_resends_identical_bytes() {
 
     // The log holds the first batch twice, then the rest: all byte-identical.
     let expected: Vec<&ProducerRecord> = records[..dup].iter().chain(records.iter()).collect();
-    let got = consume(&setup.client, &topic, 1, expected.len(), seed).await;
+    let got = consume_from_start(&setup.client, &topic, 1, expected.len(), seed).await;
     for (i, (r, want)) in got.iter().zip(&expected).enumerate() {
         assert_eq!(r.offset, i as i64);
         assert_eq!(

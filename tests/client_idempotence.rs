@@ -2,15 +2,14 @@
 //! broker writes a batch and the response is lost, the retry is deduplicated and
 //! every record appears once, in order, with the offsets the producer reported.
 //!
-//! As in `client_compression.rs`, the broker listens on 127.0.0.2 and advertises
-//! 127.0.0.1 on the same port, where a proxy forwards every connection; it can
-//! forward a Produce request, read the broker's response and then close the
-//! connection instead of answering (the batch is written, the client never hears).
+//! As in `client_compression.rs`, the client reaches the broker through
+//! `client_util::proxy`; it can forward a Produce request, read the broker's
+//! response and then close the connection instead of answering (the batch is
+//! written, the client never hears), or rewrite the answer.
 
 mod client_util;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,184 +17,17 @@ use baton::{
     Acks, Client, Consumer, ProduceError, Producer, ProducerConfigError, ProducerRecord,
     StartOffset,
 };
-use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_broker::{Broker, BrokerConfig};
 use baton_protocol::messages::{
     ApiVersionsRequest, ApiVersionsResponse, InitProducerIdRequest, MetadataRequest,
     ProduceRequest, ProduceResponse, ProduceResponseNodeEndpoint,
 };
 use baton_protocol::primitives::Decoder;
 use baton_protocol::record::RecordBatch;
-use baton_protocol::{ErrorCode, Message, Request, RequestHeader, ResponseHeader};
+use baton_protocol::{ErrorCode, Message, Request, ResponseHeader};
 use bytes::Bytes;
-use client_util::{create_topic, seed, Rng};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-/// What the proxy saw of one Produce request's batch.
-#[derive(Debug, Clone)]
-struct SeenBatch {
-    request: usize,
-    partition: i32,
-    producer_id: i64,
-    base_sequence: i32,
-    records: i32,
-}
-
-#[derive(Debug, Default)]
-struct ProxyState {
-    batches: Vec<SeenBatch>,
-    produce_requests: usize,
-    /// Produce requests (by number) whose response is lost after the broker
-    /// answered.
-    lose_responses: Vec<usize>,
-    /// Remove InitProducerId from ApiVersions answers (a cluster without
-    /// idempotence support).
-    hide_init_producer_id: bool,
-    /// Produce requests (by number) answered, after the broker wrote them, with
-    /// NOT_LEADER_OR_FOLLOWER and a KIP-951 hint naming `hint_leader` (its node id
-    /// and address) as the leader.
-    hint_on: Vec<usize>,
-    hint_leader: Option<(i32, u16)>,
-    /// API keys of the requests, in order.
-    api_keys: Vec<i16>,
-}
-
-struct Setup {
-    broker: BrokerHandle,
-    state: Arc<Mutex<ProxyState>>,
-    client: Client,
-    proxy: tokio::task::JoinHandle<()>,
-}
-
-impl Setup {
-    async fn start(lose_responses: Vec<usize>) -> Setup {
-        Setup::start_with(ProxyState {
-            lose_responses,
-            ..ProxyState::default()
-        })
-        .await
-    }
-
-    async fn start_with(proxy_state: ProxyState) -> Setup {
-        let listen: SocketAddr = "127.0.0.2:0".parse().unwrap();
-        let broker = Broker::start(
-            BrokerConfig::in_memory()
-                .with_listen(listen)
-                .with_advertised_host("127.0.0.1"),
-        )
-        .await
-        .expect("broker starts on 127.0.0.2");
-        let upstream = broker.local_addr();
-        let proxy_addr = SocketAddr::new("127.0.0.1".parse().unwrap(), upstream.port());
-        let listener = TcpListener::bind(proxy_addr)
-            .await
-            .expect("proxy binds the broker's port on 127.0.0.1");
-        let state = Arc::new(Mutex::new(proxy_state));
-        let proxy = tokio::spawn(run_proxy(listener, upstream, state.clone()));
-        let client = Client::builder([proxy_addr.to_string()])
-            .client_id("baton-idempotence-tests")
-            .request_timeout(Duration::from_secs(10))
-            .build()
-            .await
-            .expect("client connects through the proxy");
-        Setup {
-            broker,
-            state,
-            client,
-            proxy,
-        }
-    }
-
-    fn batches(&self) -> Vec<SeenBatch> {
-        self.state.lock().unwrap().batches.clone()
-    }
-
-    async fn shutdown(self) {
-        self.proxy.abort();
-        self.broker.shutdown().await;
-    }
-}
-
-async fn run_proxy(listener: TcpListener, upstream: SocketAddr, state: Arc<Mutex<ProxyState>>) {
-    loop {
-        let Ok((client, _)) = listener.accept().await else {
-            return;
-        };
-        let state = state.clone();
-        tokio::spawn(async move {
-            if let Ok(broker) = TcpStream::connect(upstream).await {
-                let _ = relay(client, broker, state).await;
-            }
-        });
-    }
-}
-
-async fn read_frame(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let len = s.read_u32().await? as usize;
-    let mut frame = vec![0; len];
-    s.read_exact(&mut frame).await?;
-    Ok(frame)
-}
-
-async fn write_frame(s: &mut TcpStream, frame: &[u8]) -> std::io::Result<()> {
-    s.write_u32(frame.len() as u32).await?;
-    s.write_all(frame).await
-}
-
-/// Relays one connection in lock step, noting each Produce batch's producer id and
-/// sequence, and losing the chosen responses.
-async fn relay(
-    mut client: TcpStream,
-    mut broker: TcpStream,
-    state: Arc<Mutex<ProxyState>>,
-) -> std::io::Result<()> {
-    loop {
-        let request = read_frame(&mut client).await?;
-        let (api_key, version, _) = RequestHeader::peek(&request).expect("request header");
-        let mut lose = false;
-        let mut hint = None;
-        state.lock().unwrap().api_keys.push(api_key);
-        if api_key == ProduceRequest::API_KEY {
-            let mut d = Decoder::new(Bytes::from(request.clone()));
-            RequestHeader::decode(&mut d, ProduceRequest::request_header_version(version))
-                .expect("produce header");
-            let produce =
-                ProduceRequest::decode_body(d.take_rest(), version).expect("produce body");
-            let mut st = state.lock().unwrap();
-            let n = st.produce_requests;
-            st.produce_requests += 1;
-            lose = st.lose_responses.contains(&n);
-            if st.hint_on.contains(&n) {
-                hint = st.hint_leader;
-            }
-            for topic in produce.topic_data {
-                for p in topic.partition_data {
-                    let batch = RecordBatch::parse(p.records.unwrap_or_default()).expect("batch");
-                    st.batches.push(SeenBatch {
-                        request: n,
-                        partition: p.index,
-                        producer_id: batch.producer_id(),
-                        base_sequence: batch.base_sequence(),
-                        records: batch.record_count(),
-                    });
-                }
-            }
-        }
-        write_frame(&mut broker, &request).await?;
-        let mut response = read_frame(&mut broker).await?;
-        if api_key == ApiVersionsRequest::API_KEY && state.lock().unwrap().hide_init_producer_id {
-            response = without_init_producer_id(&response, version);
-        }
-        if let Some((node, port)) = hint {
-            response = with_leader_hint(&response, version, node, port);
-        }
-        if lose {
-            // The broker wrote the batch; the client never hears of it.
-            return Ok(());
-        }
-        write_frame(&mut client, &response).await?;
-    }
-}
+use client_util::proxy::{Exchange, Proxied, ProxyState, SeenBatch};
+use client_util::{consume_from_start, create_topic, seed, Rng};
 
 /// An ApiVersions response frame (header v0, then the body) minus InitProducerId.
 fn without_init_producer_id(frame: &[u8], version: i16) -> Vec<u8> {
@@ -237,34 +69,9 @@ fn with_leader_hint(frame: &[u8], version: i16, node: i32, port: u16) -> Vec<u8>
     out.to_vec()
 }
 
-/// Consumes `count` records of `partitions` from the start (then checks for none
-/// more).
-async fn consume(
-    client: &Client,
-    topic: &str,
-    partitions: i32,
-    count: usize,
-    seed: u64,
-) -> Vec<baton::ConsumerRecord> {
-    let mut builder = Consumer::builder(client);
-    for p in 0..partitions {
-        builder = builder.assign(topic.to_string(), p, StartOffset::Earliest);
-    }
-    let mut consumer = builder.build().await.unwrap();
-    let mut out = Vec::with_capacity(count);
-    while out.len() < count {
-        let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
-            .await
-            .unwrap_or_else(|_| panic!("seed {seed}: stalled after {} records", out.len()))
-            .unwrap_or_else(|e| panic!("seed {seed}: consumer error: {e}"));
-        out.push(r);
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_response_is_retried_and_deduplicated() {
-    let setup = Setup::start(vec![0]).await;
+    let setup = Proxied::start("baton-idempotence-tests", ProxyState::losing(vec![0])).await;
     let topic = create_topic(&setup.client, "idem-lost", 1).await;
     let producer = Producer::builder(&setup.client)
         .linger(Duration::from_millis(20))
@@ -287,14 +94,26 @@ async fn a_lost_response_is_retried_and_deduplicated() {
     let (lost, retry) = (&batches[0], &batches[1]);
     assert_eq!(lost.request, 0);
     assert_eq!(lost.partition, retry.partition);
-    assert!(lost.producer_id >= 0, "the batch is idempotent: {lost:?}");
+    // (producer id, base sequence, record count)
+    let idempotence = |b: &SeenBatch| {
+        let batch = RecordBatch::parse(b.bytes.clone()).expect("batch");
+        (
+            batch.producer_id(),
+            batch.base_sequence(),
+            batch.record_count(),
+        )
+    };
+    assert!(
+        idempotence(lost).0 >= 0,
+        "the batch is idempotent: {lost:?}"
+    );
     assert_eq!(
-        (retry.producer_id, retry.base_sequence, retry.records),
-        (lost.producer_id, lost.base_sequence, lost.records),
+        idempotence(retry),
+        idempotence(lost),
         "the retry is the same batch with the same sequence"
     );
 
-    let got = consume(&setup.client, &topic, 1, 100, 0).await;
+    let got = consume_from_start(&setup.client, &topic, 1, 100, 0).await;
     for (i, r) in got.iter().enumerate() {
         assert_eq!(r.offset, i as i64);
         assert_eq!(r.value.as_deref(), Some(format!("v{i}").as_bytes()));
@@ -322,7 +141,7 @@ async fn many_lost_responses_with_five_in_flight_lose_and_duplicate_nothing() {
     lose.sort_unstable();
     lose.dedup();
     eprintln!("losing responses to produce requests {lose:?}");
-    let setup = Setup::start(lose).await;
+    let setup = Proxied::start("baton-idempotence-tests", ProxyState::losing(lose)).await;
     const PARTITIONS: i32 = 3;
     const RECORDS: usize = 3_000;
     let topic = create_topic(&setup.client, "idem-many", PARTITIONS).await;
@@ -360,7 +179,7 @@ async fn many_lost_responses_with_five_in_flight_lose_and_duplicate_nothing() {
     let on_wire = setup.batches().len();
     eprintln!("{on_wire} batches on the wire");
 
-    let got = consume(&setup.client, &topic, PARTITIONS, RECORDS, seed).await;
+    let got = consume_from_start(&setup.client, &topic, PARTITIONS, RECORDS, seed).await;
     let mut per_partition: BTreeMap<i32, Vec<Bytes>> = BTreeMap::new();
     for r in &got {
         let want = acked.get(&(r.partition, r.offset)).unwrap_or_else(|| {
@@ -616,10 +435,19 @@ async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
 /// produces.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cluster_without_init_producer_id_is_a_typed_error() {
-    let setup = Setup::start_with(ProxyState {
-        hide_init_producer_id: true,
-        ..ProxyState::default()
-    })
+    let setup = Proxied::start(
+        "baton-idempotence-tests",
+        ProxyState {
+            rewrite: Some(Box::new(|ex: Exchange, response| {
+                if ex.api_key == ApiVersionsRequest::API_KEY {
+                    without_init_producer_id(&response, ex.version)
+                } else {
+                    response
+                }
+            })),
+            ..ProxyState::default()
+        },
+    )
     .await;
     let topic = create_topic(&setup.client, "idem-unsupported", 1).await;
     let producer = Producer::builder(&setup.client).build();
@@ -736,7 +564,7 @@ async fn a_broken_sequence_fails_typed_and_the_producer_recovers() {
     delivered.insert(meta.offset, meta.into_record().value.unwrap());
     producer.close().await;
 
-    let got = consume(&client, &topic, 1, delivered.len(), 0).await;
+    let got = consume_from_start(&client, &topic, 1, delivered.len(), 0).await;
     for r in &got {
         assert_eq!(
             delivered.get(&r.offset),
@@ -763,16 +591,19 @@ async fn a_broken_sequence_fails_typed_and_the_producer_recovers() {
 /// deduplicated (the broker had written the batch).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kip951_leader_hint_is_used_without_a_metadata_refresh() {
-    let setup = Setup::start_with(ProxyState {
-        hint_on: vec![0],
-        ..ProxyState::default()
-    })
-    .await;
+    let setup = Proxied::start("baton-idempotence-tests", ProxyState::default()).await;
     let topic = create_topic(&setup.client, "idem-hint", 1).await;
     let meta = setup.client.metadata();
     let node = *meta.brokers.keys().next().expect("one broker");
     let port = setup.broker.local_addr().port();
-    setup.state.lock().unwrap().hint_leader = Some((node, port));
+    // The answer to the first Produce request (the broker wrote its batch).
+    setup.state.lock().unwrap().rewrite = Some(Box::new(move |ex: Exchange, response| {
+        if ex.produce == Some(0) {
+            with_leader_hint(&response, ex.version, node, port)
+        } else {
+            response
+        }
+    }));
     let producer = Producer::builder(&setup.client)
         .linger(Duration::from_millis(20))
         .build();
@@ -801,7 +632,7 @@ async fn a_kip951_leader_hint_is_used_without_a_metadata_refresh() {
         !keys[produces[0]..produces[1]].contains(&MetadataRequest::API_KEY),
         "no Metadata request between the hinted answer and the retry: {keys:?}"
     );
-    let got = consume(&setup.client, &topic, 1, 10, 0).await;
+    let got = consume_from_start(&setup.client, &topic, 1, 10, 0).await;
     for (i, r) in got.iter().enumerate() {
         assert_eq!(r.value.as_deref(), Some(format!("v{i}").as_bytes()));
     }

@@ -1,12 +1,15 @@
 //! Helpers shared by the `client_*` integration tests: an in-process broker on
-//! 127.0.0.1:0, a client on it, unique topic names and a seeded generator.
+//! 127.0.0.1:0, a client on it, unique topic names, a seeded generator, reading
+//! partitions from the start, and (in [`proxy`]) a broker behind a recording proxy.
 
 #![allow(dead_code)]
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+pub mod proxy;
 
-use baton::{Admin, Client};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use baton::{Admin, Client, Consumer, ConsumerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 
 /// Starts an in-memory broker and a client bootstrapped from it.
@@ -44,6 +47,31 @@ pub async fn create_topic(client: &Client, prefix: &str, partitions: i32) -> Str
         .await
         .expect("topic created");
     name
+}
+
+/// Consumes records of partitions `0..partitions` of `topic` from the start until
+/// `count` arrived; a 30 s stall or a consumer error fails the test (naming `seed`).
+pub async fn consume_from_start(
+    client: &Client,
+    topic: &str,
+    partitions: i32,
+    count: usize,
+    seed: u64,
+) -> Vec<ConsumerRecord> {
+    let mut builder = Consumer::builder(client);
+    for p in 0..partitions {
+        builder = builder.assign(topic.to_string(), p, StartOffset::Earliest);
+    }
+    let mut consumer = builder.build().await.unwrap();
+    let mut out = Vec::with_capacity(count);
+    while out.len() < count {
+        let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+            .await
+            .unwrap_or_else(|_| panic!("seed {seed}: stalled after {} records", out.len()))
+            .unwrap_or_else(|e| panic!("seed {seed}: consumer error: {e}"));
+        out.push(r);
+    }
+    out
 }
 
 /// The seed for this run: `BATON_SEED` if set, else the clock. Printed so a failing
