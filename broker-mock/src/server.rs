@@ -7,6 +7,10 @@
 //! while later requests are still being handled. `acks=0` produces have no reply but
 //! take their place in the order. A frame that cannot be handled (malformed, unknown
 //! API, oversized) closes only its connection, after the replies already due are sent.
+//!
+//! Small frames share a read buffer; a frame larger than 64 KiB is read into a
+//! buffer of its own, sized to the frame, so that the Produce handler can own it and
+//! the log can keep its batches without copying them.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
