@@ -43,7 +43,11 @@ use baton::{
     ProducerRecord, RecordMetadata, StartOffset,
 };
 use baton_broker::{Broker, BrokerConfig, BrokerHandle, Cluster};
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
+
+#[path = "shared/value.rs"]
+mod value;
+use value::{check_value, fill_value};
 
 const HELP: &str = "\
 buffer_pool: pooled buffers, 2 s send timeouts and typed cancellation during failover
@@ -111,30 +115,6 @@ fn parse_args() -> Result<Options, String> {
         }
     }
     Ok(o)
-}
-
-/// A value: sequence number, seed-derived filler, and a CRC-32C over the rest.
-fn fill_value(buf: &mut BytesMut, seq: u64, seed: u64) {
-    buf.clear();
-    buf.put_u64(seq);
-    let mut x = seed ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    while buf.len() < VALUE_SIZE - 4 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        buf.put_u8(x as u8);
-    }
-    let crc = crc32c::crc32c(&buf[..]);
-    buf.put_u32(crc);
-}
-
-/// The sequence number of an intact value, or `None` if its checksum fails.
-fn check_value(value: &[u8]) -> Option<u64> {
-    if value.len() < 12 {
-        return None;
-    }
-    let (body, mut crc) = value.split_at(value.len() - 4);
-    (crc32c::crc32c(body) == crc.get_u32()).then(|| (&body[..8]).get_u64())
 }
 
 /// What the application counts.
@@ -210,7 +190,7 @@ impl App {
     /// at application level only what Baton says was never sent.
     async fn send_one(self: Arc<Self>, seq: u64, seed: u64) {
         let mut buf = self.take_buffer();
-        fill_value(&mut buf, seq, seed);
+        fill_value(&mut buf, seq, seed, VALUE_SIZE);
         let value = buf.freeze();
         // The application's own handle on its buffer, as a Go program keeps its slice.
         let mut mine = value.clone();

@@ -18,7 +18,11 @@ use std::time::{Duration, Instant};
 
 use baton::{Acks, Admin, Client, Consumer, Producer, ProducerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig};
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
+
+#[path = "shared/value.rs"]
+mod value;
+use value::{check_value, fill_value};
 
 const HELP: &str = "\
 quickstart: produce and consume through Baton against the bundled broker
@@ -89,30 +93,6 @@ fn parse_args() -> Result<Options, String> {
         return Err("--partitions must be at least 1".into());
     }
     Ok(o)
-}
-
-/// A value: sequence number, seed-derived filler, and a CRC-32C over the rest.
-fn fill_value(buf: &mut BytesMut, seq: u64, seed: u64, size: usize) {
-    buf.clear();
-    buf.put_u64(seq);
-    let mut x = seed ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    while buf.len() < size - 4 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        buf.put_u8(x as u8);
-    }
-    let crc = crc32c::crc32c(&buf[..]);
-    buf.put_u32(crc);
-}
-
-/// The sequence number of an intact value, or `None` if its checksum fails.
-fn check_value(value: &[u8]) -> Option<u64> {
-    if value.len() < 12 {
-        return None;
-    }
-    let (body, mut crc) = value.split_at(value.len() - 4);
-    (crc32c::crc32c(body) == crc.get_u32()).then(|| (&body[..8]).get_u64())
 }
 
 #[tokio::main]

@@ -54,8 +54,12 @@ use baton::{
 };
 use baton_broker::history::{History, ProduceOutcome};
 use baton_broker::Cluster;
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+#[path = "shared/value.rs"]
+mod value;
+use value::{check_value, fill_value};
 
 const HELP: &str = "\
 rolling_restart: an application rides a rolling restart, a leader kill and a corrupted
@@ -156,30 +160,6 @@ fn parse_args() -> Result<Options, String> {
         return Err("--rate must be at least 1".into());
     }
     Ok(o)
-}
-
-/// A value: sequence number, seed-derived filler, and a CRC-32C over the rest.
-fn fill_value(buf: &mut BytesMut, seq: u64, seed: u64) {
-    buf.clear();
-    buf.put_u64(seq);
-    let mut x = seed ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    while buf.len() < VALUE_SIZE - 4 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        buf.put_u8(x as u8);
-    }
-    let crc = crc32c::crc32c(&buf[..]);
-    buf.put_u32(crc);
-}
-
-/// The sequence number of an intact value, or `None` if its checksum fails.
-fn check_value(value: &[u8]) -> Option<u64> {
-    if value.len() < 12 {
-        return None;
-    }
-    let (body, mut crc) = value.split_at(value.len() - 4);
-    (crc32c::crc32c(body) == crc.get_u32()).then(|| (&body[..8]).get_u64())
 }
 
 /// A small deterministic generator for the seed-driven choices.
@@ -339,7 +319,7 @@ impl App {
     /// value's CRC-32C (what the history checker compares reads against).
     fn record(&self, seq: u64) -> (ProducerRecord, Bytes, u32) {
         let mut buf = self.take_buffer();
-        fill_value(&mut buf, seq, self.seed);
+        fill_value(&mut buf, seq, self.seed, VALUE_SIZE);
         let value = buf.freeze();
         let mine = value.clone();
         let checksum = crc32c::crc32c(&value);
