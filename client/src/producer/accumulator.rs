@@ -233,6 +233,7 @@ impl Batch {
         Batch {
             completion: CompletionGuard(Arc::new(Completion::new(
                 limits.owner.clone(),
+                limits.pool.clone(),
                 topic.clone(),
                 partition,
                 id,
@@ -247,7 +248,7 @@ impl Batch {
             id,
             topic,
             partition,
-            records: Vec::with_capacity(capacity),
+            records: limits.pool.take(capacity),
             size: BATCH_OVERHEAD,
             created: now,
             deadline: now + delivery_timeout,
@@ -564,6 +565,52 @@ struct Limits {
     outstanding: Arc<AtomicUsize>,
     /// The producer, for the cancellation of records.
     owner: Weak<Shared>,
+    /// Spare record vectors for new batches.
+    pool: Arc<RecordPool>,
+}
+
+/// Record vectors of finished batches, kept for new batches: a batch's vector is
+/// large (thousands of records), and reusing it spares allocating and first
+/// touching fresh memory for every batch.
+#[derive(Default)]
+pub(crate) struct RecordPool {
+    spare: std::sync::Mutex<Vec<Vec<Pending>>>,
+}
+
+impl RecordPool {
+    /// The most vectors kept.
+    const MAX_SPARE: usize = 4;
+    /// The largest vector kept, in records.
+    const MAX_RECORDS: usize = 1 << 16;
+
+    /// An empty vector with room for at least `capacity` records if a spare one
+    /// has it, else a new one with room for `capacity`.
+    fn take(&self, capacity: usize) -> Vec<Pending> {
+        let mut spare = self.spare.lock().expect("record pool lock poisoned");
+        match spare.iter().position(|v| v.capacity() >= capacity) {
+            Some(i) => spare.swap_remove(i),
+            None => {
+                drop(spare);
+                Vec::with_capacity(capacity)
+            }
+        }
+    }
+
+    /// Keeps `records` (emptied here) for a later batch if there is room.
+    pub(crate) fn give(&self, mut records: Vec<Pending>) {
+        records.clear();
+        if records.capacity() == 0 || records.capacity() > Self::MAX_RECORDS {
+            return;
+        }
+        let mut spare = self.spare.lock().expect("record pool lock poisoned");
+        if spare.len() < Self::MAX_SPARE {
+            spare.push(records);
+        } else if let Some(smallest) = spare.iter_mut().min_by_key(|v| v.capacity()) {
+            if smallest.capacity() < records.capacity() {
+                *smallest = records;
+            }
+        }
+    }
 }
 
 /// The idempotent producer's identity, shared by all partitions.
@@ -652,6 +699,7 @@ impl Accumulator {
                 memory,
                 outstanding,
                 owner,
+                pool: Arc::new(RecordPool::default()),
             },
             closed: false,
             flushes: 0,

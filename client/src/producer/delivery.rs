@@ -23,7 +23,7 @@ use std::task::{Context, Poll, Waker};
 
 use tokio_util::sync::CancellationToken;
 
-use super::accumulator::Pending;
+use super::accumulator::{Pending, RecordPool};
 use super::{ProduceError, ProducerRecord, RecordMetadata, Shared};
 
 type Outcome = Result<RecordMetadata, ProduceError>;
@@ -41,6 +41,8 @@ fn closed() -> ProduceError {
 /// or, if it already was, as soon as the handle goes.
 pub(crate) struct Completion {
     shared: Weak<Shared>,
+    /// Where the records' vector goes when the completion is dropped.
+    pool: Arc<RecordPool>,
     topic: Arc<str>,
     partition: i32,
     batch_id: u64,
@@ -122,12 +124,14 @@ impl Settled {
 impl Completion {
     pub(crate) fn new(
         shared: Weak<Shared>,
+        pool: Arc<RecordPool>,
         topic: Arc<str>,
         partition: i32,
         batch_id: u64,
     ) -> Self {
         Completion {
             shared,
+            pool,
             topic,
             partition,
             batch_id,
@@ -233,6 +237,15 @@ impl Completion {
         };
         // The record (if any) is released here, outside the lock.
         drop(dropped);
+    }
+}
+
+impl Drop for Completion {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(Settled::Delivered { records, .. }) = st.settled.take() {
+            self.pool.give(records);
+        }
     }
 }
 

@@ -697,7 +697,7 @@ fn settle_failure_with(
     mut batch: Batch,
     generation: Option<u64>,
     error: AttemptError,
-    backoff_override: Option<Duration>,
+    mut backoff_override: Option<Duration>,
 ) {
     let topic = batch.topic.clone();
     let partition = batch.partition;
@@ -717,8 +717,10 @@ fn settle_failure_with(
             match code {
                 _ if stale => Verdict::Stale,
                 // An earlier batch failed and this one ran into the gap it left:
-                // resend in order once the earlier one is through.
+                // resend in order once the earlier one is through (no backoff of its
+                // own: the queue holds it behind that batch, which keeps its backoff).
                 Some(ErrorCode::OutOfOrderSequenceNumber) if stamp.base_sequence != expected => {
+                    backoff_override = Some(Duration::ZERO);
                     Verdict::Retry
                 }
                 Some(
