@@ -776,6 +776,14 @@ fn quick(client: &Client, group: &str, topic: &str) -> baton::GroupConsumerBuild
         .max_wait(Duration::from_millis(50))
 }
 
+/// Asserts that `seen` holds `total` distinct records, none twice (`why` says
+/// what a second copy would mean).
+fn assert_each_once(seen: &[(i32, i64)], total: usize, why: &str) {
+    let distinct: BTreeSet<(i32, i64)> = seen.iter().copied().collect();
+    assert_eq!(distinct.len(), total);
+    assert_eq!(seen.len(), total, "{why}");
+}
+
 /// Drives `consumers` round-robin until `total` distinct records are in.
 async fn drain(consumers: &mut [&mut GroupConsumer], seen: &mut Vec<(i32, i64)>, total: usize) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
@@ -912,12 +920,10 @@ async fn a_recv_cancelled_during_revocation_completes_it_on_the_next_call() {
         }
     }
     assert_eq!(a.assignment().len(), 2);
-    let distinct: BTreeSet<(i32, i64)> = seen.iter().copied().collect();
-    assert_eq!(distinct.len(), 80);
-    assert_eq!(
-        seen.len(),
+    assert_each_once(
+        &seen,
         80,
-        "the auto-commit before revocation left nothing to re-deliver"
+        "the auto-commit before revocation left nothing to re-deliver",
     );
     a.close().await.unwrap();
     b.close().await.unwrap();
@@ -989,12 +995,10 @@ async fn records_taken_ahead_are_dropped_after_seek_pause_and_revocation() {
     drain(&mut [&mut a, &mut b], &mut seen, 600).await;
     assert_eq!(a.assignment().len(), 1, "a gave a partition up");
     assert_eq!(b.assignment().len(), 1, "b took it");
-    let distinct: BTreeSet<(i32, i64)> = seen.iter().copied().collect();
-    assert_eq!(distinct.len(), 600);
-    assert_eq!(
-        seen.len(),
+    assert_each_once(
+        &seen,
         600,
-        "no record of the revoked partition was returned after the revocation"
+        "no record of the revoked partition was returned after the revocation",
     );
     a.close().await.unwrap();
     b.close().await.unwrap();
