@@ -104,6 +104,8 @@ pub(crate) struct ClusterLink {
     image: RwLock<ControllerState>,
     /// The image's next offset, bumped after every change.
     pub image_tx: watch::Sender<i64>,
+    /// The image offset the last reconcile applied to local roles.
+    reconciled: watch::Sender<i64>,
     /// Leaders' reports for the controller.
     pub reports: mpsc::UnboundedSender<LeaderReport>,
     /// The broker epoch from registration, -1 before.
@@ -142,6 +144,74 @@ impl ClusterLink {
         let b = img.broker(id)?;
         format!("{}:{}", b.host, b.port).parse().ok()
     }
+
+    /// Whether the image shows this node leading `topic`/`partition` with a planned
+    /// move away from it under way: the leader refuses writes, and the successor is
+    /// not known to clients yet.
+    pub(crate) fn handing_over(&self, topic: &str, partition: i32) -> bool {
+        let img = self.image();
+        let Some(t) = img.topic_by_name(topic) else {
+            return false;
+        };
+        img.partition(t.topic_id, partition)
+            .is_some_and(|p| p.leader == self.node_id)
+            && img
+                .leader_move(t.topic_id, partition)
+                .is_some_and(|m| m.from == self.node_id)
+    }
+
+    /// Waits until none of `partitions` is [handing over](Self::handing_over) any
+    /// more (the image names the successor, or the move was abandoned), or `max`
+    /// passed. Woken by every image change, so it returns as soon as the controller's
+    /// decision is replayed here.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only watches.
+    pub(crate) async fn await_handover(&self, partitions: &[(String, i32)], max: Duration) {
+        let deadline = tokio::time::Instant::now() + max;
+        let mut rx = self.image_tx.subscribe();
+        loop {
+            rx.borrow_and_update();
+            if !partitions.iter().any(|(t, p)| self.handing_over(t, *p)) {
+                return;
+            }
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return },
+                _ = tokio::time::sleep_until(deadline) => return,
+            }
+        }
+    }
+
+    /// Waits until local roles reflect the published image (a reconcile runs right
+    /// after every image change), or `max` passed. A produce that arrives between
+    /// the two (typically at a new leader that clients were already told about)
+    /// then finds the role the image gives instead of being refused.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: it only watches.
+    pub(crate) async fn await_reconciled(&self, max: Duration) {
+        let mut rx = self.reconciled.subscribe();
+        let wait = async {
+            while *rx.borrow_and_update() < *self.image_tx.borrow() {
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(max, wait).await;
+    }
+
+    /// Watches the image offset local roles were last reconciled to.
+    pub(crate) fn subscribe_reconciled(&self) -> watch::Receiver<i64> {
+        self.reconciled.subscribe()
+    }
+
+    /// Whether a reconcile of the published image is still to run.
+    pub(crate) fn reconcile_pending(&self) -> bool {
+        *self.reconciled.borrow() < *self.image_tx.borrow()
+    }
 }
 
 /// Starts cluster nodes.
@@ -172,6 +242,7 @@ impl Node {
             options: options.clone(),
             image: RwLock::new(ControllerState::new()),
             image_tx: watch::Sender::new(0),
+            reconciled: watch::Sender::new(0),
             reports: reports_tx,
             broker_epoch: AtomicI64::new(-1),
             replication_paused: watch::Sender::new(false),
@@ -503,10 +574,19 @@ async fn reconcile_loop(state: Arc<BrokerState>, link: Arc<ClusterLink>) {
             // Fetchers that gave up (leader unreachable for long) are restarted.
             _ = tokio::time::sleep(Duration::from_secs(1)) => {}
         }
-        rx.borrow_and_update();
+        let published = *rx.borrow_and_update();
         let (st, l) = (state.clone(), link.clone());
         let wanted = match tokio::task::spawn_blocking(move || reconcile(&st, &l)).await {
-            Ok(Some(w)) => w,
+            Ok(Some(w)) => {
+                link.reconciled.send_if_modified(|r| {
+                    let newer = published > *r;
+                    if newer {
+                        *r = published;
+                    }
+                    newer
+                });
+                w
+            }
             // A replay in progress: nothing published to act on yet.
             Ok(None) => continue,
             Err(e) => {
@@ -637,6 +717,15 @@ fn reconcile(
                         }
                     }
                 }
+                if let Some(l) = st.leader_state_mut() {
+                    let ineligible = pi
+                        .replicas
+                        .iter()
+                        .copied()
+                        .filter(|r| *r != me && !img.is_eligible(*r))
+                        .collect();
+                    l.set_ineligible(ineligible);
+                }
                 let mv = img.leader_move(topic.topic_id, part.index()).copied();
                 let accepts = st.leader_state().is_some_and(|l| l.accepts_writes());
                 match mv {
@@ -739,8 +828,6 @@ async fn reports_loop(
                 };
                 if result.is_none() {
                     tracing::debug!(node = me, %topic, partition, ?isr, "ISR change refused");
-                    // Do not re-propose in a tight loop.
-                    tokio::time::sleep(Duration::from_millis(100)).await;
                 }
                 let Some(part) = state
                     .topic(&topic)

@@ -60,6 +60,9 @@ struct ReadOutcome {
     error: bool,
     /// A leader's high watermark moved during the read (follower fetch).
     hw_moved: bool,
+    /// A follower named a leader epoch newer than this node's roles know (it saw
+    /// the controller's decision first): worth reading again after a reconcile.
+    roles_behind: bool,
 }
 
 /// A follower's fetch, as seen by the leader.
@@ -94,6 +97,7 @@ fn read_partition(
     min_one: &mut bool,
     replica: Option<ReplicaFetch>,
     hw_moved: &mut bool,
+    roles_behind: &mut bool,
 ) -> (FetchResponsePartitionData, usize, bool) {
     let Some(partition) = topic.partition(p.partition) else {
         return (
@@ -104,11 +108,13 @@ fn read_partition(
     };
     let mut st = partition.lock();
     if !st.is_leader() {
+        *roles_behind |= replica.is_some() && p.current_leader_epoch > st.leader_epoch();
         drop(st);
         return (partition_error(p, ErrorCode::NotLeaderOrFollower), 0, true);
     }
     if let Some(r) = replica {
         if let Err(code) = st.check_epoch(p.current_leader_epoch) {
+            *roles_behind |= code == ErrorCode::UnknownLeaderEpoch;
             drop(st);
             return (partition_error(p, code), 0, true);
         }
@@ -210,6 +216,7 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
     let mut bytes = 0;
     let mut error = false;
     let mut hw_moved = false;
+    let mut roles_behind = false;
     let replica = match &state.cluster {
         Some(link) if req.replica_id >= 0 => Some(ReplicaFetch {
             replica_id: req.replica_id,
@@ -247,6 +254,7 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
                         &mut min_one,
                         replica,
                         &mut hw_moved,
+                        &mut roles_behind,
                     );
                     bytes += n;
                     error |= err;
@@ -270,6 +278,7 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
         bytes,
         error,
         hw_moved,
+        roles_behind,
     }
 }
 
@@ -289,10 +298,20 @@ async fn long_poll(
     let deadline = tokio::time::Instant::now() + wait;
     let min_bytes = req.min_bytes.max(0) as usize;
     let mut appended = state.subscribe_appends();
+    // A follower's fetch that names a leader epoch this node has not taken up yet
+    // waits for the next reconcile instead of being refused (the follower would
+    // back off): a new leader's followers start fetching as soon as it leads.
+    let mut roles = match &state.cluster {
+        Some(link) if req.replica_id >= 0 => Some(link.subscribe_reconciled()),
+        _ => None,
+    };
     let req = Arc::new(req);
     let mut first = true;
     loop {
         appended.borrow_and_update();
+        if let Some(r) = roles.as_mut() {
+            r.borrow_and_update();
+        }
         let (st, rq) = (state.clone(), req.clone());
         let once = first;
         first = false;
@@ -309,6 +328,18 @@ async fn long_poll(
             };
         if outcome.hw_moved {
             state.notify_append();
+        }
+        if let Some(r) = roles.as_mut().filter(|_| outcome.roles_behind) {
+            if tokio::time::Instant::now() < deadline && !*stop.borrow() {
+                tokio::select! {
+                    res = r.changed() => if res.is_err() { return outcome.response },
+                    _ = tokio::time::sleep_until(deadline) => {}
+                    res = stop.changed() => if res.is_err() { return outcome.response },
+                }
+                // Refused reads record no progress: the next read is the first.
+                first = once;
+                continue;
+            }
         }
         let done = outcome.error
             || outcome.bytes >= min_bytes

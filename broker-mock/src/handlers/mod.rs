@@ -27,12 +27,13 @@ pub mod produce;
 pub mod sync_group;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use baton_protocol::frame::{begin_frame, finish_frame};
 use baton_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest,
     InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
-    ProduceRequest,
+    ProduceRequest, ProduceResponse,
 };
 use baton_protocol::messages::{
     DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
@@ -119,8 +120,36 @@ where
     }
 }
 
+/// Longest a produce waits for the local roles to catch up with a new image.
+const RECONCILE_WAIT: Duration = Duration::from_millis(200);
+/// Longest a refusal from a leader handing over waits for the successor's name.
+const MAX_HANDOVER_WAIT_MS: i32 = 5_000;
+
+/// The partitions of `response` refused with NOT_LEADER_OR_FOLLOWER because this
+/// node is handing their leadership over in a planned move.
+fn handing_over(state: &BrokerState, response: &ProduceResponse) -> Vec<(String, i32)> {
+    let Some(link) = state.cluster.as_ref() else {
+        return Vec::new();
+    };
+    let refused = baton_protocol::ErrorCode::NotLeaderOrFollower.code();
+    response
+        .responses
+        .iter()
+        .flat_map(|t| {
+            t.partition_responses
+                .iter()
+                .filter(|p| p.error_code == refused && link.handing_over(&t.name, p.index))
+                .map(|p| (t.name.clone(), p.index))
+        })
+        .collect()
+}
+
 /// Produce: appends on the blocking pool; `acks=all` partitions in a cluster answer
-/// later, when the high watermark covers them.
+/// later, when the high watermark covers them. A partition refused because this
+/// node is handing its leadership over in a planned move is answered once the
+/// successor is in this node's metadata, so the refusal names it (KIP-951) and the
+/// client retries there at once; Apache Kafka's leader learns its successor before
+/// it refuses writes, so its refusals always can.
 async fn produce_request(
     state: &Arc<BrokerState>,
     frame: Bytes,
@@ -128,6 +157,11 @@ async fn produce_request(
 ) -> Result<Reply, String> {
     let (header, request) = decode::<ProduceRequest>(frame.clone(), version)?;
     let timeout_ms = request.timeout_ms;
+    if let Some(link) = state.cluster.as_ref().filter(|l| l.reconcile_pending()) {
+        // The image just changed (perhaps making this node leader): take the
+        // request with the roles it gives.
+        link.await_reconciled(RECONCILE_WAIT).await;
+    }
     let st = state.clone();
     let (response, waits) =
         tokio::task::spawn_blocking(move || produce::handle(&st, request, frame, version))
@@ -136,7 +170,8 @@ async fn produce_request(
     let Some(mut response) = response else {
         return Ok(Reply::Now(None));
     };
-    if waits.is_empty() {
+    let handing_over = handing_over(state, &response);
+    if waits.is_empty() && handing_over.is_empty() {
         produce::add_leader_hints(state, &mut response, version);
         return Ok(Reply::Now(Some(encode::<ProduceRequest>(
             header.correlation_id,
@@ -148,6 +183,11 @@ async fn produce_request(
     let st = state.clone();
     tokio::spawn(async move {
         let mut response = produce::finish(response, waits, timeout_ms).await;
+        if let Some(link) = st.cluster.as_ref().filter(|_| !handing_over.is_empty()) {
+            // Answer once the successor is known, so the refusal can name it.
+            let max = Duration::from_millis(timeout_ms.clamp(0, MAX_HANDOVER_WAIT_MS) as u64);
+            link.await_handover(&handing_over, max).await;
+        }
         produce::add_leader_hints(&st, &mut response, version);
         let bytes = encode::<ProduceRequest>(header.correlation_id, version, &response)
             .map_err(|e| tracing::error!(error = %e, "encoding produce response failed"))

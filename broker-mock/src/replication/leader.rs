@@ -30,6 +30,10 @@ use std::collections::BTreeMap;
 
 use baton_protocol::ErrorCode;
 
+/// After the controller refuses an ISR change, how long before the leader proposes
+/// again.
+pub const REFUSAL_BACKOFF_MS: u64 = 100;
+
 /// A broker (replica) id.
 pub type ReplicaId = i32;
 
@@ -276,6 +280,15 @@ pub struct LeaderState {
     waits: BTreeMap<u64, ProduceWait>,
     /// The planned move being drained, if any. While set, writes are refused.
     drain: Option<Drain>,
+    /// Replicas that may not join the ISR now (fenced, or in controlled shutdown):
+    /// their expansion is not proposed (KIP-841), so the HW never waits on a
+    /// proposal the controller must refuse.
+    ineligible: Vec<ReplicaId>,
+    /// The latest time seen (fetches and ticks), in ms.
+    now_ms: u64,
+    /// After a refused ISR change, no new proposal before this time, so a refusal
+    /// cannot turn into a tight loop of proposals.
+    proposals_paused_until_ms: u64,
     /// Settings.
     config: LeaderConfig,
     /// Actions not yet taken by the driver.
@@ -328,6 +341,9 @@ impl LeaderState {
             followers,
             waits: BTreeMap::new(),
             drain: None,
+            ineligible: Vec::new(),
+            now_ms: init.now_ms,
+            proposals_paused_until_ms: 0,
             config,
             outbox: Vec::new(),
         };
@@ -475,6 +491,7 @@ impl LeaderState {
                 log_end_offset: self.log_end_offset,
             });
         }
+        self.now_ms = self.now_ms.max(now_ms);
         let leader_leo = self.log_end_offset;
         let p = self.followers.get_mut(&replica).expect("checked above");
         if fetch_offset >= leader_leo {
@@ -506,6 +523,7 @@ impl LeaderState {
     /// Time passed: proposes an ISR shrink for lagging followers and times out waits
     /// whose deadline is `<= now_ms`.
     pub fn tick(&mut self, now_ms: u64) {
+        self.now_ms = self.now_ms.max(now_ms);
         let expired: Vec<u64> = self
             .waits
             .iter()
@@ -590,9 +608,11 @@ impl LeaderState {
     }
 
     /// The controller rejected the in-flight change (stale epoch, ineligible replica,
-    /// ...). The next fetch or tick may propose again.
+    /// ...). The HW stops waiting on the proposed members at once; a fetch or tick
+    /// from [`REFUSAL_BACKOFF_MS`] on may propose again.
     pub fn on_isr_rejected(&mut self) {
         self.pending_isr = None;
+        self.proposals_paused_until_ms = self.now_ms + REFUSAL_BACKOFF_MS;
         self.maybe_advance_hw();
     }
 
@@ -617,6 +637,21 @@ impl LeaderState {
         Ok(())
     }
 
+    /// Sets the replicas that may not join the ISR now (from the cluster metadata:
+    /// fenced brokers and brokers in controlled shutdown). One that becomes eligible
+    /// again is proposed at once if it qualifies.
+    pub fn set_ineligible(&mut self, ineligible: Vec<ReplicaId>) {
+        if ineligible == self.ineligible {
+            return;
+        }
+        self.ineligible = ineligible;
+        let followers: Vec<ReplicaId> = self.followers.keys().copied().collect();
+        for r in followers {
+            self.maybe_expand(r);
+        }
+        self.check_invariants();
+    }
+
     /// The planned move was abandoned: accept writes again.
     pub fn abort_drain(&mut self) {
         self.drain = None;
@@ -637,7 +672,10 @@ impl LeaderState {
 
     /// Proposes an ISR change unless one is in flight.
     fn propose(&mut self, kind: IsrChangeKind, isr: Vec<ReplicaId>) {
-        if self.pending_isr.is_some() || isr == self.isr {
+        if self.pending_isr.is_some()
+            || isr == self.isr
+            || self.now_ms < self.proposals_paused_until_ms
+        {
             return;
         }
         assert!(
@@ -658,7 +696,10 @@ impl LeaderState {
 
     /// Proposes adding `replica` if it qualifies.
     fn maybe_expand(&mut self, replica: ReplicaId) {
-        if self.pending_isr.is_some() || self.isr.contains(&replica) {
+        if self.pending_isr.is_some()
+            || self.isr.contains(&replica)
+            || self.ineligible.contains(&replica)
+        {
             return;
         }
         let Some(leo) = self.followers.get(&replica).and_then(|p| p.log_end_offset) else {
@@ -917,6 +958,45 @@ mod tests {
             l.on_isr_committed(vec![2, 3], 9).is_err(),
             "never drop the leader"
         );
+    }
+
+    #[test]
+    fn ineligible_replica_is_not_proposed_until_eligible_again() {
+        let mut l = leader(&[1, 2], 10, 10, 1);
+        l.on_follower_fetch(2, 10, 1).unwrap();
+        l.take_actions();
+        // 3 restarted and is fenced: caught up, but not proposed, so the HW only
+        // waits for the committed ISR.
+        l.set_ineligible(vec![3]);
+        l.on_follower_fetch(3, 10, 2).unwrap();
+        assert!(l.pending_isr().is_none());
+        l.on_local_append(12).unwrap();
+        l.on_follower_fetch(2, 12, 3).unwrap();
+        assert_eq!(l.high_watermark(), 12);
+        l.on_follower_fetch(3, 12, 4).unwrap();
+        assert!(l.pending_isr().is_none());
+        l.take_actions();
+        // Unfenced: proposed at once.
+        l.set_ineligible(Vec::new());
+        assert_eq!(l.pending_isr(), Some(&[1, 2, 3][..]));
+    }
+
+    #[test]
+    fn refused_change_releases_the_hw_at_once_and_pauses_proposals() {
+        let mut l = leader(&[1, 2], 10, 10, 1);
+        l.on_follower_fetch(2, 10, 1).unwrap();
+        l.on_follower_fetch(3, 10, 2).unwrap();
+        assert_eq!(l.pending_isr(), Some(&[1, 2, 3][..]));
+        l.take_actions();
+        l.on_local_append(15).unwrap();
+        l.on_follower_fetch(2, 15, 3).unwrap();
+        assert_eq!(l.high_watermark(), 10, "the maximal ISR holds the HW");
+        l.on_isr_rejected();
+        assert_eq!(l.high_watermark(), 15, "released by the refusal");
+        l.on_follower_fetch(3, 15, 4).unwrap();
+        assert!(l.pending_isr().is_none(), "no new proposal right away");
+        l.on_follower_fetch(3, 15, 4 + REFUSAL_BACKOFF_MS).unwrap();
+        assert_eq!(l.pending_isr(), Some(&[1, 2, 3][..]));
     }
 
     #[test]
