@@ -201,6 +201,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<ProxyShared>) {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
+        // As the listeners behind it do: without it, small responses wait for the
+        // peer's delayed ACK (Nagle), up to 40 ms each.
+        let _ = sock.set_nodelay(true);
         let shared = shared.clone();
         tokio::spawn(async move {
             if let Err(e) = connection(sock, shared).await {
