@@ -583,12 +583,18 @@ impl RecordPool {
     /// The largest vector kept, in records.
     const MAX_RECORDS: usize = 1 << 16;
 
-    /// An empty vector with room for at least `capacity` records if a spare one
-    /// has it, else a new one with room for `capacity`.
+    /// An empty vector: the largest spare one (grown to `capacity` if needed),
+    /// else a new one with room for `capacity` records.
     fn take(&self, capacity: usize) -> Vec<Pending> {
         let mut spare = self.spare.lock().expect("record pool lock poisoned");
-        match spare.iter().position(|v| v.capacity() >= capacity) {
-            Some(i) => spare.swap_remove(i),
+        let largest = (0..spare.len()).max_by_key(|&i| spare[i].capacity());
+        match largest {
+            Some(i) => {
+                let mut v = spare.swap_remove(i);
+                drop(spare);
+                v.reserve(capacity);
+                v
+            }
             None => {
                 drop(spare);
                 Vec::with_capacity(capacity)

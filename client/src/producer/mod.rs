@@ -86,8 +86,11 @@ mod record;
 mod sender;
 
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use baton_protocol::record::RecordBatchBuilder;
@@ -710,13 +713,14 @@ impl Producer {
     /// [`Producer::send_with_cancel`] to get the record back instead. Once it
     /// returns a [`DeliveryFuture`], the record will be delivered or fail whether or
     /// not that future is polled; see [`DeliveryFuture::cancel`] to give up on it.
-    pub async fn send(&self, record: ProducerRecord) -> Result<DeliveryFuture, ProduceError> {
-        // The common case completes here, without awaiting anything; only a wait
-        // (metadata, buffer memory) goes through the boxed slow path, which keeps
-        // this future small.
-        match self.try_send_now(record) {
-            Ok(result) => result,
-            Err(slow) => Box::pin(self.send_slow(*slow, None)).await,
+    pub fn send(
+        &self,
+        record: ProducerRecord,
+    ) -> impl Future<Output = Result<DeliveryFuture, ProduceError>> + Send + '_ {
+        SendFuture {
+            producer: self,
+            token: None,
+            state: SendState::Start(record),
         }
     }
 
@@ -729,19 +733,15 @@ impl Producer {
     /// # Cancel safety
     ///
     /// As for [`Producer::send`]: dropping the future drops the record unsent.
-    pub async fn send_with_cancel(
-        &self,
+    pub fn send_with_cancel<'a>(
+        &'a self,
         record: ProducerRecord,
-        token: &CancellationToken,
-    ) -> Result<DeliveryFuture, ProduceError> {
-        if token.is_cancelled() {
-            return Err(ProduceError::Cancelled {
-                record: Box::new(record),
-            });
-        }
-        match self.try_send_now(record) {
-            Ok(result) => result,
-            Err(slow) => Box::pin(self.send_slow(*slow, Some(token))).await,
+        token: &'a CancellationToken,
+    ) -> impl Future<Output = Result<DeliveryFuture, ProduceError>> + Send + 'a {
+        SendFuture {
+            producer: self,
+            token: Some(token),
+            state: SendState::Start(record),
         }
     }
 
@@ -1102,6 +1102,60 @@ pub struct FlushTimeout {
     /// Records of the producer (any clone) without a final outcome when the
     /// deadline passed; the producer still holds and delivers them.
     pub pending: usize,
+}
+
+/// The future of [`Producer::send`] and [`Producer::send_with_cancel`]. Its first
+/// poll does all the work when nothing needs waiting for; only a wait (metadata,
+/// buffer memory) goes through the boxed slow path, which keeps this future small.
+struct SendFuture<'a> {
+    producer: &'a Producer,
+    token: Option<&'a CancellationToken>,
+    state: SendState<'a>,
+}
+
+/// Where a [`SendFuture`] is.
+enum SendState<'a> {
+    /// Not polled yet: the record is not accepted.
+    Start(ProducerRecord),
+    /// Waiting in the slow path.
+    Slow(Pin<Box<dyn Future<Output = Result<DeliveryFuture, ProduceError>> + Send + 'a>>),
+    /// Completed.
+    Done,
+}
+
+impl Future for SendFuture<'_> {
+    type Output = Result<DeliveryFuture, ProduceError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if let SendState::Start(_) = this.state {
+            let SendState::Start(record) = std::mem::replace(&mut this.state, SendState::Done)
+            else {
+                unreachable!("just matched")
+            };
+            // As a biased select: a token that fired already wins.
+            if this.token.is_some_and(CancellationToken::is_cancelled) {
+                return Poll::Ready(Err(ProduceError::Cancelled {
+                    record: Box::new(record),
+                }));
+            }
+            match this.producer.try_send_now(record) {
+                Ok(result) => return Poll::Ready(result),
+                Err(slow) => {
+                    this.state =
+                        SendState::Slow(Box::pin(this.producer.send_slow(*slow, this.token)));
+                }
+            }
+        }
+        match &mut this.state {
+            SendState::Slow(fut) => {
+                let result = ready!(fut.as_mut().poll(cx));
+                this.state = SendState::Done;
+                Poll::Ready(result)
+            }
+            SendState::Start(_) | SendState::Done => panic!("send future polled after completion"),
+        }
+    }
 }
 
 /// What `send`'s slow path goes on with: the record, its estimated size, and the
