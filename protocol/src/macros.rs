@@ -1,6 +1,7 @@
 //! `wire_struct!`: declares a versioned Kafka struct once and derives its encoder,
-//! decoder, default and (with the `testing` feature) random generator from that one
-//! declaration.
+//! decoder, default and (with baton-protocol's `testing` feature) random generator
+//! from that one declaration. It works from other crates too: whether the random
+//! generator is emitted depends on baton-protocol's feature, not the caller's.
 //!
 //! ```text
 //! wire_struct! {
@@ -91,19 +92,7 @@ macro_rules! wire_struct {
 
         impl $crate::primitives::ArrayElement for $name {}
 
-        #[cfg(any(test, feature = "testing"))]
-        impl $crate::testing::Random for $name {
-            #[allow(unused_variables, clippy::manual_range_contains)]
-            fn random(rng: &mut $crate::testing::Rng, version: i16) -> Self {
-                let mut out = Self::default();
-                $(
-                    if ($vers).contains(&version) {
-                        out.$field = <$fty as $crate::testing::Random>::random(rng, version);
-                    }
-                )*
-                out
-            }
-        }
+        $crate::wire_random! { $name { $( $field : $fty [$vers] ),* } }
     };
 
     (@default $fty:ty) => { <$fty as Default>::default() };
@@ -161,6 +150,42 @@ macro_rules! wire_struct {
             return Ok(true);
         }
     };
+}
+
+/// Implements [`crate::testing::Random`] for a struct declared by [`wire_struct!`]
+/// (which calls it): each field present in the version gets a random value.
+///
+/// Whether the impl exists follows baton-protocol's own `testing` feature (or its own
+/// unit tests), not the calling crate's: it is emitted exactly when
+/// `baton_protocol::testing` exists, so `wire_struct!` can be used from any crate.
+/// A crate that wants random values of its structs enables `baton-protocol/testing`
+/// (for example in its dev-dependencies).
+#[cfg(any(test, feature = "testing"))]
+#[macro_export]
+macro_rules! wire_random {
+    ($name:ident { $( $field:ident : $fty:ty [$vers:expr] ),* }) => {
+        impl $crate::testing::Random for $name {
+            #[allow(unused_variables, clippy::manual_range_contains)]
+            fn random(rng: &mut $crate::testing::Rng, version: i16) -> Self {
+                let mut out = Self::default();
+                $(
+                    if ($vers).contains(&version) {
+                        out.$field = <$fty as $crate::testing::Random>::random(rng, version);
+                    }
+                )*
+                out
+            }
+        }
+    };
+}
+
+/// Implements `baton_protocol::testing::Random` for a struct declared by
+/// [`wire_struct!`] when baton-protocol is built with its `testing` feature; without
+/// it (as here) it expands to nothing.
+#[cfg(not(any(test, feature = "testing")))]
+#[macro_export]
+macro_rules! wire_random {
+    ($name:ident { $( $field:ident : $fty:ty [$vers:expr] ),* }) => {};
 }
 
 /// Ties a top-level request or response struct to its API key and version ranges.
