@@ -92,6 +92,8 @@ pub async fn run(o: FailoverOptions) -> Result<(), String> {
     });
 
     let mut events: Vec<(&'static str, Instant, Instant)> = Vec::new();
+    // Per node stop of the rolling restarts: (round, node, led the partition, window).
+    let mut stops: Vec<(usize, i32, bool, Instant, Instant)> = Vec::new();
     tokio::time::sleep(Duration::from_secs(2)).await;
     for i in 0..o.runs {
         // Hard kill of the leader.
@@ -150,6 +152,7 @@ pub async fn run(o: FailoverOptions) -> Result<(), String> {
                 "rolling restart: a follower's node"
             };
             events.push((kind, t_node, Instant::now()));
+            stops.push((i + 1, id, was_leader, t_node, Instant::now()));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
         events.push(("graceful rolling restart", t0, Instant::now()));
@@ -210,6 +213,30 @@ pub async fn run(o: FailoverOptions) -> Result<(), String> {
             quantile(&all, 0.99),
             all.last().copied().unwrap_or(f64::NAN),
             median(maxes),
+        );
+    }
+    println!();
+    println!("Worst produce latency per node stop (records intended in the window from the stop until the ISR is full again):");
+    println!();
+    for (round, id, led, start, end) in &stops {
+        let mut worst = 0f64;
+        let mut worst_at = 0f64;
+        let mut n = 0usize;
+        for r in outcomes
+            .iter()
+            .filter(|r| r.intended >= *start && r.intended <= *end)
+        {
+            let ms = r.acked.duration_since(r.intended).as_secs_f64() * 1e3;
+            n += 1;
+            if ms > worst {
+                worst = ms;
+                worst_at = r.intended.duration_since(*start).as_secs_f64() * 1e3;
+            }
+        }
+        println!(
+            "  round {round}, node {id} ({}): {n} records, worst {worst:.1} ms (intended {worst_at:.0} ms after the stop began), window {} ms",
+            if *led { "leader" } else { "follower" },
+            end.duration_since(*start).as_millis()
         );
     }
     let total_errors = outcomes.iter().filter(|r| !r.ok).count();
