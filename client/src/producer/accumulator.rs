@@ -483,8 +483,9 @@ impl Refusal {
 pub(crate) enum TryAppend {
     /// The record was appended.
     Appended(Appended),
-    /// The record back, with the topic's cached partition count if there is one.
-    Missed(ProducerRecord, Option<i32>),
+    /// The record was not appended (it is still the caller's); the topic's cached
+    /// partition count, if there is one.
+    Missed(Option<i32>),
 }
 
 /// Where and how a record is appended.
@@ -496,13 +497,13 @@ struct Target {
     delivery_timeout: Duration,
 }
 
-/// Appends `record` to `entry`'s partition `to.partition` (see
-/// [`Accumulator::append`]).
+/// Appends the record taken out of `record` to `entry`'s partition
+/// `to.partition` (see [`Accumulator::append`]).
 fn append_to(
     entry: &mut TopicQueues,
     limits: &Limits,
     next_batch: &mut u64,
-    record: ProducerRecord,
+    record: &mut Option<ProducerRecord>,
     to: Target,
 ) -> Appended {
     let Target {
@@ -537,7 +538,7 @@ fn append_to(
     batch.next_slot += 1;
     batch.records.push(Pending {
         slot,
-        record,
+        record: record.take().expect("a record to append"),
         timestamp,
         size,
         taken: false,
@@ -786,32 +787,42 @@ impl Accumulator {
             batch_size,
             delivery_timeout,
         };
-        append_to(entry, &self.limits, &mut self.next_batch, record, to)
+        append_to(
+            entry,
+            &self.limits,
+            &mut self.next_batch,
+            &mut Some(record),
+            to,
+        )
     }
 
-    /// [`Accumulator::append`] of a record with an explicit partition, if the
-    /// topic's partition count is cached for metadata generation `fresh` and the
-    /// partition is in range; else the record back, with the cached count if there
-    /// is one (one map lookup: the fast path of `send`).
+    /// [`Accumulator::append`] of a record with an explicit partition, taken out
+    /// of `record`, if the topic's partition count is cached for metadata
+    /// generation `fresh` and the partition is in range; else the record stays in
+    /// `record` and the cached count, if there is one, is returned (one map lookup:
+    /// the fast path of `send`).
     pub(crate) fn try_append(
         &mut self,
-        record: ProducerRecord,
+        record: &mut Option<ProducerRecord>,
         fresh: Option<u64>,
         timestamp: i64,
         size: usize,
         batch_size: usize,
         delivery_timeout: Duration,
     ) -> TryAppend {
-        let Some(entry) = self.topics.get_mut(record.topic.as_str()) else {
-            return TryAppend::Missed(record, None);
+        let Some(r) = record.as_ref() else {
+            return TryAppend::Missed(None);
+        };
+        let Some(entry) = self.topics.get_mut(r.topic.as_str()) else {
+            return TryAppend::Missed(None);
         };
         let count = match (entry.partition_count, fresh) {
             (Some((count, generation)), Some(fresh)) if generation == fresh => count,
-            _ => return TryAppend::Missed(record, None),
+            _ => return TryAppend::Missed(None),
         };
-        let partition = match record.partition {
+        let partition = match r.partition {
             Some(p) if (0..count).contains(&p) => p,
-            _ => return TryAppend::Missed(record, Some(count)),
+            _ => return TryAppend::Missed(Some(count)),
         };
         let to = Target {
             partition,

@@ -90,7 +90,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{ready, Context, Poll};
+use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use baton_protocol::record::RecordBatchBuilder;
@@ -720,7 +720,8 @@ impl Producer {
         SendFuture {
             producer: self,
             token: None,
-            state: SendState::Start(record),
+            record: Some(record),
+            slow: None,
         }
     }
 
@@ -741,29 +742,37 @@ impl Producer {
         SendFuture {
             producer: self,
             token: Some(token),
-            state: SendState::Start(record),
+            record: Some(record),
+            slow: None,
         }
     }
 
     /// `send` without waiting: the outcome of `send` if it needs no wait, else what
     /// the slow path needs to go on (nothing is accepted or reserved then).
+    ///
+    /// The record stays in `slot` until it is appended or handed back in an error
+    /// (it is moved once, into its batch); it is still there when the slow path is
+    /// needed.
     fn try_send_now(
         &self,
-        record: ProducerRecord,
-    ) -> Result<Result<DeliveryFuture, ProduceError>, Box<Slow>> {
+        slot: &mut Option<ProducerRecord>,
+    ) -> Result<Result<DeliveryFuture, ProduceError>, SlowStart> {
         let shared = &self.handle.shared;
         let cfg = &shared.config;
+        let record = slot.as_ref().expect("send future polled after completion");
         let size = RecordBatchBuilder::estimate_record_size(
             record.key.as_ref().map_or(0, |k| k.len()),
             record.value.as_ref().map_or(0, |v| v.len()),
             &record.headers,
         );
+        let take = |slot: &mut Option<ProducerRecord>| slot.take().expect("checked above");
         let max = cfg
             .max_request_size
             .min(cfg.buffer_memory)
             .min(u32::MAX as usize);
         if size + accumulator::BATCH_OVERHEAD > max {
             let refusal = shared.lock().refusal();
+            let record = take(slot);
             return Ok(Err(match refusal {
                 Some(refusal) => refusal.error(record),
                 None => ProduceError::RecordTooLarge {
@@ -774,23 +783,19 @@ impl Producer {
             }));
         }
         let Some(reserved) = self.try_reserve(size) else {
-            return Err(Box::new(Slow {
-                record,
-                size,
-                known: None,
-            }));
+            return Err(SlowStart { size, known: None });
         };
         let fresh = shared.client.inner.metadata.fresh_generation();
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let mut acc = shared.lock();
         if let Some(refusal) = acc.refusal() {
             drop(acc);
-            return Ok(Err(refusal.error(record)));
+            return Ok(Err(refusal.error(take(slot))));
         }
-        let (record, count) = if record.partition.is_some() {
+        let count = if record.partition.is_some() {
             // An explicit partition: one lookup, under this lock.
             match acc.try_append(
-                record,
+                slot,
                 fresh,
                 timestamp,
                 size,
@@ -802,20 +807,16 @@ impl Producer {
                     drop(acc);
                     return Ok(Ok(self.appended(appended)));
                 }
-                TryAppend::Missed(record, count) => (record, count),
+                TryAppend::Missed(count) => count,
             }
         } else {
-            let count = acc.partition_count(&record.topic, fresh);
-            (record, count)
+            acc.partition_count(&record.topic, fresh)
         };
         drop(acc);
         let Some(count) = count else {
-            return Err(Box::new(Slow {
-                record,
-                size,
-                known: None,
-            }));
+            return Err(SlowStart { size, known: None });
         };
+        let record = take(slot);
         let partition = match record.partition {
             Some(p) => p,
             None => shared
@@ -1110,52 +1111,55 @@ pub struct FlushTimeout {
 struct SendFuture<'a> {
     producer: &'a Producer,
     token: Option<&'a CancellationToken>,
-    state: SendState<'a>,
+    /// The record until it is accepted (or handed back), or moves to `slow`.
+    record: Option<ProducerRecord>,
+    /// The slow path, once taken.
+    slow: Option<SlowFuture<'a>>,
 }
 
-/// Where a [`SendFuture`] is.
-enum SendState<'a> {
-    /// Not polled yet: the record is not accepted.
-    Start(ProducerRecord),
-    /// Waiting in the slow path.
-    Slow(Pin<Box<dyn Future<Output = Result<DeliveryFuture, ProduceError>> + Send + 'a>>),
-    /// Completed.
-    Done,
-}
+/// The boxed slow path of `send`.
+type SlowFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<DeliveryFuture, ProduceError>> + Send + 'a>>;
 
 impl Future for SendFuture<'_> {
     type Output = Result<DeliveryFuture, ProduceError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
-        if let SendState::Start(_) = this.state {
-            let SendState::Start(record) = std::mem::replace(&mut this.state, SendState::Done)
-            else {
-                unreachable!("just matched")
-            };
+        if this.slow.is_none() {
             // As a biased select: a token that fired already wins.
             if this.token.is_some_and(CancellationToken::is_cancelled) {
+                let record = this
+                    .record
+                    .take()
+                    .expect("send future polled after completion");
                 return Poll::Ready(Err(ProduceError::Cancelled {
                     record: Box::new(record),
                 }));
             }
-            match this.producer.try_send_now(record) {
+            match this.producer.try_send_now(&mut this.record) {
                 Ok(result) => return Poll::Ready(result),
-                Err(slow) => {
-                    this.state =
-                        SendState::Slow(Box::pin(this.producer.send_slow(*slow, this.token)));
+                Err(SlowStart { size, known }) => {
+                    let record = this.record.take().expect("left for the slow path");
+                    let slow = Slow {
+                        record,
+                        size,
+                        known,
+                    };
+                    this.slow = Some(Box::pin(this.producer.send_slow(slow, this.token)));
                 }
             }
         }
-        match &mut this.state {
-            SendState::Slow(fut) => {
-                let result = ready!(fut.as_mut().poll(cx));
-                this.state = SendState::Done;
-                Poll::Ready(result)
-            }
-            SendState::Start(_) | SendState::Done => panic!("send future polled after completion"),
-        }
+        let slow = this.slow.as_mut().expect("set above");
+        slow.as_mut().poll(cx)
     }
+}
+
+/// What `send`'s slow path needs besides the record: its estimated size, and the
+/// partition count and partition if they are already known.
+struct SlowStart {
+    size: usize,
+    known: Option<(i32, i32)>,
 }
 
 /// What `send`'s slow path goes on with: the record, its estimated size, and the
