@@ -26,14 +26,6 @@ use super::{ConsumerConfig, ConsumerError, ConsumerRecord, OffsetReset};
 use crate::admin::{list_offsets, OffsetSpec};
 use crate::client::{Client, ClientError};
 
-/// What the task sends: a record or a per-partition error, stamped with the
-/// partition's epoch at the time it was emitted (0 for a fixed assignment).
-#[derive(Debug)]
-pub(crate) struct Fetched {
-    pub(crate) epoch: u64,
-    pub(crate) item: Result<ConsumerRecord, ConsumerError>,
-}
-
 /// What the plain [`Consumer`](super::Consumer) receives: up to one chunk of
 /// records of one partition, in offset order, or an error about one partition.
 pub(crate) type Chunk = Result<Vec<ConsumerRecord>, ConsumerError>;
@@ -41,28 +33,33 @@ pub(crate) type Chunk = Result<Vec<ConsumerRecord>, ConsumerError>;
 /// Where the task sends its output.
 #[derive(Debug)]
 pub(crate) enum Tx {
-    /// One message per record or error, stamped with the partition's epoch (the
-    /// group consumer, which filters by epoch as it takes records out).
-    Records(mpsc::Sender<Fetched>),
     /// One message per chunk of at most `chunk` records (a fixed assignment, where
     /// epochs never change): one channel operation for many records.
     Chunks {
         tx: mpsc::Sender<Chunk>,
         chunk: usize,
     },
+    /// One message per chunk of at most `chunk` records of one partition, stamped
+    /// with the partition's epoch (the group consumer, which checks the epoch of
+    /// each record as it returns it).
+    Stamped {
+        tx: mpsc::Sender<StampedChunk>,
+        chunk: usize,
+    },
 }
 
-impl From<mpsc::Sender<Fetched>> for Tx {
-    fn from(tx: mpsc::Sender<Fetched>) -> Self {
-        Tx::Records(tx)
-    }
+/// A [`Chunk`] and the epoch of its partition when it was emitted.
+#[derive(Debug)]
+pub(crate) struct StampedChunk {
+    pub(crate) epoch: u64,
+    pub(crate) item: Chunk,
 }
 
 impl Tx {
     async fn closed(&self) {
         match self {
-            Tx::Records(tx) => tx.closed().await,
             Tx::Chunks { tx, .. } => tx.closed().await,
+            Tx::Stamped { tx, .. } => tx.closed().await,
         }
     }
 }
@@ -369,13 +366,18 @@ async fn emit(
     item: Result<ConsumerRecord, ConsumerError>,
 ) -> Result<(), Gone> {
     match tx {
-        Tx::Records(tx) => tx.send(Fetched { epoch, item }).await.map_err(|_| Gone),
         Tx::Chunks { tx, .. } => tx.send(item.map(|r| vec![r])).await.map_err(|_| Gone),
+        Tx::Stamped { tx, .. } => {
+            let item = item.map(|r| vec![r]);
+            tx.send(StampedChunk { epoch, item })
+                .await
+                .map_err(|_| Gone)
+        }
     }
 }
 
-/// Queues one record: sent at once on [`Tx::Records`], gathered into `pending`
-/// (sent when a chunk is full) on [`Tx::Chunks`].
+/// Queues one record: gathered into `pending`, which is sent as one chunk when it
+/// is full (and by [`flush`] at the end of each partition's records).
 async fn push(
     tx: &Tx,
     pending: &mut Vec<ConsumerRecord>,
@@ -383,14 +385,13 @@ async fn push(
     record: ConsumerRecord,
 ) -> Result<(), Gone> {
     match tx {
-        Tx::Records(_) => emit(tx, epoch, Ok(record)).await,
-        Tx::Chunks { chunk, .. } => {
+        Tx::Chunks { chunk, .. } | Tx::Stamped { chunk, .. } => {
             if pending.capacity() == 0 {
                 pending.reserve_exact(*chunk);
             }
             pending.push(record);
             if pending.len() >= *chunk {
-                flush(tx, pending).await?;
+                flush(tx, pending, epoch).await?;
             }
             Ok(())
         }
@@ -398,10 +399,16 @@ async fn push(
 }
 
 /// Sends the records gathered by [`push`], if any.
-async fn flush(tx: &Tx, pending: &mut Vec<ConsumerRecord>) -> Result<(), Gone> {
+async fn flush(tx: &Tx, pending: &mut Vec<ConsumerRecord>, epoch: u64) -> Result<(), Gone> {
     match tx {
         Tx::Chunks { tx, .. } if !pending.is_empty() => {
             tx.send(Ok(std::mem::take(pending))).await.map_err(|_| Gone)
+        }
+        Tx::Stamped { tx, .. } if !pending.is_empty() => {
+            let item = Ok(std::mem::take(pending));
+            tx.send(StampedChunk { epoch, item })
+                .await
+                .map_err(|_| Gone)
         }
         _ => Ok(()),
     }
@@ -584,7 +591,7 @@ async fn consume(
         part.corrupt = 0;
         progressed = true;
     }
-    flush(tx, &mut pending).await?;
+    flush(tx, &mut pending, part.epoch).await?;
     if let Some((offset, e)) = corrupt {
         part.corrupt += 1;
         tracing::warn!(topic = %part.topic, partition = part.partition, offset, attempt = part.corrupt, error = %e, "corrupt record batch");

@@ -78,7 +78,7 @@ pub use assignor::{
 
 use crate::admin::{list_offsets, OffsetSpec};
 use crate::client::{Client, ClientError};
-use crate::consumer::fetcher::{self, FetchCommand, Fetched};
+use crate::consumer::fetcher::{self, FetchCommand, StampedChunk};
 use crate::consumer::{ConsumerConfig, ConsumerError, ConsumerRecord, OffsetReset};
 use coordinator::Shared;
 use member::{Event, MemberConfig};
@@ -426,8 +426,12 @@ impl GroupConsumerBuilder {
             rebalance_timeout: cfg.rebalance_timeout,
             heartbeat_interval: cfg.heartbeat_interval,
         });
+        // Records travel in chunks of one partition, stamped with its epoch: at most
+        // `channel_capacity` records wait in the channel, plus one chunk in `buf`.
         let cap = cfg.fetch.channel_capacity.max(1);
-        let (tx, rx) = mpsc::channel(cap);
+        let chunk = (cap / 4).max(1);
+        let (tx, rx) = mpsc::channel((cap / chunk).max(1));
+        let tx = fetcher::Tx::Stamped { tx, chunk };
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let fetch_task = tokio::spawn(fetcher::run(
             self.client,
@@ -469,8 +473,7 @@ impl GroupConsumerBuilder {
             listener: self.listener,
             rx,
             buf: VecDeque::new(),
-            inbox: Vec::new(),
-            take: (cap / 4).max(1),
+            buf_epoch: 0,
             events: ev_rx,
             interrupted: None,
             fatal: None,
@@ -696,31 +699,27 @@ impl RebalanceContext {
         PendingCommit { rx }
     }
 
-    /// Accepts one item from the fetch task, or drops it if stale.
-    fn accept(&mut self, f: Fetched) -> Option<Result<ConsumerRecord, GroupError>> {
-        match f.item {
-            Ok(record) => {
-                let tp = TopicPartition {
-                    topic: record.topic.clone(),
-                    partition: record.partition,
-                };
-                let st = self.parts.get_mut(&tp)?;
-                if st.epoch != f.epoch || st.paused {
-                    return None;
-                }
-                if st.position.is_some_and(|p| record.offset < p) {
-                    return None;
-                }
-                st.position = Some(record.offset + 1);
-                self.pending = Some((tp, record.offset + 1));
-                Some(Ok(record))
-            }
-            Err(e) => self
-                .parts
-                .values()
-                .any(|s| s.epoch == f.epoch && !s.paused)
-                .then(|| Err(e.into())),
+    /// Accepts one record the fetch task stamped with `epoch`, or drops it if stale.
+    fn accept_record(&mut self, epoch: u64, record: ConsumerRecord) -> Option<ConsumerRecord> {
+        let tp = TopicPartition {
+            topic: record.topic.clone(),
+            partition: record.partition,
+        };
+        let st = self.parts.get_mut(&tp)?;
+        if st.epoch != epoch || st.paused {
+            return None;
         }
+        if st.position.is_some_and(|p| record.offset < p) {
+            return None;
+        }
+        st.position = Some(record.offset + 1);
+        self.pending = Some((tp, record.offset + 1));
+        Some(record)
+    }
+
+    /// Whether an error the fetch task stamped with `epoch` is still current.
+    fn accepts_error(&self, epoch: u64) -> bool {
+        self.parts.values().any(|s| s.epoch == epoch && !s.paused)
     }
 
     fn has_unresolved(&self) -> bool {
@@ -852,15 +851,13 @@ struct Interrupted {
 pub struct GroupConsumer {
     ctx: RebalanceContext,
     listener: Option<Box<dyn RebalanceListener>>,
-    rx: mpsc::Receiver<Fetched>,
-    /// Output of the fetch task taken out of `rx` in one step, not yet returned or
-    /// dropped; each item is checked against the partition's epoch only when it
-    /// leaves, exactly as if it were still in the channel.
-    buf: VecDeque<Fetched>,
-    /// Where `rx` is drained into (empty between calls).
-    inbox: Vec<Fetched>,
-    /// How many items one step takes out of `rx` at most.
-    take: usize,
+    rx: mpsc::Receiver<StampedChunk>,
+    /// The records of the chunk taken out of `rx` last, not yet returned or
+    /// dropped; each is checked against its partition's epoch only when it leaves,
+    /// exactly as if it were still in the channel.
+    buf: VecDeque<ConsumerRecord>,
+    /// The epoch `buf`'s records were stamped with.
+    buf_epoch: u64,
     events: mpsc::UnboundedReceiver<Event>,
     interrupted: Option<Interrupted>,
     fatal: Option<GroupError>,
@@ -878,7 +875,8 @@ impl fmt::Debug for GroupConsumer {
             .field("group_id", &self.ctx.shared.group_id)
             .field("assigned", &self.ctx.parts.len())
             .field("protocol", &self.protocol)
-            .field("buffered", &(self.buf.len() + self.rx.len()))
+            .field("buffered", &self.buf.len())
+            .field("chunks", &self.rx.len())
             .finish_non_exhaustive()
     }
 }
@@ -973,9 +971,9 @@ impl GroupConsumer {
                 }
                 continue;
             }
-            while let Some(f) = self.buf.pop_front() {
-                if let Some(item) = self.ctx.accept(f) {
-                    return item;
+            while let Some(record) = self.buf.pop_front() {
+                if let Some(record) = self.ctx.accept_record(self.buf_epoch, record) {
+                    return Ok(record);
                 }
             }
             let retry_at = self.ctx.resolve_at.filter(|_| unresolved);
@@ -986,12 +984,18 @@ impl GroupConsumer {
                         self.handle(ev).await?;
                     }
                 }
-                n = self.rx.recv_many(&mut self.inbox, self.take) => {
-                    if n == 0 {
-                        return Err(GroupError::Closed);
+                chunk = self.rx.recv() => match chunk {
+                    Some(StampedChunk { epoch, item: Ok(records) }) => {
+                        self.buf = VecDeque::from(records);
+                        self.buf_epoch = epoch;
                     }
-                    self.buf = VecDeque::from(std::mem::take(&mut self.inbox));
-                }
+                    Some(StampedChunk { epoch, item: Err(e) }) => {
+                        if self.ctx.accepts_error(epoch) {
+                            return Err(e.into());
+                        }
+                    }
+                    None => return Err(GroupError::Closed),
+                },
                 _ = sleep_until_opt(retry_at) => {}
             }
         }
