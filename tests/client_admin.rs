@@ -78,3 +78,42 @@ async fn create_describe_list_offsets_delete() {
     producer.close().await;
     broker.shutdown().await;
 }
+
+/// The controller's connection breaks (its broker restarts on the same address)
+/// while an admin call is made: the call retries on a new connection within the
+/// operation timeout instead of failing with the connection error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_topic_rides_a_controller_restart() {
+    use baton_broker::{Broker, BrokerConfig};
+    use std::time::Duration;
+
+    let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
+    let addr = broker.local_addr();
+    let client = baton::Client::builder([broker.bootstrap()])
+        .connect_timeout(Duration::from_secs(1))
+        .build()
+        .await
+        .unwrap();
+    let admin = Admin::new(&client).with_operation_timeout(Duration::from_secs(10));
+    admin
+        .create_topic(topic_name("before"), 1, 1)
+        .await
+        .unwrap();
+    broker.shutdown().await;
+    // The broker is down when the call starts and comes back 300 ms later.
+    let restart = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        Broker::start(BrokerConfig::in_memory().with_listen(addr))
+            .await
+            .unwrap()
+    });
+    let topic = topic_name("after-restart");
+    admin
+        .create_topic(topic.clone(), 2, 1)
+        .await
+        .expect("retried until the controller is back");
+    let broker = restart.await.unwrap();
+    let cluster = admin.describe_cluster().await.unwrap();
+    assert_eq!(cluster.topic(&topic).map(|t| t.partitions.len()), Some(2));
+    broker.shutdown().await;
+}

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use baton_protocol::messages::Request;
 use baton_protocol::messages::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, DeleteTopicState,
     DeleteTopicsRequest, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
@@ -143,8 +144,9 @@ impl Admin {
         }
     }
 
-    /// How long the broker may take to create or delete topics, and how long
-    /// [`Admin::create_topics`] waits for leaders (default 30 s).
+    /// How long the broker may take to create or delete topics, how long
+    /// [`Admin::create_topics`] waits for leaders, and how long a call keeps
+    /// retrying a broken connection to the controller (default 30 s).
     pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
         self.operation_timeout = timeout;
         self
@@ -155,7 +157,10 @@ impl Admin {
     /// producing and consuming can start at once.
     ///
     /// A topic that already exists is reported as TOPIC_ALREADY_EXISTS in
-    /// [`AdminError::Topics`].
+    /// [`AdminError::Topics`]. A broken connection or an unknown controller is
+    /// retried on fresh metadata until the operation timeout; if an attempt whose
+    /// answer was lost had created a topic, the retry reports it as
+    /// TOPIC_ALREADY_EXISTS.
     ///
     /// # Cancel safety
     ///
@@ -191,11 +196,7 @@ impl Admin {
             timeout_ms,
             validate_only: false,
         };
-        let conn = self.client.inner.controller_connection().await?;
-        let resp = conn
-            .send_with_timeout(&req, self.client.request_timeout() + self.operation_timeout)
-            .await
-            .map_err(ClientError::from)?;
+        let resp = self.to_controller(&req).await?;
         let errors: Vec<TopicError> = resp
             .topics
             .into_iter()
@@ -216,6 +217,40 @@ impl Admin {
             Ok(())
         } else {
             Err(AdminError::Topics(errors))
+        }
+    }
+
+    /// Sends `req` to the controller. A retriable failure (a connection that broke
+    /// or was refused, no controller known yet, a request timeout) is retried with
+    /// backoff, on fresh metadata, until the operation timeout, as the Java admin
+    /// client does; the last error is returned after that. A retry after a request
+    /// that reached the controller can find its effect already done (for example
+    /// TOPIC_ALREADY_EXISTS for a topic the lost attempt created).
+    async fn to_controller<R: Request + Sync>(&self, req: &R) -> Result<R::Response, ClientError> {
+        let deadline = Instant::now() + self.operation_timeout;
+        let mut backoff = Duration::from_millis(10);
+        loop {
+            let attempt = async {
+                let conn = self.client.inner.controller_connection().await?;
+                conn.send_with_timeout(req, self.client.request_timeout() + self.operation_timeout)
+                    .await
+                    .map_err(ClientError::from)
+            }
+            .await;
+            match attempt {
+                Err(e) if e.is_retriable() && Instant::now() + backoff < deadline => {
+                    tracing::debug!(error = %e, ?backoff, "controller request failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                    // Best effort: the next attempt looks the controller up again.
+                    let _ = self
+                        .client
+                        .inner
+                        .refresh(Scope::Topics(Vec::new()), None)
+                        .await;
+                }
+                other => return other,
+            }
         }
     }
 
@@ -296,11 +331,7 @@ impl Admin {
             topic_names: names.clone(),
             timeout_ms,
         };
-        let conn = self.client.inner.controller_connection().await?;
-        let resp = conn
-            .send_with_timeout(&req, self.client.request_timeout() + self.operation_timeout)
-            .await
-            .map_err(ClientError::from)?;
+        let resp = self.to_controller(&req).await?;
         // Forget the deleted topics' metadata.
         let _ = self.client.inner.refresh(Scope::Topics(names), None).await;
         let errors: Vec<TopicError> = resp
