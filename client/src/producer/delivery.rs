@@ -454,3 +454,27 @@ impl Future for DeliveryFuture {
         self.slot.poll(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync_unpin<T: Send + Sync + Unpin>() {}
+
+    /// The handles can move between tasks and be polled through `&mut`.
+    #[test]
+    fn handles_are_send_sync_and_unpin() {
+        send_sync_unpin::<DeliveryFuture>();
+        send_sync_unpin::<InFlight>();
+        send_sync_unpin::<CancelOutcome>();
+        send_sync_unpin::<RecordMetadata>();
+    }
+
+    /// The futures of `send` can be spawned.
+    #[allow(dead_code)]
+    fn send_futures_are_send(p: &super::super::Producer, token: &CancellationToken) {
+        fn send<T: Send>(_: &T) {}
+        send(&p.send(ProducerRecord::new("t")));
+        send(&p.send_with_cancel(ProducerRecord::new("t"), token));
+    }
+}

@@ -3,10 +3,11 @@
 //! [`RoundRobinPartitioner`].
 
 use std::collections::hash_map::RandomState;
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::Mutex;
+
+use super::accumulator::FastMap;
 
 /// Picks the partition of a record that names none.
 ///
@@ -117,14 +118,14 @@ impl SplitMix {
 #[derive(Debug)]
 struct Sticky {
     rng: SplitMix,
-    current: HashMap<String, i32>,
+    current: FastMap<String, i32>,
 }
 
 impl Sticky {
     fn new(seed: u64) -> Self {
         Sticky {
             rng: SplitMix(seed),
-            current: HashMap::new(),
+            current: FastMap::default(),
         }
     }
 
@@ -246,7 +247,7 @@ impl Partitioner for DefaultPartitioner {
 /// `RoundRobinPartitioner`). Equal keys do **not** share a partition.
 #[derive(Debug, Default)]
 pub struct RoundRobinPartitioner {
-    next: Mutex<HashMap<String, u32>>,
+    next: Mutex<FastMap<String, u32>>,
 }
 
 impl RoundRobinPartitioner {
