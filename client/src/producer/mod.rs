@@ -783,7 +783,7 @@ impl Producer {
             }));
         }
         let Some(reserved) = self.try_reserve(size) else {
-            return Err(SlowStart { size, known: None });
+            return Err(SlowStart { size });
         };
         let fresh = shared.client.inner.metadata.fresh_generation();
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
@@ -814,7 +814,7 @@ impl Producer {
         };
         drop(acc);
         let Some(count) = count else {
-            return Err(SlowStart { size, known: None });
+            return Err(SlowStart { size });
         };
         let record = take(slot);
         let partition = match record.partition {
@@ -829,56 +829,44 @@ impl Producer {
         Ok(self.accept(record, timestamp, size, count, partition, reserved))
     }
 
-    /// `send` with waits: for the topic's metadata (unless `known` has the
-    /// partition count and the chosen partition) and for buffer memory.
+    /// `send` with waits: for the topic's metadata and for buffer memory. `size`
+    /// is the record's estimated size.
     async fn send_slow(
         &self,
-        slow: Slow,
+        record: ProducerRecord,
+        size: usize,
         token: Option<&CancellationToken>,
     ) -> Result<DeliveryFuture, ProduceError> {
         let shared = &self.handle.shared;
-        let Slow {
-            record,
-            size,
-            known,
-        } = slow;
         let refusal = shared.lock().refusal();
         if let Some(refusal) = refusal {
             return Err(refusal.error(record));
         }
-        let (count, partition) = match known {
-            Some(known) => known,
+        let count = match until(token, self.partition_count(&record.topic)).await {
             None => {
-                let count = match until(token, self.partition_count(&record.topic)).await {
-                    None => {
-                        return Err(ProduceError::Cancelled {
-                            record: Box::new(record),
-                        })
-                    }
-                    Some(Ok(n)) => n,
-                    Some(Err(source)) => {
-                        return Err(ProduceError::Client {
-                            topic: record.topic.clone(),
-                            partition: record.partition,
-                            source,
-                            record: Box::new(record),
-                        })
-                    }
-                };
-                let partition = match record.partition {
-                    Some(p) => p,
-                    None => {
-                        shared
-                            .partitioner
-                            .partition(&record.topic, record.key.as_deref(), count)
-                    }
-                };
-                if !(0..count).contains(&partition) {
-                    return Err(invalid_partition(record, partition, count));
-                }
-                (count, partition)
+                return Err(ProduceError::Cancelled {
+                    record: Box::new(record),
+                })
+            }
+            Some(Ok(n)) => n,
+            Some(Err(source)) => {
+                return Err(ProduceError::Client {
+                    topic: record.topic.clone(),
+                    partition: record.partition,
+                    source,
+                    record: Box::new(record),
+                })
             }
         };
+        let partition = match record.partition {
+            Some(p) => p,
+            None => shared
+                .partitioner
+                .partition(&record.topic, record.key.as_deref(), count),
+        };
+        if !(0..count).contains(&partition) {
+            return Err(invalid_partition(record, partition, count));
+        }
         let reserved = match self.try_reserve(size) {
             Some(reserved) => reserved,
             None => match until(token, shared.memory.acquire_many(size as u32)).await {
@@ -1139,14 +1127,10 @@ impl Future for SendFuture<'_> {
             }
             match this.producer.try_send_now(&mut this.record) {
                 Ok(result) => return Poll::Ready(result),
-                Err(SlowStart { size, known }) => {
+                Err(SlowStart { size }) => {
                     let record = this.record.take().expect("left for the slow path");
-                    let slow = Slow {
-                        record,
-                        size,
-                        known,
-                    };
-                    this.slow = Some(Box::pin(this.producer.send_slow(slow, this.token)));
+                    let slow = this.producer.send_slow(record, size, this.token);
+                    this.slow = Some(Box::pin(slow));
                 }
             }
         }
@@ -1155,19 +1139,9 @@ impl Future for SendFuture<'_> {
     }
 }
 
-/// What `send`'s slow path needs besides the record: its estimated size, and the
-/// partition count and partition if they are already known.
+/// What `send`'s slow path needs besides the record: its estimated size.
 struct SlowStart {
     size: usize,
-    known: Option<(i32, i32)>,
-}
-
-/// What `send`'s slow path goes on with: the record, its estimated size, and the
-/// partition count and partition if they are already known.
-struct Slow {
-    record: ProducerRecord,
-    size: usize,
-    known: Option<(i32, i32)>,
 }
 
 /// Buffer memory reserved for one record by `send`; given back on drop unless
