@@ -301,6 +301,11 @@ struct Route {
     addr: Option<String>,
 }
 
+/// How long routing waits for a metadata refresh before it falls back to the
+/// cached leader. A refresh can queue behind a long-polling fetch on the
+/// connection it uses; meanwhile a leader that moved answers with a KIP-951 hint.
+const STALE_ROUTE_WAIT: Duration = Duration::from_millis(20);
+
 /// The leader of `batch`'s partition: a KIP-951 hint newer than metadata, else
 /// metadata's.
 async fn route(shared: &Shared, topic: &Arc<str>, partition: i32) -> Result<Route, ClientError> {
@@ -311,11 +316,45 @@ async fn route(shared: &Shared, topic: &Arc<str>, partition: i32) -> Result<Rout
         .expect("hint lock poisoned")
         .get(&key)
         .cloned();
-    let looked_up = shared.client.inner.leader(topic, partition).await;
+    let client = &shared.client.inner;
+    let (meta, generation) = client.metadata.snapshot();
+    let cached = meta.topic(topic).and_then(|t| t.partition(partition));
+    if let Some(hint) = &hint {
+        // A hint newer than the cached metadata needs no lookup.
+        if hint.leader_epoch > cached.map_or(-1, |p| p.leader_epoch) {
+            return Ok(Route {
+                leader: hint.leader,
+                generation: None,
+                addr: hint.addr.clone(),
+            });
+        }
+    }
+    let looked_up = if client.metadata.is_stale() {
+        let known = cached
+            .and_then(|p| p.leader)
+            .filter(|l| meta.broker(*l).is_some());
+        let mut lookup = {
+            let (inner, topic) = (client.clone(), topic.clone());
+            tokio::spawn(async move { inner.leader(&topic, partition).await })
+        };
+        let waited = tokio::time::timeout(STALE_ROUTE_WAIT, &mut lookup).await;
+        let joined = match (waited, known) {
+            (Ok(joined), _) => joined,
+            // The refresh carries on in its task; the cached leader serves until then.
+            (Err(_), Some(leader)) => Ok(Ok((leader, generation))),
+            (Err(_), None) => lookup.await,
+        };
+        joined.unwrap_or_else(|_| {
+            Err(ClientError::LeaderNotAvailable {
+                topic: topic.to_string(),
+                partition,
+            })
+        })
+    } else {
+        client.leader(topic, partition).await
+    };
     if let Some(hint) = hint {
-        let meta_epoch = shared
-            .client
-            .inner
+        let meta_epoch = client
             .metadata
             .snapshot()
             .0
