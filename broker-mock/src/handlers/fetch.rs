@@ -65,6 +65,15 @@ struct ReadOutcome {
     roles_behind: bool,
 }
 
+/// What reading the partitions of one request noticed beyond the data.
+#[derive(Debug, Default, Clone, Copy)]
+struct ReadFlags {
+    /// A leader's high watermark moved (follower fetch).
+    hw_moved: bool,
+    /// A follower named a leader epoch this node's roles do not know yet.
+    roles_behind: bool,
+}
+
 /// A follower's fetch, as seen by the leader.
 #[derive(Debug, Clone, Copy)]
 struct ReplicaFetch {
@@ -96,8 +105,7 @@ fn read_partition(
     remaining: &mut usize,
     min_one: &mut bool,
     replica: Option<ReplicaFetch>,
-    hw_moved: &mut bool,
-    roles_behind: &mut bool,
+    flags: &mut ReadFlags,
 ) -> (FetchResponsePartitionData, usize, bool) {
     let Some(partition) = topic.partition(p.partition) else {
         return (
@@ -108,13 +116,13 @@ fn read_partition(
     };
     let mut st = partition.lock();
     if !st.is_leader() {
-        *roles_behind |= replica.is_some() && p.current_leader_epoch > st.leader_epoch();
+        flags.roles_behind |= replica.is_some() && p.current_leader_epoch > st.leader_epoch();
         drop(st);
         return (partition_error(p, ErrorCode::NotLeaderOrFollower), 0, true);
     }
     if let Some(r) = replica {
         if let Err(code) = st.check_epoch(p.current_leader_epoch) {
-            *roles_behind |= code == ErrorCode::UnknownLeaderEpoch;
+            flags.roles_behind |= code == ErrorCode::UnknownLeaderEpoch;
             drop(st);
             return (partition_error(p, code), 0, true);
         }
@@ -143,7 +151,7 @@ fn read_partition(
                     drop(st);
                     return (partition_error(p, code), 0, true);
                 }
-                *hw_moved |= st.drive_leader();
+                flags.hw_moved |= st.drive_leader();
             }
         }
     }
@@ -215,8 +223,7 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
     let mut min_one = true;
     let mut bytes = 0;
     let mut error = false;
-    let mut hw_moved = false;
-    let mut roles_behind = false;
+    let mut flags = ReadFlags::default();
     let replica = match &state.cluster {
         Some(link) if req.replica_id >= 0 => Some(ReplicaFetch {
             replica_id: req.replica_id,
@@ -253,8 +260,7 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
                         &mut remaining,
                         &mut min_one,
                         replica,
-                        &mut hw_moved,
-                        &mut roles_behind,
+                        &mut flags,
                     );
                     bytes += n;
                     error |= err;
@@ -277,8 +283,8 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
         },
         bytes,
         error,
-        hw_moved,
-        roles_behind,
+        hw_moved: flags.hw_moved,
+        roles_behind: flags.roles_behind,
     }
 }
 
