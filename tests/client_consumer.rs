@@ -164,3 +164,37 @@ async fn out_of_range_offsets_follow_the_reset_policy() {
     }
     broker.shutdown().await;
 }
+
+/// A consumer's Fetch long poll (the broker holds it up to `max_wait` when there
+/// is nothing to read) does not hold back a producer on the same `Client`: the
+/// broker answers one connection's requests in order, so fetches use their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_long_poll_does_not_delay_a_producer_on_the_same_client() {
+    let (broker, client) = broker_and_client().await;
+    let quiet = create_topic(&client, "quiet", 1).await;
+    let busy = create_topic(&client, "busy", 1).await;
+    let long_poll = Duration::from_secs(20);
+    let consumer = Consumer::builder(&client)
+        .assign(&quiet, 0, StartOffset::Latest)
+        .max_wait(long_poll)
+        .build()
+        .await
+        .unwrap();
+    let producer = Producer::builder(&client).build();
+    // Let the consumer's first Fetch reach the broker and start waiting.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let delivered = tokio::time::timeout(long_poll / 2, async {
+        producer
+            .send(ProducerRecord::new(busy.as_str()).partition(0).value("x"))
+            .await
+            .unwrap()
+            .await
+    })
+    .await
+    .expect("the produce is answered while the fetch is still parked")
+    .expect("delivered");
+    assert_eq!(delivered.offset, 0);
+    producer.close().await;
+    drop(consumer);
+    broker.shutdown().await;
+}

@@ -381,6 +381,16 @@ impl ClientInner {
 
     /// A connection to broker `node_id`, opened if needed.
     pub(crate) async fn node_connection(&self, node_id: i32) -> Result<Connection, ClientError> {
+        self.node_connection_in(&self.pool, node_id).await
+    }
+
+    /// A connection to broker `node_id` from `pool` (the shared pool, or a private
+    /// one such as a consumer's fetch connections), opened if needed.
+    pub(crate) async fn node_connection_in(
+        &self,
+        pool: &BrokerPool,
+        node_id: i32,
+    ) -> Result<Connection, ClientError> {
         let (meta, generation) = self.metadata.snapshot();
         let broker = match meta.broker(node_id) {
             Some(b) => b.clone(),
@@ -393,10 +403,7 @@ impl ClientInner {
                     .ok_or(ClientError::UnknownBroker { node_id })?
             }
         };
-        Ok(self
-            .pool
-            .get(PoolKey::Node(node_id), &broker.addr())
-            .await?)
+        Ok(pool.get(PoolKey::Node(node_id), &broker.addr()).await?)
     }
 
     /// A connection to the controller (for admin requests).

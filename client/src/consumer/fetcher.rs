@@ -10,6 +10,13 @@
 //! and error emitted for the partition from then on, so the receiver can drop what
 //! was already in the channel for a revoked, paused or re-positioned partition. A
 //! Fetch answer that arrives for an older epoch is discarded.
+//!
+//! Fetches go over the task's own connections (one per leader, closed when the
+//! task ends), not the client's shared pool: a Fetch can wait up to `max_wait` at
+//! the broker, and a broker answers each connection's requests in order, so on a
+//! shared connection every Produce, Metadata or admin answer to that broker would
+//! queue behind the long poll (the Java client and librdkafka likewise give each
+//! consumer its own sockets).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -25,6 +32,7 @@ use tokio::time::Instant;
 use super::{ConsumerConfig, ConsumerError, ConsumerRecord, OffsetReset};
 use crate::admin::{list_offsets, OffsetSpec};
 use crate::client::{Client, ClientError};
+use crate::pool::BrokerPool;
 
 /// What the plain [`Consumer`](super::Consumer) receives: up to one chunk of
 /// records of one partition, in offset order, or an error about one partition.
@@ -196,6 +204,7 @@ pub(crate) async fn run(
         .collect();
     let mut inflight: JoinSet<Done> = JoinSet::new();
     let mut busy_leaders: BTreeSet<i32> = BTreeSet::new();
+    let fetch_pool = Arc::new(BrokerPool::new(client.inner.pool.config().clone()));
     loop {
         if let Some(rx) = commands.as_mut() {
             loop {
@@ -254,10 +263,11 @@ pub(crate) async fn run(
             }
             busy_leaders.insert(leader);
             let client = client.clone();
+            let pool = fetch_pool.clone();
             let timeout = client.request_timeout() + cfg.max_wait;
             inflight.spawn(async move {
                 let result = async {
-                    let conn = client.inner.node_connection(leader).await?;
+                    let conn = client.inner.node_connection_in(&pool, leader).await?;
                     Ok(conn.send_with_timeout(&req, timeout).await?)
                 }
                 .await;
