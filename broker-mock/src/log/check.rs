@@ -15,24 +15,16 @@
 
 use std::ops::Range;
 
+use baton_protocol::record::attr::CONTROL;
+use baton_protocol::record::offsets::{
+    ATTRIBUTES, BASE_SEQUENCE, BATCH_LENGTH, CRC, LAST_OFFSET_DELTA, MAGIC, PRODUCER_EPOCH,
+    PRODUCER_ID, RECORD_COUNT,
+};
 use baton_protocol::record::{Compression, BATCH_HEADER_LEN, LOG_OVERHEAD};
 use baton_protocol::ErrorCode;
 
 use crate::producer_state::ProducerBatch;
 
-/// Header field positions of a v2 batch.
-const BATCH_LENGTH: usize = 8;
-const MAGIC: usize = 16;
-const CRC: usize = 17;
-const ATTRIBUTES: usize = 21;
-const LAST_OFFSET_DELTA: usize = 23;
-const PRODUCER_ID: usize = 43;
-const PRODUCER_EPOCH: usize = 51;
-const BASE_SEQUENCE: usize = 53;
-const RECORD_COUNT: usize = 57;
-
-/// Attribute bit of control batches.
-const CONTROL: i16 = 0x20;
 /// The smallest encoded record: a one-byte length and six one-byte fields.
 const MIN_RECORD_LEN: usize = 7;
 /// The smallest encoded record header: a key length and a value length.

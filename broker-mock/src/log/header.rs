@@ -4,10 +4,7 @@
 //! The log reads headers straight from segment files, where the bytes may be torn or
 //! damaged, so every accessor works on a checked slice and nothing here panics.
 
-/// Length of the v2 batch header.
-pub const HEADER_LEN: usize = 61;
-/// Bytes before the batch length field's end: base offset (8) + length (4).
-pub const LOG_OVERHEAD: usize = 12;
+pub use baton_protocol::record::{BATCH_HEADER_LEN as HEADER_LEN, LOG_OVERHEAD};
 
 /// The fields of a batch header the log uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

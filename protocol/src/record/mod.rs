@@ -77,29 +77,48 @@ pub const LOG_OVERHEAD: usize = 12;
 /// The record format version this module reads and writes.
 pub const MAGIC_V2: i8 = 2;
 
-/// Byte offsets of the header fields inside a batch.
-pub(crate) mod offsets {
+/// Byte offsets of the header fields inside a v2 batch (from the start of its
+/// base offset field).
+pub mod offsets {
+    /// Base offset (int64); not covered by the CRC.
     pub const BASE_OFFSET: usize = 0;
+    /// Batch length (int32): the bytes after this field.
     pub const BATCH_LENGTH: usize = 8;
+    /// Partition leader epoch (int32); not covered by the CRC.
     pub const PARTITION_LEADER_EPOCH: usize = 12;
+    /// Magic byte (2).
     pub const MAGIC: usize = 16;
+    /// CRC-32C (uint32) of the bytes from the attributes to the end.
     pub const CRC: usize = 17;
+    /// Attributes (int16); see [`attr`](super::attr).
     pub const ATTRIBUTES: usize = 21;
+    /// Last offset delta (int32).
     pub const LAST_OFFSET_DELTA: usize = 23;
+    /// Base timestamp (int64).
     pub const BASE_TIMESTAMP: usize = 27;
+    /// Max timestamp (int64).
     pub const MAX_TIMESTAMP: usize = 35;
+    /// Producer id (int64).
     pub const PRODUCER_ID: usize = 43;
+    /// Producer epoch (int16).
     pub const PRODUCER_EPOCH: usize = 51;
+    /// Base sequence (int32).
     pub const BASE_SEQUENCE: usize = 53;
+    /// Record count (int32).
     pub const RECORD_COUNT: usize = 57;
 }
 
 /// Attribute bits of a batch (the low three bits are the compression codec).
-pub(crate) mod attr {
+pub mod attr {
+    /// The compression codec (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd).
     pub const COMPRESSION_MASK: i16 = 0x07;
+    /// Set for LogAppendTime timestamps, clear for CreateTime.
     pub const TIMESTAMP_TYPE: i16 = 0x08;
+    /// The batch is part of a transaction.
     pub const TRANSACTIONAL: i16 = 0x10;
+    /// A control batch (transaction markers).
     pub const CONTROL: i16 = 0x20;
+    /// The base timestamp is a delete horizon (compacted topics).
     pub const DELETE_HORIZON: i16 = 0x40;
 }
 
