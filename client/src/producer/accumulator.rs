@@ -437,23 +437,56 @@ struct TopicQueues {
     partitions: FastMap<i32, PartitionQueue>,
 }
 
-/// The entry of `topic` in `topics`, created if needed.
-fn topic_entry<'a>(
-    topics: &'a mut FastMap<Arc<str>, TopicQueues>,
-    topic: &str,
-) -> &'a mut TopicQueues {
-    if !topics.contains_key(topic) {
-        let name: Arc<str> = Arc::from(topic);
-        topics.insert(
-            name.clone(),
-            TopicQueues {
-                name,
-                partition_count: None,
-                partitions: FastMap::default(),
-            },
-        );
+/// Every topic's queues: a list indexed by name, never shrinking, with the last
+/// topic looked up by name checked first (repeated sends to one topic then skip
+/// hashing its name).
+#[derive(Default)]
+struct Topics {
+    list: Vec<TopicQueues>,
+    index: FastMap<Arc<str>, usize>,
+    /// The position in `list` of the topic last looked up mutably.
+    last: usize,
+}
+
+impl Topics {
+    /// The position of `topic` in `list`, if it has an entry.
+    fn position(&self, topic: &str) -> Option<usize> {
+        match self.list.get(self.last) {
+            Some(t) if *t.name == *topic => Some(self.last),
+            _ => self.index.get(topic).copied(),
+        }
     }
-    topics.get_mut(topic).expect("just inserted")
+
+    /// The entry of `topic`, if it has one.
+    fn get(&self, topic: &str) -> Option<&TopicQueues> {
+        self.position(topic).map(|i| &self.list[i])
+    }
+
+    /// The entry of `topic`, if it has one, remembered as the last used.
+    fn get_mut(&mut self, topic: &str) -> Option<&mut TopicQueues> {
+        let i = self.position(topic)?;
+        self.last = i;
+        Some(&mut self.list[i])
+    }
+
+    /// The entry of `topic`, created if needed, remembered as the last used.
+    fn entry(&mut self, topic: &str) -> &mut TopicQueues {
+        let i = match self.position(topic) {
+            Some(i) => i,
+            None => {
+                let name: Arc<str> = Arc::from(topic);
+                self.index.insert(name.clone(), self.list.len());
+                self.list.push(TopicQueues {
+                    name,
+                    partition_count: None,
+                    partitions: FastMap::default(),
+                });
+                self.list.len() - 1
+            }
+        };
+        self.last = i;
+        &mut self.list[i]
+    }
 }
 
 /// Why the producer takes no records.
@@ -666,7 +699,7 @@ pub(crate) struct Drained {
 
 /// All partition queues.
 pub(crate) struct Accumulator {
-    topics: FastMap<Arc<str>, TopicQueues>,
+    topics: Topics,
     limits: Limits,
     /// No new records once set.
     pub(crate) closed: bool,
@@ -701,7 +734,7 @@ impl Accumulator {
         owner: Weak<Shared>,
     ) -> Self {
         Accumulator {
-            topics: FastMap::default(),
+            topics: Topics::default(),
             limits: Limits {
                 memory,
                 outstanding,
@@ -738,7 +771,8 @@ impl Accumulator {
 
     /// The queue of `topic`/`partition`, created if needed.
     fn queue_entry(&mut self, topic: &str, partition: i32) -> &mut PartitionQueue {
-        topic_entry(&mut self.topics, topic)
+        self.topics
+            .entry(topic)
             .partitions
             .entry(partition)
             .or_default()
@@ -757,12 +791,12 @@ impl Accumulator {
     /// Caches `count` as `topic`'s partition count from metadata generation
     /// `generation`.
     pub(crate) fn set_partition_count(&mut self, topic: &str, count: i32, generation: u64) {
-        topic_entry(&mut self.topics, topic).partition_count = Some((count, generation));
+        self.topics.entry(topic).partition_count = Some((count, generation));
     }
 
     /// Every partition queue.
     fn queues(&self) -> impl Iterator<Item = &PartitionQueue> {
-        self.topics.values().flat_map(|t| t.partitions.values())
+        self.topics.list.iter().flat_map(|t| t.partitions.values())
     }
 
     /// Appends a record to its topic's `partition`'s last batch, or to a new batch if it
@@ -779,7 +813,7 @@ impl Accumulator {
         batch_size: usize,
         delivery_timeout: Duration,
     ) -> Appended {
-        let entry = topic_entry(&mut self.topics, &record.topic);
+        let entry = self.topics.entry(&record.topic);
         let to = Target {
             partition,
             timestamp,
@@ -941,7 +975,8 @@ impl Accumulator {
         let idem = &mut self.idem;
         for q in self
             .topics
-            .values_mut()
+            .list
+            .iter_mut()
             .flat_map(|t| t.partitions.values_mut())
         {
             while q.batches.front().is_some_and(|b| b.deadline <= now) {
@@ -1071,6 +1106,33 @@ mod tests {
     fn append(acc: &mut Accumulator, value: &'static str, batch_size: usize, timeout: Duration) {
         let record = ProducerRecord::new("t").key("k").value(value);
         acc.append(0, record, 1_700_000_000_000, 40, batch_size, timeout);
+    }
+
+    /// Lookups alternate between topics: the last-used shortcut and the name index
+    /// agree, every topic keeps its own entry, and entries are never duplicated.
+    #[test]
+    fn topics_last_used_and_index_agree() {
+        let mut topics = Topics::default();
+        assert!(topics.get("a").is_none());
+        assert!(topics.get_mut("a").is_none());
+        topics.entry("a").partition_count = Some((1, 1));
+        topics.entry("b").partition_count = Some((2, 1));
+        topics.entry("ab").partition_count = Some((3, 1));
+        for name in ["a", "b", "a", "a", "ab", "b", "b", "ab", "a"] {
+            let want = match name {
+                "a" => 1,
+                "b" => 2,
+                _ => 3,
+            };
+            assert_eq!(topics.get(name).unwrap().partition_count, Some((want, 1)));
+            let t = topics.get_mut(name).unwrap();
+            assert_eq!(&*t.name, name);
+            assert_eq!(t.partition_count, Some((want, 1)));
+            assert_eq!(topics.entry(name).partition_count, Some((want, 1)));
+            assert!(topics.get("c").is_none(), "after {name}");
+        }
+        assert_eq!(topics.list.len(), 3);
+        assert_eq!(topics.index.len(), 3);
     }
 
     /// A batch is compressed once; after a failed attempt it goes back to the front
