@@ -335,7 +335,11 @@ async fn broker(o: &Options) -> Result<(), String> {
     );
     let (mut prod, mut fetch) = (Table::default(), Table::default());
     for run in 0..o.runs {
-        for b in &brokers {
+        // Alternate which broker goes first, so that neither always runs first.
+        let mut order: Vec<&BrokerProc> = brokers.iter().collect();
+        let n = order.len().max(1);
+        order.rotate_left(run % n);
+        for b in order {
             let topic = format!("broker-{run}");
             rdkafka_create_topic(&b.bootstrap(), &topic).await?;
             tokio::time::sleep(Duration::from_millis(500)).await;
