@@ -45,6 +45,8 @@ use baton::{
 use baton_broker::{Broker, BrokerConfig, BrokerHandle, Cluster};
 use bytes::{Bytes, BytesMut};
 
+#[path = "shared/args.rs"]
+mod args;
 #[path = "shared/value.rs"]
 mod value;
 use value::{check_value, fill_value};
@@ -82,36 +84,16 @@ fn parse_args() -> Result<Options, String> {
         records: 20_000,
         failovers: 3,
         single_node: false,
-        seed: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1),
+        seed: args::clock_seed(),
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+    let mut args = args::Args::new(HELP);
+    while let Some(a) = args.next_flag() {
         match a.as_str() {
-            "-h" | "--help" => {
-                print!("{HELP}");
-                std::process::exit(0);
-            }
-            "--records" => {
-                o.records = value("--records")?
-                    .parse()
-                    .map_err(|e| format!("--records: {e}"))?
-            }
-            "--failovers" => {
-                o.failovers = value("--failovers")?
-                    .parse()
-                    .map_err(|e| format!("--failovers: {e}"))?
-            }
-            "--seed" => {
-                o.seed = value("--seed")?
-                    .parse()
-                    .map_err(|e| format!("--seed: {e}"))?
-            }
+            "--records" => o.records = args.value("--records")?,
+            "--failovers" => o.failovers = args.value("--failovers")?,
+            "--seed" => o.seed = args.value("--seed")?,
             "--single-node" => o.single_node = true,
-            other => return Err(format!("unknown argument {other:?}; try --help")),
+            other => return Err(args::unknown(other)),
         }
     }
     Ok(o)

@@ -20,6 +20,8 @@ use baton::{Acks, Admin, Client, Consumer, Producer, ProducerRecord, StartOffset
 use baton_broker::{Broker, BrokerConfig};
 use bytes::{Bytes, BytesMut};
 
+#[path = "shared/args.rs"]
+mod args;
 #[path = "shared/value.rs"]
 mod value;
 use value::{check_value, fill_value};
@@ -50,40 +52,16 @@ fn parse_args() -> Result<Options, String> {
         records: 200_000,
         partitions: 3,
         value_size: 100,
-        seed: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1),
+        seed: args::clock_seed(),
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+    let mut args = args::Args::new(HELP);
+    while let Some(a) = args.next_flag() {
         match a.as_str() {
-            "-h" | "--help" => {
-                print!("{HELP}");
-                std::process::exit(0);
-            }
-            "--records" => {
-                o.records = value("--records")?
-                    .parse()
-                    .map_err(|e| format!("--records: {e}"))?
-            }
-            "--partitions" => {
-                o.partitions = value("--partitions")?
-                    .parse()
-                    .map_err(|e| format!("--partitions: {e}"))?
-            }
-            "--value-size" => {
-                o.value_size = value("--value-size")?
-                    .parse()
-                    .map_err(|e| format!("--value-size: {e}"))?
-            }
-            "--seed" => {
-                o.seed = value("--seed")?
-                    .parse()
-                    .map_err(|e| format!("--seed: {e}"))?
-            }
-            other => return Err(format!("unknown argument {other:?}; try --help")),
+            "--records" => o.records = args.value("--records")?,
+            "--partitions" => o.partitions = args.value("--partitions")?,
+            "--value-size" => o.value_size = args.value("--value-size")?,
+            "--seed" => o.seed = args.value("--seed")?,
+            other => return Err(args::unknown(other)),
         }
     }
     if o.value_size < 24 {

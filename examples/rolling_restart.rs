@@ -57,6 +57,8 @@ use baton_broker::Cluster;
 use bytes::{Buf, Bytes, BytesMut};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
+#[path = "shared/args.rs"]
+mod args;
 #[path = "shared/value.rs"]
 mod value;
 use value::{check_value, fill_value};
@@ -107,47 +109,25 @@ fn parse_args() -> Result<Options, String> {
     let mut o = Options {
         duration: Duration::from_secs(30),
         nodes: 3,
-        seed: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1),
+        seed: args::clock_seed(),
         rate: 10_000,
         out: PathBuf::from("target/rolling_restart.svg"),
     };
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut value = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
+    let mut args = args::Args::new(HELP);
+    while let Some(a) = args.next_flag() {
         match a.as_str() {
-            "-h" | "--help" => {
-                print!("{HELP}");
-                std::process::exit(0);
-            }
             "--duration" => {
-                let secs: f64 = value("--duration")?
-                    .parse()
-                    .map_err(|e| format!("--duration: {e}"))?;
+                let secs: f64 = args.value("--duration")?;
                 if !(secs.is_finite() && secs > 0.0) {
                     return Err("--duration must be a positive number of seconds".into());
                 }
                 o.duration = Duration::from_secs_f64(secs);
             }
-            "--nodes" => {
-                o.nodes = value("--nodes")?
-                    .parse()
-                    .map_err(|e| format!("--nodes: {e}"))?
-            }
-            "--seed" => {
-                o.seed = value("--seed")?
-                    .parse()
-                    .map_err(|e| format!("--seed: {e}"))?
-            }
-            "--rate" => {
-                o.rate = value("--rate")?
-                    .parse()
-                    .map_err(|e| format!("--rate: {e}"))?
-            }
-            "--out" => o.out = PathBuf::from(value("--out")?),
-            other => return Err(format!("unknown argument {other:?}; try --help")),
+            "--nodes" => o.nodes = args.value("--nodes")?,
+            "--seed" => o.seed = args.value("--seed")?,
+            "--rate" => o.rate = args.value("--rate")?,
+            "--out" => o.out = args.value("--out")?,
+            other => return Err(args::unknown(other)),
         }
     }
     if o.nodes < 3 {
