@@ -10,40 +10,22 @@ use baton_protocol::messages::*;
 use common::*;
 use tokio::io::AsyncWriteExt;
 
-/// SplitMix64, so a failure can be replayed from its seed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
-
 /// One hostile frame (or a fragment of one).
 fn hostile_frame(rng: &mut Rng) -> Vec<u8> {
     let api_key = match rng.below(3) {
         0 => rng.below(70) as i16,
         1 => [0i16, 1, 2, 3, 18, 19, 20][rng.below(7) as usize],
-        _ => rng.next() as i16,
+        _ => rng.next_u64() as i16,
     };
     let version = match rng.below(3) {
         0 => rng.below(16) as i16,
-        _ => rng.next() as i16,
+        _ => rng.next_u64() as i16,
     };
     let body_len = rng.below(200) as usize;
     let mut body = Vec::new();
     body.extend_from_slice(&api_key.to_be_bytes());
     body.extend_from_slice(&version.to_be_bytes());
-    body.extend_from_slice(&(rng.next() as i32).to_be_bytes());
+    body.extend_from_slice(&(rng.next_u64() as i32).to_be_bytes());
     // Sometimes a plausible client id, then random bytes (lying lengths included).
     if rng.below(2) == 0 {
         body.extend_from_slice(&[0, 4, b't', b'e', b's', b't']);
@@ -63,16 +45,7 @@ fn hostile_frame(rng: &mut Rng) -> Vec<u8> {
 
 #[tokio::test]
 async fn hostile_input_closes_only_its_connection() {
-    let seed = std::env::var("BATON_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-        });
-    println!("seed {seed} (replay with BATON_SEED={seed})");
+    let seed = seed();
     let broker = Broker::start(BrokerConfig::in_memory().with_max_frame_bytes(1 << 20))
         .await
         .unwrap();
@@ -99,7 +72,7 @@ async fn hostile_input_closes_only_its_connection() {
     );
 
     // 1,000 random frames, several per connection.
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut sent = 0;
     while sent < 1000 {
         let mut conn = tokio::net::TcpStream::connect(addr).await.unwrap();

@@ -15,35 +15,6 @@ use bytes::{Bytes, BytesMut};
 use common::*;
 use tokio::io::AsyncWriteExt;
 
-/// xorshift64*, seeded.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-fn seed() -> u64 {
-    std::env::var("BATON_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64
-                | 1
-        })
-}
-
 /// A batch of `n` records with values of up to `max_value` bytes.
 fn batch(rng: &mut Rng, n: usize, max_value: u64) -> Bytes {
     let mut b = RecordBatchBuilder::new(1_700_000_000_000);
@@ -147,8 +118,7 @@ async fn fetch_all(c: &mut Client, topic: &str, partition: i32) -> Vec<Bytes> {
 
 async fn round_trip(config: BrokerConfig, log_append_time: bool) {
     let seed = seed();
-    eprintln!("seed {seed} (BATON_TEST_SEED to repeat)");
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let broker = Broker::start(config).await.unwrap();
     let mut c = Client::connect(broker.local_addr()).await;
     let topic = topic_name("in-place");
@@ -242,7 +212,7 @@ async fn a_corrupt_batch_in_a_large_frame_leaves_the_other_partitions_stored() {
     let mut c = Client::connect(broker.local_addr()).await;
     let topic = topic_name("in-place-corrupt");
     create_topic(&mut c, &topic, 2).await;
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     let good = batch(&mut rng, 30, 5000);
     let mut bad = BytesMut::from(&batch(&mut rng, 30, 5000)[..]);
     let n = bad.len();
