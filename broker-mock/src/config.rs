@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use baton_protocol::frame::DEFAULT_MAX_FRAME;
 
 use crate::group::GroupConfig;
+use crate::limits::BrokerLimits;
 
 /// Default size at which the active segment is rolled: 64 MiB (Kafka uses 1 GiB; a
 /// test broker keeps segments smaller so rolls happen in practice).
@@ -42,6 +43,9 @@ pub struct BrokerConfig {
     /// Group coordinator settings (session timeout bounds, initial rebalance delay,
     /// `__consumer_offsets` partitions).
     pub groups: GroupConfig,
+    /// Ceilings on partitions, topics, groups, producers and connections (see
+    /// [`crate::limits`]).
+    pub limits: BrokerLimits,
 }
 
 impl Default for BrokerConfig {
@@ -58,6 +62,7 @@ impl Default for BrokerConfig {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
             groups: GroupConfig::default(),
+            limits: BrokerLimits::default(),
         }
     }
 }
@@ -115,6 +120,12 @@ impl BrokerConfig {
     /// Sets the segment roll size.
     pub fn with_segment_bytes(mut self, n: u64) -> Self {
         self.segment_bytes = n;
+        self
+    }
+
+    /// Sets the resource limits.
+    pub fn with_limits(mut self, limits: BrokerLimits) -> Self {
+        self.limits = limits;
         self
     }
 

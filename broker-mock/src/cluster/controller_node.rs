@@ -76,6 +76,9 @@ pub struct ControllerOptions {
     /// Replication factor for CreateTopics with `replication_factor = -1` (capped at
     /// the eligible brokers).
     pub default_replication_factor: i16,
+    /// Ceilings on partitions and topics (and partitions per CreateTopics request);
+    /// see [`crate::limits`].
+    pub limits: crate::limits::BrokerLimits,
 }
 
 impl Default for ControllerOptions {
@@ -86,6 +89,7 @@ impl Default for ControllerOptions {
             config: ControllerConfig::default(),
             default_num_partitions: 1,
             default_replication_factor: 3,
+            limits: crate::limits::BrokerLimits::default(),
         }
     }
 }

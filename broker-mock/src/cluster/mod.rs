@@ -64,6 +64,7 @@ pub struct ClusterBuilder {
     metadata_fetch_max_bytes: i32,
     network_proxies: bool,
     scrub_bytes_per_sec: u64,
+    limits: crate::limits::BrokerLimits,
 }
 
 impl Default for ClusterBuilder {
@@ -87,6 +88,7 @@ impl Default for ClusterBuilder {
             advertised_host: None,
             truncation_mode: TruncationMode::FetchDivergingEpoch,
             metadata_fetch_max_bytes: 1 << 20,
+            limits: crate::limits::BrokerLimits::default(),
             network_proxies: true,
             scrub_bytes_per_sec: 0,
         }
@@ -211,6 +213,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Resource limits of the controller (partitions, topics) and of every node
+    /// (groups, producers, connections); see [`crate::limits`].
+    pub fn limits(mut self, limits: crate::limits::BrokerLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     fn port(&self, offset: usize) -> u16 {
         if self.base_port == 0 {
             0
@@ -235,6 +244,7 @@ impl ClusterBuilder {
             config: self.controller,
             default_num_partitions: self.default_num_partitions,
             default_replication_factor: self.default_replication_factor,
+            limits: self.limits.clone(),
         };
         let controller = ControllerServer::start(controller_opts.clone()).await?;
         let caddr = controller.local_addr();
@@ -254,6 +264,7 @@ impl ClusterBuilder {
             opts.default_min_insync_replicas = self.default_min_insync_replicas;
             opts.broker.data_dir = self.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
             opts.broker.default_num_partitions = self.default_num_partitions;
+            opts.broker.limits = self.limits.clone();
             opts.broker.listen =
                 SocketAddr::new(self.listen_ip, private(self.port(id as usize - 1)));
             let mut proxy = None;

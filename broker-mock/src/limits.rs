@@ -1,0 +1,75 @@
+//! Resource limits: what one request, one batch or one client can make a node hold.
+//!
+//! Every resource a client can buy with a few bytes has a configured ceiling here:
+//! partitions and topics (CreateTopics, auto-creation), consumer groups, producers
+//! remembered per partition, and connections. Each limit, once reached, is answered
+//! with the error code Apache Kafka uses for it where Kafka has one (see each field),
+//! and with `POLICY_VIOLATION` and a message naming the limit where Kafka has none.
+//! Group members and committed metadata are bounded by [`GroupConfig`]
+//! (`group.max.size`, `offset.metadata.max.bytes`), frames by
+//! [`BrokerConfig::max_frame_bytes`](crate::BrokerConfig::max_frame_bytes).
+//!
+//! The defaults suit a test broker on one machine: far above what an application's
+//! tests use, far below what would exhaust the machine.
+//!
+//! [`GroupConfig`]: crate::group::GroupConfig
+
+/// Default of [`BrokerLimits::max_partitions`].
+pub const DEFAULT_MAX_PARTITIONS: usize = 100_000;
+/// Default of [`BrokerLimits::max_topics`].
+pub const DEFAULT_MAX_TOPICS: usize = 10_000;
+/// Default of [`BrokerLimits::max_partitions_per_request`].
+pub const DEFAULT_MAX_PARTITIONS_PER_REQUEST: usize = 10_000;
+/// Default of [`BrokerLimits::max_groups`].
+pub const DEFAULT_MAX_GROUPS: usize = 10_000;
+/// Default of [`BrokerLimits::max_producers_per_partition`].
+pub const DEFAULT_MAX_PRODUCERS_PER_PARTITION: usize = 10_000;
+/// Default of [`BrokerLimits::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
+/// Default of [`BrokerLimits::max_connections_per_ip`].
+pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 4096;
+
+/// Ceilings on what clients can make a node (or a cluster's controller) hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerLimits {
+    /// Most partitions of all topics together, internal ones included (a cluster
+    /// counts them at the controller). A CreateTopics (or an auto-creation) that would
+    /// pass it fails with `POLICY_VIOLATION`, naming the limit. Apache Kafka has no
+    /// such ceiling (KIP-578 proposed one).
+    pub max_partitions: usize,
+    /// Most topics, internal ones included; beyond it as for `max_partitions`.
+    pub max_topics: usize,
+    /// Most partitions one CreateTopics request may create, over all its topics (and
+    /// so also per topic). Topics of a request past the sum fail with
+    /// `POLICY_VIOLATION`; a single topic asking for more fails with
+    /// `INVALID_PARTITIONS`.
+    pub max_partitions_per_request: usize,
+    /// Most consumer groups a coordinator holds (groups with members, pending
+    /// members or committed offsets). A JoinGroup or OffsetCommit that would create
+    /// one more fails with `POLICY_VIOLATION`.
+    pub max_groups: usize,
+    /// Most idempotent producers one partition remembers; past it, the producer
+    /// whose last batch is oldest in the log is forgotten (Kafka expires them by
+    /// time, `producer.id.expiration.ms`).
+    pub max_producers_per_partition: usize,
+    /// Most open client connections to one listener (Kafka's `max.connections`).
+    /// A connection accepted beyond it is closed at once.
+    pub max_connections: usize,
+    /// Most open client connections from one IP address (Kafka's
+    /// `max.connections.per.ip`); beyond it the new connection is closed at once.
+    pub max_connections_per_ip: usize,
+}
+
+impl Default for BrokerLimits {
+    fn default() -> Self {
+        BrokerLimits {
+            max_partitions: DEFAULT_MAX_PARTITIONS,
+            max_topics: DEFAULT_MAX_TOPICS,
+            max_partitions_per_request: DEFAULT_MAX_PARTITIONS_PER_REQUEST,
+            max_groups: DEFAULT_MAX_GROUPS,
+            max_producers_per_partition: DEFAULT_MAX_PRODUCERS_PER_PARTITION,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+        }
+    }
+}
