@@ -40,6 +40,9 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
+/// Initial read buffer size, and the least room made for each read.
+const READ_CHUNK: usize = 64 * 1024;
+
 /// How many encoded frames may wait for the writer task before senders wait.
 const WRITE_QUEUE: usize = 256;
 
@@ -658,9 +661,20 @@ impl Connection {
     }
 }
 
+/// Room made in the read buffer before each read: what the frame under way still
+/// wants, but no more than fills [`READ_CHUNK`] or doubles the bytes already
+/// buffered, whichever is larger. A frame header announcing the maximum frame size
+/// thus costs nothing until its bytes arrive: the buffer grows geometrically with
+/// the bytes actually received (to at most about four times those, or
+/// `READ_CHUNK`), so a broker that announces a large frame and stalls makes the
+/// client hold no more than it sent.
+fn read_reserve(wanted: usize, buffered: usize) -> usize {
+    wanted.min(READ_CHUNK.saturating_sub(buffered).max(buffered))
+}
+
 /// Splits frames off the socket and hands each to its pending slot.
 async fn read_loop(mut read: OwnedReadHalf, codec: FrameCodec, shared: Arc<Shared>) {
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         loop {
             match codec.decode(&mut buf) {
@@ -694,7 +708,7 @@ async fn read_loop(mut read: OwnedReadHalf, codec: FrameCodec, shared: Arc<Share
                 }
             }
         }
-        buf.reserve(codec.wanted(&buf).min(1024 * 1024));
+        buf.reserve(read_reserve(codec.wanted(&buf), buf.len()));
         match read.read_buf(&mut buf).await {
             Ok(0) => {
                 shared.poison(BrokenCause::Closed);
