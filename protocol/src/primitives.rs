@@ -32,6 +32,11 @@ impl Decoder {
         self.data.len()
     }
 
+    /// The bytes not yet consumed, without consuming them.
+    pub fn rest(&self) -> &[u8] {
+        &self.data
+    }
+
     /// Whether all bytes were consumed.
     pub fn is_empty(&self) -> bool {
         self.data.is_empty()

@@ -6,9 +6,10 @@
 //! records that decode exactly as announced with offset deltas 0, 1, 2, ... Kafka's
 //! broker iterates the records of uncompressed batches in the same way.
 //!
-//! The walk over the records reads only lengths and varints and skips keys, values
-//! and header values without building record views; it accepts and rejects exactly
-//! what decoding every record with [`baton_protocol::record::Records`] would. A
+//! The walk over the records ([`baton_protocol::record::walk_records`], shared with
+//! the consumer) reads only lengths and varints and skips keys, values and header
+//! values without building record views; it accepts and rejects exactly what
+//! decoding every record with [`baton_protocol::record::Records`] would. A
 //! framing or decoding problem is `CORRUPT_MESSAGE`; a control batch, a count that
 //! does not match the offset range, or an offset delta out of sequence is
 //! `INVALID_RECORD`. The first problem in byte order decides.
@@ -20,15 +21,13 @@ use baton_protocol::record::offsets::{
     ATTRIBUTES, BASE_SEQUENCE, BATCH_LENGTH, CRC, LAST_OFFSET_DELTA, MAGIC, PRODUCER_EPOCH,
     PRODUCER_ID, RECORD_COUNT,
 };
-use baton_protocol::record::{Compression, BATCH_HEADER_LEN, LOG_OVERHEAD};
+use baton_protocol::record::{walk_records, Compression, BATCH_HEADER_LEN, LOG_OVERHEAD};
 use baton_protocol::ErrorCode;
 
 use crate::producer_state::ProducerBatch;
 
 /// The smallest encoded record: a one-byte length and six one-byte fields.
 const MIN_RECORD_LEN: usize = 7;
-/// The smallest encoded record header: a key length and a value length.
-const MIN_HEADER_LEN: usize = 2;
 
 const CORRUPT: ErrorCode = ErrorCode::CorruptMessage;
 const INVALID: ErrorCode = ErrorCode::InvalidRecord;
@@ -127,116 +126,15 @@ fn check_batch(batch: &[u8]) -> Result<ProducerBatch, ErrorCode> {
     })
 }
 
-/// Walks `count` records filling `body` exactly; each one's offset delta must be its
-/// position.
+/// Walks `count` records filling `body` exactly (the protocol crate's
+/// allocation-free walk); each one's offset delta must be its position.
 fn check_records(body: &[u8], count: i32) -> Result<(), ErrorCode> {
-    let mut at = 0;
-    for i in 0..count {
-        let len = varint(body, &mut at)?;
-        if len < 0 || len as usize > body.len() - at {
-            return Err(CORRUPT);
-        }
-        let end = at + len as usize;
-        let offset_delta = check_record(&body[at..end])?;
-        if offset_delta != i {
+    for (i, offset_delta) in walk_records(body, count).enumerate() {
+        if offset_delta.map_err(|_| CORRUPT)? != i as i32 {
             return Err(INVALID);
         }
-        at = end;
-    }
-    if at != body.len() {
-        return Err(CORRUPT);
     }
     Ok(())
-}
-
-/// Checks one record's fields (after its length) and returns its offset delta.
-fn check_record(r: &[u8]) -> Result<i32, ErrorCode> {
-    // attributes
-    let mut at = 1;
-    if r.is_empty() {
-        return Err(CORRUPT);
-    }
-    skip_varlong(r, &mut at)?;
-    let offset_delta = varint(r, &mut at)?;
-    skip_nullable(r, &mut at)?; // key
-    skip_nullable(r, &mut at)?; // value
-    let headers = varint(r, &mut at)?;
-    if headers < 0 || headers as usize > (r.len() - at) / MIN_HEADER_LEN {
-        return Err(CORRUPT);
-    }
-    for _ in 0..headers {
-        let len = varint(r, &mut at)?;
-        if len < 0 || len as usize > r.len() - at {
-            return Err(CORRUPT);
-        }
-        let key = &r[at..at + len as usize];
-        std::str::from_utf8(key).map_err(|_| CORRUPT)?;
-        at += len as usize;
-        skip_nullable(r, &mut at)?;
-    }
-    if at != r.len() {
-        return Err(CORRUPT);
-    }
-    Ok(offset_delta)
-}
-
-/// Skips a varint length (-1 = null) and that many bytes.
-#[inline]
-fn skip_nullable(b: &[u8], at: &mut usize) -> Result<(), ErrorCode> {
-    let len = varint(b, at)?;
-    if len == -1 {
-        return Ok(());
-    }
-    if len < 0 || len as usize > b.len() - *at {
-        return Err(CORRUPT);
-    }
-    *at += len as usize;
-    Ok(())
-}
-
-/// Reads a zigzag varint of at most 32 bits (5 bytes, the last below 0x10).
-#[inline]
-fn varint(b: &[u8], at: &mut usize) -> Result<i32, ErrorCode> {
-    let first = *b.get(*at).ok_or(CORRUPT)?;
-    let v = if first < 0x80 {
-        *at += 1;
-        first as u32
-    } else {
-        uvarint_slow(b, at)?
-    };
-    Ok(((v >> 1) as i32) ^ -((v & 1) as i32))
-}
-
-fn uvarint_slow(b: &[u8], at: &mut usize) -> Result<u32, ErrorCode> {
-    let mut value: u32 = 0;
-    for i in 0..5 {
-        let byte = *b.get(*at).ok_or(CORRUPT)?;
-        *at += 1;
-        if i == 4 && byte > 0x0f {
-            return Err(CORRUPT);
-        }
-        value |= ((byte & 0x7f) as u32) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Ok(value);
-        }
-    }
-    Err(CORRUPT)
-}
-
-/// Skips a varint of at most 64 bits (10 bytes, the last below 0x02).
-#[inline]
-fn skip_varlong(b: &[u8], at: &mut usize) -> Result<(), ErrorCode> {
-    for i in 0..10 {
-        let byte = *b.get(*at).ok_or(CORRUPT)?;
-        *at += 1;
-        if i == 9 && byte > 0x01 {
-            return Err(CORRUPT);
-        }
-        if byte & 0x80 == 0 {
-            return Ok(());
-        }
-    }
-    Err(CORRUPT)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Kafka's record batch format v2 (magic 2, KIP-98): a zero-copy view over one batch,
-//! a lazy record iterator, an iterator over the batches of a records blob, in-place
-//! header rewrites for the broker, and a builder.
+//! a lazy record iterator, an allocation-free check of a records section, an
+//! iterator over the batches of a records blob, in-place header rewrites for the
+//! broker, and a builder.
 //!
 //! Layout of a batch (all integers big-endian; see Apache Kafka's
 //! `DefaultRecordBatch`):
@@ -50,6 +51,7 @@ pub mod compression;
 mod pool;
 #[allow(clippy::module_inception)]
 mod record;
+mod walk;
 
 #[cfg(test)]
 mod tests;
@@ -64,6 +66,7 @@ pub use compression::{
     DEFAULT_RATIO_ALLOWANCE, XERIAL_BLOCK_SIZE, XERIAL_MAGIC,
 };
 pub use record::{ControlRecordType, Record, RecordHeader, Records};
+pub use walk::{walk_records, RecordWalk};
 
 use crate::error::DecodeError;
 

@@ -20,6 +20,7 @@
 
 use bytes::Bytes;
 
+use super::walk::walk_records;
 use super::TimestampType;
 use crate::error::DecodeError;
 use crate::primitives::Decoder;
@@ -28,7 +29,7 @@ use crate::primitives::Decoder;
 pub(crate) const MIN_RECORD_LEN: usize = 7;
 
 /// The smallest encoded header: a key length and a value length.
-const MIN_HEADER_LEN: usize = 2;
+pub(crate) const MIN_HEADER_LEN: usize = 2;
 
 /// Headers reserved up front per record; more grow as they are decoded.
 const MAX_HEADER_PREALLOC: usize = 16;
@@ -153,6 +154,23 @@ impl Records {
         } else {
             self.remaining as usize
         }
+    }
+
+    /// Bytes of the records section not yet decoded: for a fresh iterator over a
+    /// compressed batch, the size of the decompressed section its records point
+    /// into.
+    pub fn remaining_bytes(&self) -> usize {
+        self.data.remaining()
+    }
+
+    /// Checks, in one pass that allocates nothing and does not advance the
+    /// iterator, that every record not yet yielded decodes and that nothing trails
+    /// them (see [`walk_records`]). After `Ok`, the iterator yields only records.
+    pub fn check(&self) -> Result<(), DecodeError> {
+        if self.done {
+            return Ok(());
+        }
+        walk_records(self.data.rest(), self.remaining).check()
     }
 
     fn decode_one(&mut self) -> Result<Record, DecodeError> {

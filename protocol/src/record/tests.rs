@@ -761,14 +761,40 @@ fn exercise(batch: &RecordBatch) {
     );
     if let Ok(records) = batch.records() {
         let announced = records.remaining_count();
+        let checked = records.check();
         let mut n = 0;
+        let mut failed = None;
         for r in records {
             n += 1;
-            if let Ok(r) = r {
-                let _ = r.control_type();
+            match r {
+                Ok(r) => {
+                    let _ = r.control_type();
+                }
+                Err(e) => failed = Some(e),
             }
         }
         assert!(n <= announced + 1);
+        // The allocation-free check accepts exactly what decoding accepts.
+        assert_eq!(
+            checked.is_ok(),
+            failed.is_none(),
+            "{checked:?} vs {failed:?}"
+        );
+    }
+    if batch.compression() == Compression::None {
+        // The walk's offset deltas are those decoding finds, up to the same error.
+        let body = batch.records_bytes();
+        let walked: Vec<Result<i32, DecodeError>> =
+            walk_records(&body, batch.record_count()).collect();
+        let decoded: Vec<Result<i32, DecodeError>> = batch
+            .records()
+            .unwrap()
+            .map(|r| r.map(|r| r.offset.wrapping_sub(batch.base_offset()) as i32))
+            .collect();
+        assert_eq!(walked.len(), decoded.len());
+        for (w, d) in walked.iter().zip(&decoded) {
+            assert_eq!(w.as_ref().ok(), d.as_ref().ok());
+        }
     }
     let mut m = batch.as_bytes().to_vec();
     set_base_offset(&mut m, 1);
