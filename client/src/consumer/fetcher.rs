@@ -23,12 +23,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_protocol::messages::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
-use baton_protocol::record::{batches, Record};
+use baton_protocol::record::{batches, Compression, DecompressionLimits};
 use baton_protocol::{DecodeError, ErrorCode, Uuid};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::budget::{record_cost, Budget};
 use super::{ConsumerConfig, ConsumerError, ConsumerRecord, OffsetReset};
 use crate::admin::{list_offsets, OffsetSpec};
 use crate::client::{Client, ClientError};
@@ -36,24 +37,36 @@ use crate::pool::BrokerPool;
 
 /// What the plain [`Consumer`](super::Consumer) receives: up to one chunk of
 /// records of one partition, in offset order, or an error about one partition.
-pub(crate) type Chunk = Result<Vec<ConsumerRecord>, ConsumerError>;
+pub(crate) type Chunk = Result<RecordChunk, ConsumerError>;
 
-/// Where the task sends its output.
+/// Records of one partition, in offset order, and the share of the byte budget
+/// they hold (see [`super::budget`]): the receiver keeps `charge` until it has
+/// handed out (or dropped) the last of `records`, then drops it.
 #[derive(Debug)]
-pub(crate) enum Tx {
-    /// One message per chunk of at most `chunk` records (a fixed assignment, where
-    /// epochs never change): one channel operation for many records.
-    Chunks {
-        tx: mpsc::Sender<Chunk>,
-        chunk: usize,
-    },
-    /// One message per chunk of at most `chunk` records of one partition, stamped
-    /// with the partition's epoch (the group consumer, which checks the epoch of
-    /// each record as it returns it).
-    Stamped {
-        tx: mpsc::Sender<StampedChunk>,
-        chunk: usize,
-    },
+pub(crate) struct RecordChunk {
+    pub(crate) records: Vec<ConsumerRecord>,
+    pub(crate) charge: OwnedSemaphorePermit,
+}
+
+/// Where the task sends its output, in chunks (one channel operation for many
+/// records) bounded in records and in bytes.
+#[derive(Debug)]
+pub(crate) struct Tx {
+    out: Out,
+    /// Most records per chunk.
+    chunk: usize,
+    /// A chunk is sent once its records cost this much (a quarter of the budget).
+    chunk_bytes: usize,
+    budget: Budget,
+}
+
+#[derive(Debug)]
+enum Out {
+    /// A fixed assignment, where epochs never change.
+    Chunks(mpsc::Sender<Chunk>),
+    /// Chunks stamped with their partition's epoch (the group consumer, which
+    /// checks the epoch of each record as it returns it).
+    Stamped(mpsc::Sender<StampedChunk>),
 }
 
 /// A [`Chunk`] and the epoch of its partition when it was emitted.
@@ -64,12 +77,57 @@ pub(crate) struct StampedChunk {
 }
 
 impl Tx {
-    async fn closed(&self) {
-        match self {
-            Tx::Chunks { tx, .. } => tx.closed().await,
-            Tx::Stamped { tx, .. } => tx.closed().await,
+    /// The output of a fixed assignment ([`super::Consumer`]) and its receiver.
+    pub(crate) fn chunks(cfg: &ConsumerConfig) -> (Tx, mpsc::Receiver<Chunk>) {
+        let (chunk, slots, budget) = shape(cfg);
+        let (tx, rx) = mpsc::channel(slots);
+        (Tx::new(Out::Chunks(tx), chunk, budget), rx)
+    }
+
+    /// Epoch-stamped output ([`crate::GroupConsumer`]) and its receiver.
+    pub(crate) fn stamped(cfg: &ConsumerConfig) -> (Tx, mpsc::Receiver<StampedChunk>) {
+        let (chunk, slots, budget) = shape(cfg);
+        let (tx, rx) = mpsc::channel(slots);
+        (Tx::new(Out::Stamped(tx), chunk, budget), rx)
+    }
+
+    fn new(out: Out, chunk: usize, budget: Budget) -> Tx {
+        Tx {
+            out,
+            chunk,
+            chunk_bytes: (budget.total() / 4).max(1),
+            budget,
         }
     }
+
+    async fn closed(&self) {
+        match &self.out {
+            Out::Chunks(tx) => tx.closed().await,
+            Out::Stamped(tx) => tx.closed().await,
+        }
+    }
+
+    async fn send(&self, epoch: u64, item: Chunk) -> Result<(), Gone> {
+        match &self.out {
+            Out::Chunks(tx) => tx.send(item).await.map_err(|_| Gone),
+            Out::Stamped(tx) => tx
+                .send(StampedChunk { epoch, item })
+                .await
+                .map_err(|_| Gone),
+        }
+    }
+}
+
+/// Records per chunk, channel slots and the byte budget. At most
+/// `channel_capacity` records wait in the channel, plus one chunk in the receiver;
+/// a chunk is at most a quarter of each bound (its vector alone is reserved up
+/// front, so it must fit a quarter of the byte budget too).
+fn shape(cfg: &ConsumerConfig) -> (usize, usize, Budget) {
+    let budget = Budget::new(cfg.max_buffered_bytes);
+    let cap = cfg.channel_capacity.max(1);
+    let by_bytes = budget.total() / 4 / std::mem::size_of::<ConsumerRecord>();
+    let chunk = (cap / 4).min(by_bytes).max(1);
+    (chunk, (cap / chunk).max(1), budget)
 }
 
 /// A change to the fetched partitions while the task runs.
@@ -195,9 +253,8 @@ pub(crate) async fn run(
     cfg: ConsumerConfig,
     assigned: Vec<(String, i32, i64)>,
     mut commands: Option<mpsc::UnboundedReceiver<FetchCommand>>,
-    tx: impl Into<Tx>,
+    tx: Tx,
 ) {
-    let tx: Tx = tx.into();
     let mut parts: Vec<Part> = assigned
         .into_iter()
         .map(|(topic, partition, offset)| new_part(&cfg, Arc::from(topic), partition, offset, 0))
@@ -241,7 +298,7 @@ pub(crate) async fn run(
                 Err(e) if e.is_retriable() => backoff(p, &cfg),
                 Err(e) => {
                     p.stopped = true;
-                    if emit(&tx, p.epoch, Err(e.into())).await.is_err() {
+                    if emit(&tx, p.epoch, e.into()).await.is_err() {
                         return;
                     }
                 }
@@ -370,57 +427,92 @@ fn build_request(
 /// The receiver is gone; stop.
 struct Gone;
 
-async fn emit(
-    tx: &Tx,
-    epoch: u64,
-    item: Result<ConsumerRecord, ConsumerError>,
-) -> Result<(), Gone> {
-    match tx {
-        Tx::Chunks { tx, .. } => tx.send(item.map(|r| vec![r])).await.map_err(|_| Gone),
-        Tx::Stamped { tx, .. } => {
-            let item = item.map(|r| vec![r]);
-            tx.send(StampedChunk { epoch, item })
-                .await
-                .map_err(|_| Gone)
-        }
+/// Sends an error about one partition.
+async fn emit(tx: &Tx, epoch: u64, e: ConsumerError) -> Result<(), Gone> {
+    tx.send(epoch, Err(e)).await
+}
+
+/// Records gathered for the next chunk of one partition, and the budget held for
+/// them (see [`super::budget`]).
+///
+/// Invariant: the fetch task holds `carried + batch` permits, fewer than the whole
+/// budget (or none when the budget is one byte).
+#[derive(Default)]
+struct Pending {
+    records: Vec<ConsumerRecord>,
+    /// The records' cost, acquired when they are sent.
+    bytes: usize,
+    /// Charges that travel with this chunk: the decompressed sections of the
+    /// batches whose last record is in `records`.
+    carried: Option<OwnedSemaphorePermit>,
+    /// The charge of the compressed batch whose records are being gathered; moves
+    /// to `carried` with its last record.
+    batch: Option<OwnedSemaphorePermit>,
+}
+
+fn permits(p: &Option<OwnedSemaphorePermit>) -> usize {
+    p.as_ref().map_or(0, |p| p.num_permits())
+}
+
+fn merge(into: &mut Option<OwnedSemaphorePermit>, other: Option<OwnedSemaphorePermit>) {
+    match (into.as_mut(), other) {
+        (Some(a), Some(b)) => a.merge(b),
+        (None, b) => *into = b,
+        (Some(_), None) => {}
     }
 }
 
-/// Queues one record: gathered into `pending`, which is sent as one chunk when it
-/// is full (and by [`flush`] at the end of each partition's records).
-async fn push(
-    tx: &Tx,
-    pending: &mut Vec<ConsumerRecord>,
-    epoch: u64,
-    record: ConsumerRecord,
-) -> Result<(), Gone> {
-    match tx {
-        Tx::Chunks { chunk, .. } | Tx::Stamped { chunk, .. } => {
-            if pending.capacity() == 0 {
-                pending.reserve_exact(*chunk);
-            }
-            pending.push(record);
-            if pending.len() >= *chunk {
-                flush(tx, pending, epoch).await?;
-            }
-            Ok(())
-        }
+impl Pending {
+    fn held(&self) -> usize {
+        permits(&self.carried) + permits(&self.batch)
     }
-}
 
-/// Sends the records gathered by [`push`], if any.
-async fn flush(tx: &Tx, pending: &mut Vec<ConsumerRecord>, epoch: u64) -> Result<(), Gone> {
-    match tx {
-        Tx::Chunks { tx, .. } if !pending.is_empty() => {
-            tx.send(Ok(std::mem::take(pending))).await.map_err(|_| Gone)
+    /// Charges a compressed batch's decompressed section of `bytes`, before any of
+    /// its records is gathered. Sends the gathered records first if the charges
+    /// they carry leave too little room.
+    async fn charge_batch(&mut self, tx: &Tx, epoch: u64, bytes: usize) -> Result<(), Gone> {
+        let ceiling = tx.budget.total().saturating_sub(1);
+        if self.carried.is_some() && permits(&self.carried).saturating_add(bytes) > ceiling {
+            self.flush(tx, epoch).await?;
         }
-        Tx::Stamped { tx, .. } if !pending.is_empty() => {
-            let item = Ok(std::mem::take(pending));
-            tx.send(StampedChunk { epoch, item })
-                .await
-                .map_err(|_| Gone)
+        let room = ceiling.saturating_sub(self.held());
+        self.batch = Some(tx.budget.acquire(bytes.min(room), self.held()).await);
+        Ok(())
+    }
+
+    /// The current batch's records are all gathered: its charge goes with them.
+    fn end_batch(&mut self) {
+        let batch = self.batch.take();
+        merge(&mut self.carried, batch);
+    }
+
+    /// Gathers one record, sending the chunk when it is full.
+    async fn push(&mut self, tx: &Tx, epoch: u64, record: ConsumerRecord) -> Result<(), Gone> {
+        if self.records.capacity() == 0 {
+            self.records.reserve_exact(tx.chunk);
         }
-        _ => Ok(()),
+        self.bytes += record_cost(&record);
+        self.records.push(record);
+        if self.records.len() >= tx.chunk || self.bytes >= tx.chunk_bytes {
+            self.flush(tx, epoch).await?;
+        }
+        Ok(())
+    }
+
+    /// Acquires the gathered records' charge and sends them with it, if any.
+    async fn flush(&mut self, tx: &Tx, epoch: u64) -> Result<(), Gone> {
+        if self.records.is_empty() {
+            // A batch none of whose records is yielded: its section is not kept.
+            self.carried = None;
+            return Ok(());
+        }
+        let mut charge = tx.budget.acquire(self.bytes, self.held()).await;
+        if let Some(carried) = self.carried.take() {
+            charge.merge(carried);
+        }
+        self.bytes = 0;
+        let records = std::mem::take(&mut self.records);
+        tx.send(epoch, Ok(RecordChunk { records, charge })).await
     }
 }
 
@@ -480,11 +572,11 @@ async fn handle(
                         emit(
                             tx,
                             part.epoch,
-                            Err(ConsumerError::OffsetOutOfRange {
+                            ConsumerError::OffsetOutOfRange {
                                 topic: part.topic.to_string(),
                                 partition: part.partition,
                                 offset: part.offset,
-                            }),
+                            },
                         )
                         .await?;
                     }
@@ -504,7 +596,7 @@ async fn handle(
                             Err(e) if e.is_retriable() => backoff(part, cfg),
                             Err(e) => {
                                 part.stopped = true;
-                                emit(tx, part.epoch, Err(e.into())).await?;
+                                emit(tx, part.epoch, e.into()).await?;
                             }
                         }
                     }
@@ -518,11 +610,11 @@ async fn handle(
                     emit(
                         tx,
                         part.epoch,
-                        Err(ConsumerError::Broker {
+                        ConsumerError::Broker {
                             topic: part.topic.to_string(),
                             partition: part.partition,
                             code,
-                        }),
+                        },
                     )
                     .await?;
                 }
@@ -534,8 +626,17 @@ async fn handle(
     Ok(())
 }
 
+/// Why [`consume`] stopped before the end of the fetched data.
+enum Stop {
+    /// A batch (at this offset) failed its CRC or could not be decoded.
+    Corrupt(i64, DecodeError),
+    /// A batch (at this offset) decompresses beyond this limit.
+    TooLarge(i64, usize),
+}
+
 /// Yields the records of one partition's fetched data, batch by batch, each only
-/// after its CRC and all its records check out.
+/// after its CRC and all its records check out. Records are decoded as they are
+/// handed on, so only a chunk of them exists at a time (see [`super::budget`]).
 async fn consume(
     client: &Client,
     cfg: &ConsumerConfig,
@@ -545,15 +646,19 @@ async fn consume(
     tx: &Tx,
 ) -> Result<(), Gone> {
     let total = data.len();
+    let limits = DecompressionLimits {
+        max_bytes: cfg.max_decompressed_bytes,
+        ..DecompressionLimits::default()
+    };
     let mut iter = batches(data);
     let mut progressed = false;
-    let mut corrupt: Option<(i64, DecodeError)> = None;
-    let mut pending: Vec<ConsumerRecord> = Vec::new();
-    for next in iter.by_ref() {
+    let mut stop: Option<Stop> = None;
+    let mut pending = Pending::default();
+    'batches: for next in iter.by_ref() {
         let batch = match next {
             Ok(b) => b,
             Err(e) => {
-                corrupt = Some((part.offset, e));
+                stop = Some(Stop::Corrupt(part.offset, e));
                 break;
             }
         };
@@ -562,7 +667,7 @@ async fn consume(
         }
         if cfg.check_crcs {
             if let Err(e) = batch.verify_crc() {
-                corrupt = Some((batch.base_offset(), e));
+                stop = Some(Stop::Corrupt(batch.base_offset(), e));
                 break;
             }
         }
@@ -571,18 +676,37 @@ async fn consume(
             progressed = true;
             continue;
         }
-        let records: Result<Vec<Record>, DecodeError> = match batch.records() {
-            Ok(it) => it.collect(),
-            Err(e) => Err(e),
-        };
-        let records = match records {
+        // Decompressed once; every record checked in one pass before any is yielded.
+        let records = match batch
+            .records_with_limits(&limits)
+            .and_then(|r| r.check().map(|()| r))
+        {
             Ok(r) => r,
+            Err(DecodeError::DecompressedTooLarge { limit, .. }) => {
+                stop = Some(Stop::TooLarge(batch.base_offset(), limit));
+                break;
+            }
             Err(e) => {
-                corrupt = Some((batch.base_offset(), e));
+                stop = Some(Stop::Corrupt(batch.base_offset(), e));
                 break;
             }
         };
+        if batch.compression() != Compression::None {
+            pending
+                .charge_batch(tx, part.epoch, records.remaining_bytes())
+                .await?;
+        }
         for r in records {
+            let r = match r {
+                Ok(r) => r,
+                Err(e) => {
+                    // `check` passed, so decoding cannot fail; should it, what was
+                    // yielded stays yielded.
+                    pending.end_batch();
+                    stop = Some(Stop::Corrupt(batch.base_offset(), e));
+                    break 'batches;
+                }
+            };
             if r.offset < part.offset {
                 continue;
             }
@@ -595,36 +719,53 @@ async fn consume(
                 value: r.value,
                 headers: r.headers,
             };
-            push(tx, &mut pending, part.epoch, record).await?;
+            part.offset = r.offset.wrapping_add(1);
+            pending.push(tx, part.epoch, record).await?;
         }
+        pending.end_batch();
         part.offset = batch.next_offset();
         part.corrupt = 0;
         progressed = true;
     }
-    flush(tx, &mut pending, part.epoch).await?;
-    if let Some((offset, e)) = corrupt {
-        part.corrupt += 1;
-        tracing::warn!(topic = %part.topic, partition = part.partition, offset, attempt = part.corrupt, error = %e, "corrupt record batch");
-        if part.corrupt >= cfg.max_corrupt_attempts {
+    pending.flush(tx, part.epoch).await?;
+    match stop {
+        Some(Stop::TooLarge(offset, limit)) => {
+            // Fetching it again cannot help.
             part.stopped = true;
-            emit(
-                tx,
-                part.epoch,
-                Err(ConsumerError::CorruptBatch {
-                    topic: part.topic.to_string(),
-                    partition: part.partition,
-                    offset,
-                    attempts: part.corrupt,
-                    source: e,
-                }),
-            )
-            .await?;
-        } else {
-            // A new leader may serve a healthy copy.
-            client.inner.metadata.invalidate(generation);
-            backoff(part, cfg);
+            tracing::warn!(topic = %part.topic, partition = part.partition, offset, limit, "record batch decompresses beyond the limit");
+            let e = ConsumerError::BatchTooLarge {
+                topic: part.topic.to_string(),
+                partition: part.partition,
+                offset,
+                limit,
+            };
+            return emit(tx, part.epoch, e).await;
         }
-        return Ok(());
+        Some(Stop::Corrupt(offset, e)) => {
+            part.corrupt += 1;
+            tracing::warn!(topic = %part.topic, partition = part.partition, offset, attempt = part.corrupt, error = %e, "corrupt record batch");
+            if part.corrupt >= cfg.max_corrupt_attempts {
+                part.stopped = true;
+                emit(
+                    tx,
+                    part.epoch,
+                    ConsumerError::CorruptBatch {
+                        topic: part.topic.to_string(),
+                        partition: part.partition,
+                        offset,
+                        attempts: part.corrupt,
+                        source: e,
+                    },
+                )
+                .await?;
+            } else {
+                // A new leader may serve a healthy copy.
+                client.inner.metadata.invalidate(generation);
+                backoff(part, cfg);
+            }
+            return Ok(());
+        }
+        None => {}
     }
     if !progressed && iter.position() == 0 && total > 0 {
         // One batch larger than the partition limit came back truncated: ask for more.

@@ -3,12 +3,18 @@
 //!
 //! A background task sends one Fetch per leader broker for the assigned partitions
 //! it leads. Every batch's CRC-32C is checked, and every record of the batch
-//! decoded, before any record of it is yielded; a batch that fails is fetched again
-//! after a metadata refresh (a new leader may serve a healthy copy), and a failure
-//! that persists becomes [`ConsumerError::CorruptBatch`]. Records reach the
-//! application through a bounded channel, which is what makes
+//! checked in one allocation-free pass, before any record of it is yielded; a batch
+//! that fails is fetched again after a metadata refresh (a new leader may serve a
+//! healthy copy), and a failure that persists becomes
+//! [`ConsumerError::CorruptBatch`]. A batch that decompresses beyond
+//! [`ConsumerBuilder::max_decompressed_bytes`] is
+//! [`ConsumerError::BatchTooLarge`] at once. Records are decoded as they are handed
+//! on and reach the application through a channel bounded in records
+//! ([`ConsumerBuilder::channel_capacity`]) and in bytes
+//! ([`ConsumerBuilder::max_buffered_bytes`]), which is what makes
 //! [`Consumer::recv`] cancel safe and applies backpressure to fetching.
 
+mod budget;
 pub(crate) mod fetcher;
 
 use std::collections::VecDeque;
@@ -20,7 +26,7 @@ use std::time::Duration;
 
 use baton_protocol::{DecodeError, ErrorCode};
 use bytes::Bytes;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::task::AbortHandle;
 
 use crate::admin::{list_offsets, OffsetSpec};
@@ -122,11 +128,30 @@ pub enum ConsumerError {
         /// The error code.
         code: ErrorCode,
     },
+    /// A record batch decompresses to more than the configured limit
+    /// ([`ConsumerBuilder::max_decompressed_bytes`], or the protocol crate's ratio
+    /// limit for tiny, very compressed batches). Fetching it again cannot help, so
+    /// this comes at once; no record of the batch was yielded, and the partition is
+    /// no longer fetched.
+    #[error("record batch at {topic}/{partition} offset {offset} decompresses to more than {limit} bytes")]
+    BatchTooLarge {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The batch's base offset.
+        offset: i64,
+        /// The limit that applied to the batch.
+        limit: usize,
+    },
     /// The consumer's background task has stopped (every partition failed, or the
     /// runtime is shutting down).
     #[error("the consumer is closed")]
     Closed,
 }
+
+/// Default of the consumer's memory bounds: Kafka's `fetch.max.bytes`, 50 MiB.
+const DEFAULT_MEMORY_BOUND: usize = 50 * 1024 * 1024;
 
 /// Consumer settings; see [`ConsumerBuilder`] for meanings and defaults.
 #[derive(Debug, Clone)]
@@ -140,6 +165,8 @@ pub(crate) struct ConsumerConfig {
     pub(crate) max_corrupt_attempts: u32,
     pub(crate) retry_backoff: Duration,
     pub(crate) check_crcs: bool,
+    pub(crate) max_decompressed_bytes: usize,
+    pub(crate) max_buffered_bytes: usize,
 }
 
 impl Default for ConsumerConfig {
@@ -154,6 +181,8 @@ impl Default for ConsumerConfig {
             max_corrupt_attempts: 5,
             retry_backoff: Duration::from_millis(100),
             check_crcs: true,
+            max_decompressed_bytes: DEFAULT_MEMORY_BOUND,
+            max_buffered_bytes: DEFAULT_MEMORY_BOUND,
         }
     }
 }
@@ -209,9 +238,38 @@ impl ConsumerBuilder {
 
     /// How many records may wait between the fetch task and [`Consumer::recv`]
     /// (default 1024), besides the chunk of at most a quarter of it being handed out.
-    /// When full, fetching pauses.
+    /// When full, fetching pauses. See also
+    /// [`max_buffered_bytes`](Self::max_buffered_bytes).
     pub fn channel_capacity(mut self, records: usize) -> Self {
         self.config.channel_capacity = records.max(1);
+        self
+    }
+
+    /// How many bytes of record data may wait between the fetch task and
+    /// [`Consumer::recv`] (default 50 MiB, like Kafka's `fetch.max.bytes`; at most
+    /// 4 GiB), besides the record-count bound of
+    /// [`channel_capacity`](Self::channel_capacity). When used up, fetching pauses.
+    ///
+    /// Charged: each record's struct, key, value and header bytes, from when the
+    /// fetch task sends it until `recv` has handed out the last record of its chunk
+    /// (chunks hold at most a quarter of the budget); and each compressed batch's
+    /// decompressed records section, which its records point into, until its last
+    /// record is handed out. A chunk or batch larger than the whole budget goes
+    /// through alone once everything before it has been handed out. Not charged:
+    /// the Fetch response that uncompressed records point into (see
+    /// [`max_bytes`](Self::max_bytes)), and records the application keeps.
+    pub fn max_buffered_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_buffered_bytes = bytes.max(1);
+        self
+    }
+
+    /// The most bytes one record batch may decompress to (default 50 MiB, like
+    /// Kafka's `fetch.max.bytes`). A batch beyond it yields
+    /// [`ConsumerError::BatchTooLarge`] and its partition is no longer fetched.
+    /// Tiny batches are further limited by the protocol crate's ratio limit
+    /// ([`baton_protocol::record::DecompressionLimits`]).
+    pub fn max_decompressed_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_decompressed_bytes = bytes.max(1);
         self
     }
 
@@ -281,15 +339,13 @@ impl ConsumerBuilder {
         }
         // Records travel in chunks, so one channel operation carries many; at most
         // `channel_capacity` records wait in the channel, plus one chunk in `buf`.
-        let cap = self.config.channel_capacity.max(1);
-        let chunk = (cap / 4).max(1);
-        let (tx, rx) = mpsc::channel((cap / chunk).max(1));
-        let tx = fetcher::Tx::Chunks { tx, chunk };
+        let (tx, rx) = fetcher::Tx::chunks(&self.config);
         let task =
             tokio::spawn(fetcher::run(self.client, self.config, resolved, None, tx)).abort_handle();
         Ok(Consumer {
             rx,
             buf: VecDeque::new(),
+            charge: None,
             task,
         })
     }
@@ -316,6 +372,8 @@ pub struct Consumer {
     rx: mpsc::Receiver<fetcher::Chunk>,
     /// Records of the chunk taken out last, not yet returned.
     buf: VecDeque<ConsumerRecord>,
+    /// The byte budget `buf`'s chunk holds; released with its last record.
+    charge: Option<OwnedSemaphorePermit>,
     task: AbortHandle,
 }
 
@@ -350,7 +408,8 @@ impl Consumer {
     /// # Cancel safety
     ///
     /// Cancel safe: records wait in a bounded channel, and a chunk taken out of it
-    /// moves into the consumer itself in the same step, before any await; each
+    /// moves into the consumer itself (with its share of the byte budget, released
+    /// when its last record is returned) in the same step, before any await; each
     /// record leaves only when this returns it. Dropping the future (in `select!`,
     /// on a timeout) loses no record; the next call returns it.
     pub async fn recv(&mut self) -> Result<ConsumerRecord, ConsumerError> {
@@ -367,10 +426,17 @@ impl Consumer {
     ) -> Poll<Option<Result<ConsumerRecord, ConsumerError>>> {
         loop {
             if let Some(record) = self.buf.pop_front() {
+                if self.buf.is_empty() {
+                    self.charge = None;
+                }
                 return Poll::Ready(Some(Ok(record)));
             }
+            self.charge = None;
             match std::task::ready!(self.rx.poll_recv(cx)) {
-                Some(Ok(records)) => self.buf = VecDeque::from(records),
+                Some(Ok(chunk)) => {
+                    self.buf = VecDeque::from(chunk.records);
+                    self.charge = Some(chunk.charge);
+                }
                 Some(Err(e)) => return Poll::Ready(Some(Err(e))),
                 None => return Poll::Ready(None),
             }

@@ -67,7 +67,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use baton_protocol::{DecodeError, EncodeError, ErrorCode};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 
@@ -374,6 +374,24 @@ impl GroupConsumerBuilder {
         self
     }
 
+    /// How many bytes of record data may wait between the fetch task and
+    /// [`GroupConsumer::recv`] (default 50 MiB); charged as for
+    /// [`ConsumerBuilder::max_buffered_bytes`](crate::ConsumerBuilder::max_buffered_bytes).
+    /// Records dropped as stale release their share like returned ones.
+    pub fn max_buffered_bytes(mut self, bytes: usize) -> Self {
+        self.cfg.fetch.max_buffered_bytes = bytes.max(1);
+        self
+    }
+
+    /// The most bytes one record batch may decompress to (default 50 MiB). A batch
+    /// beyond it yields [`GroupError::Consumer`] with
+    /// [`ConsumerError::BatchTooLarge`], and its partition is no longer fetched
+    /// until it is reassigned or sought.
+    pub fn max_decompressed_bytes(mut self, bytes: usize) -> Self {
+        self.cfg.fetch.max_decompressed_bytes = bytes.max(1);
+        self
+    }
+
     /// Checks the settings and starts the membership, fetch and auto-commit tasks.
     /// Joining happens in the background; the first records arrive through
     /// [`GroupConsumer::recv`] once the group has assigned partitions.
@@ -428,10 +446,7 @@ impl GroupConsumerBuilder {
         });
         // Records travel in chunks of one partition, stamped with its epoch: at most
         // `channel_capacity` records wait in the channel, plus one chunk in `buf`.
-        let cap = cfg.fetch.channel_capacity.max(1);
-        let chunk = (cap / 4).max(1);
-        let (tx, rx) = mpsc::channel((cap / chunk).max(1));
-        let tx = fetcher::Tx::Stamped { tx, chunk };
+        let (tx, rx) = fetcher::Tx::stamped(&cfg.fetch);
         let (cmd_tx, cmd_rx) = mpsc::unbounded_channel();
         let fetch_task = tokio::spawn(fetcher::run(
             self.client,
@@ -473,6 +488,7 @@ impl GroupConsumerBuilder {
             listener: self.listener,
             rx,
             buf: VecDeque::new(),
+            buf_charge: None,
             buf_epoch: 0,
             events: ev_rx,
             interrupted: None,
@@ -856,6 +872,9 @@ pub struct GroupConsumer {
     /// dropped; each is checked against its partition's epoch only when it leaves,
     /// exactly as if it were still in the channel.
     buf: VecDeque<ConsumerRecord>,
+    /// The byte budget `buf`'s chunk holds; released when its last record is
+    /// returned or dropped.
+    buf_charge: Option<OwnedSemaphorePermit>,
     /// The epoch `buf`'s records were stamped with.
     buf_epoch: u64,
     events: mpsc::UnboundedReceiver<Event>,
@@ -928,10 +947,11 @@ impl GroupConsumer {
     /// # Cancel safety
     ///
     /// Cancel safe: records wait in a bounded channel, and those taken out of it in
-    /// one step move into the consumer itself before any await; each record leaves
-    /// only when returned (or dropped as stale). If the future is dropped while a revocation is being handled, the
-    /// revocation is completed (without the rest of the listener) at the next call
-    /// on the consumer.
+    /// one step move into the consumer itself (with their share of the byte budget,
+    /// released when the last of them is returned or dropped) before any await;
+    /// each record leaves only when returned (or dropped as stale). If the future
+    /// is dropped while a revocation is being handled, the revocation is completed
+    /// (without the rest of the listener) at the next call on the consumer.
     pub async fn recv(&mut self) -> Result<ConsumerRecord, GroupError> {
         loop {
             self.resume_interrupted();
@@ -972,6 +992,9 @@ impl GroupConsumer {
                 continue;
             }
             while let Some(record) = self.buf.pop_front() {
+                if self.buf.is_empty() {
+                    self.buf_charge = None;
+                }
                 if let Some(record) = self.ctx.accept_record(self.buf_epoch, record) {
                     return Ok(record);
                 }
@@ -985,8 +1008,9 @@ impl GroupConsumer {
                     }
                 }
                 chunk = self.rx.recv() => match chunk {
-                    Some(StampedChunk { epoch, item: Ok(records) }) => {
-                        self.buf = VecDeque::from(records);
+                    Some(StampedChunk { epoch, item: Ok(chunk) }) => {
+                        self.buf = VecDeque::from(chunk.records);
+                        self.buf_charge = Some(chunk.charge);
                         self.buf_epoch = epoch;
                     }
                     Some(StampedChunk { epoch, item: Err(e) }) => {
