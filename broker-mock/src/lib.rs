@@ -39,6 +39,7 @@ pub mod producer_state;
 pub mod replication;
 pub mod server;
 mod state;
+mod topic_limits;
 pub mod topics;
 
 pub use cluster::{Cluster, ClusterBuilder};

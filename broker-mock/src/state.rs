@@ -10,7 +10,48 @@ use crate::cluster::node::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::group::GroupCoordinator;
+use crate::topic_limits::{check_totals, Refusal, Usage};
 use crate::topics::{self, random_uuid, Storage, Topic, TopicConfig};
+
+/// The topics of a node by name, with their partition count kept alongside.
+#[derive(Debug, Default)]
+struct TopicTable {
+    by_name: BTreeMap<String, Arc<Topic>>,
+    /// Invariant: the sum of `partitions.len()` over `by_name`.
+    partitions: usize,
+}
+
+impl TopicTable {
+    fn usage(&self) -> Usage {
+        Usage {
+            topics: self.by_name.len(),
+            partitions: self.partitions,
+        }
+    }
+
+    fn insert(&mut self, topic: Arc<Topic>) {
+        self.partitions += topic.partitions.len();
+        if let Some(old) = self.by_name.insert(topic.name.clone(), topic) {
+            self.partitions -= old.partitions.len();
+        }
+    }
+
+    fn remove(&mut self, name: &str) -> Option<Arc<Topic>> {
+        let topic = self.by_name.remove(name)?;
+        self.partitions -= topic.partitions.len();
+        Some(topic)
+    }
+}
+
+/// Whether [`BrokerState::create_topic`] creates a topic or only checks that it could.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Creation {
+    /// Create it.
+    Create,
+    /// Create nothing; `earlier` is what the same request validated before this topic
+    /// (counted against the limits as if it had been created).
+    ValidateOnly { earlier: Usage },
+}
 
 /// State shared by every connection of one broker node.
 #[derive(Debug)]
@@ -21,7 +62,7 @@ pub(crate) struct BrokerState {
     pub advertised_host: String,
     pub advertised_port: i32,
     storage: Storage,
-    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    topics: RwLock<TopicTable>,
     /// Bumped after every append or high watermark move; long-polling fetches wait on it.
     appended: watch::Sender<u64>,
     /// The group coordinator (consumer groups and committed offsets).
@@ -46,10 +87,10 @@ impl BrokerState {
         };
         let cluster_id = topics::cluster_id(config.data_dir.as_deref())?;
         let loaded = storage.load_all()?;
-        let topics = loaded
-            .into_iter()
-            .map(|t| (t.name.clone(), Arc::new(t)))
-            .collect();
+        let mut topics = TopicTable::default();
+        for t in loaded {
+            topics.insert(Arc::new(t));
+        }
         let groups = Arc::new(GroupCoordinator::new(config.groups.clone()));
         Ok(BrokerState {
             config,
@@ -64,29 +105,34 @@ impl BrokerState {
         })
     }
 
-    fn read_topics(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Topic>>> {
+    fn read_topics(&self) -> std::sync::RwLockReadGuard<'_, TopicTable> {
         self.topics.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write_topics(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Arc<Topic>>> {
+    fn write_topics(&self) -> std::sync::RwLockWriteGuard<'_, TopicTable> {
         self.topics.write().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
-        self.read_topics().get(name).cloned()
+        self.read_topics().by_name.get(name).cloned()
     }
 
     pub fn topic_by_id(&self, id: Uuid) -> Option<Arc<Topic>> {
-        self.read_topics().values().find(|t| t.id == id).cloned()
+        self.read_topics()
+            .by_name
+            .values()
+            .find(|t| t.id == id)
+            .cloned()
     }
 
     /// All topics, ordered by name.
     pub fn all_topics(&self) -> Vec<Arc<Topic>> {
-        self.read_topics().values().cloned().collect()
+        self.read_topics().by_name.values().cloned().collect()
     }
 
     /// The topic, created with broker defaults when missing and `auto_create` is set
-    /// (and the broker allows it).
+    /// (and the broker allows it). A creation the limits refuse is logged and gives
+    /// `None`.
     pub fn topic_or_auto_create(&self, name: &str, auto_create: bool) -> Option<Arc<Topic>> {
         if let Some(t) = self.topic(name) {
             return Some(t);
@@ -98,31 +144,44 @@ impl BrokerState {
             return None;
         }
         let n = self.config.default_num_partitions.max(1);
-        match self.create_topic(name, n, 1, TopicConfig::default(), false) {
+        match self.create_topic(name, n, 1, TopicConfig::default(), Creation::Create) {
             Ok(t) => Some(t),
-            Err(_) => self.topic(name),
+            Err((ErrorCode::TopicAlreadyExists, _)) => self.topic(name),
+            Err((code, reason)) => {
+                tracing::warn!(topic = name, ?code, reason, "topic auto-creation refused");
+                None
+            }
         }
     }
 
-    /// Creates a topic (names and configs already validated). With `validate_only`
-    /// nothing is created and the returned topic is a detached preview.
+    /// Creates a topic (names and configs already validated) if the broker-wide
+    /// limits (`max_topics`, `max_partitions`) allow it; the check and the creation
+    /// hold the table's write lock together, so concurrent requests cannot both pass.
+    /// With [`Creation::ValidateOnly`] nothing is created and the returned topic is a
+    /// detached preview.
     pub fn create_topic(
         &self,
         name: &str,
         partitions: i32,
         replication_factor: i16,
         config: TopicConfig,
-        validate_only: bool,
-    ) -> Result<Arc<Topic>, (ErrorCode, String)> {
+        creation: Creation,
+    ) -> Result<Arc<Topic>, Refusal> {
         let mut topics = self.write_topics();
-        if topics.contains_key(name) {
+        if topics.by_name.contains_key(name) {
             return Err((
                 ErrorCode::TopicAlreadyExists,
                 format!("Topic '{name}' already exists."),
             ));
         }
+        let exists = match creation {
+            Creation::Create => topics.usage(),
+            Creation::ValidateOnly { earlier } => topics.usage().plus(earlier),
+        };
+        let wanted = usize::try_from(partitions).unwrap_or(0);
+        check_totals(&self.config.limits, exists, wanted)?;
         let id = random_uuid();
-        if validate_only {
+        if let Creation::ValidateOnly { .. } = creation {
             return Ok(Arc::new(Topic {
                 name: name.to_owned(),
                 id,
@@ -139,7 +198,7 @@ impl BrokerState {
                 (ErrorCode::KafkaStorageError, e.to_string())
             })?;
         let topic = Arc::new(topic);
-        topics.insert(name.to_owned(), topic.clone());
+        topics.insert(topic.clone());
         tracing::info!(topic = name, partitions, "created topic");
         Ok(topic)
     }
@@ -164,7 +223,7 @@ impl BrokerState {
             .storage
             .create(name, id, partitions, replication_factor, config)?;
         let topic = Arc::new(topic);
-        self.write_topics().insert(name.to_owned(), topic.clone());
+        self.write_topics().insert(topic.clone());
         tracing::info!(
             topic = name,
             partitions,

@@ -50,6 +50,7 @@ use crate::controller::{
 };
 use crate::error::{BrokerError, LogError};
 use crate::handlers::{decode, encode};
+use crate::topic_limits::{check_totals, RequestBudget, Usage};
 use crate::topics::{random_uuid, validate_config, validate_topic_name};
 
 /// The metadata log's topic name in Fetch requests.
@@ -647,6 +648,8 @@ fn create_topics(core: &Core, inner: &mut Inner, req: CreateTopicsRequest) -> Cr
         configs: None,
         ..Default::default()
     };
+    let limits = &core.options.limits;
+    let mut budget = RequestBudget::default();
     let topics = req
         .topics
         .into_iter()
@@ -677,21 +680,37 @@ fn create_topics(core: &Core, inner: &mut Inner, req: CreateTopicsRequest) -> Cr
                 -1 => (core.options.default_replication_factor as usize).min(live.max(1)) as i32,
                 n => n as i32,
             };
-            if partitions > crate::handlers::create_topics::MAX_PARTITIONS {
+            if partitions < 1 {
                 return fail(
                     t.name,
                     ErrorCode::InvalidPartitions,
-                    "too many partitions".into(),
+                    "Number of partitions must be larger than 0.".into(),
                 );
             }
+            let wanted = partitions as usize;
+            if let Err((code, msg)) = budget.check(limits, wanted) {
+                return fail(t.name, code, msg);
+            }
+            let state = inner.ctl.state();
+            if state.topic_by_name(&t.name).is_some() {
+                return fail(
+                    t.name.clone(),
+                    ErrorCode::TopicAlreadyExists,
+                    format!("Topic '{}' already exists.", t.name),
+                );
+            }
+            let mut exists = Usage {
+                topics: state.topic_count(),
+                partitions: state.partition_count(),
+            };
             if req.validate_only {
-                if inner.ctl.state().topic_by_name(&t.name).is_some() {
-                    return fail(
-                        t.name.clone(),
-                        ErrorCode::TopicAlreadyExists,
-                        format!("Topic '{}' already exists.", t.name),
-                    );
-                }
+                exists = exists.plus(budget.used());
+            }
+            if let Err((code, msg)) = check_totals(limits, exists, wanted) {
+                return fail(t.name, code, msg);
+            }
+            if req.validate_only {
+                budget.charge(wanted);
                 return CreatableTopicResult {
                     name: t.name,
                     num_partitions: partitions,
@@ -702,14 +721,17 @@ fn create_topics(core: &Core, inner: &mut Inner, req: CreateTopicsRequest) -> Cr
             }
             let id = random_uuid();
             match inner.ctl.create_topic(&t.name, id, partitions, rf, configs) {
-                Ok(()) => CreatableTopicResult {
-                    name: t.name,
-                    topic_id: id,
-                    num_partitions: partitions,
-                    replication_factor: rf as i16,
-                    configs: Some(Vec::new()),
-                    ..Default::default()
-                },
+                Ok(()) => {
+                    budget.charge(wanted);
+                    CreatableTopicResult {
+                        name: t.name,
+                        topic_id: id,
+                        num_partitions: partitions,
+                        replication_factor: rf as i16,
+                        configs: Some(Vec::new()),
+                        ..Default::default()
+                    }
+                }
                 Err(e) => {
                     let msg = e.to_string();
                     fail(t.name, e.error_code(), msg)

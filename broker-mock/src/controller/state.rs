@@ -226,6 +226,16 @@ impl ControllerState {
         self.topics.values()
     }
 
+    /// How many topics exist.
+    pub fn topic_count(&self) -> usize {
+        self.topics.len()
+    }
+
+    /// How many partitions exist, of all topics.
+    pub fn partition_count(&self) -> usize {
+        self.partitions.len()
+    }
+
     /// A partition.
     pub fn partition(&self, topic_id: Uuid, partition: i32) -> Option<&PartitionInfo> {
         self.partitions.get(&(topic_id, partition))

@@ -43,7 +43,7 @@ use super::machine::{
 use super::records::{self, GroupRecord, LogKey, OffsetKey, OFFSETS_TOPIC};
 use crate::partition::Partition;
 use crate::replication::ProduceOutcome;
-use crate::state::{now_ms, BrokerState};
+use crate::state::{now_ms, BrokerState, Creation};
 use crate::topics::{random_u64, Topic, TopicConfig};
 
 /// Bytes read per step while replaying `__consumer_offsets`.
@@ -193,11 +193,13 @@ impl GroupCoordinator {
             .insert("cleanup.policy".to_owned(), "compact".to_owned());
         if state.cluster.is_none() {
             let n = config.offsets_topic_partitions.max(1);
-            return match state.create_topic(OFFSETS_TOPIC, n, 1, topic_config, false) {
+            let created = state.create_topic(OFFSETS_TOPIC, n, 1, topic_config, Creation::Create);
+            return match created {
                 Ok(t) => Ok(t),
-                Err(_) => state
-                    .topic(OFFSETS_TOPIC)
-                    .ok_or(ErrorCode::CoordinatorNotAvailable),
+                Err((code, reason)) => state.topic(OFFSETS_TOPIC).ok_or_else(|| {
+                    tracing::warn!(?code, reason, "creating {OFFSETS_TOPIC} refused");
+                    ErrorCode::CoordinatorNotAvailable
+                }),
             };
         }
         self.request_offsets_topic(state, &config);

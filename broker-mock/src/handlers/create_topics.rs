@@ -17,10 +17,18 @@
 //! assignments are refused there with `INVALID_REPLICA_ASSIGNMENT`.
 //!
 //! Deviations from Apache Kafka: creation is synchronous (the timeout is not needed);
-//! at most 10,000 partitions per topic; the configs returned are the overrides plus
-//! the defaults of the few keys this broker uses, not Kafka's full list.
+//! the configs returned are the overrides plus the defaults of the few keys this
+//! broker uses, not Kafka's full list; and the broker's [`BrokerLimits`] bound what a
+//! request can create, where Kafka has no ceiling (see `topic_limits.rs`, shared with
+//! the controller): a topic of more than `max_partitions_per_request` partitions is
+//! `INVALID_PARTITIONS`, and a topic that would push the request's sum of partitions
+//! past that limit, or the broker's partitions or topics past `max_partitions` or
+//! `max_topics` (internal topics count), is `POLICY_VIOLATION`, each with a message
+//! naming the limit. `validate_only` requests are counted the same way.
+//!
+//! [`BrokerLimits`]: crate::limits::BrokerLimits
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use baton_protocol::messages::{
     CreatableTopic, CreatableTopicConfigs, CreatableTopicResult, CreateTopicsRequest,
@@ -28,11 +36,9 @@ use baton_protocol::messages::{
 };
 use baton_protocol::ErrorCode;
 
-use crate::state::BrokerState;
+use crate::state::{BrokerState, Creation};
+use crate::topic_limits::RequestBudget;
 use crate::topics::{validate_config, validate_topic_name, Topic, TopicConfig};
-
-/// Upper bound on partitions per topic, so one request cannot exhaust the broker.
-pub const MAX_PARTITIONS: i32 = 10_000;
 
 /// Kafka's `ConfigSource.TOPIC_CONFIG`.
 const SOURCE_TOPIC: i8 = 1;
@@ -41,7 +47,12 @@ const SOURCE_DEFAULT: i8 = 5;
 
 type Fail = (ErrorCode, String);
 
-fn plan(state: &BrokerState, t: &CreatableTopic) -> Result<(i32, i16, TopicConfig), Fail> {
+fn plan(
+    state: &BrokerState,
+    budget: &RequestBudget,
+    t: &CreatableTopic,
+) -> Result<(i32, i16, TopicConfig), Fail> {
+    let limits = &state.config.limits;
     validate_topic_name(&t.name).map_err(|m| (ErrorCode::InvalidTopicException, m))?;
     let (partitions, rf) = if t.assignments.is_empty() {
         let partitions = match t.num_partitions {
@@ -54,12 +65,7 @@ fn plan(state: &BrokerState, t: &CreatableTopic) -> Result<(i32, i16, TopicConfi
                 "Number of partitions must be larger than 0.".into(),
             ));
         }
-        if partitions > MAX_PARTITIONS {
-            return Err((
-                ErrorCode::InvalidPartitions,
-                format!("Number of partitions is above this broker's limit of {MAX_PARTITIONS}."),
-            ));
-        }
+        budget.check(limits, partitions as usize)?;
         let rf = match t.replication_factor {
             -1 => 1,
             n => n,
@@ -85,9 +91,7 @@ fn plan(state: &BrokerState, t: &CreatableTopic) -> Result<(i32, i16, TopicConfi
             ));
         }
         let n = t.assignments.len();
-        if n > MAX_PARTITIONS as usize {
-            return Err((ErrorCode::InvalidPartitions, "Too many partitions.".into()));
-        }
+        budget.check(limits, n)?;
         let mut seen = vec![false; n];
         for a in &t.assignments {
             let idx = usize::try_from(a.partition_index).ok().filter(|i| *i < n);
@@ -180,11 +184,12 @@ pub(crate) fn handle(
     for t in &req.topics {
         *counts.entry(t.name.as_str()).or_default() += 1;
     }
-    let duplicated: Vec<String> = counts
+    let duplicated: HashSet<String> = counts
         .into_iter()
         .filter(|(_, n)| *n > 1)
         .map(|(name, _)| name.to_owned())
         .collect();
+    let mut budget = RequestBudget::default();
     let topics = req
         .topics
         .into_iter()
@@ -196,10 +201,17 @@ pub(crate) fn handle(
                 );
                 return failure(t.name, (ErrorCode::InvalidRequest, msg));
             }
-            let result = plan(state, &t).and_then(|(partitions, rf, config)| {
-                state
-                    .create_topic(&t.name, partitions, rf, config, req.validate_only)
-                    .map(|topic| (topic, partitions))
+            let creation = if req.validate_only {
+                Creation::ValidateOnly {
+                    earlier: budget.used(),
+                }
+            } else {
+                Creation::Create
+            };
+            let result = plan(state, &budget, &t).and_then(|(partitions, rf, config)| {
+                let topic = state.create_topic(&t.name, partitions, rf, config, creation)?;
+                budget.charge(partitions as usize);
+                Ok((topic, partitions))
             });
             match result {
                 Ok((topic, partitions)) => success(state, &topic, partitions),
