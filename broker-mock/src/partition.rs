@@ -8,7 +8,7 @@
 //! rebuilt from the stored batches when a replica opens, so it needs no file of its own.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use baton_protocol::record::{
     set_base_offset, set_log_append_time, set_partition_leader_epoch, Compression, RecordBatch,
@@ -171,15 +171,16 @@ pub struct PartitionState {
     next_wait_id: u64,
     /// Where a leader's reports to the controller go (cluster mode).
     reports: Option<mpsc::UnboundedSender<LeaderReport>>,
-    /// Topic name and partition index, for reports.
-    ident: Option<(String, i32)>,
+    /// Topic name (shared by the topic's partitions) and partition index, for reports.
+    ident: Option<(Arc<str>, i32)>,
     /// Idempotent producers' last batches, derived from the log: rebuilt when the
     /// partition opens and after truncation, updated after every append.
     producers: ProducerStateTable,
-    /// Known corruption of this replica.
-    corrupt: Option<CorruptMark>,
-    /// Where corruption is reported (cluster replicas).
-    corruption_link: Option<CorruptionLink>,
+    /// Known corruption of this replica (boxed: rare, and every partition pays for
+    /// the field's size).
+    corrupt: Option<Box<CorruptMark>>,
+    /// Where corruption is reported (cluster replicas; boxed as `corrupt` is).
+    corruption_link: Option<Box<CorruptionLink>>,
 }
 
 impl PartitionState {
@@ -490,7 +491,7 @@ impl PartitionState {
 
     fn report(&self, make: impl FnOnce(String, i32) -> LeaderReport) {
         if let (Some(tx), Some((topic, partition))) = (&self.reports, &self.ident) {
-            let _ = tx.send(make(topic.clone(), *partition));
+            let _ = tx.send(make(topic.to_string(), *partition));
         }
     }
 
@@ -651,22 +652,22 @@ impl PartitionState {
 
     /// The first offset of this replica known to be corrupt, while it is not repaired.
     pub fn corrupt_offset(&self) -> Option<i64> {
-        self.corrupt.map(|m| m.offset)
+        self.corrupt.as_ref().map(|m| m.offset)
     }
 
     pub(crate) fn corrupt_mark(&self) -> Option<CorruptMark> {
-        self.corrupt
+        self.corrupt.as_deref().copied()
     }
 
     /// Start-up recovery cut valid data at `offset` (not a torn tail): the replica must
     /// not lead and must re-fetch from `offset`.
     pub(crate) fn mark_recovered_corruption(&mut self, offset: i64) {
-        self.corrupt = Some(CorruptMark {
+        self.corrupt = Some(Box::new(CorruptMark {
             offset,
             detected: std::time::Instant::now(),
             from_recovery: true,
             repair_started: None,
-        });
+        }));
     }
 
     /// Connects the replica to its node's corruption reporting; reports corruption
@@ -680,16 +681,16 @@ impl PartitionState {
         if self.corruption_link.is_some() {
             return;
         }
-        self.corruption_link = Some(CorruptionLink {
+        self.corruption_link = Some(Box::new(CorruptionLink {
             node,
             events,
             reports,
-        });
-        if let Some(m) = self.corrupt.filter(|m| m.from_recovery) {
-            self.corrupt = Some(CorruptMark {
+        }));
+        if let Some(m) = self.corrupt_mark().filter(|m| m.from_recovery) {
+            self.corrupt = Some(Box::new(CorruptMark {
                 from_recovery: false,
                 ..m
-            });
+            }));
             self.corruption_event(CorruptionKind::Detected {
                 at: Where::Recovery,
                 offset: m.offset,
@@ -702,7 +703,7 @@ impl PartitionState {
     fn report_corrupt(&self, offset: i64) {
         if let (Some(l), Some((topic, partition))) = (&self.corruption_link, &self.ident) {
             let _ = l.reports.send(LeaderReport::CorruptReplica {
-                topic: topic.clone(),
+                topic: topic.to_string(),
                 partition: *partition,
                 offset,
             });
@@ -714,7 +715,7 @@ impl PartitionState {
         if let (Some(l), Some((topic, partition))) = (&self.corruption_link, &self.ident) {
             l.events.push(l.node, topic, *partition, kind);
         } else if let Some((topic, partition)) = &self.ident {
-            tracing::error!(target: crate::corruption::TARGET, topic, partition, ?kind, "corruption");
+            tracing::error!(target: crate::corruption::TARGET, topic = &**topic, partition, ?kind, "corruption");
         }
     }
 
@@ -723,14 +724,14 @@ impl PartitionState {
     /// leads, resigns at once so nothing more is served from it. A standalone broker
     /// keeps refusing the bad range.
     pub(crate) fn on_corruption(&mut self, offset: i64, at: Where, reason: &str) {
-        let known = self.corrupt.is_some_and(|m| m.offset <= offset);
+        let known = self.corrupt.as_ref().is_some_and(|m| m.offset <= offset);
         if !known {
-            self.corrupt = Some(CorruptMark {
+            self.corrupt = Some(Box::new(CorruptMark {
                 offset,
                 detected: std::time::Instant::now(),
                 from_recovery: false,
                 repair_started: None,
-            });
+            }));
             self.corruption_event(CorruptionKind::Detected {
                 at,
                 offset,
@@ -749,22 +750,22 @@ impl PartitionState {
     /// the mark's offset and everything after it go) so that the replica fetcher
     /// re-fetches that range. Returns the new log end.
     pub(crate) fn begin_repair(&mut self) -> Result<i64, LogError> {
-        let Some(m) = self.corrupt else {
+        let Some(m) = self.corrupt_mark() else {
             return Ok(self.log_end_offset());
         };
         self.truncate_to(m.offset)?;
         let leo = self.log_end_offset();
-        self.corrupt = Some(CorruptMark {
+        self.corrupt = Some(Box::new(CorruptMark {
             repair_started: Some(std::time::Instant::now()),
             ..m
-        });
+        }));
         self.corruption_event(CorruptionKind::RepairStarted { truncated_to: leo });
         Ok(leo)
     }
 
     /// The repair caught up with the leader: the replica is healthy again.
     pub(crate) fn clear_corruption(&mut self) -> Option<CorruptMark> {
-        let m = self.corrupt.take()?;
+        let m = *self.corrupt.take()?;
         let started = m.repair_started.unwrap_or(m.detected);
         self.corruption_event(CorruptionKind::RepairFinished {
             since_detected: m.detected.elapsed(),
@@ -959,7 +960,8 @@ fn rebuild_epoch_cache(log: &Log) -> LeaderEpochCache {
 /// One partition of a topic.
 #[derive(Debug)]
 pub struct Partition {
-    topic: String,
+    /// Shared by all partitions of the topic, not copied per partition.
+    topic: Arc<str>,
     index: i32,
     state: Mutex<PartitionState>,
 }
@@ -967,7 +969,7 @@ pub struct Partition {
 impl Partition {
     /// A partition led by `node_id` at epoch 0 over `log`, with the high watermark at
     /// the log end (single node: everything stored is committed).
-    pub fn new(topic: impl Into<String>, index: i32, node_id: i32, log: Log) -> Self {
+    pub fn new(topic: impl Into<Arc<str>>, index: i32, node_id: i32, log: Log) -> Self {
         let hw = log.log_end_offset();
         let producers = producer_state::rebuild_or_empty(&log);
         let topic = topic.into();
@@ -998,7 +1000,7 @@ impl Partition {
     /// A cluster replica over `log`, with no role yet. Its HW starts at the log start
     /// (a restarted replica does not know what was committed) and its epoch cache is
     /// rebuilt from the stored batches.
-    pub fn new_replica(topic: impl Into<String>, index: i32, log: Log) -> Self {
+    pub fn new_replica(topic: impl Into<Arc<str>>, index: i32, log: Log) -> Self {
         let hw = log.log_start_offset();
         let cache = rebuild_epoch_cache(&log);
         let producers = producer_state::rebuild_or_empty(&log);

@@ -227,9 +227,12 @@ impl Storage {
         dir.join(format!("{name}-{p}"))
     }
 
+    /// Opens partition `p` of topic `name`; `shared_name` is the same name, shared by
+    /// all the topic's partitions.
     fn open_partition(
         &self,
         name: &str,
+        shared_name: &Arc<str>,
         p: i32,
         config: &TopicConfig,
         fresh: bool,
@@ -264,7 +267,7 @@ impl Storage {
             }
         };
         if self.cluster {
-            let part = Partition::new_replica(name, p, log);
+            let part = Partition::new_replica(shared_name.clone(), p, log);
             if let Some(offset) = corrupt_offset {
                 // Not a torn tail: valid data was cut. The replica must re-fetch it
                 // from a healthy leader and must not lead before it has.
@@ -272,8 +275,26 @@ impl Storage {
             }
             Ok(part)
         } else {
-            Ok(Partition::new(name, p, self.node_id, log))
+            Ok(Partition::new(shared_name.clone(), p, self.node_id, log))
         }
+    }
+
+    /// Opens partitions `0..n` of topic `name` (sharing one copy of the name), in a
+    /// vector of exactly `n`.
+    fn open_partitions(
+        &self,
+        name: &str,
+        n: i32,
+        config: &TopicConfig,
+        fresh: bool,
+    ) -> Result<Vec<Arc<Partition>>, LogError> {
+        let shared_name: Arc<str> = Arc::from(name);
+        let mut parts = Vec::with_capacity(usize::try_from(n).unwrap_or(0));
+        for p in 0..n {
+            let part = self.open_partition(name, &shared_name, p, config, fresh)?;
+            parts.push(Arc::new(part));
+        }
+        Ok(parts)
     }
 
     /// Creates a topic's logs and, on disk, its metadata file.
@@ -285,9 +306,7 @@ impl Storage {
         replication_factor: i16,
         config: TopicConfig,
     ) -> Result<Topic, LogError> {
-        let parts = (0..partitions)
-            .map(|p| self.open_partition(name, p, &config, true).map(Arc::new))
-            .collect::<Result<Vec<_>, _>>()?;
+        let parts = self.open_partitions(name, partitions, &config, true)?;
         if let Some(dir) = &self.data_dir {
             let mut text = format!(
                 "id={}\npartitions={partitions}\nreplication_factor={replication_factor}\n",
@@ -365,9 +384,7 @@ impl Storage {
             }
             let id = id.ok_or_else(|| bad("missing or bad id".into()))?;
             let n = partitions.ok_or_else(|| bad("missing or bad partitions".into()))?;
-            let parts = (0..n)
-                .map(|p| self.open_partition(name, p, &config, false).map(Arc::new))
-                .collect::<Result<Vec<_>, _>>()?;
+            let parts = self.open_partitions(name, n, &config, false)?;
             topics.push(Topic {
                 name: name.to_owned(),
                 id,
