@@ -8,18 +8,19 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use baton_broker::cluster::{Cluster, ControllerOptions, ControllerServer, Node, NodeOptions};
-use baton_broker::{Broker, BrokerConfig};
+use baton_broker::{Broker, BrokerConfig, BrokerLimits};
 
 const CLUSTER_USAGE: &str = "\
 Usage:
   baton-broker controller [--listen ADDR] [--data-dir DIR] [--session-timeout-ms N]
                           [--default-partitions N] [--default-replication-factor N]
+                          [LIMITS]
   baton-broker node --id N --controller ADDR [--listen ADDR] [--data-dir DIR]
                     [--advertised-host HOST] [--min-insync-replicas N]
                     [--replica-lag-time-max-ms N]
   baton-broker cluster [--brokers N] [--data-dir DIR] [--listen-ip IP] [--base-port PORT]
                        [--advertised-host HOST] [--min-insync-replicas N]
-                       [--session-timeout-ms N]
+                       [--session-timeout-ms N] [LIMITS]
 
   controller  the cluster's controller: its metadata log lives in DIR/metadata.log
               (in memory without --data-dir); listens on ADDR (default 127.0.0.1:9093)
@@ -30,6 +31,8 @@ Usage:
               DIR/controller and DIR/node-<i>; nodes listen on BASE-PORT + i - 1 and the
               controller on BASE-PORT + N (default 0: free ports). Prints the
               bootstrap servers.
+LIMITS (controller, cluster; checked by the controller, as on a single broker):
+  --max-partitions N  --max-topics N  --max-partitions-per-request N
 All modes take --log-level LEVEL.
 ";
 
@@ -46,6 +49,10 @@ Options:
   --node-id N              this node's id (default 0)
   --auto-create-topics     create unknown topics on Metadata and Produce
   --default-partitions N   partitions of auto-created topics (default 1)
+  --max-partitions N       most partitions of all topics (default 100000)
+  --max-topics N           most topics (default 10000)
+  --max-partitions-per-request N
+                           most partitions one CreateTopics creates (default 10000)
   --log-level LEVEL        tracing filter, e.g. info or baton_broker=debug (RUST_LOG also works)
   -h, --help               print this help
   -V, --version            print the version
@@ -108,6 +115,14 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
                         format!("--default-partitions {v:?}: expected an integer >= 1")
                     })?;
             }
+            "--max-partitions" => {
+                config.limits.max_partitions = limit("--max-partitions", &take(&flag)?)?
+            }
+            "--max-topics" => config.limits.max_topics = limit("--max-topics", &take(&flag)?)?,
+            "--max-partitions-per-request" => {
+                config.limits.max_partitions_per_request =
+                    limit("--max-partitions-per-request", &take(&flag)?)?
+            }
             "--log-level" => log_level = Some(take("--log-level")?),
             other => return Err(format!("unknown argument {other:?} (see --help)")),
         }
@@ -116,6 +131,32 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
         return Err("--in-memory and --data-dir exclude each other".into());
     }
     Ok(Some(Args { config, log_level }))
+}
+
+/// A limit flag's value: an integer >= 1.
+fn limit(flag: &str, v: &str) -> Result<usize, String> {
+    v.parse()
+        .ok()
+        .filter(|n: &usize| *n >= 1)
+        .ok_or_else(|| format!("{flag} {v:?}: expected an integer >= 1"))
+}
+
+/// The topic and partition limits of the cluster modes' flags, over the defaults.
+fn cluster_limits(flags: &Flags) -> Result<BrokerLimits, String> {
+    let mut limits = BrokerLimits::default();
+    for (flag, field) in [
+        ("--max-partitions", &mut limits.max_partitions),
+        ("--max-topics", &mut limits.max_topics),
+        (
+            "--max-partitions-per-request",
+            &mut limits.max_partitions_per_request,
+        ),
+    ] {
+        if let Some(v) = flags.get(flag) {
+            *field = limit(flag, v)?;
+        }
+    }
+    Ok(limits)
 }
 
 async fn wait_for_signal() {
@@ -235,12 +276,16 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
                 "--session-timeout-ms",
                 "--default-partitions",
                 "--default-replication-factor",
+                "--max-partitions",
+                "--max-topics",
+                "--max-partitions-per-request",
             ])?;
             let mut opts = ControllerOptions {
                 listen: addr("--listen", "127.0.0.1:9093")?,
                 data_dir: flags.get("--data-dir").map(PathBuf::from),
                 default_num_partitions: flags.parse_or("--default-partitions", 1)?,
                 default_replication_factor: flags.parse_or("--default-replication-factor", 3)?,
+                limits: cluster_limits(&flags)?,
                 ..ControllerOptions::default()
             };
             opts.config.session_timeout_ms =
@@ -309,6 +354,9 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
                 "--advertised-host",
                 "--min-insync-replicas",
                 "--session-timeout-ms",
+                "--max-partitions",
+                "--max-topics",
+                "--max-partitions-per-request",
             ])?;
             let mut b = Cluster::builder()
                 .brokers(flags.parse_or("--brokers", 3usize)?)
@@ -318,6 +366,7 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
                 .session_timeout(Duration::from_millis(
                     flags.parse_or("--session-timeout-ms", 6_000u64)?,
                 ));
+            b = b.limits(cluster_limits(&flags)?);
             if let Some(d) = flags.get("--data-dir") {
                 b = b.data_dir(d);
             }
