@@ -6,7 +6,9 @@
 //! named or (v10+) given by id. Unknown topics are `UNKNOWN_TOPIC_OR_PARTITION` (or
 //! `UNKNOWN_TOPIC_ID`), unless auto-creation is enabled in the broker config *and*
 //! allowed by the request (always allowed before v4), in which case they are created
-//! with the default partition count.
+//! with the default partition count. An auto-creation that the broker's topic or
+//! partition limits (`BrokerLimits`) refuse is logged and answered
+//! `UNKNOWN_TOPIC_OR_PARTITION` (so is a produce to such a topic).
 //!
 //! In a cluster the answer comes from the node's replay of the controller's metadata
 //! log: every unfenced broker, and per partition the real leader (`-1` with
