@@ -25,6 +25,7 @@
 
 pub mod cluster;
 pub mod config;
+mod connections;
 pub mod controller;
 pub mod corruption;
 pub mod error;

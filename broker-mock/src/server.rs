@@ -8,6 +8,10 @@
 //! take their place in the order. A frame that cannot be handled (malformed, unknown
 //! API, oversized) closes only its connection, after the replies already due are sent.
 //!
+//! Connections past `BrokerLimits::max_connections`, or past
+//! `max_connections_per_ip` from one address, are closed as soon as they are
+//! accepted, before anything is read (see `connections`), as Kafka does.
+//!
 //! Small frames share a read buffer; a frame larger than 64 KiB is read into a
 //! buffer of its own, sized to the frame, so that the Produce handler can own it and
 //! the log can keep its batches without copying them.
@@ -26,6 +30,7 @@ use tokio::task::JoinSet;
 
 use crate::cluster::node::ClusterLink;
 use crate::config::BrokerConfig;
+use crate::connections::{ConnectionLimiter, Refusal};
 use crate::error::BrokerError;
 use crate::handlers;
 use crate::state::BrokerState;
@@ -42,6 +47,8 @@ const FRAME_GROWTH: usize = 32;
 const MIN_READ: usize = 4096;
 /// How long shutdown waits for connections to send what they owe.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// Refused connections are logged at most once per this interval.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A reply to one request, in request order.
 #[derive(Debug)]
@@ -169,14 +176,31 @@ async fn accept_loop(
     state: Arc<BrokerState>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let limits = &state.config.limits;
+    let limiter = ConnectionLimiter::new(limits.max_connections, limits.max_connections_per_ip);
+    let mut refused = RefusalLog::default();
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
             _ = stop.changed() => break,
             res = listener.accept() => match res {
                 Ok((stream, peer)) => {
+                    let slot = match limiter.try_acquire(peer.ip()) {
+                        Ok(slot) => slot,
+                        Err(why) => {
+                            // Dropping the stream closes it before anything is read.
+                            refused.note(peer, why);
+                            continue;
+                        }
+                    };
                     let _ = stream.set_nodelay(true);
-                    conns.spawn(serve_connection(stream, peer, state.clone(), stop.clone()));
+                    let serve = serve_connection(stream, peer, state.clone(), stop.clone());
+                    conns.spawn(async move {
+                        // Held for as long as the connection's task lives; dropped
+                        // however it ends, panics and aborts included.
+                        let _slot = slot;
+                        serve.await
+                    });
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
@@ -190,6 +214,37 @@ async fn accept_loop(
     let drain = async { while conns.join_next().await.is_some() {} };
     if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
         conns.shutdown().await;
+    }
+}
+
+/// Logs refused connections at warn, at most once per [`REFUSAL_LOG_INTERVAL`], with
+/// the number refused since the last line, so a flood of connections costs a
+/// counter rather than a log line each.
+#[derive(Debug, Default)]
+struct RefusalLog {
+    last: Option<tokio::time::Instant>,
+    unlogged: u64,
+}
+
+impl RefusalLog {
+    fn note(&mut self, peer: SocketAddr, why: Refusal) {
+        self.unlogged += 1;
+        let now = tokio::time::Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < REFUSAL_LOG_INTERVAL)
+        {
+            return;
+        }
+        tracing::warn!(
+            %peer,
+            limit = why.limit_name(),
+            value = why.limit(),
+            refused = self.unlogged,
+            "connection limit reached; closing new connections"
+        );
+        self.last = Some(now);
+        self.unlogged = 0;
     }
 }
 
