@@ -378,7 +378,8 @@ impl PartitionState {
         let leo = self.log_end_offset();
         self.high_watermark = self.high_watermark.min(leo).max(self.log_start_offset());
         self.epoch_cache.truncate_from_end(leo);
-        self.producers = producer_state::rebuild_or_empty(&self.log);
+        self.producers =
+            producer_state::rebuild_or_empty(&self.log, self.producers.max_producers());
         Ok(())
     }
 
@@ -391,7 +392,8 @@ impl PartitionState {
     /// Followers keep it current as they append, so becoming leader needs this only
     /// if the log changed behind the partition's back.
     pub fn rebuild_producer_state(&mut self) {
-        self.producers = producer_state::rebuild_or_empty(&self.log);
+        self.producers =
+            producer_state::rebuild_or_empty(&self.log, self.producers.max_producers());
     }
 
     /// What this node does for the partition.
@@ -968,10 +970,17 @@ pub struct Partition {
 
 impl Partition {
     /// A partition led by `node_id` at epoch 0 over `log`, with the high watermark at
-    /// the log end (single node: everything stored is committed).
-    pub fn new(topic: impl Into<Arc<str>>, index: i32, node_id: i32, log: Log) -> Self {
+    /// the log end (single node: everything stored is committed), remembering at
+    /// most `max_producers` idempotent producers.
+    pub fn new(
+        topic: impl Into<Arc<str>>,
+        index: i32,
+        node_id: i32,
+        log: Log,
+        max_producers: usize,
+    ) -> Self {
         let hw = log.log_end_offset();
-        let producers = producer_state::rebuild_or_empty(&log);
+        let producers = producer_state::rebuild_or_empty(&log, max_producers);
         let topic = topic.into();
         Partition {
             state: Mutex::new(PartitionState {
@@ -999,11 +1008,17 @@ impl Partition {
 
     /// A cluster replica over `log`, with no role yet. Its HW starts at the log start
     /// (a restarted replica does not know what was committed) and its epoch cache is
-    /// rebuilt from the stored batches.
-    pub fn new_replica(topic: impl Into<Arc<str>>, index: i32, log: Log) -> Self {
+    /// rebuilt from the stored batches. It remembers at most `max_producers`
+    /// idempotent producers.
+    pub fn new_replica(
+        topic: impl Into<Arc<str>>,
+        index: i32,
+        log: Log,
+        max_producers: usize,
+    ) -> Self {
         let hw = log.log_start_offset();
         let cache = rebuild_epoch_cache(&log);
-        let producers = producer_state::rebuild_or_empty(&log);
+        let producers = producer_state::rebuild_or_empty(&log, max_producers);
         let topic = topic.into();
         Partition {
             state: Mutex::new(PartitionState {

@@ -84,6 +84,7 @@ impl BrokerState {
             index_interval_bytes: config.index_interval_bytes,
             node_id: config.node_id,
             cluster: cluster.is_some(),
+            max_producers_per_partition: config.limits.max_producers_per_partition,
         };
         let cluster_id = topics::cluster_id(config.data_dir.as_deref())?;
         let loaded = storage.load_all()?;

@@ -216,6 +216,8 @@ pub(crate) struct Storage {
     pub node_id: i32,
     /// Cluster replicas start without a role (see [`Partition::new_replica`]).
     pub cluster: bool,
+    /// Idempotent producers each partition remembers (`BrokerLimits`).
+    pub max_producers_per_partition: usize,
 }
 
 impl Storage {
@@ -267,7 +269,12 @@ impl Storage {
             }
         };
         if self.cluster {
-            let part = Partition::new_replica(shared_name.clone(), p, log);
+            let part = Partition::new_replica(
+                shared_name.clone(),
+                p,
+                log,
+                self.max_producers_per_partition,
+            );
             if let Some(offset) = corrupt_offset {
                 // Not a torn tail: valid data was cut. The replica must re-fetch it
                 // from a healthy leader and must not lead before it has.
@@ -275,7 +282,13 @@ impl Storage {
             }
             Ok(part)
         } else {
-            Ok(Partition::new(shared_name.clone(), p, self.node_id, log))
+            Ok(Partition::new(
+                shared_name.clone(),
+                p,
+                self.node_id,
+                log,
+                self.max_producers_per_partition,
+            ))
         }
     }
 

@@ -32,8 +32,9 @@
 //!   one's original offsets) or none is, and a request mixing retries with new
 //!   batches is `OUT_OF_ORDER_SEQUENCE_NUMBER`;
 //! - producers never expire by time (Kafka's `producer.id.expiration.ms`); instead at
-//!   most [`MAX_PRODUCERS_PER_PARTITION`] are kept, and the one whose last batch is
-//!   oldest in the log is forgotten first;
+//!   most `BrokerLimits::max_producers_per_partition` are kept (default
+//!   [`MAX_PRODUCERS_PER_PARTITION`]), and the one whose last batch is oldest in the
+//!   log is forgotten first;
 //! - transactional batches are treated as idempotent ones (no transaction state).
 
 mod allocator;
@@ -52,9 +53,12 @@ pub use rebuild::{rebuild, rebuild_or_empty, RebuildError};
 /// limit on in-flight requests per connection with idempotence.
 pub const BATCHES_PER_PRODUCER: usize = 5;
 
-/// The most producers one partition tracks; past it, the producer whose last batch
-/// is oldest in the log is forgotten.
-pub const MAX_PRODUCERS_PER_PARTITION: usize = 10_000;
+/// The most producers one partition tracks unless configured otherwise
+/// ([`BrokerLimits::max_producers_per_partition`]); past it, the producer whose last
+/// batch is oldest in the log is forgotten.
+///
+/// [`BrokerLimits::max_producers_per_partition`]: crate::limits::BrokerLimits::max_producers_per_partition
+pub const MAX_PRODUCERS_PER_PARTITION: usize = crate::limits::DEFAULT_MAX_PRODUCERS_PER_PARTITION;
 
 /// The producer fields of one v2 batch header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,15 +219,38 @@ pub enum Verdict {
 
 /// Every producer's state in one partition. I/O-free: the partition feeds it batch
 /// headers and appends by itself.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerStateTable {
     producers: HashMap<i64, ProducerEntry>,
+    /// The most producers kept. Invariant: `producers.len() <= max_producers`, and
+    /// `max_producers >= 1`.
+    max_producers: usize,
+}
+
+impl Default for ProducerStateTable {
+    fn default() -> Self {
+        Self::with_max_producers(MAX_PRODUCERS_PER_PARTITION)
+    }
 }
 
 impl ProducerStateTable {
-    /// An empty table (a partition with an empty log).
+    /// An empty table (a partition with an empty log) keeping at most
+    /// [`MAX_PRODUCERS_PER_PARTITION`] producers.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty table keeping at most `max_producers` producers (at least one).
+    pub fn with_max_producers(max_producers: usize) -> Self {
+        ProducerStateTable {
+            producers: HashMap::new(),
+            max_producers: max_producers.max(1),
+        }
+    }
+
+    /// The most producers this table keeps.
+    pub fn max_producers(&self) -> usize {
+        self.max_producers
     }
 
     /// The number of producers tracked.
@@ -317,7 +344,7 @@ impl ProducerStateTable {
             entry.push(batch.producer_epoch, meta);
             return;
         }
-        if self.producers.len() >= MAX_PRODUCERS_PER_PARTITION {
+        while self.producers.len() >= self.max_producers {
             self.evict_oldest();
         }
         let mut batches = VecDeque::with_capacity(BATCHES_PER_PRODUCER);
@@ -329,6 +356,7 @@ impl ProducerStateTable {
                 batches,
             },
         );
+        debug_assert!(self.producers.len() <= self.max_producers);
     }
 
     /// Files a batch as stored in the log (offsets assigned): the follower's and

@@ -199,6 +199,36 @@ fn producer_count_is_bounded_and_the_oldest_goes_first() {
     assert!(t.get(1).is_none());
 }
 
+#[test]
+fn configured_producer_limit_evicts_the_oldest_first() {
+    let mut t = ProducerStateTable::with_max_producers(3);
+    assert_eq!(t.max_producers(), 3);
+    for pid in 0..3 {
+        t.record(&b(pid, 0, 0, 1), pid * 10, -1);
+    }
+    // Producer 0 writes again, so producer 1's last batch is now the oldest.
+    t.record(&b(0, 0, 1, 1), 30, -1);
+    t.record(&b(7, 0, 0, 1), 40, -1);
+    assert_eq!(t.len(), 3);
+    assert!(
+        t.get(1).is_none(),
+        "the oldest last batch is forgotten first"
+    );
+    for pid in [0, 2, 7] {
+        assert!(t.get(pid).is_some(), "producer {pid}");
+    }
+    // Forgotten means unknown: its next batch must start at sequence 0 again.
+    assert_eq!(
+        t.check(&[b(1, 0, 1, 1)]),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    // A limit of 0 still keeps the producer being written.
+    let mut one = ProducerStateTable::with_max_producers(0);
+    one.record(&b(1, 0, 0, 1), 0, -1);
+    one.record(&b(2, 0, 0, 1), 1, -1);
+    assert_eq!((one.len(), one.get(2).is_some()), (1, true));
+}
+
 // ---- Rebuilding from the log ----
 
 fn encode(pid: i64, epoch: i16, seq: i32, count: i32, ts: i64) -> Bytes {
@@ -335,7 +365,7 @@ fn run_workload(log: &mut Log, ops: &[Op]) -> ProducerStateTable {
             Op::Truncate { frac } => {
                 let to = log.log_end_offset() * frac / 16;
                 log.truncate_to(to).unwrap();
-                table = rebuild(log).unwrap();
+                table = rebuild(log, MAX_PRODUCERS_PER_PARTITION).unwrap();
                 // The clients lost their unreplicated tail: resume from the log.
                 for (p, c) in clients.iter_mut().enumerate() {
                     c.sent.clear();
@@ -371,7 +401,7 @@ proptest! {
     fn rebuilt_state_equals_live_state(ops in proptest::collection::vec(op(), 0..80)) {
         let mut log = Log::memory();
         let live = run_workload(&mut log, &ops);
-        let rebuilt = rebuild(&log).unwrap();
+        let rebuilt = rebuild(&log, MAX_PRODUCERS_PER_PARTITION).unwrap();
         prop_assert_eq!(live, rebuilt);
     }
 }
@@ -398,7 +428,11 @@ fn rebuild_from_a_reopened_disk_log() {
     };
     assert!(!live.is_empty());
     let (log, _) = Log::open(dir.path(), 1 << 12, 256).unwrap();
-    assert_eq!(rebuild(&log).unwrap(), live);
+    assert_eq!(rebuild(&log, MAX_PRODUCERS_PER_PARTITION).unwrap(), live);
+    // A rebuild keeps the configured limit.
+    let small = rebuild(&log, 1).unwrap();
+    assert_eq!((small.len(), small.max_producers()), (1, 1));
+    assert!(live.len() > 1);
 }
 
 // ---- Through the partition's produce path ----
@@ -408,7 +442,7 @@ fn partition_dedups_and_truncation_rolls_the_state_back() {
     use crate::partition::Partition;
     use baton_protocol::record::TimestampType;
 
-    let p = Partition::new("t", 0, 1, Log::memory());
+    let p = Partition::new("t", 0, 1, Log::memory(), MAX_PRODUCERS_PER_PARTITION);
     let mut st = p.lock();
     let append = |st: &mut crate::partition::PartitionState, bytes: &Bytes| {
         st.append_records(bytes, TimestampType::CreateTime, 0)
