@@ -92,7 +92,10 @@ impl BrokerState {
         for t in loaded {
             topics.insert(Arc::new(t));
         }
-        let groups = Arc::new(GroupCoordinator::new(config.groups.clone()));
+        let groups = Arc::new(GroupCoordinator::new(
+            config.groups.clone(),
+            config.limits.max_groups,
+        ));
         Ok(BrokerState {
             config,
             cluster_id,

@@ -423,7 +423,10 @@ async fn committed_offsets_survive_restart_and_crash() {
         (-1, -1, Some(String::new())),
     ];
     assert_eq!(offsets_v5(&c.call(&fetch_v5("s"), 5).await), expected);
-    // A member joins group `g` (generation 1) and leaves (generation 2, empty).
+    // A member joins group `g` (generation 1) and leaves (generation 2, empty; kept
+    // for its committed offset, as an empty group without offsets is removed).
+    let r = c.call(&commit_req(GROUP, -1, "", &[(0, 5)]), 9).await;
+    assert_eq!(commit_errors(&r), vec![0]);
     let j = c.call(&join_req("", 10_000), 3).await;
     assert_eq!((j.error_code, j.generation_id), (0, 1));
     let leave = LeaveGroupRequest {

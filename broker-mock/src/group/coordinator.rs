@@ -97,9 +97,16 @@ impl Inner {
         self.next_waiter
     }
 
-    /// Appends a record for every new generation (best effort: a failure is logged;
-    /// the next generation is written anyway).
+    /// Appends a tombstone for every group removed since the last call (so a replay
+    /// does not bring it back), then a record for every new generation (best
+    /// effort: a failure is logged; the next generation is written anyway).
     fn persist_generations(&mut self, state: &BrokerState) {
+        for group_id in self.groups.take_removed() {
+            let entry = (records::encode_group_key(&group_id), None);
+            if let Err(code) = append(state, &group_id, &[entry], now_ms()) {
+                tracing::warn!(group = %group_id, ?code, "cannot persist the removal of a group");
+            }
+        }
         for g in self.groups.take_new_generations() {
             let record = GroupRecord {
                 protocol_type: g.protocol_type.unwrap_or_default(),
@@ -159,10 +166,11 @@ fn leadership(p: &Partition) -> Option<i32> {
 }
 
 impl GroupCoordinator {
-    pub fn new(config: GroupConfig) -> Self {
+    /// A coordinator holding at most `max_groups` groups (`BrokerLimits::max_groups`).
+    pub fn new(config: GroupConfig, max_groups: usize) -> Self {
         GroupCoordinator {
             inner: Mutex::new(Inner {
-                groups: Groups::new(config, random_u64()),
+                groups: Groups::new(config, random_u64()).with_max_groups(max_groups),
                 owned: HashMap::new(),
                 partitions: 0,
                 next_waiter: 0,
@@ -513,6 +521,7 @@ impl GroupCoordinator {
         if offsets.is_empty() {
             return Ok(());
         }
+        inner.groups.admit_group(group_id)?;
         let entries: Vec<(Bytes, Option<Bytes>)> = offsets
             .iter()
             .map(|o| {
@@ -777,6 +786,9 @@ fn load_partition(partition: &Partition, groups: &mut Groups) {
             }
         }
     }
+    // Groups the log left with nothing in them (an old generation record without
+    // offsets) are removed, with a tombstone at the next persist.
+    groups.remove_unused();
     tracing::debug!(
         partition = partition.index(),
         records = loaded,

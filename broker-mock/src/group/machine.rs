@@ -321,6 +321,20 @@ impl Group {
         );
     }
 
+    /// Whether the group holds nothing worth keeping: no members, no pending
+    /// members, no committed offsets. Such a group is removed.
+    fn is_unused(&self) -> bool {
+        self.state == GroupState::Empty
+            && self.members.is_empty()
+            && self.pending_members.is_empty()
+            && self.offsets.is_empty()
+    }
+
+    /// Members and pending members: what `group.max.size` bounds.
+    fn size(&self) -> usize {
+        self.members.len() + self.pending_members.len()
+    }
+
     /// Members in join order.
     fn ordered_members(&self) -> Vec<&Member> {
         let mut v: Vec<&Member> = self.members.values().collect();
@@ -673,19 +687,103 @@ impl Group {
 pub struct Groups {
     config: GroupConfig,
     groups: HashMap<String, Group>,
+    /// Most groups held (`BrokerLimits::max_groups`). Invariant: only replaying
+    /// `__consumer_offsets` may take `groups` past it.
+    max_groups: usize,
+    /// Groups removed because nothing was left in them, whose generation record
+    /// needs a tombstone (see [`Groups::take_removed`]).
+    removed: Vec<String>,
     next_member: u64,
     nonce: u64,
 }
 
 impl Groups {
-    /// No groups yet. `nonce` makes member ids unique across coordinator restarts.
+    /// No groups yet, at most [`DEFAULT_MAX_GROUPS`] of them. `nonce` makes member
+    /// ids unique across coordinator restarts.
+    ///
+    /// [`DEFAULT_MAX_GROUPS`]: crate::limits::DEFAULT_MAX_GROUPS
     pub fn new(config: GroupConfig, nonce: u64) -> Self {
         Groups {
             config,
             groups: HashMap::new(),
+            max_groups: crate::limits::DEFAULT_MAX_GROUPS,
+            removed: Vec::new(),
             next_member: 0,
             nonce,
         }
+    }
+
+    /// Holds at most `max_groups` groups: a JoinGroup or OffsetCommit that would
+    /// create one more fails with POLICY_VIOLATION.
+    pub fn with_max_groups(mut self, max_groups: usize) -> Self {
+        self.max_groups = max_groups;
+        self
+    }
+
+    /// Ok if `group_id` exists or there is room for one more group; otherwise
+    /// POLICY_VIOLATION (`BrokerLimits::max_groups`). OffsetCommit asks before a
+    /// commit creates a group.
+    pub fn admit_group(&self, group_id: &str) -> Result<(), ErrorCode> {
+        if self.groups.contains_key(group_id) || self.groups.len() < self.max_groups {
+            Ok(())
+        } else {
+            tracing::debug!(
+                group = group_id,
+                max_groups = self.max_groups,
+                "group limit reached"
+            );
+            Err(ErrorCode::PolicyViolation)
+        }
+    }
+
+    /// The number of groups held.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Whether no group is held.
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Removes `group_id` if nothing is left in it (as Kafka's periodic cleanup
+    /// does, here at once), remembering it for a tombstone if it ever had a
+    /// generation.
+    fn remove_if_unused(&mut self, group_id: &str) {
+        if !self.groups.get(group_id).is_some_and(Group::is_unused) {
+            return;
+        }
+        if let Some(g) = self.groups.remove(group_id) {
+            tracing::debug!(group = group_id, "empty group removed");
+            if g.generation_id > 0 || g.persisted_generation > 0 {
+                self.removed.push(g.id);
+            }
+        }
+    }
+
+    /// Removes every group with nothing left in it (see
+    /// [`Groups::remove_if_unused`]); the coordinator calls it after replaying.
+    pub fn remove_unused(&mut self) {
+        let unused: Vec<String> = self
+            .groups
+            .values()
+            .filter(|g| g.is_unused())
+            .map(|g| g.id.clone())
+            .collect();
+        for id in unused {
+            self.remove_if_unused(&id);
+        }
+    }
+
+    /// Groups removed since the last call that had a generation: their generation
+    /// record in `__consumer_offsets` gets a tombstone, so a replay does not bring
+    /// them back.
+    pub fn take_removed(&mut self) -> Vec<String> {
+        let mut out = std::mem::take(&mut self.removed);
+        out.retain(|id| !self.groups.contains_key(id));
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// The settings in use.
@@ -709,8 +807,16 @@ impl Groups {
     }
 
     /// Handles a JoinGroup; the answer (now or later) is a [`Delivery::Join`] for
-    /// `waiter`.
+    /// `waiter`. A join that would create a group past the group limit is
+    /// POLICY_VIOLATION; a group it created but left unused is removed again.
     pub fn join(&mut self, req: JoinRequest, waiter: Waiter, now: i64) -> Vec<Delivery> {
+        let group_id = req.group_id.clone();
+        let out = self.join_inner(req, waiter, now);
+        self.remove_if_unused(&group_id);
+        out
+    }
+
+    fn join_inner(&mut self, req: JoinRequest, waiter: Waiter, now: i64) -> Vec<Delivery> {
         let cfg = self.config.clone();
         let mut out = Vec::new();
         if req.group_id.is_empty() {
@@ -737,6 +843,10 @@ impl Groups {
                 &req.member_id,
                 ErrorCode::UnknownMemberId,
             ));
+            return out;
+        }
+        if let Err(code) = self.admit_group(&req.group_id) {
+            out.push(Group::join_error(waiter, &req.member_id, code));
             return out;
         }
         let new_id = if req.member_id.is_empty() {
@@ -958,6 +1068,7 @@ impl Groups {
             results.push(ErrorCode::None);
         }
         group.check();
+        self.remove_if_unused(group_id);
         (Ok(results), out)
     }
 
@@ -965,11 +1076,16 @@ impl Groups {
     pub fn tick(&mut self, now: i64) -> Vec<Delivery> {
         let cfg = self.config.clone();
         let mut out = Vec::new();
+        let mut ticked = Vec::new();
         for group in self.groups.values_mut() {
             if group.next_deadline().is_some_and(|d| d <= now) {
                 group.tick(&cfg, now, &mut out);
                 group.check();
+                ticked.push(group.id.clone());
             }
+        }
+        for id in ticked {
+            self.remove_if_unused(&id);
         }
         out
     }
@@ -1304,7 +1420,7 @@ fn add_member_and_rebalance(
     now: i64,
     out: &mut Vec<Delivery>,
 ) {
-    if group.members.len() >= cfg.max_group_size {
+    if group.size() >= cfg.max_group_size {
         out.push(Group::join_error(
             waiter,
             &id,
@@ -1357,6 +1473,17 @@ fn join_unknown(
 ) {
     let Some(instance) = req.group_instance_id.clone() else {
         if req.version >= 4 {
+            // Pending members count against `group.max.size` (unlike Kafka, which
+            // counts only members), so a flood of first joins cannot grow the
+            // group without bound until their session timeouts.
+            if group.size() >= cfg.max_group_size {
+                out.push(Group::join_error(
+                    waiter,
+                    "",
+                    ErrorCode::GroupMaxSizeReached,
+                ));
+                return;
+            }
             // KIP-394: hand out the id first; the member joins again with it.
             group
                 .pending_members

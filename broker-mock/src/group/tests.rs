@@ -279,7 +279,9 @@ fn session_timeout_expires_a_silent_member() {
     let (_, out) = h.sync(&a, gen + 1, vec![]);
     assert_eq!(out.len(), 1);
     let _ = h.advance(SESSION as i64 + 1);
-    assert_eq!(h.state(), (GroupState::Empty, gen + 2));
+    // Empty without offsets: removed, and its generation record is to be tombstoned.
+    assert_eq!(h.groups.state_of("g"), None);
+    assert_eq!(h.groups.take_removed(), vec!["g".to_string()]);
     assert_eq!(h.groups.next_deadline(), None);
 }
 
@@ -335,7 +337,11 @@ fn leave_group_rebalances_the_rest() {
         h.now,
     );
     assert_eq!(res, Ok(vec![ErrorCode::None]));
-    assert_eq!(h.state().0, GroupState::Empty);
+    assert_eq!(
+        h.groups.state_of("g"),
+        None,
+        "an empty group without offsets goes"
+    );
     let (res, _) = h.groups.leave("nope", &[LeavingMember::default()], h.now);
     assert_eq!(res, Ok(vec![ErrorCode::UnknownMemberId]));
 }
@@ -730,4 +736,135 @@ fn rebalance_during_completing_fails_parked_syncs() {
         sync_of(&out, w).unwrap().error_code,
         ErrorCode::RebalanceInProgress.code()
     );
+}
+
+fn offset(n: i64) -> CommittedOffset {
+    CommittedOffset {
+        offset: n,
+        leader_epoch: -1,
+        metadata: String::new(),
+        commit_timestamp: 0,
+    }
+}
+
+fn join_group(h: &mut Harness, group: &str) -> Option<JoinGroupResponse> {
+    let mut req = Harness::join_req("", None, b"m");
+    req.group_id = group.into();
+    let (w, out) = h.join(req);
+    join_of(&out, w).cloned()
+}
+
+#[test]
+fn group_limit_refuses_new_groups_and_frees_room_when_groups_go() {
+    let mut h = Harness::new(0);
+    h.groups = Groups::new(
+        GroupConfig {
+            initial_rebalance_delay_ms: 0,
+            ..GroupConfig::default()
+        },
+        7,
+    )
+    .with_max_groups(2);
+    // Group "g" by JoinGroup, "s" by a commit.
+    let (a, _b, gen) = two_member_group_no_delay(&mut h);
+    assert_eq!(h.groups.admit_group("s"), Ok(()));
+    h.groups.apply_offset("s", "t", 0, Some(offset(1)));
+    assert_eq!(h.groups.len(), 2);
+    // A third group, by either way, is refused and not created.
+    let r = join_group(&mut h, "x").unwrap();
+    assert_eq!(r.error_code, ErrorCode::PolicyViolation.code());
+    assert_eq!(h.groups.admit_group("x"), Err(ErrorCode::PolicyViolation));
+    assert_eq!(h.groups.state_of("x"), None);
+    // Reading about a group creates nothing either.
+    assert_eq!(h.groups.describe("x").group_state, "Dead");
+    assert_eq!(h.groups.len(), 2);
+    // Existing groups keep working.
+    assert_eq!(h.groups.admit_group("s"), Ok(()));
+    assert_eq!(h.heartbeat(&a, gen), ErrorCode::None);
+    let (w, out) = h.join(Harness::join_req(&a, None, b"m2"));
+    assert!(join_of(&out, w).is_none(), "a rebalance, not a refusal");
+    // When "s" loses its last offset it goes, and makes room.
+    h.groups.apply_offset("s", "t", 0, None);
+    assert_eq!(h.groups.len(), 1);
+    let r = join_group(&mut h, "x").unwrap();
+    assert_eq!(r.error_code, ErrorCode::MemberIdRequired.code());
+}
+
+#[test]
+fn groups_left_with_nothing_are_removed() {
+    let mut h = Harness::new(0);
+    // A join that fails after creating its group leaves nothing behind.
+    let mut req = Harness::join_req("", None, b"m");
+    req.protocol_type = String::new();
+    let (w, out) = h.join(req);
+    assert_eq!(
+        join_of(&out, w).unwrap().error_code,
+        ErrorCode::InconsistentGroupProtocol.code()
+    );
+    assert!(h.groups.is_empty());
+    // A pending member that never comes back: the group goes when it lapses.
+    let r = join_group(&mut h, "g").unwrap();
+    assert_eq!(r.error_code, ErrorCode::MemberIdRequired.code());
+    let _ = h.advance(SESSION as i64 + 1);
+    assert!(h.groups.is_empty());
+    assert!(
+        h.groups.take_removed().is_empty(),
+        "it never had a generation"
+    );
+    // A group with offsets stays when its members leave.
+    h.groups.apply_offset("g", "t", 0, Some(offset(3)));
+    let (a, b, _) = two_member_group_no_delay(&mut h);
+    let leaving = [a, b].map(|member_id| LeavingMember {
+        member_id,
+        group_instance_id: None,
+    });
+    let (res, _) = h.groups.leave("g", &leaving, h.now);
+    assert_eq!(res, Ok(vec![ErrorCode::None; 2]));
+    assert_eq!(h.state().0, GroupState::Empty);
+    // A replayed generation record alone brings nothing back.
+    h.groups
+        .apply_generation("old", Some((4, "consumer".into())));
+    h.groups.remove_unused();
+    assert_eq!(h.groups.state_of("old"), None);
+    assert_eq!(h.groups.take_removed(), vec!["old".to_string()]);
+}
+
+#[test]
+fn pending_members_count_against_the_group_size() {
+    let mut h = Harness::new(0);
+    h.groups = Groups::new(
+        GroupConfig {
+            initial_rebalance_delay_ms: 0,
+            max_group_size: 3,
+            ..GroupConfig::default()
+        },
+        7,
+    );
+    let mut pending = Vec::new();
+    for _ in 0..3 {
+        let r = join_group(&mut h, "g").unwrap();
+        assert_eq!(r.error_code, ErrorCode::MemberIdRequired.code());
+        pending.push(r.member_id);
+    }
+    // A flood of first joins stops at the size limit.
+    for _ in 0..10 {
+        let r = join_group(&mut h, "g").unwrap();
+        assert_eq!(r.error_code, ErrorCode::GroupMaxSizeReached.code());
+        assert!(r.member_id.is_empty());
+    }
+    // The pending members themselves may still join; a v3 join (no pending step)
+    // is refused too.
+    let (w, out) = h.join(Harness::join_req(&pending[0], None, b"m"));
+    assert!(join_of(&out, w).is_none(), "parked until the others join");
+    let mut v3 = Harness::join_req("", None, b"m");
+    v3.version = 3;
+    let (w, out) = h.join(v3);
+    assert_eq!(
+        join_of(&out, w).unwrap().error_code,
+        ErrorCode::GroupMaxSizeReached.code()
+    );
+    // When the other pending ids lapse, their places are free again.
+    let _ = h.advance(SESSION as i64 + 1);
+    let r = join_group(&mut h, "g").unwrap();
+    assert_eq!(r.error_code, ErrorCode::MemberIdRequired.code());
 }
