@@ -31,6 +31,16 @@ impl Client {
         }
     }
 
+    /// A client over a stream connected by the caller (e.g. from a chosen source
+    /// address).
+    pub fn from_stream(stream: TcpStream) -> Client {
+        Client {
+            stream,
+            next_corr: 1,
+            buf: BytesMut::new(),
+        }
+    }
+
     pub fn encode<R: Request>(corr: i32, req: &R, version: i16) -> Bytes {
         let mut buf = BytesMut::new();
         let at = begin_frame(&mut buf);
