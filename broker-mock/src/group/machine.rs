@@ -30,6 +30,13 @@
 //!   Unlike Kafka, which looks only at the selected protocol, a change of the
 //!   member's metadata for that protocol (its subscription) also rebalances.
 //!
+//! Bounds: [`Groups::with_max_groups`] caps the number of groups (a JoinGroup or a
+//! commit that would create one more is POLICY_VIOLATION; replaying the log is not
+//! capped); `group.max.size` bounds members and pending member ids together (Kafka
+//! counts only members); a group left with no members, pending members or offsets
+//! is removed at once (Kafka removes it at its next periodic cleanup), and
+//! [`Groups::take_removed`] names those whose generation record needs a tombstone.
+//!
 //! Invariants (asserted in debug builds by `check`): a group in
 //! `CompletingRebalance` or `Stable` has members, a protocol and a leader that is a
 //! member; `static_members` maps exactly the members with an instance id; only
@@ -761,8 +768,9 @@ impl Groups {
         }
     }
 
-    /// Removes every group with nothing left in it (see
-    /// [`Groups::remove_if_unused`]); the coordinator calls it after replaying.
+    /// Removes every group with no members, pending members or offsets,
+    /// remembering those that had a generation for [`Groups::take_removed`]; the
+    /// coordinator calls it after replaying.
     pub fn remove_unused(&mut self) {
         let unused: Vec<String> = self
             .groups

@@ -13,7 +13,15 @@
 //! membership and assignments are kept in memory only (only each group's generation
 //! is written to `__consumer_offsets`), so after a restart or a coordinator move
 //! every group starts empty, with its committed offsets and a generation above the
-//! last one, and members learn from UNKNOWN_MEMBER_ID that they must rejoin.
+//! last one, and members learn from UNKNOWN_MEMBER_ID that they must rejoin. A join
+//! that would create one group more than `BrokerLimits::max_groups` is
+//! POLICY_VIOLATION (Kafka has no group count limit). Pending member ids (handed out
+//! with MEMBER_ID_REQUIRED) count against `group.max.size` like members, so a flood
+//! of first joins is GROUP_MAX_SIZE_REACHED once the group is full (Kafka counts
+//! only members and accepts any number of pending ones until they lapse). A group
+//! left with no members, pending members or offsets is removed at once, with a
+//! tombstone for its generation record (Kafka waits for its periodic offsets
+//! cleanup), so a later join starts it again at generation 1.
 
 use std::sync::Arc;
 

@@ -13,7 +13,9 @@
 //!
 //! Deviations from Apache Kafka: retention times (v2–4) are ignored (offsets never
 //! expire); the commit timestamp is the broker's clock except in v1, which sends
-//! its own.
+//! its own; a commit that would create one group more than
+//! `BrokerLimits::max_groups` fails with POLICY_VIOLATION on every partition not
+//! already refused (Kafka has no group count limit).
 
 use baton_protocol::messages::{
     OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
