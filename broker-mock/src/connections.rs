@@ -10,8 +10,12 @@
 //! to zero, so a client cycling through addresses cannot grow it.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// Refused connections are logged at most once per this interval.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Which limit refused a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +46,38 @@ impl Refusal {
         match self {
             Refusal::Total { limit } | Refusal::PerIp { limit } => limit,
         }
+    }
+}
+
+/// Logs refused connections at warn, at most once per [`REFUSAL_LOG_INTERVAL`], with
+/// the number refused since the last line, so a flood of connections costs a
+/// counter rather than a log line each.
+#[derive(Debug, Default)]
+pub(crate) struct RefusalLog {
+    last: Option<tokio::time::Instant>,
+    unlogged: u64,
+}
+
+impl RefusalLog {
+    /// Counts one refused connection from `peer`, and logs if it is time to.
+    pub(crate) fn note(&mut self, peer: SocketAddr, why: Refusal) {
+        self.unlogged += 1;
+        let now = tokio::time::Instant::now();
+        if self
+            .last
+            .is_some_and(|t| now.duration_since(t) < REFUSAL_LOG_INTERVAL)
+        {
+            return;
+        }
+        tracing::warn!(
+            %peer,
+            limit = why.limit_name(),
+            value = why.limit(),
+            refused = self.unlogged,
+            "connection limit reached; closing new connections"
+        );
+        self.last = Some(now);
+        self.unlogged = 0;
     }
 }
 

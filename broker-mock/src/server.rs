@@ -30,7 +30,7 @@ use tokio::task::JoinSet;
 
 use crate::cluster::node::ClusterLink;
 use crate::config::BrokerConfig;
-use crate::connections::{ConnectionLimiter, Refusal};
+use crate::connections::{ConnectionLimiter, RefusalLog};
 use crate::error::BrokerError;
 use crate::handlers;
 use crate::state::BrokerState;
@@ -47,8 +47,6 @@ const FRAME_GROWTH: usize = 32;
 const MIN_READ: usize = 4096;
 /// How long shutdown waits for connections to send what they owe.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-/// Refused connections are logged at most once per this interval.
-const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A reply to one request, in request order.
 #[derive(Debug)]
@@ -214,37 +212,6 @@ async fn accept_loop(
     let drain = async { while conns.join_next().await.is_some() {} };
     if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
         conns.shutdown().await;
-    }
-}
-
-/// Logs refused connections at warn, at most once per [`REFUSAL_LOG_INTERVAL`], with
-/// the number refused since the last line, so a flood of connections costs a
-/// counter rather than a log line each.
-#[derive(Debug, Default)]
-struct RefusalLog {
-    last: Option<tokio::time::Instant>,
-    unlogged: u64,
-}
-
-impl RefusalLog {
-    fn note(&mut self, peer: SocketAddr, why: Refusal) {
-        self.unlogged += 1;
-        let now = tokio::time::Instant::now();
-        if self
-            .last
-            .is_some_and(|t| now.duration_since(t) < REFUSAL_LOG_INTERVAL)
-        {
-            return;
-        }
-        tracing::warn!(
-            %peer,
-            limit = why.limit_name(),
-            value = why.limit(),
-            refused = self.unlogged,
-            "connection limit reached; closing new connections"
-        );
-        self.last = Some(now);
-        self.unlogged = 0;
     }
 }
 

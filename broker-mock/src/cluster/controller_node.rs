@@ -45,6 +45,7 @@ use super::corrupt_report::{
 use super::move_report::{
     LeaderMoveReportRequest, LeaderMoveReportResponse, LEADER_MOVE_REPORT_KEY, PHASE_CAUGHT_UP,
 };
+use crate::connections::{ConnectionLimiter, RefusalLog};
 use crate::controller::{
     decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
 };
@@ -321,14 +322,26 @@ async fn tick_loop(core: Arc<Core>, mut stop: watch::Receiver<bool>) {
 }
 
 async fn accept_loop(listener: TcpListener, core: Arc<Core>, mut stop: watch::Receiver<bool>) {
+    let limits = &core.options.limits;
+    let limiter = ConnectionLimiter::new(limits.max_connections, limits.max_connections_per_ip);
+    let mut refused = RefusalLog::default();
     let mut conns = JoinSet::new();
     loop {
         tokio::select! {
             _ = stop.changed() => break,
             res = listener.accept() => match res {
                 Ok((stream, peer)) => {
+                    let Ok(slot) = limiter.try_acquire(peer.ip()).inspect_err(|why| refused.note(peer, *why)) else {
+                        // Dropping the stream closes it before anything is read.
+                        continue;
+                    };
                     let _ = stream.set_nodelay(true);
-                    conns.spawn(serve(stream, peer, core.clone(), stop.clone()));
+                    let serve = serve(stream, peer, core.clone(), stop.clone());
+                    conns.spawn(async move {
+                        // Released however the connection's task ends.
+                        let _slot = slot;
+                        serve.await
+                    });
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "controller accept failed");
