@@ -496,12 +496,50 @@ async fn groups_stay_within_the_limits() {
     let mut conn = Conn::open(broker.local_addr()).await;
     let _ = conn.call(&FindCoordinatorRequest::default(), 3).await;
     let l = limits();
+    // The topic the commits name (commits to unknown topics are refused).
+    let (_, created) = conn.call(&common::create_req("t", 100, &[]), 7).await;
+    assert_eq!(created.expect("created").topics[0].error_code, 0);
 
     // One member with 512 KiB of metadata: held in proportion.
     let m = Measure::begin("JoinGroup: 512 KiB member metadata");
     let (sent, resp) = conn.call(&join("big", "", 512 << 10), 5).await;
     drop(resp);
     m.end(sent, GROUP_COST + MEMBER_COST).await;
+
+    // OffsetCommit with metadata past offset.metadata.max.bytes: nothing stored.
+    let commit = |group: &str, metadata_len: usize, partitions: i32| OffsetCommitRequest {
+        group_id: group.into(),
+        generation_id_or_member_epoch: -1,
+        member_id: String::new(),
+        topics: vec![OffsetCommitRequestTopic {
+            name: "t".into(),
+            partitions: (0..partitions)
+                .map(|p| OffsetCommitRequestPartition {
+                    partition_index: p,
+                    committed_offset: 1,
+                    committed_metadata: Some("m".repeat(metadata_len)),
+                    ..Default::default()
+                })
+                .collect(),
+        }],
+        ..Default::default()
+    };
+    let m = Measure::begin("OffsetCommit: 100 x 64 KiB metadata");
+    let (sent, resp) = conn.call(&commit("meta", 64 << 10, 100), 8).await;
+    let resp = resp.expect("answered");
+    let codes: Vec<i16> = resp.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.error_code)
+        .collect();
+    assert!(
+        codes
+            .iter()
+            .all(|c| *c == ErrorCode::OffsetMetadataTooLarge.code()),
+        "{codes:?}"
+    );
+    drop(resp);
+    m.end_held_by_limits(sent, 0).await;
 
     // A flood of new members into one group (empty member ids, v4+: pending
     // members), then of new groups: bounded by group.max.size and max_groups.
@@ -537,34 +575,6 @@ async fn groups_stay_within_the_limits() {
         l.max_groups as isize * (GROUP_COST + 20 * MEMBER_COST),
     )
     .await;
-
-    // OffsetCommit with metadata past offset.metadata.max.bytes: nothing stored.
-    let commit = |group: &str, metadata_len: usize, partitions: i32| OffsetCommitRequest {
-        group_id: group.into(),
-        generation_id_or_member_epoch: -1,
-        member_id: String::new(),
-        topics: vec![OffsetCommitRequestTopic {
-            name: "t".into(),
-            partitions: (0..partitions)
-                .map(|p| OffsetCommitRequestPartition {
-                    partition_index: p,
-                    committed_offset: 1,
-                    committed_metadata: Some("m".repeat(metadata_len)),
-                    ..Default::default()
-                })
-                .collect(),
-        }],
-        ..Default::default()
-    };
-    let m = Measure::begin("OffsetCommit: 100 x 64 KiB metadata");
-    let (sent, resp) = conn.call(&commit("g0", 64 << 10, 100), 8).await;
-    let resp = resp.expect("answered");
-    assert!(resp.topics[0]
-        .partitions
-        .iter()
-        .all(|p| p.error_code == ErrorCode::OffsetMetadataTooLarge.code()));
-    drop(resp);
-    m.end_held_by_limits(sent, 0).await;
 
     let m = Measure::begin("OffsetCommit: 1,000 new groups");
     let mut sent = 0;
