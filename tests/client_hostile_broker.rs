@@ -108,12 +108,16 @@ const PER_BYTE: usize = 16;
 /// measured).
 const FIXED: usize = 1 << 20;
 
+/// The consumers' bound on record data held between fetch task and `recv`
+/// (`max_buffered_bytes`), with the default record-count bound left as it is.
+const BUFFERED: usize = 2 << 20;
+
 /// Further growth allowed while consuming crafted Fetch responses: each carries up
 /// to 5 compressed batches that inflate to 1 MiB, the decompression allowance
-/// (`DEFAULT_RATIO_ALLOWANCE`) every batch gets whatever its ratio. With a channel
-/// capacity of 1 record, the batch being decoded, the consumer's pending chunk, its
-/// channel and the record the test holds may all be alive at once.
-const INFLATED: usize = 6 << 20;
+/// (`DEFAULT_RATIO_ALLOWANCE`) every batch gets whatever its ratio. The consumer
+/// holds at most [`BUFFERED`] of them between its fetch task and `recv`, plus the
+/// batch being decoded (and the decoder's window) and the one waiting for budget.
+const INFLATED: usize = BUFFERED + (4 << 20);
 
 /// The largest frame the test clients accept.
 const MAX_FRAME: usize = 1 << 20;
@@ -460,7 +464,7 @@ async fn round(run: &mut Run, addr: &str, client: &Client, topic: &str, n: usize
             let consumer = Consumer::builder(client)
                 .assign(topic, 0, start)
                 .max_wait(Duration::from_millis(50))
-                .channel_capacity(1)
+                .max_buffered_bytes(BUFFERED)
                 .build()
                 .await;
             if let Ok(mut consumer) = consumer {
@@ -490,7 +494,7 @@ async fn round(run: &mut Run, addr: &str, client: &Client, topic: &str, n: usize
                 .heartbeat_interval(Duration::from_millis(50))
                 .rebalance_timeout(Duration::from_millis(600))
                 .max_wait(Duration::from_millis(50))
-                .channel_capacity(1)
+                .max_buffered_bytes(BUFFERED)
                 .build()
                 .await;
             if let Ok(mut group) = group {
