@@ -728,3 +728,26 @@ impl Drop for LogsOnFailure<'_> {
         }
     }
 }
+
+/// Runs a Kafka tool's main `class` (from `libs/`) with `args`, `stdin` as its
+/// input; `Err` with its output unless it exits 0 within two minutes.
+pub fn java_tool(class: &str, args: &[&str], stdin: &str) -> Result<(), String> {
+    let input = std::env::temp_dir().join(format!(
+        "baton-apache-kafka-{}-{}.in",
+        std::process::id(),
+        nanos()
+    ));
+    std::fs::write(&input, stdin).map_err(|e| format!("{input:?}: {e}"))?;
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(r#"in=$1; shift; exec "$@" <"$in""#)
+        .arg("java-tool")
+        .arg(&input)
+        .arg("java")
+        .args(jvm_flags(&home()))
+        .arg(class)
+        .args(args);
+    let result = run_to_end(&mut cmd, Duration::from_secs(120));
+    let _ = std::fs::remove_file(&input);
+    result
+}

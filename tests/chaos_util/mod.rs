@@ -117,6 +117,8 @@ pub struct Workload {
     stop: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<()>,
     pub history: Arc<Mutex<History>>,
+    /// The longest time from `send` to acknowledgement so far (the worst stall).
+    pub worst_delivery: Arc<Mutex<Duration>>,
 }
 
 /// Starts producing ids `0, 1, 2, ...` round-robin over the partitions, one send
@@ -131,9 +133,11 @@ pub fn start_producing(client: &Client, topic: &str, pace: Duration) -> Workload
         .build();
     let stop = Arc::new(AtomicBool::new(false));
     let history = Arc::new(Mutex::new(History::new()));
+    let worst_delivery = Arc::new(Mutex::new(Duration::ZERO));
     let task = tokio::spawn({
         let stop = stop.clone();
         let history = history.clone();
+        let worst_delivery = worst_delivery.clone();
         let topic = topic.to_owned();
         async move {
             let mut deliveries = tokio::task::JoinSet::new();
@@ -148,16 +152,23 @@ pub fn start_producing(client: &Client, topic: &str, pace: Duration) -> Workload
                     .lock()
                     .unwrap()
                     .produced(id, sum, ProduceOutcome::Unknown);
+                let sent_at = tokio::time::Instant::now();
                 match producer.send(record).await {
                     Ok(d) => {
                         let history = history.clone();
+                        let worst_delivery = worst_delivery.clone();
                         deliveries.spawn(async move {
                             let outcome =
                                 match tokio::time::timeout(Duration::from_secs(150), d).await {
-                                    Ok(Ok(m)) => ProduceOutcome::Acked {
-                                        partition: m.partition,
-                                        offset: m.offset,
-                                    },
+                                    Ok(Ok(m)) => {
+                                        let took = sent_at.elapsed();
+                                        let mut worst = worst_delivery.lock().unwrap();
+                                        *worst = (*worst).max(took);
+                                        ProduceOutcome::Acked {
+                                            partition: m.partition,
+                                            offset: m.offset,
+                                        }
+                                    }
                                     Ok(Err(_)) => ProduceOutcome::Failed,
                                     Err(_) => ProduceOutcome::Unknown,
                                 };
@@ -185,6 +196,7 @@ pub fn start_producing(client: &Client, topic: &str, pace: Duration) -> Workload
         stop,
         task,
         history,
+        worst_delivery,
     }
 }
 
