@@ -614,14 +614,15 @@ impl KafkaCluster {
                         .topics
                         .values()
                         .flat_map(|t| {
-                            t.partitions.iter().filter_map(move |p| {
-                                (p.leader.is_none() || p.isr.len() < p.replicas.len()).then(|| {
+                            t.partitions
+                                .iter()
+                                .filter(|p| p.leader.is_none() || p.isr.len() < p.replicas.len())
+                                .map(move |p| {
                                     format!(
                                         "{}/{} leader {:?} isr {:?} of {:?}",
                                         t.name, p.partition, p.leader, p.isr, p.replicas
                                     )
                                 })
-                            })
                         })
                         .collect();
                     if lagging.is_empty() {
