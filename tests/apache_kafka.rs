@@ -211,14 +211,12 @@ async fn producer_acks_none_leader_and_all_all_arrive_in_order() {
 /// numbers (it rejects gaps and duplicates with OUT_OF_ORDER_SEQUENCE_NUMBER or
 /// answers DUPLICATE_SEQUENCE_NUMBER), and every record is written once, in order.
 ///
-/// Fails against Kafka 4.4.0 (a Baton bug, see the ignore reason): when the first
-/// batch of a fresh topic's partition gets NOT_LEADER_OR_FOLLOWER while later
-/// batches are pipelined, Kafka (no producer state yet) appends the later ones;
-/// the first is then rejected with OUT_OF_ORDER_SEQUENCE_NUMBER on every resend,
-/// and the producer resends it with no backoff until its delivery timeout.
+/// Regression: when the first batch of a fresh topic's partition got
+/// NOT_LEADER_OR_FOLLOWER while later batches were pipelined, Kafka (no producer
+/// state yet, so any sequence is accepted) appended the later ones, and the first
+/// was refused with OUT_OF_ORDER_SEQUENCE_NUMBER on every resend. The producer now
+/// sends one batch at a time until the partition has acknowledged one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "Baton bug: producer/sender.rs settle_failure_with retries a batch behind \
-            the acknowledged sequence forever on OUT_OF_ORDER_SEQUENCE_NUMBER"]
 async fn default_producer_is_idempotent_and_kafka_accepts_its_sequences() {
     let kafka = single_node();
     let _logs = kafka.logs_on_failure();

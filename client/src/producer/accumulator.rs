@@ -1039,6 +1039,16 @@ impl Accumulator {
                         } else if q.seq.fenced {
                             break;
                         }
+                        if q.seq.last_acked < 0 && !q.in_flight.is_empty() {
+                            // No batch of this identity is acknowledged yet, so the
+                            // leader may hold no state for the producer, and Apache
+                            // Kafka then accepts any sequence: a later batch could be
+                            // written ahead of a first one that failed (say with
+                            // NOT_LEADER_OR_FOLLOWER on a fresh topic), leaving a
+                            // hole no resend can fill. One batch at a time until the
+                            // first is acknowledged.
+                            break;
+                        }
                         let count = head.count();
                         head.stamp = Some(Stamp {
                             identity,
@@ -1198,18 +1208,26 @@ mod tests {
         );
         let identity = ProducerIdentity { id: 7, epoch: 0 };
         acc.idem.current = Some(identity);
+        // Until a batch of the identity is acknowledged, one at a time.
+        let first = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].stamp.unwrap().base_sequence, 0);
+        assert!(acc.drain(now, Duration::ZERO, 150, 5).ready.is_empty());
+        let topic = first[0].topic.clone();
+        let b0 = first.into_iter().next().unwrap();
+        acc.finish_attempt(&topic, 0, b0.id, Some((b0.stamp.unwrap(), 2)), None);
+        assert_eq!(acc.seq(&topic, 0).last_acked, 1);
         let ready = acc.drain(now, Duration::ZERO, 150, 5).ready;
         let seqs: Vec<i32> = ready
             .iter()
             .map(|b| b.stamp.unwrap().base_sequence)
             .collect();
-        assert_eq!(seqs, vec![0, 2, 4, 6, 8]);
-        let topic = ready[0].topic.clone();
+        assert_eq!(seqs, vec![2, 4, 6, 8, 10]);
         let mut ready = ready.into_iter();
-        let (b0, b1) = (ready.next().unwrap(), ready.next().unwrap());
-        // b0 succeeds, b1 fails: b1 must be resent alone once nothing is in flight.
-        acc.finish_attempt(&topic, 0, b0.id, Some((b0.stamp.unwrap(), 2)), None);
-        assert_eq!(acc.seq(&topic, 0).last_acked, 1);
+        let (b1, b2) = (ready.next().unwrap(), ready.next().unwrap());
+        // b1 fails, b2 succeeds: b1 must be resent alone once nothing is in flight.
+        acc.finish_attempt(&topic, 0, b2.id, Some((b2.stamp.unwrap(), 2)), None);
+        assert_eq!(acc.seq(&topic, 0).last_acked, 5);
         let mut b1 = b1;
         b1.attempts = 1;
         let b1_id = b1.id;
@@ -1241,15 +1259,59 @@ mod tests {
     async fn last_acked_only_moves_forward() {
         let mut acc = Accumulator::new(true);
         acc.idem.current = Some(ProducerIdentity { id: 1, epoch: 0 });
-        for _ in 0..4 {
+        for _ in 0..6 {
             append(&mut acc, "v", 150, Duration::from_secs(60));
         }
+        let first = acc.drain(Instant::now(), Duration::ZERO, 150, 5).ready;
+        let topic = first[0].topic.clone();
+        acc.finish_attempt(
+            &topic,
+            0,
+            first[0].id,
+            Some((first[0].stamp.unwrap(), 2)),
+            None,
+        );
         let ready = acc.drain(Instant::now(), Duration::ZERO, 150, 5).ready;
         assert_eq!(ready.len(), 2);
-        let topic = ready[0].topic.clone();
         let (a, b) = (&ready[0], &ready[1]);
         acc.finish_attempt(&topic, 0, b.id, Some((b.stamp.unwrap(), 2)), None);
         acc.finish_attempt(&topic, 0, a.id, Some((a.stamp.unwrap(), 2)), None);
-        assert_eq!(acc.seq(&topic, 0).last_acked, 3);
+        assert_eq!(acc.seq(&topic, 0).last_acked, 5);
+    }
+
+    /// A failed first batch of an identity can never be overtaken: nothing else of
+    /// the partition is sent until it is acknowledged, even when it fails and is
+    /// resent (a broker without state for the producer may accept any sequence).
+    #[tokio::test]
+    async fn the_first_batch_of_an_identity_goes_alone() {
+        let now = Instant::now();
+        let mut acc = Accumulator::new(true);
+        acc.idem.current = Some(ProducerIdentity { id: 3, epoch: 0 });
+        for _ in 0..8 {
+            append(&mut acc, "v", 150, Duration::from_secs(60));
+        }
+        let first = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(first.len(), 1, "one batch while the broker may not know us");
+        let topic = first[0].topic.clone();
+        let mut b0 = first.into_iter().next().unwrap();
+        b0.attempts = 1;
+        let b0_id = b0.id;
+        // It fails (NOT_LEADER_OR_FOLLOWER on a fresh topic, say) and is queued again.
+        acc.finish_attempt(&topic, 0, b0_id, None, Some(b0));
+        let retry = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(retry.len(), 1);
+        assert_eq!(retry[0].id, b0_id);
+        assert_eq!(retry[0].stamp.unwrap().base_sequence, 0);
+        assert!(acc.drain(now, Duration::ZERO, 150, 5).ready.is_empty());
+        acc.finish_attempt(&topic, 0, b0_id, Some((retry[0].stamp.unwrap(), 2)), None);
+        // Acknowledged: the full batches behind it go out together, in sequence (the
+        // last batch is still open).
+        let rest: Vec<i32> = acc
+            .drain(now, Duration::ZERO, 150, 5)
+            .ready
+            .iter()
+            .map(|b| b.stamp.unwrap().base_sequence)
+            .collect();
+        assert_eq!(rest, vec![2, 4]);
     }
 }

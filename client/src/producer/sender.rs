@@ -13,7 +13,7 @@ use baton_protocol::messages::{
 use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
-use super::accumulator::{add_sequence, Batch, ProducerIdentity};
+use super::accumulator::{add_sequence, sequence_after, Batch, ProducerIdentity};
 use super::{Acks, AttemptError, ProduceError, ProducerRecord, Shared};
 use crate::client::ClientError;
 use crate::connection::{Connection, ConnectionError};
@@ -758,7 +758,15 @@ fn settle_failure_with(
                 // An earlier batch failed and this one ran into the gap it left:
                 // resend in order once the earlier one is through (no backoff of its
                 // own: the queue holds it behind that batch, which keeps its backoff).
-                Some(ErrorCode::OutOfOrderSequenceNumber) if stamp.base_sequence != expected => {
+                // Only a batch ahead of the acknowledged sequences can be waiting
+                // behind a gap; one behind them was overtaken (the broker accepted
+                // later sequences without it), and no resend can fill that hole:
+                // the sequence is reset below.
+                Some(ErrorCode::OutOfOrderSequenceNumber)
+                    if stamp.base_sequence != expected
+                        && (seq.last_acked < 0
+                            || sequence_after(stamp.base_sequence, seq.last_acked)) =>
+                {
                     backoff_override = Some(Duration::ZERO);
                     Verdict::Retry
                 }
