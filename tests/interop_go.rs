@@ -434,3 +434,46 @@ async fn sarama_idempotent_sync_producer_and_group_through_leader_failover() {
     let run = failover("sarama", "consume-group", &[]).await;
     assert_eq!(run.report.unacked, 0, "{}", run.report);
 }
+
+/// The check these tests rest on fails for each kind of damage (so a Go consumer
+/// that lost, repeated, reordered or altered a record could not pass).
+#[test]
+fn check_reports_lost_repeated_reordered_and_altered_records() {
+    use interop_go_util::records::Outcome;
+    let records = generate(7, 40, 1, false);
+    let outcomes: Vec<Outcome> = (0..40)
+        .map(|i| Outcome {
+            acked: true,
+            partition: 0,
+            offset: i,
+            error: String::new(),
+        })
+        .collect();
+    let consumed: Vec<Rec> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| Rec {
+            offset: i as i64,
+            ..r.clone()
+        })
+        .collect();
+    assert!(check(&records, &outcomes, &consumed).passed());
+
+    let mut lost = consumed.clone();
+    lost.remove(5);
+    assert_eq!(check(&records, &outcomes, &lost).history.lost, 1);
+
+    let mut repeated = consumed.clone();
+    repeated.push(consumed[3].clone());
+    let report = check(&records, &outcomes, &repeated);
+    assert_eq!((report.repeated_reads, report.out_of_order), (1, 1));
+    assert!(!report.passed());
+
+    let mut swapped = consumed.clone();
+    swapped.swap(10, 11);
+    assert!(!check(&records, &outcomes, &swapped).passed());
+
+    let mut altered = consumed.clone();
+    altered[20].headers.push(("extra".into(), Vec::new()));
+    assert_eq!(check(&records, &outcomes, &altered).history.corrupted, 1);
+}
