@@ -147,7 +147,11 @@ macro_rules! for_each_message {
             ListGroupsRequest,
             ListGroupsResponse,
             DeleteGroupsRequest,
-            DeleteGroupsResponse
+            DeleteGroupsResponse,
+            DescribeConfigsRequest,
+            DescribeConfigsResponse,
+            DescribeClusterRequest,
+            DescribeClusterResponse
         )
     };
 }

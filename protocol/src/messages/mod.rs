@@ -16,6 +16,8 @@ pub mod consumer_protocol;
 pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
 pub mod describe_groups;
 pub mod fetch;
 pub mod find_coordinator;
@@ -40,6 +42,8 @@ pub use consumer_protocol::*;
 pub use create_topics::*;
 pub use delete_groups::*;
 pub use delete_topics::*;
+pub use describe_cluster::*;
+pub use describe_configs::*;
 pub use describe_groups::*;
 pub use fetch::*;
 pub use find_coordinator::*;
@@ -236,6 +240,10 @@ mod tests {
             $f::<ListGroupsResponse>($arg);
             $f::<DeleteGroupsRequest>($arg);
             $f::<DeleteGroupsResponse>($arg);
+            $f::<DescribeConfigsRequest>($arg);
+            $f::<DescribeConfigsResponse>($arg);
+            $f::<DescribeClusterRequest>($arg);
+            $f::<DescribeClusterResponse>($arg);
         };
     }
 
