@@ -305,7 +305,8 @@ async fn every_api_stays_within_its_bound() {
         JoinGroupRequest, HeartbeatRequest, LeaveGroupRequest, SyncGroupRequest,
         DescribeGroupsRequest, ListGroupsRequest, ApiVersionsRequest,
         CreateTopicsRequest, DeleteTopicsRequest, InitProducerIdRequest,
-        OffsetForLeaderEpochRequest, DeleteGroupsRequest,
+        OffsetForLeaderEpochRequest, DeleteGroupsRequest, DescribeConfigsRequest,
+        DescribeClusterRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

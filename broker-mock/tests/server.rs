@@ -484,3 +484,181 @@ async fn kip74_first_batch_is_whole_and_corrupt_stored_data_is_never_served() {
     assert_eq!(values(&resp.responses[0].partitions[0].records).len(), 2);
     broker.shutdown().await;
 }
+
+fn describe_configs_req(resources: &[(i8, &str)], keys: Option<&[&str]>) -> DescribeConfigsRequest {
+    DescribeConfigsRequest {
+        resources: resources
+            .iter()
+            .map(|(t, n)| DescribeConfigsResource {
+                resource_type: *t,
+                resource_name: n.to_string(),
+                configuration_keys: keys.map(|k| k.iter().map(|s| s.to_string()).collect()),
+            })
+            .collect(),
+        include_synonyms: true,
+        include_documentation: false,
+    }
+}
+
+fn config<'a>(r: &'a DescribeConfigsResult, name: &str) -> &'a DescribeConfigsResourceResult {
+    r.configs
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("{name} missing from {r:?}"))
+}
+
+/// DescribeConfigs (what Java's `Admin.describeConfigs` sends): a topic's defaults and
+/// overrides with their sources, this broker's real settings, per-resource errors.
+#[tokio::test]
+async fn describe_configs_topics_and_broker() {
+    let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let topic = topic_name("configs");
+    let r = c
+        .call(&create_req(&topic, 1, &[("retention.ms", "3600000")]), 7)
+        .await;
+    assert_eq!(r.topics[0].error_code, 0);
+    for version in 1..=4 {
+        let req = describe_configs_req(
+            &[
+                (RESOURCE_TYPE_TOPIC, &topic),
+                (RESOURCE_TYPE_BROKER, "0"),
+                (RESOURCE_TYPE_TOPIC, "no-such-topic"),
+                (RESOURCE_TYPE_BROKER, "7"),
+                (8, "0"),
+                (RESOURCE_TYPE_TOPIC, &topic),
+            ],
+            None,
+        );
+        let resp = c.call(&req, version).await;
+        let [t, b, unknown, other_broker, logger, repeat] = &resp.results[..] else {
+            panic!("v{version}: six results expected: {resp:?}");
+        };
+        assert_eq!(
+            (t.error_code, t.resource_name.as_str()),
+            (0, topic.as_str())
+        );
+        let retention = config(t, "retention.ms");
+        assert_eq!(retention.value.as_deref(), Some("3600000"));
+        assert_eq!(retention.config_source, CONFIG_SOURCE_TOPIC);
+        assert_eq!(retention.synonyms.len(), 1);
+        let cleanup = config(t, "cleanup.policy");
+        assert_eq!(cleanup.value.as_deref(), Some("delete"));
+        assert_eq!(cleanup.config_source, CONFIG_SOURCE_DEFAULT);
+        let segment = config(t, "segment.bytes");
+        assert_eq!(
+            segment.value.as_deref(),
+            Some(BrokerConfig::in_memory().segment_bytes.to_string().as_str())
+        );
+        if version >= 3 {
+            assert_eq!(segment.config_type, 3, "INT");
+        }
+        assert_eq!(b.error_code, 0);
+        assert_eq!(config(b, "node.id").value.as_deref(), Some("0"));
+        let advertised = format!("PLAINTEXT://{}", broker.local_addr());
+        assert_eq!(
+            config(b, "advertised.listeners").value.as_deref(),
+            Some(advertised.as_str())
+        );
+        assert_eq!(
+            config(b, "node.id").config_source,
+            CONFIG_SOURCE_STATIC_BROKER
+        );
+        assert_eq!(code(unknown.error_code), ErrorCode::UnknownTopicOrPartition);
+        assert_eq!(code(other_broker.error_code), ErrorCode::InvalidRequest);
+        assert_eq!(code(logger.error_code), ErrorCode::InvalidRequest);
+        assert_eq!(code(repeat.error_code), ErrorCode::InvalidRequest);
+        assert!(repeat.configs.is_empty());
+    }
+    // Named keys only.
+    let req = describe_configs_req(&[(RESOURCE_TYPE_TOPIC, &topic)], Some(&["retention.ms"]));
+    let resp = c.call(&req, 4).await;
+    let names: Vec<&str> = resp.results[0]
+        .configs
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, ["retention.ms"]);
+    broker.shutdown().await;
+}
+
+/// DescribeCluster (what Java's `Admin.describeCluster` sends): the cluster id, this
+/// node as broker and controller; controller endpoints are refused.
+#[tokio::test]
+async fn describe_cluster_names_this_broker() {
+    let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let meta = c.call(&MetadataRequest::default(), 12).await;
+    for version in 0..=1 {
+        let resp = c.call(&DescribeClusterRequest::default(), version).await;
+        assert_eq!(resp.error_code, 0);
+        assert_eq!(Some(resp.cluster_id.clone()), meta.cluster_id);
+        assert_eq!(resp.controller_id, 0);
+        assert_eq!(resp.brokers.len(), 1);
+        assert_eq!(resp.brokers[0].port as u16, broker.local_addr().port());
+        assert_eq!(resp.cluster_authorized_operations, i32::MIN);
+    }
+    let req = DescribeClusterRequest {
+        endpoint_type: 2,
+        ..Default::default()
+    };
+    let resp = c.call(&req, 1).await;
+    assert_eq!(code(resp.error_code), ErrorCode::UnsupportedEndpointType);
+    broker.shutdown().await;
+}
+
+fn code(c: i16) -> ErrorCode {
+    ErrorCode::from_code(c)
+}
+
+/// On a cluster every node answers DescribeConfigs for every topic (from the
+/// metadata image) and its own broker id, and DescribeCluster lists every broker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn describe_configs_and_cluster_on_a_cluster_node() {
+    let cluster = baton_broker::Cluster::builder()
+        .brokers(3)
+        .in_memory()
+        .start()
+        .await
+        .unwrap();
+    let addrs = cluster.bootstrap_servers();
+    let mut first = Client::connect(addrs[0].parse().unwrap()).await;
+    let topic = topic_name("cluster-configs");
+    let r = first
+        .call(&create_req(&topic, 1, &[("min.insync.replicas", "2")]), 7)
+        .await;
+    assert_eq!(r.topics[0].error_code, 0, "{:?}", r.topics[0].error_message);
+    let mut last = Client::connect(addrs[2].parse().unwrap()).await;
+    let last_id = cluster.node_ids()[2];
+    let req = describe_configs_req(
+        &[
+            (RESOURCE_TYPE_TOPIC, &topic),
+            (RESOURCE_TYPE_BROKER, &last_id.to_string()),
+        ],
+        None,
+    );
+    let mut resp = last.call(&req, 4).await;
+    for _ in 0..100 {
+        if resp.results[0].error_code == 0 {
+            break;
+        }
+        // The node has not replayed the creation yet.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        resp = last.call(&req, 4).await;
+    }
+    let min_isr = config(&resp.results[0], "min.insync.replicas");
+    assert_eq!(min_isr.value.as_deref(), Some("2"));
+    assert_eq!(min_isr.config_source, CONFIG_SOURCE_TOPIC);
+    let node_id = last_id.to_string();
+    assert_eq!(
+        config(&resp.results[1], "node.id").value.as_deref(),
+        Some(node_id.as_str())
+    );
+    let described = last.call(&DescribeClusterRequest::default(), 1).await;
+    assert_eq!(described.error_code, 0);
+    let mut ids: Vec<i32> = described.brokers.iter().map(|b| b.broker_id).collect();
+    ids.sort();
+    assert_eq!(ids, cluster.node_ids());
+    assert_eq!(described.controller_id, last_id);
+    cluster.shutdown().await;
+}

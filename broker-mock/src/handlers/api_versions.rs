@@ -15,9 +15,9 @@ use baton_protocol::messages::{
     OffsetForLeaderEpochRequest, ProduceRequest,
 };
 use baton_protocol::messages::{
-    DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
-    JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest,
-    OffsetFetchRequest, SyncGroupRequest,
+    DeleteGroupsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use bytes::Bytes;
@@ -65,6 +65,8 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<InitProducerIdRequest>(),
         entry::<OffsetForLeaderEpochRequest>(),
         entry::<DeleteGroupsRequest>(),
+        entry::<DescribeConfigsRequest>(),
+        entry::<DescribeClusterRequest>(),
     ]
 }
 

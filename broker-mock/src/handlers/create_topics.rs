@@ -126,14 +126,7 @@ fn plan(
 
 fn describe_configs(state: &BrokerState, config: &TopicConfig) -> Vec<CreatableTopicConfigs> {
     let mut all: BTreeMap<String, (String, i8)> = BTreeMap::new();
-    let defaults = [
-        ("cleanup.policy", "delete".to_owned()),
-        ("message.timestamp.type", "CreateTime".to_owned()),
-        ("min.insync.replicas", "1".to_owned()),
-        ("retention.ms", "604800000".to_owned()),
-        ("segment.bytes", state.config.segment_bytes.to_string()),
-    ];
-    for (k, v) in defaults {
+    for (k, v, _) in super::describe_configs::topic_defaults(state) {
         all.insert(k.to_owned(), (v, SOURCE_DEFAULT));
     }
     for (k, v) in &config.entries {

@@ -10,6 +10,8 @@ pub mod api_versions;
 pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_topics;
+pub mod describe_cluster;
+pub mod describe_configs;
 pub mod describe_groups;
 pub mod fetch;
 pub mod find_coordinator;
@@ -36,9 +38,9 @@ use baton_protocol::messages::{
     ProduceRequest, ProduceResponse,
 };
 use baton_protocol::messages::{
-    DeleteGroupsRequest, DescribeGroupsRequest, FindCoordinatorRequest, HeartbeatRequest,
-    JoinGroupRequest, LeaveGroupRequest, ListGroupsRequest, OffsetCommitRequest,
-    OffsetFetchRequest, SyncGroupRequest,
+    DeleteGroupsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
+    FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
+    ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
 use baton_protocol::primitives::Decoder;
 use baton_protocol::{Message, Request, RequestHeader, ResponseHeader};
@@ -308,6 +310,18 @@ pub(crate) async fn dispatch(
         DeleteGroupsRequest::API_KEY => {
             run::<DeleteGroupsRequest, _>(state, frame, version, |s, r, v| {
                 Some(delete_groups::handle(s, r, v))
+            })
+            .await
+        }
+        DescribeConfigsRequest::API_KEY => {
+            run::<DescribeConfigsRequest, _>(state, frame, version, |s, r, v| {
+                Some(describe_configs::handle(s, r, v))
+            })
+            .await
+        }
+        DescribeClusterRequest::API_KEY => {
+            run::<DescribeClusterRequest, _>(state, frame, version, |s, r, v| {
+                Some(describe_cluster::handle(s, r, v))
             })
             .await
         }

@@ -1,0 +1,70 @@
+//! DescribeCluster (key 60), versions 0–1.
+//!
+//! The cluster id, the controller id and the brokers, as Metadata reports them: on a
+//! single node the node itself (its own controller), on a cluster node every
+//! unfenced broker of the metadata image and this node as the controller id (the
+//! same id Metadata gives, since clients cannot reach the controller's own
+//! listener). Endpoint type 2 (controllers, KIP-919) is
+//! `UNSUPPORTED_ENDPOINT_TYPE`, as Kafka answers it on a broker listener.
+//!
+//! Deviations from Apache Kafka: no authorization, so the cluster's authorized
+//! operations are never reported; no racks.
+
+use baton_protocol::messages::{
+    DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse,
+};
+use baton_protocol::ErrorCode;
+
+use crate::state::BrokerState;
+
+/// `endpoint_type` of brokers.
+const BROKERS: i8 = 1;
+
+fn brokers(state: &BrokerState) -> Vec<DescribeClusterBroker> {
+    match &state.cluster {
+        Some(link) => link
+            .image()
+            .brokers()
+            .filter(|b| !b.fenced)
+            .map(|b| DescribeClusterBroker {
+                broker_id: b.broker_id,
+                host: b.host.clone(),
+                port: b.port as i32,
+                rack: None,
+            })
+            .collect(),
+        None => vec![DescribeClusterBroker {
+            broker_id: state.config.node_id,
+            host: state.advertised_host.clone(),
+            port: state.advertised_port,
+            rack: None,
+        }],
+    }
+}
+
+pub(crate) fn handle(
+    state: &BrokerState,
+    req: DescribeClusterRequest,
+    _version: i16,
+) -> DescribeClusterResponse {
+    let cluster_id = match &state.cluster {
+        Some(link) => link.options.cluster_id.clone(),
+        None => state.cluster_id.clone(),
+    };
+    let mut response = DescribeClusterResponse {
+        endpoint_type: req.endpoint_type,
+        cluster_id,
+        controller_id: state.config.node_id,
+        ..Default::default()
+    };
+    if req.endpoint_type != BROKERS {
+        response.error_code = ErrorCode::UnsupportedEndpointType.code();
+        response.error_message = Some(format!(
+            "endpoint type {} is not supported by a broker listener",
+            req.endpoint_type
+        ));
+        return response;
+    }
+    response.brokers = brokers(state);
+    response
+}

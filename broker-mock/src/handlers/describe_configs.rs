@@ -1,0 +1,284 @@
+//! DescribeConfigs (key 32), versions 1–4.
+//!
+//! Topics: every topic config this broker knows, its default (`DEFAULT_CONFIG`, the
+//! value the broker really applies) or the topic's override (`DYNAMIC_TOPIC_CONFIG`).
+//! On a cluster node the overrides come from the controller's metadata image, so
+//! every node answers for every topic. Brokers: this node's settings
+//! (`STATIC_BROKER_CONFIG`, read-only), under Kafka's names; an empty name (the
+//! cluster-wide dynamic defaults) has no entries. `configuration_keys` filters both.
+//! An unknown topic is `UNKNOWN_TOPIC_OR_PARTITION`, another broker's id or another
+//! resource type `INVALID_REQUEST`, each in that resource's result only. A resource
+//! named twice is answered once and its repeats are `INVALID_REQUEST`, so a request
+//! repeating one resource cannot make the answer grow faster than its own size
+//! allows.
+//!
+//! Deviations from Apache Kafka: only the configs this broker has are listed (Kafka
+//! lists every topic and broker config); synonyms (with `include_synonyms`) name
+//! only the config itself, not the broker default an override hides; no
+//! documentation; `BROKER_LOGGER` resources and repeated resources are
+//! `INVALID_REQUEST`. Retention is
+//! reported as `-1` because this broker never deletes data by age or size.
+
+use std::collections::HashSet;
+
+use baton_protocol::messages::{
+    DescribeConfigsRequest, DescribeConfigsResource, DescribeConfigsResourceResult,
+    DescribeConfigsResponse, DescribeConfigsResult, DescribeConfigsSynonym, CONFIG_SOURCE_DEFAULT,
+    CONFIG_SOURCE_STATIC_BROKER, CONFIG_SOURCE_TOPIC, RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC,
+};
+use baton_protocol::ErrorCode;
+
+use crate::state::BrokerState;
+use crate::topics::validate_topic_name;
+
+/// `config_type` values (the spec's ConfigType).
+const BOOLEAN: i8 = 1;
+const STRING: i8 = 2;
+const INT: i8 = 3;
+const LONG: i8 = 5;
+const LIST: i8 = 7;
+
+/// One config: name, value, type.
+type Entry = (&'static str, String, i8);
+
+/// `min.insync.replicas` for topics that do not set it.
+fn default_min_insync(state: &BrokerState) -> usize {
+    state
+        .cluster
+        .as_ref()
+        .map_or(1, |l| l.options.default_min_insync_replicas)
+}
+
+/// The topic configs this broker applies when a topic sets none, with their types.
+pub(crate) fn topic_defaults(state: &BrokerState) -> Vec<Entry> {
+    let c = &state.config;
+    vec![
+        ("cleanup.policy", "delete".into(), LIST),
+        ("compression.type", "producer".into(), STRING),
+        (
+            "index.interval.bytes",
+            c.index_interval_bytes.to_string(),
+            INT,
+        ),
+        ("message.timestamp.type", "CreateTime".into(), STRING),
+        (
+            "min.insync.replicas",
+            default_min_insync(state).to_string(),
+            INT,
+        ),
+        ("retention.bytes", "-1".into(), LONG),
+        ("retention.ms", "-1".into(), LONG),
+        ("segment.bytes", c.segment_bytes.to_string(), INT),
+        ("unclean.leader.election.enable", "false".into(), BOOLEAN),
+    ]
+}
+
+/// This node's settings under Kafka's broker config names.
+fn broker_configs(state: &BrokerState) -> Vec<Entry> {
+    let c = &state.config;
+    let g = &c.groups;
+    let mut all = vec![
+        ("node.id", c.node_id.to_string(), INT),
+        ("broker.id", c.node_id.to_string(), INT),
+        ("process.roles", "broker".into(), LIST),
+        ("listeners", format!("PLAINTEXT://{}", c.listen), LIST),
+        (
+            "advertised.listeners",
+            format!(
+                "PLAINTEXT://{}:{}",
+                state.advertised_host, state.advertised_port
+            ),
+            LIST,
+        ),
+        (
+            "auto.create.topics.enable",
+            c.auto_create_topics.to_string(),
+            BOOLEAN,
+        ),
+        ("num.partitions", c.default_num_partitions.to_string(), INT),
+        (
+            "min.insync.replicas",
+            default_min_insync(state).to_string(),
+            INT,
+        ),
+        ("log.segment.bytes", c.segment_bytes.to_string(), INT),
+        (
+            "log.index.interval.bytes",
+            c.index_interval_bytes.to_string(),
+            INT,
+        ),
+        (
+            "socket.request.max.bytes",
+            c.max_frame_bytes.to_string(),
+            INT,
+        ),
+        (
+            "group.initial.rebalance.delay.ms",
+            g.initial_rebalance_delay_ms.to_string(),
+            INT,
+        ),
+        (
+            "group.min.session.timeout.ms",
+            g.min_session_timeout_ms.to_string(),
+            INT,
+        ),
+        (
+            "group.max.session.timeout.ms",
+            g.max_session_timeout_ms.to_string(),
+            INT,
+        ),
+        ("group.max.size", g.max_group_size.to_string(), INT),
+        (
+            "offsets.topic.num.partitions",
+            g.offsets_topic_partitions.to_string(),
+            INT,
+        ),
+    ];
+    if let Some(dir) = &c.data_dir {
+        all.push(("log.dirs", dir.display().to_string(), STRING));
+    }
+    all
+}
+
+fn entry(
+    name: &str,
+    value: String,
+    config_type: i8,
+    source: i8,
+    read_only: bool,
+    synonyms: bool,
+) -> DescribeConfigsResourceResult {
+    DescribeConfigsResourceResult {
+        name: name.to_owned(),
+        value: Some(value.clone()),
+        read_only,
+        is_default: source == CONFIG_SOURCE_DEFAULT,
+        config_source: source,
+        is_sensitive: false,
+        synonyms: if synonyms {
+            vec![DescribeConfigsSynonym {
+                name: name.to_owned(),
+                value: Some(value),
+                source,
+            }]
+        } else {
+            Vec::new()
+        },
+        config_type,
+        documentation: None,
+    }
+}
+
+/// A topic's overrides: from the metadata image on a cluster node, else local.
+fn topic_overrides(state: &BrokerState, name: &str) -> Option<Vec<(String, String)>> {
+    if let Some(link) = &state.cluster {
+        return link.image().topic_by_name(name).map(|t| t.configs.clone());
+    }
+    let topic = state.topic(name)?;
+    Some(topic.config.entries.clone().into_iter().collect())
+}
+
+fn describe_topic(
+    state: &BrokerState,
+    name: &str,
+    synonyms: bool,
+) -> Result<Vec<DescribeConfigsResourceResult>, (ErrorCode, String)> {
+    validate_topic_name(name).map_err(|e| (ErrorCode::InvalidTopicException, e))?;
+    let overrides = topic_overrides(state, name).ok_or_else(|| {
+        (
+            ErrorCode::UnknownTopicOrPartition,
+            format!("Topic {name} does not exist."),
+        )
+    })?;
+    let mut out: Vec<DescribeConfigsResourceResult> = topic_defaults(state)
+        .into_iter()
+        .map(|(k, v, t)| entry(k, v, t, CONFIG_SOURCE_DEFAULT, false, synonyms))
+        .collect();
+    for (k, v) in overrides {
+        let t = out
+            .iter()
+            .find(|e| e.name == k)
+            .map_or(STRING, |e| e.config_type);
+        out.retain(|e| e.name != k);
+        out.push(entry(&k, v, t, CONFIG_SOURCE_TOPIC, false, synonyms));
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+fn describe_broker(
+    state: &BrokerState,
+    name: &str,
+    synonyms: bool,
+) -> Result<Vec<DescribeConfigsResourceResult>, (ErrorCode, String)> {
+    if name.is_empty() {
+        return Ok(Vec::new());
+    }
+    if name.parse::<i32>().ok() != Some(state.config.node_id) {
+        return Err((
+            ErrorCode::InvalidRequest,
+            format!(
+                "Unexpected broker id, expected {} or empty string, but received {name}",
+                state.config.node_id
+            ),
+        ));
+    }
+    Ok(broker_configs(state)
+        .into_iter()
+        .map(|(k, v, t)| entry(k, v, t, CONFIG_SOURCE_STATIC_BROKER, true, synonyms))
+        .collect())
+}
+
+fn describe(
+    state: &BrokerState,
+    r: DescribeConfigsResource,
+    synonyms: bool,
+    seen: &mut HashSet<(i8, String)>,
+) -> DescribeConfigsResult {
+    let first = seen.insert((r.resource_type, r.resource_name.clone()));
+    let configs = match r.resource_type {
+        _ if !first => Err((
+            ErrorCode::InvalidRequest,
+            format!("Resource {} is named more than once", r.resource_name),
+        )),
+        RESOURCE_TYPE_TOPIC => describe_topic(state, &r.resource_name, synonyms),
+        RESOURCE_TYPE_BROKER => describe_broker(state, &r.resource_name, synonyms),
+        other => Err((
+            ErrorCode::InvalidRequest,
+            format!("Unsupported resource type {other}"),
+        )),
+    };
+    let (error_code, error_message, configs) = match configs {
+        Ok(mut all) => {
+            if let Some(keys) = &r.configuration_keys {
+                all.retain(|c| keys.contains(&c.name));
+            }
+            (0, None, all)
+        }
+        Err((code, message)) => (code.code(), Some(message), Vec::new()),
+    };
+    DescribeConfigsResult {
+        error_code,
+        error_message,
+        resource_type: r.resource_type,
+        resource_name: r.resource_name,
+        configs,
+    }
+}
+
+pub(crate) fn handle(
+    state: &BrokerState,
+    req: DescribeConfigsRequest,
+    _version: i16,
+) -> DescribeConfigsResponse {
+    let synonyms = req.include_synonyms;
+    let mut seen = HashSet::new();
+    DescribeConfigsResponse {
+        throttle_time_ms: 0,
+        results: req
+            .resources
+            .into_iter()
+            .map(|r| describe(state, r, synonyms, &mut seen))
+            .collect(),
+    }
+}
