@@ -1,0 +1,193 @@
+// The Java client (kafka-clients) against baton-broker, driven by tests/interop_java.rs.
+//
+// Usage: java -cp 'target/apache-kafka/libs/*:<classes>' BatonJava <mode> <bootstrap> <args...>
+//   produce   <bootstrap> <topic> <codec,...> <count> per codec: one idempotent acks=all producer,
+//                                                   <count> records, keys k<i>, values v<i>.<codec>
+//   assign    <bootstrap> <topic> <expected>        assign() every partition from the beginning
+//   subscribe <bootstrap> <topic> <group> <expected> classic group protocol, commitSync after each poll
+//   admin     <bootstrap> <topic> <group>           every AdminClient call of issue 14, section 3
+// Each mode prints one line `RESULT {json}` (flat, for the Rust test) and exits 0; any
+// exception propagates (exit 1 with its stack trace on stderr).
+
+import java.time.Duration;
+import java.util.*;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import org.apache.kafka.clients.admin.*;
+import org.apache.kafka.clients.consumer.*;
+import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.common.*;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+public class BatonJava {
+    static final Duration DEADLINE = Duration.ofSeconds(60);
+
+    public static void main(String[] a) throws Exception {
+        switch (a[0]) {
+            case "produce" -> produce(a[1], a[2], a[3].split(","), Integer.parseInt(a[4]));
+            case "assign" -> consume(a[1], a[2], null, Integer.parseInt(a[3]));
+            case "subscribe" -> consume(a[1], a[2], a[3], Integer.parseInt(a[4]));
+            case "admin" -> admin(a[1], a[2], a[3]);
+            default -> throw new IllegalArgumentException("unknown mode " + a[0]);
+        }
+    }
+
+    static void produce(String bootstrap, String topic, String[] codecs, int count) throws Exception {
+        int acked = 0;
+        Set<Integer> partitions = new TreeSet<>();
+        for (String codec : codecs) {
+            acked += produceWith(bootstrap, topic, codec, count, partitions);
+        }
+        System.out.println("RESULT {\"acked\": " + acked + ", \"partitions\": " + partitions.size() + "}");
+    }
+
+    /// One idempotent acks=all producer with `codec`; returns how many records were acknowledged.
+    static int produceWith(String bootstrap, String topic, String codec, int count, Set<Integer> partitions)
+            throws Exception {
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        int acked = 0;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, "k" + i, "v" + i + "." + codec)));
+            }
+            for (var f : sent) {
+                RecordMetadata m = f.get(DEADLINE.toSeconds(), TimeUnit.SECONDS);
+                partitions.add(m.partition());
+                acked++;
+            }
+        }
+        return acked;
+    }
+
+    /// Reads until `expected` distinct records arrived; every value must match its key.
+    static void consume(String bootstrap, String topic, String group, int expected) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        if (group != null) {
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+        }
+        Set<String> seen = new HashSet<>();
+        int mismatched = 0;
+        int records = 0;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
+            if (group != null) {
+                consumer.subscribe(List.of(topic));
+            } else {
+                List<TopicPartition> tps = consumer.partitionsFor(topic, DEADLINE).stream()
+                        .map(i -> new TopicPartition(topic, i.partition()))
+                        .collect(Collectors.toList());
+                consumer.assign(tps);
+                consumer.seekToBeginning(tps);
+            }
+            long end = System.nanoTime() + DEADLINE.toNanos();
+            while (seen.size() < expected && System.nanoTime() < end) {
+                ConsumerRecords<String, String> batch = consumer.poll(Duration.ofMillis(500));
+                for (ConsumerRecord<String, String> r : batch) {
+                    records++;
+                    String key = r.key();
+                    if (key == null || !r.value().startsWith("v" + key.substring(1) + ".")) {
+                        mismatched++;
+                    }
+                    seen.add(r.partition() + "/" + r.offset());
+                }
+                if (group != null && !batch.isEmpty()) {
+                    consumer.commitSync();
+                }
+            }
+        }
+        System.out.println("RESULT {\"distinct\": " + seen.size() + ", \"records\": " + records
+                + ", \"mismatched\": " + mismatched + "}");
+    }
+
+    @SuppressWarnings("removal") // listConsumerGroups is one of the calls under test
+    static void admin(String bootstrap, String topic, String group) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+        StringBuilder out = new StringBuilder("RESULT {");
+        try (Admin admin = Admin.create(p)) {
+            String created = topic + "-admin";
+            NewTopic nt = new NewTopic(created, 2, (short) -1)
+                    .configs(Map.of("retention.ms", "3600000"));
+            admin.createTopics(List.of(nt)).all().get();
+            Set<String> names = admin.listTopics().names().get();
+            out.append("\"listed_created\": ").append(names.contains(created));
+            out.append(", \"listed_existing\": ").append(names.contains(topic));
+
+            TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+            out.append(", \"described_partitions\": ").append(d.partitions().size());
+            out.append(", \"described_replicas\": ").append(d.partitions().get(0).replicas().size());
+
+            DescribeClusterResult c = admin.describeCluster();
+            out.append(", \"cluster_nodes\": ").append(c.nodes().get().size());
+            out.append(", \"cluster_id\": \"").append(c.clusterId().get()).append('"');
+            out.append(", \"controller\": ").append(c.controller().get().id());
+
+            Collection<GroupListing> groups = admin.listGroups().all().get();
+            boolean listed = admin.listConsumerGroups().all().get().stream()
+                    .anyMatch(g -> g.groupId().equals(group));
+            out.append(", \"groups_listed\": ").append(groups.size());
+            out.append(", \"group_listed\": ").append(listed);
+            ConsumerGroupDescription g = admin.describeConsumerGroups(List.of(group))
+                    .describedGroups().get(group).get();
+            out.append(", \"group_state\": \"").append(g.groupState()).append('"');
+            out.append(", \"group_members\": ").append(g.members().size());
+            Map<TopicPartition, OffsetAndMetadata> committed =
+                    admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+            long committedSum = committed.values().stream().mapToLong(OffsetAndMetadata::offset).sum();
+            out.append(", \"committed_sum\": ").append(committedSum);
+
+            Map<TopicPartition, OffsetSpec> specs = new HashMap<>();
+            for (var part : d.partitions()) {
+                specs.put(new TopicPartition(topic, part.partition()), OffsetSpec.latest());
+            }
+            long latestSum = admin.listOffsets(specs).all().get().values().stream()
+                    .mapToLong(ListOffsetsResult.ListOffsetsResultInfo::offset).sum();
+            out.append(", \"latest_sum\": ").append(latestSum);
+            specs.replaceAll((tp, s) -> OffsetSpec.earliest());
+            long earliestSum = admin.listOffsets(specs).all().get().values().stream()
+                    .mapToLong(ListOffsetsResult.ListOffsetsResultInfo::offset).sum();
+            out.append(", \"earliest_sum\": ").append(earliestSum);
+
+            ConfigResource tr = new ConfigResource(ConfigResource.Type.TOPIC, created);
+            ConfigResource br = new ConfigResource(ConfigResource.Type.BROKER,
+                    String.valueOf(c.controller().get().id()));
+            Map<ConfigResource, Config> configs = admin.describeConfigs(List.of(tr, br)).all().get();
+            ConfigEntry retention = configs.get(tr).get("retention.ms");
+            ConfigEntry cleanup = configs.get(tr).get("cleanup.policy");
+            out.append(", \"retention_ms\": \"").append(retention.value()).append('"');
+            out.append(", \"retention_source\": \"").append(retention.source()).append('"');
+            out.append(", \"cleanup_policy\": \"").append(cleanup.value()).append('"');
+            out.append(", \"cleanup_source\": \"").append(cleanup.source()).append('"');
+            ConfigEntry brokerId = configs.get(br).get("node.id");
+            out.append(", \"broker_node_id\": \"").append(brokerId == null ? null : brokerId.value()).append('"');
+            out.append(", \"broker_configs\": ").append(configs.get(br).entries().size());
+
+            admin.deleteTopics(List.of(created)).all().get();
+            boolean gone = false;
+            for (int i = 0; i < 50 && !gone; i++) {
+                gone = !admin.listTopics().names().get().contains(created);
+                if (!gone) {
+                    Thread.sleep(100);
+                }
+            }
+            out.append(", \"deleted\": ").append(gone);
+        }
+        System.out.println(out.append('}'));
+    }
+}

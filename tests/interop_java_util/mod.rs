@@ -1,0 +1,220 @@
+//! Running the Java client and Kafka's own tools for `tests/interop_java.rs`: the
+//! jars of `tests/apache-kafka/pom.xml` (installed by [`apache_kafka_util::libs`]),
+//! the harness `tests/interop/java/BatonJava.java` compiled once per test binary,
+//! small JVMs with a deadline, and the flat JSON fields of their output lines.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::apache_kafka_util::libs;
+
+/// Upper bound for one JVM; the harness gives up on its own after 60 s.
+pub const JVM_TIMEOUT: Duration = Duration::from_secs(150);
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The compiled harness; panics with javac's output if it does not compile.
+fn classes() -> &'static Path {
+    static CLASSES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let compiled = CLASSES.get_or_init(|| {
+        let root = workspace().join("target").join("interop-java");
+        remove_stale_classes(&root);
+        let dir = root.join(format!("classes-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let source = workspace().join("tests/interop/java/BatonJava.java");
+        let out = Command::new("javac")
+            .arg("-d")
+            .arg(&dir)
+            .arg("-cp")
+            .arg(format!("{}/*", libs().display()))
+            .arg(&source)
+            .output()
+            .map_err(|e| format!("javac: {e}"))?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        Ok(dir)
+    });
+    match compiled {
+        Ok(dir) => dir,
+        Err(e) => panic!("compiling tests/interop/java/BatonJava.java failed:\n{e}"),
+    }
+}
+
+/// Removes the `classes-<pid>` directories of test processes that are gone.
+fn remove_stale_classes(root: &Path) {
+    for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = name.strip_prefix("classes-") {
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}
+
+/// `java` with a small heap and the Kafka jars plus the harness on the classpath.
+pub fn java(main: &str) -> Command {
+    let mut cmd = Command::new("java");
+    cmd.args([
+        "-Xmx256m",
+        "-XX:+UseSerialGC",
+        "-XX:TieredStopAtLevel=1",
+        "-XX:-UsePerfData",
+    ])
+    .arg("-cp")
+    .arg(format!("{}/*:{}", libs().display(), classes().display()))
+    .arg(main)
+    .stdin(Stdio::null())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    cmd
+}
+
+/// A running JVM whose stdout lines are collected as they come.
+pub struct Jvm {
+    what: String,
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    stderr: Arc<Mutex<Vec<String>>>,
+    started: Instant,
+}
+
+fn collect(pipe: impl std::io::Read + Send + 'static) -> Arc<Mutex<Vec<String>>> {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    thread::spawn(move || {
+        for line in BufReader::new(pipe).lines() {
+            match line {
+                Ok(l) => sink.lock().unwrap().push(l),
+                Err(_) => break,
+            }
+        }
+    });
+    lines
+}
+
+impl Jvm {
+    /// Starts `cmd` (from [`java`]); `what` names it in failures.
+    pub fn spawn(what: impl Into<String>, mut cmd: Command) -> Jvm {
+        let what = what.into();
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("{what}: could not start java: {e}"));
+        let lines = collect(child.stdout.take().expect("piped"));
+        let stderr = collect(child.stderr.take().expect("piped"));
+        Jvm {
+            what,
+            child,
+            lines,
+            stderr,
+            started: Instant::now(),
+        }
+    }
+
+    /// The stdout lines so far.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// The process id (for SIGTERM).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SIGTERM: the Verifiable tools close their client and print their last events.
+    pub fn terminate(&self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.pid().to_string())
+            .status();
+    }
+
+    /// Waits for exit within [`JVM_TIMEOUT`] of its start; panics (after a kill)
+    /// with its output if it hangs, or if `must_succeed` and it exits non-zero.
+    pub fn wait(mut self, must_succeed: bool) -> Vec<String> {
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if self.started.elapsed() < JVM_TIMEOUT => {
+                    thread::sleep(Duration::from_millis(50))
+                }
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    panic!(
+                        "{} hung; killed after {JVM_TIMEOUT:?}\n{}",
+                        self.what,
+                        self.output()
+                    );
+                }
+            }
+        };
+        // The reader threads finish when the pipes close.
+        thread::sleep(Duration::from_millis(100));
+        if must_succeed && !status.success() {
+            panic!("{} exited with {status}\n{}", self.what, self.output());
+        }
+        self.lines()
+    }
+
+    /// The tail of stdout and stderr, for failure messages.
+    pub fn output(&self) -> String {
+        let tail = |v: &Arc<Mutex<Vec<String>>>| {
+            let v = v.lock().unwrap();
+            v[v.len().saturating_sub(40)..].join("\n")
+        };
+        format!(
+            "--- stdout (tail) ---\n{}\n--- stderr (tail) ---\n{}",
+            tail(&self.lines),
+            tail(&self.stderr)
+        )
+    }
+}
+
+impl Drop for Jvm {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs the harness in `mode` to completion and returns its `RESULT` object.
+pub fn harness(mode: &str, args: &[&str]) -> String {
+    let mut cmd = java("BatonJava");
+    cmd.arg(mode).args(args);
+    let what = format!("BatonJava {mode} {}", args.join(" "));
+    let lines = Jvm::spawn(what.clone(), cmd).wait(true);
+    match lines.iter().rev().find_map(|l| l.strip_prefix("RESULT ")) {
+        Some(json) => json.to_string(),
+        None => panic!("{what}: no RESULT line in {lines:?}"),
+    }
+}
+
+/// The raw value of `"key": value` in a flat JSON object (strings unquoted), as
+/// the harness and the Verifiable tools print them.
+pub fn field<'a>(json: &'a str, key: &str) -> Option<&'a str> {
+    let needle = format!("\"{key}\":");
+    let start = json.find(&needle)? + needle.len();
+    let rest = json[start..].trim_start();
+    if let Some(s) = rest.strip_prefix('"') {
+        return Some(&s[..s.find('"')?]);
+    }
+    let end = rest.find([',', '}', ']']).unwrap_or(rest.len());
+    Some(rest[..end].trim())
+}
+
+/// A numeric field.
+pub fn int(json: &str, key: &str) -> Option<i64> {
+    field(json, key)?.parse().ok()
+}
