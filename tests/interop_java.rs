@@ -8,8 +8,6 @@
 //! `broker-mock/`, never something to work around in the test. At most two JVMs run
 //! at once, each with a 256 MiB heap.
 
-// Shared with tests/apache_kafka.rs, which owns it; its one lint finding is left there.
-#[allow(clippy::filter_map_bool_then)]
 mod apache_kafka_util;
 mod client_util;
 mod interop_java_util;
