@@ -15,8 +15,36 @@
 //!   consuming them; after SyncGroup it revokes only the partitions no longer
 //!   assigned to it and, if there were any, rejoins at once so the group can hand
 //!   them to their new owner.
+//!
+//! # Joining is never silent
+//!
+//! A coordinator may hold a JoinGroup (and a follower's SyncGroup) for a long
+//! time, legitimately: Apache Kafka holds a new group's first join for
+//! `group.initial.rebalance.delay.ms` and any join until every known member has
+//! rejoined or the rebalance timeout expires; tansu 0.6 holds every join for half
+//! the session timeout (22.5 s with the default 45 s). Transient errors
+//! (coordinator moving or loading, broken connections, REBALANCE_IN_PROGRESS) can
+//! also repeat for a while. So a join that takes long is not an error, and the
+//! member keeps retrying for as long as the consumer lives, as the Java client and
+//! librdkafka do; a fatal error from `recv` would make a slow group formation or
+//! a long coordinator failover kill every application that uses `?` on it. What
+//! it never does is wait silently:
+//! - each join round (one JoinGroup + SyncGroup exchange) starts with an info line;
+//! - a JoinGroup or SyncGroup the coordinator holds is reported at info while it
+//!   waits, first after one heartbeat interval, then at doubling intervals;
+//! - every outcome that leads to another attempt is logged with its reason: at
+//!   info for the rebalance-relevant ones (REBALANCE_IN_PROGRESS,
+//!   ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, MEMBER_ID_REQUIRED), at debug for each
+//!   failed request (coordinator lookup, wire error, other retriable codes);
+//! - once a join has not completed within the rebalance timeout, a warning names
+//!   the attempts, the time spent and the last reason, and repeats every further
+//!   rebalance timeout until the member joins.
+//!
+//! Errors that cannot be ridden out (authorization, an unknown protocol, a fenced
+//! static member) end the membership and surface through `recv` as before.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +62,7 @@ use super::assignor::{Assignor, MemberSubscription, RebalanceProtocol};
 use super::coordinator::{Lane, Shared};
 use super::{GroupError, TopicPartition};
 use crate::client::ClientError;
+use crate::connection::Connection;
 
 /// What the membership task tells the application side.
 #[derive(Debug)]
@@ -67,6 +96,51 @@ pub(crate) struct MemberConfig {
 enum Next {
     Rejoin,
     Stop,
+}
+
+/// Why a join round must be repeated: logged when it happens, and named again if
+/// the join outlasts the rebalance timeout.
+#[derive(Debug, Clone)]
+enum Retry {
+    /// No usable coordinator yet (FindCoordinator failed or is retrying).
+    NoCoordinator(String),
+    /// The request failed on the wire (broken connection, timeout).
+    Request {
+        request: &'static str,
+        error: String,
+    },
+    /// The coordinator answered a retriable error code.
+    Code {
+        request: &'static str,
+        code: ErrorCode,
+    },
+}
+
+impl Retry {
+    /// Whether this retry is part of the group's rebalance protocol (logged at
+    /// info) rather than a failed request (logged at debug).
+    fn is_rebalance(&self) -> bool {
+        matches!(
+            self,
+            Retry::Code {
+                code: ErrorCode::RebalanceInProgress
+                    | ErrorCode::IllegalGeneration
+                    | ErrorCode::UnknownMemberId
+                    | ErrorCode::MemberIdRequired,
+                ..
+            }
+        )
+    }
+}
+
+impl std::fmt::Display for Retry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Retry::NoCoordinator(e) => write!(f, "no coordinator: {e}"),
+            Retry::Request { request, error } => write!(f, "{request} failed: {error}"),
+            Retry::Code { request, code } => write!(f, "{request} answered {code}"),
+        }
+    }
 }
 
 struct Member {
@@ -282,12 +356,16 @@ impl Member {
     }
 
     /// JoinGroup + SyncGroup until this member holds a generation; then applies the
-    /// new assignment (revoking and announcing partitions).
+    /// new assignment (revoking and announcing partitions). Retries for as long as
+    /// it takes, logging every retry (see the module docs).
     async fn join_and_sync(&mut self) -> Result<(), GroupError> {
         if self.cfg.protocol == RebalanceProtocol::Eager {
             let all: Vec<TopicPartition> = self.owned.iter().cloned().collect();
             self.revoke(all).await?;
         }
+        tracing::info!(group = %self.shared.group_id, member = %self.member_id, "joining group");
+        let started = Instant::now();
+        let mut warn_at = started + self.cfg.rebalance_timeout;
         let mut attempt = 0u32;
         loop {
             if self.closed() {
@@ -299,31 +377,92 @@ impl Member {
                 tokio::time::sleep(wait).await;
             }
             attempt += 1;
-            let joined = match self.join().await? {
-                Some(j) => j,
-                None => continue,
+            let retry = match self.join_round().await? {
+                Ok(()) => return Ok(()),
+                Err(retry) => retry,
             };
-            let generation = joined.generation_id;
-            let protocol_name = joined.protocol_name.clone().unwrap_or_default();
-            let assignments = if joined.leader == joined.member_id && !joined.skip_assignment {
-                self.lead(&protocol_name, &joined.members).await?
+            if retry.is_rebalance() {
+                tracing::info!(group = %self.shared.group_id, attempt, reason = %retry, "join round repeated");
             } else {
-                Vec::new()
-            };
-            let Some(assigned) = self.sync(generation, &protocol_name, assignments).await? else {
-                continue;
-            };
-            self.install(generation, assigned).await?;
-            return Ok(());
+                tracing::debug!(group = %self.shared.group_id, attempt, reason = %retry, "join round failed; retrying");
+            }
+            if Instant::now() >= warn_at {
+                warn_at = Instant::now() + self.cfg.rebalance_timeout;
+                tracing::warn!(
+                    group = %self.shared.group_id,
+                    attempts = attempt,
+                    waited = ?started.elapsed(),
+                    last = %retry,
+                    "join has not completed within the rebalance timeout; still retrying"
+                );
+            }
         }
     }
 
-    /// One JoinGroup (repeated at once for MEMBER_ID_REQUIRED). `None`: try again.
-    async fn join(&mut self) -> Result<Option<JoinGroupResponse>, GroupError> {
-        let (node, conn) = match self.shared.coordinator(Lane::Membership).await {
+    /// One JoinGroup + SyncGroup exchange; installs the assignment when it
+    /// succeeds.
+    async fn join_round(&mut self) -> Result<Result<(), Retry>, GroupError> {
+        let joined = match self.join().await? {
+            Ok(j) => j,
+            Err(retry) => return Ok(Err(retry)),
+        };
+        let generation = joined.generation_id;
+        let protocol_name = joined.protocol_name.clone().unwrap_or_default();
+        let assignments = if joined.leader == joined.member_id && !joined.skip_assignment {
+            self.lead(&protocol_name, &joined.members).await?
+        } else {
+            Vec::new()
+        };
+        let assigned = match self.sync(generation, &protocol_name, assignments).await? {
+            Ok(a) => a,
+            Err(retry) => return Ok(Err(retry)),
+        };
+        self.install(generation, assigned).await?;
+        Ok(Ok(()))
+    }
+
+    /// Awaits a JoinGroup or SyncGroup response, logging at info while the
+    /// coordinator holds it: first after one heartbeat interval, then at doubling
+    /// intervals.
+    async fn held<T>(&self, request: &'static str, response: impl Future<Output = T>) -> T {
+        let started = Instant::now();
+        let mut every = self.cfg.heartbeat_interval;
+        let report = tokio::time::sleep(every);
+        tokio::pin!(response);
+        tokio::pin!(report);
+        loop {
+            tokio::select! {
+                r = &mut response => return r,
+                _ = &mut report => {
+                    tracing::info!(
+                        group = %self.shared.group_id,
+                        member = %self.member_id,
+                        waited = ?started.elapsed(),
+                        "{request} held by the coordinator; still waiting"
+                    );
+                    every = (every * 2)
+                        .min(self.cfg.rebalance_timeout)
+                        .max(self.cfg.heartbeat_interval);
+                    report.as_mut().reset(Instant::now() + every);
+                }
+            }
+        }
+    }
+
+    /// The coordinator's connection, or why there is none yet.
+    async fn coordinator(&self) -> Result<Result<(i32, Connection), Retry>, GroupError> {
+        match self.shared.coordinator(Lane::Membership).await {
+            Ok(c) => Ok(Ok(c)),
+            Err(e) if e.is_retriable() => Ok(Err(Retry::NoCoordinator(e.to_string()))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// One JoinGroup (repeated at once for MEMBER_ID_REQUIRED).
+    async fn join(&mut self) -> Result<Result<JoinGroupResponse, Retry>, GroupError> {
+        let (node, conn) = match self.coordinator().await? {
             Ok(c) => c,
-            Err(e) if e.is_retriable() => return Ok(None),
-            Err(e) => return Err(e),
+            Err(retry) => return Ok(Err(retry)),
         };
         let mut protocols = Vec::with_capacity(self.cfg.assignors.len());
         for a in &self.cfg.assignors {
@@ -344,15 +483,27 @@ impl Member {
         };
         let timeout = self.cfg.rebalance_timeout + self.shared.client.request_timeout();
         for _ in 0..2 {
-            let resp = match conn.send_with_timeout(&req, timeout).await {
+            let sent = self
+                .held("JoinGroup", conn.send_with_timeout(&req, timeout))
+                .await;
+            let resp = match sent {
                 Ok(r) => r,
                 Err(e) => {
-                    tracing::debug!(error = %e, "JoinGroup failed");
                     self.shared.coordinator_failed(node);
-                    return Ok(None);
+                    return Ok(Err(Retry::Request {
+                        request: "JoinGroup",
+                        error: e.to_string(),
+                    }));
                 }
             };
-            match ErrorCode::from_code(resp.error_code) {
+            let code = ErrorCode::from_code(resp.error_code);
+            let retry = |code| {
+                Ok(Err(Retry::Code {
+                    request: "JoinGroup",
+                    code,
+                }))
+            };
+            match code {
                 ErrorCode::None => {
                     // `self.generation` stays the generation of what this member
                     // owns until SyncGroup hands it the new assignment: it is what
@@ -364,27 +515,29 @@ impl Member {
                     st.generation = -1;
                     drop(st);
                     tracing::debug!(group = %self.shared.group_id, member = %resp.member_id, generation = resp.generation_id, leader = %resp.leader, "joined");
-                    return Ok(Some(resp));
+                    return Ok(Ok(resp));
                 }
                 ErrorCode::MemberIdRequired => {
+                    tracing::debug!(group = %self.shared.group_id, member = %resp.member_id, "JoinGroup: member id assigned; joining with it");
                     self.member_id = resp.member_id.clone();
                     self.shared.lock().member_id = resp.member_id.clone();
                     req.member_id = resp.member_id;
                 }
                 ErrorCode::UnknownMemberId => {
                     self.lose_all(true);
-                    return Ok(None);
+                    return retry(code);
                 }
                 ErrorCode::FencedInstanceId => return Err(self.fenced()),
-                code @ (ErrorCode::NotCoordinator
+                ErrorCode::NotCoordinator
                 | ErrorCode::CoordinatorNotAvailable
-                | ErrorCode::CoordinatorLoadInProgress) => {
-                    tracing::debug!(%code, "JoinGroup: coordinator moved");
+                | ErrorCode::CoordinatorLoadInProgress => {
                     self.shared.coordinator_failed(node);
-                    return Ok(None);
+                    return retry(code);
                 }
-                ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration => return Ok(None),
-                code if code.is_retriable() => return Ok(None),
+                ErrorCode::RebalanceInProgress | ErrorCode::IllegalGeneration => {
+                    return retry(code)
+                }
+                code if code.is_retriable() => return retry(code),
                 code => {
                     return Err(GroupError::Coordinator {
                         code,
@@ -393,7 +546,11 @@ impl Member {
                 }
             }
         }
-        Ok(None)
+        // MEMBER_ID_REQUIRED twice in a row: start over with the latest id.
+        Ok(Err(Retry::Code {
+            request: "JoinGroup",
+            code: ErrorCode::MemberIdRequired,
+        }))
     }
 
     /// Runs the group's chosen assignor over the members' subscriptions.
@@ -488,17 +645,16 @@ impl Member {
         Ok(out)
     }
 
-    /// SyncGroup. `None`: rejoin.
+    /// SyncGroup; a [`Retry`] means rejoin.
     async fn sync(
         &mut self,
         generation: i32,
         protocol_name: &str,
         assignments: Vec<SyncGroupRequestAssignment>,
-    ) -> Result<Option<BTreeSet<TopicPartition>>, GroupError> {
-        let (node, conn) = match self.shared.coordinator(Lane::Membership).await {
+    ) -> Result<Result<BTreeSet<TopicPartition>, Retry>, GroupError> {
+        let (node, conn) = match self.coordinator().await? {
             Ok(c) => c,
-            Err(e) if e.is_retriable() => return Ok(None),
-            Err(e) => return Err(e),
+            Err(retry) => return Ok(Err(retry)),
         };
         let req = SyncGroupRequest {
             group_id: self.shared.group_id.clone(),
@@ -510,34 +666,43 @@ impl Member {
             assignments,
         };
         let timeout = self.cfg.rebalance_timeout + self.shared.client.request_timeout();
-        let resp = match conn.send_with_timeout(&req, timeout).await {
+        let sent = self
+            .held("SyncGroup", conn.send_with_timeout(&req, timeout))
+            .await;
+        let resp = match sent {
             Ok(r) => r,
             Err(e) => {
-                tracing::debug!(error = %e, "SyncGroup failed");
                 self.shared.coordinator_failed(node);
-                return Ok(None);
+                return Ok(Err(Retry::Request {
+                    request: "SyncGroup",
+                    error: e.to_string(),
+                }));
             }
         };
-        match ErrorCode::from_code(resp.error_code) {
+        let code = ErrorCode::from_code(resp.error_code);
+        let retry = Retry::Code {
+            request: "SyncGroup",
+            code,
+        };
+        match code {
             ErrorCode::None => {}
-            ErrorCode::RebalanceInProgress => return Ok(None),
+            ErrorCode::RebalanceInProgress => return Ok(Err(retry)),
             ErrorCode::UnknownMemberId => {
                 self.lose_all(true);
-                return Ok(None);
+                return Ok(Err(retry));
             }
             ErrorCode::IllegalGeneration => {
                 self.lose_all(false);
-                return Ok(None);
+                return Ok(Err(retry));
             }
             ErrorCode::FencedInstanceId => return Err(self.fenced()),
-            code @ (ErrorCode::NotCoordinator
+            ErrorCode::NotCoordinator
             | ErrorCode::CoordinatorNotAvailable
-            | ErrorCode::CoordinatorLoadInProgress) => {
-                tracing::debug!(%code, "SyncGroup: coordinator moved");
+            | ErrorCode::CoordinatorLoadInProgress => {
                 self.shared.coordinator_failed(node);
-                return Ok(None);
+                return Ok(Err(retry));
             }
-            code if code.is_retriable() => return Ok(None),
+            code if code.is_retriable() => return Ok(Err(retry)),
             code => {
                 return Err(GroupError::Coordinator {
                     code,
@@ -554,7 +719,7 @@ impl Member {
                 set.insert(TopicPartition::new(topic.clone(), p));
             }
         }
-        Ok(Some(set))
+        Ok(Ok(set))
     }
 
     /// Takes the new generation: revokes what is no longer assigned (cooperative),
