@@ -6,10 +6,13 @@
 //! lock step (a request, then its response; every request must expect one, so
 //! tests produce with acks above 0), logs every request's API key and each
 //! Produce request's batches, can lose the response to chosen Produce requests
-//! after the broker wrote them, and can rewrite responses. (All of 127.0.0.0/8 is
+//! after the broker wrote them, can rewrite responses and can hold them back
+//! (as a coordinator that parks a JoinGroup does). (All of 127.0.0.0/8 is
 //! loopback on Linux; macOS needs `ifconfig lo0 alias 127.0.0.2` first.)
 
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,6 +47,12 @@ pub struct Exchange {
 /// Turns a response frame (without its length prefix) into the one the client gets.
 pub type Rewrite = Box<dyn FnMut(Exchange, Vec<u8>) -> Vec<u8> + Send>;
 
+/// Decides from the exchange and the (rewritten) response frame whether the
+/// response waits before reaching the client: it is relayed once the returned
+/// future completes.
+pub type Hold =
+    Box<dyn FnMut(Exchange, &[u8]) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> + Send>;
+
 /// What the proxy logs and does.
 #[derive(Default)]
 pub struct ProxyState {
@@ -56,6 +65,8 @@ pub struct ProxyState {
     pub lose_responses: Vec<usize>,
     /// Applied to every response that is not lost.
     pub rewrite: Option<Rewrite>,
+    /// Asked about every response after `rewrite`.
+    pub hold: Option<Hold>,
 }
 
 impl ProxyState {
@@ -192,6 +203,15 @@ async fn relay(
         }
         if let Some(rewrite) = state.lock().unwrap().rewrite.as_mut() {
             response = rewrite(exchange, response);
+        }
+        let held = state
+            .lock()
+            .unwrap()
+            .hold
+            .as_mut()
+            .and_then(|hold| hold(exchange, &response));
+        if let Some(held) = held {
+            held.await;
         }
         write_frame(&mut client, &response).await?;
     }
