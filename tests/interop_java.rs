@@ -19,6 +19,7 @@ use apache_kafka_util::kafka_version;
 use baton::{Admin, Client, NewTopic};
 use baton_broker::{Broker, BrokerConfig, Cluster};
 use client_util::topic_name;
+use interop_java_util::mixed_group::{self, Strategy};
 use interop_java_util::{field, harness, int, java, Jvm};
 use tokio::runtime::Runtime;
 
@@ -141,6 +142,33 @@ fn java_client_against_a_cluster() {
     ));
     java_client_round(&cluster.bootstrap_servers().join(","), &topic, 3);
     rt.block_on(cluster.shutdown());
+}
+
+/// A group shared by Baton's `GroupConsumer`s and the Java client's
+/// `KafkaConsumer` on baton-broker, as `apache_kafka.rs` runs it on Apache Kafka:
+/// cooperative-sticky and range, each with a Baton and then a Java leader (see
+/// `mixed_group::run`).
+#[test]
+fn group_shared_by_baton_and_java_consumers_on_a_single_broker() {
+    let rt = runtime();
+    let broker = rt
+        .block_on(Broker::start(BrokerConfig::in_memory()))
+        .expect("broker starts");
+    let client = rt
+        .block_on(Client::builder(vec![broker.bootstrap()]).build())
+        .expect("client");
+    for strategy in [Strategy::CooperativeSticky, Strategy::Range] {
+        for java_leads in [false, true] {
+            let summary = rt.block_on(mixed_group::run(
+                &client,
+                &broker.bootstrap(),
+                strategy,
+                java_leads,
+            ));
+            println!("baton-broker: {summary}");
+        }
+    }
+    rt.block_on(broker.shutdown());
 }
 
 /// One acknowledged or consumed record of the Verifiable tools: partition, offset.

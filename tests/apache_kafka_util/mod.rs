@@ -5,7 +5,9 @@
 //! ports of its own, with its data and log under `target/apache-kafka/run-*`.
 //!
 //! [`single_node`] is one node shared by every test of a test binary (tests use
-//! random topic names); [`KafkaCluster::start`] starts a cluster the caller owns.
+//! random topic names); [`three_nodes`] is a 3-node cluster shared the same way by
+//! the tests that restart nodes, one at a time; [`KafkaCluster::start`] starts a
+//! cluster the caller owns.
 //! Nodes stop by pid: [`KafkaCluster::stop`] sends SIGTERM (a controlled shutdown),
 //! [`KafkaCluster::kill`] SIGKILL (a crash); [`KafkaCluster::restart`] starts a
 //! stopped node on its old directory and ports.
@@ -435,6 +437,38 @@ pub fn single_node() -> &'static KafkaCluster {
     match NODE.get_or_init(|| KafkaCluster::try_start(1)) {
         Ok(cluster) => cluster,
         Err(reason) => panic!("Apache Kafka did not start:\n{reason}"),
+    }
+}
+
+/// Exclusive use of the 3-node cluster shared by the tests of this binary that stop
+/// and restart nodes (see [`three_nodes`]); derefs to the cluster.
+#[derive(Debug)]
+pub struct ThreeNodes {
+    _turn: tokio::sync::MutexGuard<'static, ()>,
+    cluster: &'static KafkaCluster,
+}
+
+impl std::ops::Deref for ThreeNodes {
+    type Target = KafkaCluster;
+
+    fn deref(&self) -> &KafkaCluster {
+        self.cluster
+    }
+}
+
+/// The 3-node cluster, started on first use and shared (JVM start-ups are the cost
+/// on 2 cores); tests that restart its nodes take turns, each leaving every node
+/// running and every partition fully replicated.
+pub async fn three_nodes() -> ThreeNodes {
+    static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    static CLUSTER: OnceLock<Result<KafkaCluster, String>> = OnceLock::new();
+    let turn = TURN.lock().await;
+    match CLUSTER.get_or_init(|| KafkaCluster::try_start(3)) {
+        Ok(cluster) => ThreeNodes {
+            _turn: turn,
+            cluster,
+        },
+        Err(reason) => panic!("the 3-node Apache Kafka cluster did not start:\n{reason}"),
     }
 }
 

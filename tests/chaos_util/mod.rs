@@ -121,12 +121,22 @@ pub struct Workload {
     pub worst_delivery: Arc<Mutex<Duration>>,
 }
 
-/// Starts producing ids `0, 1, 2, ...` round-robin over the partitions, one send
-/// every `pace`, each delivery awaited in the background.
+/// Starts producing ids `0, 1, 2, ...` round-robin over the partitions (id `i` to
+/// partition `i % PARTITIONS`), one send every `pace`, each delivery awaited in
+/// the background, with Baton's idempotent `acks=all` producer.
 pub fn start_producing(client: &Client, topic: &str, pace: Duration) -> Workload {
-    let producer = Producer::builder(client)
-        .acks(Acks::All)
-        .idempotence(true)
+    start_producing_with(client, topic, pace, Acks::All)
+}
+
+/// [`start_producing`] with `acks`: idempotent with [`Acks::All`]; otherwise
+/// Baton's default for those acks, which (as in the Java client, since Kafka's
+/// idempotence needs `acks=all`) is not idempotent.
+pub fn start_producing_with(client: &Client, topic: &str, pace: Duration, acks: Acks) -> Workload {
+    let mut builder = Producer::builder(client).acks(acks);
+    if acks == Acks::All {
+        builder = builder.idempotence(true);
+    }
+    let producer = builder
         .request_timeout(Duration::from_secs(5))
         .delivery_timeout(Duration::from_secs(120))
         .linger(Duration::from_millis(2))

@@ -1,7 +1,9 @@
 //! Running the Java client and Kafka's own tools for `tests/interop_java.rs`: the
 //! jars of `tests/apache-kafka/pom.xml` (installed by [`apache_kafka_util::libs`]),
 //! the harness `tests/interop/java/BatonJava.java` compiled once per test binary,
-//! small JVMs with a deadline, and the flat JSON fields of their output lines.
+//! small JVMs with a deadline, and the flat JSON fields of their output lines;
+//! [`mixed_group`] runs Baton's `GroupConsumer`s and the harness's `KafkaConsumer`
+//! in one group (against Apache Kafka and baton-broker alike).
 
 #![allow(dead_code)]
 
@@ -13,6 +15,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::apache_kafka_util::libs;
+
+pub mod mixed_group;
 
 /// Upper bound for one JVM; the harness gives up on its own after 60 s.
 pub const JVM_TIMEOUT: Duration = Duration::from_secs(150);
@@ -189,16 +193,27 @@ impl Drop for Jvm {
     }
 }
 
-/// Runs the harness in `mode` to completion and returns its `RESULT` object.
-pub fn harness(mode: &str, args: &[&str]) -> String {
+/// Starts the harness in `mode` (it runs beside the caller; see [`result`]).
+pub fn start_harness(mode: &str, args: &[&str]) -> Jvm {
     let mut cmd = java("BatonJava");
     cmd.arg(mode).args(args);
-    let what = format!("BatonJava {mode} {}", args.join(" "));
-    let lines = Jvm::spawn(what.clone(), cmd).wait(true);
+    Jvm::spawn(format!("BatonJava {mode} {}", args.join(" ")), cmd)
+}
+
+/// Waits for a harness started by [`start_harness`] to exit 0 and returns its
+/// `RESULT` object.
+pub fn result(jvm: Jvm) -> String {
+    let what = jvm.what.clone();
+    let lines = jvm.wait(true);
     match lines.iter().rev().find_map(|l| l.strip_prefix("RESULT ")) {
         Some(json) => json.to_string(),
         None => panic!("{what}: no RESULT line in {lines:?}"),
     }
+}
+
+/// Runs the harness in `mode` to completion and returns its `RESULT` object.
+pub fn harness(mode: &str, args: &[&str]) -> String {
+    result(start_harness(mode, args))
 }
 
 /// The raw value of `"key": value` in a flat JSON object (strings unquoted), as

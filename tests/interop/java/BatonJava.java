@@ -1,4 +1,5 @@
-// The Java client (kafka-clients) against baton-broker, driven by tests/interop_java.rs.
+// The Java client (kafka-clients) against baton-broker, driven by tests/interop_java.rs; its
+// `member` mode also shares groups with Baton's GroupConsumer in tests/apache_kafka.rs.
 //
 // Usage: java -cp 'target/apache-kafka/libs/*:<classes>' BatonJava <mode> <bootstrap> <args...>
 //   produce   <bootstrap> <topic> <codec,...> <count> per codec: one idempotent acks=all producer,
@@ -6,6 +7,12 @@
 //   assign    <bootstrap> <topic> <expected>        assign() every partition from the beginning
 //   subscribe <bootstrap> <topic> <group> <expected> classic group protocol, commitSync after each poll
 //   admin     <bootstrap> <topic> <group>           every AdminClient call of issue 14, section 3
+//   member    <bootstrap> <topic> <group> <range|cooperative-sticky> <stopfile>
+//                                                   one classic-protocol group member beside Baton's:
+//                                                   commitSync after each poll, until <stopfile> exists;
+//                                                   live lines `ASSIGNED <p,...>` after each change of
+//                                                   its assignment, `LED` each time it runs the group's
+//                                                   assignment, `CONSUMED <n>` after each commit
 // Each mode prints one line `RESULT {json}` (flat, for the Rust test) and exits 0; any
 // exception propagates (exit 1 with its stack trace on stderr).
 
@@ -30,6 +37,7 @@ public class BatonJava {
             case "assign" -> consume(a[1], a[2], null, Integer.parseInt(a[3]));
             case "subscribe" -> consume(a[1], a[2], a[3], Integer.parseInt(a[4]));
             case "admin" -> admin(a[1], a[2], a[3]);
+            case "member" -> member(a[1], a[2], a[3], a[4], a[5]);
             default -> throw new IllegalArgumentException("unknown mode " + a[0]);
         }
     }
@@ -112,6 +120,94 @@ public class BatonJava {
         }
         System.out.println("RESULT {\"distinct\": " + seen.size() + ", \"records\": " + records
                 + ", \"mismatched\": " + mismatched + "}");
+    }
+
+    /// How many times this member ran the group's assignment.
+    static volatile int led = 0;
+
+    /// Kafka's RangeAssignor, saying when this member runs it (as the group's leader).
+    public static class LoggingRange extends RangeAssignor {
+        @Override
+        public GroupAssignment assign(Cluster metadata, GroupSubscription subscriptions) {
+            System.out.println("LED");
+            led++;
+            return super.assign(metadata, subscriptions);
+        }
+    }
+
+    /// Kafka's CooperativeStickyAssignor, saying when this member runs it.
+    public static class LoggingCooperativeSticky extends CooperativeStickyAssignor {
+        @Override
+        public GroupAssignment assign(Cluster metadata, GroupSubscription subscriptions) {
+            System.out.println("LED");
+            led++;
+            return super.assign(metadata, subscriptions);
+        }
+    }
+
+    /// A group member until `stopFile` exists. `range` uses the Java default list (range,
+    /// then cooperative-sticky), `cooperative-sticky` that assignor alone. The RESULT names
+    /// every record consumed (`partition:offset:value`, space-separated) and the last
+    /// assignment; the member commits after each poll and leaves the group on close.
+    static void member(String bootstrap, String topic, String group, String strategy, String stopFile) {
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+        p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
+        p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "20000");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, switch (strategy) {
+            case "range" -> LoggingRange.class.getName() + "," + CooperativeStickyAssignor.class.getName();
+            case "cooperative-sticky" -> LoggingCooperativeSticky.class.getName();
+            default -> throw new IllegalArgumentException("unknown strategy " + strategy);
+        });
+        StringBuilder consumed = new StringBuilder();
+        int records = 0;
+        String assigned = "";
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
+            // Revoked partitions are committed before they move (commitSync is allowed here,
+            // inside poll, even while the group rebalances).
+            consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+                public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
+                    if (!revoked.isEmpty()) {
+                        consumer.commitSync();
+                    }
+                }
+
+                public void onPartitionsAssigned(Collection<TopicPartition> added) {}
+            });
+            long end = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+            while (!new java.io.File(stopFile).exists() && System.nanoTime() < end) {
+                ConsumerRecords<String, String> batch = consumer.poll(Duration.ofMillis(200));
+                for (ConsumerRecord<String, String> r : batch) {
+                    records++;
+                    consumed.append(consumed.length() == 0 ? "" : " ")
+                            .append(r.partition()).append(':').append(r.offset()).append(':').append(r.value());
+                }
+                if (!batch.isEmpty()) {
+                    try {
+                        consumer.commitSync();
+                    } catch (org.apache.kafka.common.errors.RebalanceInProgressException e) {
+                        // Cooperative: the rebalance finishes in the next poll, whose
+                        // revocation listener (or following commit) commits these.
+                    }
+                    System.out.println("CONSUMED " + records);
+                }
+                String now = consumer.assignment().stream().map(TopicPartition::partition).sorted()
+                        .map(String::valueOf).collect(Collectors.joining(","));
+                if (!now.equals(assigned)) {
+                    assigned = now;
+                    System.out.println("ASSIGNED " + assigned);
+                }
+            }
+        }
+        System.out.println("RESULT {\"records\": " + records + ", \"led\": " + led + ", \"assigned\": \"" + assigned
+                + "\", \"consumed\": \"" + consumed + "\"}");
     }
 
     @SuppressWarnings("removal") // listConsumerGroups is one of the calls under test
