@@ -3,13 +3,14 @@
 //! the assignors and the consumer-protocol subscription/assignment encodings of
 //! both clients interoperate, whichever of them leads the group.
 //!
-//! The scenario ([`run`]): a 6-partition topic holds 300 records; the first
-//! member to join (Java or Baton) is the group's leader and stays in the group
-//! throughout; two more members join (three in all, two Baton and one Java).
-//! Once every partition is assigned to exactly one member and the 300 records are
-//! in, a member that is not the leader leaves (the Java one when Baton leads, a
-//! Baton one when Java leads), 300 more records are produced, and the remaining two
-//! members must take over its partitions and read the rest. Every member commits
+//! The scenario ([`run`]), on a 6-partition topic, in three phases of 300 records:
+//! the first member to join (Java or Baton) is the group's leader, stays in the
+//! group throughout and reads phase 0 alone; two more members join (three in all,
+//! two Baton and one Java), taking partitions from it at its commits; once every
+//! partition is assigned to exactly one member, phase 1 is produced and read by
+//! all three; then a member that is not the leader leaves (the Java one when Baton
+//! leads, a Baton one when Java leads), phase 2 is produced, and the remaining two
+//! members must take over its partitions at its commits and read the rest. Every member commits
 //! what it has processed (Baton: automatic commits, which include every
 //! revocation and the close; Java: `commitSync` after each poll and on
 //! revocation), so every record must be consumed exactly once across the members.
@@ -27,7 +28,7 @@ use crate::client_util::topic_name;
 
 /// Partitions of the shared topic: two per member while three are in.
 const PARTITIONS: i32 = 6;
-/// Records produced before and again after the member leaves.
+/// Records of each phase.
 const PER_PHASE: usize = 300;
 /// Upper bound for each phase to settle.
 const PHASE_TIMEOUT: Duration = Duration::from_secs(90);
@@ -143,6 +144,7 @@ async fn settle(
 /// Runs the scenario of this module's doc on the brokers at `bootstrap`, with
 /// `strategy`, Java or Baton leading; returns a one-line summary.
 pub async fn run(client: &Client, bootstrap: &str, strategy: Strategy, java_leads: bool) -> String {
+    let started = std::time::Instant::now();
     let leader = if java_leads { "java" } else { "baton" };
     let what = format!("{} group, {leader} leads", strategy.harness_name());
     let topic = topic_name(&format!("mixed-{}-{leader}", strategy.harness_name()));
@@ -168,7 +170,7 @@ pub async fn run(client: &Client, bootstrap: &str, strategy: Strategy, java_lead
             }
         }
     };
-    produce("a").await;
+    produce("p0").await;
 
     let stop_file = std::env::temp_dir().join(format!("{topic}.stop"));
     let _ = std::fs::remove_file(&stop_file);
@@ -203,18 +205,32 @@ pub async fn run(client: &Client, bootstrap: &str, strategy: Strategy, java_lead
     let mut reads: Vec<Vec<Read>> = Vec::new();
     let java = if java_leads {
         let jvm = start_java();
-        settle(&what, &mut [], &mut [], Some(&jvm), 0, 0).await;
+        settle(&what, &mut [], &mut [], Some(&jvm), 0, PER_PHASE).await;
         batons.push(build().await);
         jvm
     } else {
         batons.push(build().await);
         reads.push(Vec::new());
-        settle(&what, &mut batons, &mut reads, None, 0, 0).await;
+        settle(&what, &mut batons, &mut reads, None, 0, PER_PHASE).await;
         start_java()
     };
     batons.push(build().await);
     reads.resize_with(batons.len(), Vec::new);
     let shapes = settle(&what, &mut batons, &mut reads, Some(&java), 0, PER_PHASE).await;
+    produce("p1").await;
+    let shapes_after_p1 = settle(
+        &what,
+        &mut batons,
+        &mut reads,
+        Some(&java),
+        0,
+        2 * PER_PHASE,
+    )
+    .await;
+    assert_eq!(
+        shapes, shapes_after_p1,
+        "{what}: no rebalance while reading phase 1"
+    );
     assert!(
         shapes.iter().all(|s| s.len() == 2),
         "{what}: 6 partitions over 3 members: {shapes:?}"
@@ -235,14 +251,14 @@ pub async fn run(client: &Client, bootstrap: &str, strategy: Strategy, java_lead
     let (java_result, after) = if java_leads {
         let leaving = batons.pop().expect("two Baton members");
         leaving.close().await.expect("the Baton member leaves");
-        produce("b").await;
+        produce("p2").await;
         let shapes = settle(
             &what,
             &mut batons,
             &mut reads,
             Some(&java),
             0,
-            2 * PER_PHASE,
+            3 * PER_PHASE,
         )
         .await;
         std::fs::write(&stop_file, b"").unwrap();
@@ -256,14 +272,14 @@ pub async fn run(client: &Client, bootstrap: &str, strategy: Strategy, java_lead
             .await
             .expect("join");
         let java_records = int(&json, "records").unwrap_or(0) as usize;
-        produce("b").await;
+        produce("p2").await;
         let shapes = settle(
             &what,
             &mut batons,
             &mut reads,
             None,
             java_records,
-            2 * PER_PHASE,
+            3 * PER_PHASE,
         )
         .await;
         (json, shapes)
@@ -295,7 +311,7 @@ pub async fn run(client: &Client, bootstrap: &str, strategy: Strategy, java_lead
         copies.entry(v.clone()).or_default().push((*p, *o));
     }
     let mut wrong = Vec::new();
-    for phase in ["a", "b"] {
+    for phase in ["p0", "p1", "p2"] {
         for i in 0..PER_PHASE {
             let value = format!("{phase}-{i}");
             let want_partition = i as i32 % PARTITIONS;
@@ -309,10 +325,11 @@ pub async fn run(client: &Client, bootstrap: &str, strategy: Strategy, java_lead
     let led = java_result_led(&java_result, java_leads);
     let summary = format!(
         "{what}: Java read {}, Baton read {:?}; shapes before the leave {shapes:?}, after \
-         {after:?}; Java ran the assignment: {led}; wrong {}",
+         {after:?}; Java ran the assignment: {led}; wrong {}; {:.1?}",
         java_reads.len(),
         reads.iter().map(Vec::len).collect::<Vec<_>>(),
-        wrong.len()
+        wrong.len(),
+        started.elapsed()
     );
     assert!(
         wrong.is_empty(),
