@@ -80,7 +80,7 @@ pub enum DecodeError {
     #[error("{codec} records section decompresses to more than {limit} bytes")]
     DecompressedTooLarge {
         /// The batch's codec.
-        codec: crate::record::Compression,
+        codec: crate::codec::Compression,
         /// The limit that applied to this records section.
         limit: usize,
     },
@@ -88,7 +88,7 @@ pub enum DecodeError {
     #[error("corrupt {codec} records section: {detail}")]
     CorruptCompression {
         /// The batch's codec.
-        codec: crate::record::Compression,
+        codec: crate::codec::Compression,
         /// What the codec reported.
         detail: String,
     },

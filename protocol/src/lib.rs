@@ -20,6 +20,7 @@
 
 #![deny(unsafe_code)]
 
+mod codec;
 pub mod error;
 pub mod frame;
 pub mod header;

@@ -68,6 +68,7 @@ pub use compression::{
 pub use record::{ControlRecordType, Record, RecordHeader, Records};
 pub use walk::{walk_records, RecordWalk};
 
+pub use crate::codec::Compression;
 use crate::error::DecodeError;
 
 /// Size of the fixed batch header, from `baseOffset` through `recordCount`.
@@ -125,22 +126,6 @@ pub mod attr {
     pub const DELETE_HORIZON: i16 = 0x40;
 }
 
-/// The compression codec of a batch, from attribute bits 0-2.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Compression {
-    /// Records are stored as they are.
-    #[default]
-    None,
-    /// gzip (codec 1).
-    Gzip,
-    /// Snappy, in Kafka's xerial framing (codec 2).
-    Snappy,
-    /// LZ4 frame format (codec 3).
-    Lz4,
-    /// Zstandard (codec 4, KIP-110).
-    Zstd,
-}
-
 impl Compression {
     /// The codec named by attribute bits 0-2; codes 5-7 are
     /// [`DecodeError::UnsupportedCompression`].
@@ -152,17 +137,6 @@ impl Compression {
             3 => Ok(Compression::Lz4),
             4 => Ok(Compression::Zstd),
             other => Err(DecodeError::UnsupportedCompression(other)),
-        }
-    }
-
-    /// The codec's value in attribute bits 0-2.
-    pub fn bits(self) -> i16 {
-        match self {
-            Compression::None => 0,
-            Compression::Gzip => 1,
-            Compression::Snappy => 2,
-            Compression::Lz4 => 3,
-            Compression::Zstd => 4,
         }
     }
 }

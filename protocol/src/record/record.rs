@@ -20,16 +20,13 @@
 
 use bytes::Bytes;
 
-use super::walk::walk_records;
+use super::walk::{walk_records, MIN_HEADER_LEN};
 use super::TimestampType;
 use crate::error::DecodeError;
 use crate::primitives::Decoder;
 
 /// The smallest encoded record: a one-byte length and six one-byte fields.
 pub(crate) const MIN_RECORD_LEN: usize = 7;
-
-/// The smallest encoded header: a key length and a value length.
-pub(crate) const MIN_HEADER_LEN: usize = 2;
 
 /// Headers reserved up front per record; more grow as they are decoded.
 const MAX_HEADER_PREALLOC: usize = 16;

@@ -10,7 +10,8 @@
 
 use crate::error::DecodeError;
 
-use super::record::MIN_HEADER_LEN;
+/// The smallest encoded header: a key length and a value length.
+pub(crate) const MIN_HEADER_LEN: usize = 2;
 
 /// Walks `count` records that must fill `body` exactly; see [`RecordWalk`].
 pub fn walk_records(body: &[u8], count: i32) -> RecordWalk<'_> {
