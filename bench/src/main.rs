@@ -3,7 +3,10 @@
 mod clients;
 mod failover;
 mod group;
+mod java;
+mod kafka;
 mod measure;
+mod referee;
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -13,17 +16,25 @@ use clients::ProduceSettings;
 use measure::{loadavg, BrokerProc, Sample, Table};
 
 const HELP: &str = "\
-baton-bench: Baton against librdkafka, rskafka and tansu, in the same run
+baton-bench: Baton against librdkafka, rskafka, tansu, the Java client and Apache
+Kafka's broker, in the same run
 
 USAGE:
-    cargo run --release -- <producer|consumer|group|broker|large|failover|all> [OPTIONS]
+    cargo run --release -- <producer|consumer|group|broker|large|failover|java|kafka-broker|all> [OPTIONS]
+
+    java          Baton's producer and consumer against the Java client (a warm
+                  harness JVM, and Kafka's ProducerPerformance/ConsumerPerformance),
+                  all on one Apache Kafka node the bench starts (log dir on /dev/shm)
+    kafka-broker  baton-broker (in memory, and on disk in /dev/shm) against Apache
+                  Kafka's broker (log dir on /dev/shm) under the same librdkafka load
 
 OPTIONS:
     --runs N               runs per client (default 5); tables show medians
-    --records N            records per producer run (default 2000000)
-    --consume-records N    records pre-produced once and read per consumer run (default 5000000)
+    --records N            records per producer run (default 2000000; also java)
+    --consume-records N    records pre-produced once and read per consumer run (default 5000000;
+                           also java)
                            (group: one member of a fresh group per run, Baton only)
-    --broker-records N     records per broker run (default 2000000)
+    --broker-records N     records per broker run (default 2000000; also kafka-broker)
     --large-values N       1 MiB values per large-value run (default 1024)
     --failover-rate R      records/s of the paced failover producer (default 2000)
     --session-timeout-ms T broker session timeout of the failover cluster (default 6000)
@@ -36,6 +47,9 @@ ENVIRONMENT:
                       this package; build it with `cargo build --release -p baton-broker`
                       in this directory)
     TANSU_BIN         the tansu binary (default: tansu on the PATH); skipped if absent
+    java, mvn         java and kafka items: Apache Kafka's jars are taken from
+                      ../target/apache-kafka/libs, installed there with mvn from
+                      ../tests/apache-kafka/pom.xml if missing
 ";
 
 #[derive(Debug, Clone)]
@@ -333,33 +347,7 @@ async fn broker(o: &Options) -> Result<(), String> {
         "\n## Broker: librdkafka produces {} records of 100 bytes (acks=1, linger 5 ms, batch 1 MiB) then reads them back, per run; broker CPU from /proc/<pid>/stat",
         o.broker_records
     );
-    let (mut prod, mut fetch) = (Table::default(), Table::default());
-    for run in 0..o.runs {
-        // Alternate which broker goes first, so that neither always runs first.
-        let mut order: Vec<&BrokerProc> = brokers.iter().collect();
-        let n = order.len().max(1);
-        order.rotate_left(run % n);
-        for b in order {
-            let topic = format!("broker-{run}");
-            rdkafka_create_topic(&b.bootstrap(), &topic).await?;
-            tokio::time::sleep(Duration::from_millis(500)).await;
-            let n = o.broker_records;
-            let (bs, t) = (b.bootstrap(), topic.clone());
-            let cpu0 = b.cpu();
-            let mut s =
-                blocking(move || clients::rdkafka_produce(&bs, &t, n, 100, settings(1))).await?;
-            s.cpu_secs = (b.cpu() - cpu0).as_secs_f64();
-            log_sample(&format!("produce {} run {}", b.name, run + 1), &s);
-            prod.push(b.name, s);
-            let (bs, t) = (b.bootstrap(), topic.clone());
-            let cpu0 = b.cpu();
-            let mut s = blocking(move || clients::rdkafka_consume(&bs, &t, n, true)).await?;
-            s.cpu_secs = (b.cpu() - cpu0).as_secs_f64();
-            log_sample(&format!("fetch {} run {}", b.name, run + 1), &s);
-            fetch.push(b.name, s);
-            eprintln!("  {} RSS {} MiB", b.name, b.rss_mib());
-        }
-    }
+    let (prod, fetch) = broker_runs(o, &brokers, false).await?;
     prod.print(
         "Broker: produce (librdkafka load)",
         "baton-broker",
@@ -367,6 +355,55 @@ async fn broker(o: &Options) -> Result<(), String> {
     );
     fetch.print("Broker: fetch (librdkafka load)", "baton-broker", "broker");
     Ok(())
+}
+
+/// One round on broker `b`: librdkafka produces `n` records to a new topic, then
+/// the tuned librdkafka consumer reads them back; both samples carry the broker's
+/// CPU over their span.
+async fn broker_round(b: &BrokerProc, topic: &str, n: u64) -> Result<(Sample, Sample), String> {
+    rdkafka_create_topic(&b.bootstrap(), topic).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (bs, t) = (b.bootstrap(), topic.to_owned());
+    let cpu0 = b.cpu();
+    let mut prod = blocking(move || clients::rdkafka_produce(&bs, &t, n, 100, settings(1))).await?;
+    prod.cpu_secs = (b.cpu() - cpu0).as_secs_f64();
+    let (bs, t) = (b.bootstrap(), topic.to_owned());
+    let cpu0 = b.cpu();
+    let mut fetch = blocking(move || clients::rdkafka_consume(&bs, &t, n, true)).await?;
+    fetch.cpu_secs = (b.cpu() - cpu0).as_secs_f64();
+    Ok((prod, fetch))
+}
+
+/// `o.runs` rounds on every broker, the broker that goes first rotating from run
+/// to run (after one untimed round each if `warmup`); the produce and fetch tables.
+async fn broker_runs(
+    o: &Options,
+    brokers: &[BrokerProc],
+    warmup: bool,
+) -> Result<(Table, Table), String> {
+    if warmup {
+        for b in brokers {
+            let (p, f) = broker_round(b, "broker-warmup", o.broker_records).await?;
+            log_sample(&format!("produce {} warm-up (not counted)", b.name), &p);
+            log_sample(&format!("fetch {} warm-up (not counted)", b.name), &f);
+        }
+    }
+    let (mut prod, mut fetch) = (Table::default(), Table::default());
+    for run in 0..o.runs {
+        // Rotate which broker goes first, so that none always runs first.
+        let mut order: Vec<&BrokerProc> = brokers.iter().collect();
+        let n = order.len().max(1);
+        order.rotate_left(run % n);
+        for b in order {
+            let (p, f) = broker_round(b, &format!("broker-{run}"), o.broker_records).await?;
+            log_sample(&format!("produce {} run {}", b.name, run + 1), &p);
+            prod.push(b.name, p);
+            log_sample(&format!("fetch {} run {}", b.name, run + 1), &f);
+            fetch.push(b.name, f);
+            eprintln!("  {} RSS {} MiB", b.name, b.rss_mib());
+        }
+    }
+    Ok((prod, fetch))
 }
 
 /// Copies `total` bytes over a loopback TCP connection in `chunk`-byte writes;
@@ -530,12 +567,22 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
             })
             .await
         }
+        "java" => referee::clients(o).await,
+        "kafka-broker" => referee::brokers(o).await,
         "sizes" => {
             sizes().await;
             Ok(())
         }
         "all" => {
-            for s in ["producer", "consumer", "broker", "large", "failover"] {
+            for s in [
+                "producer",
+                "consumer",
+                "broker",
+                "large",
+                "failover",
+                "java",
+                "kafka-broker",
+            ] {
                 Box::pin(run(s, o)).await?;
             }
             Ok(())

@@ -53,9 +53,14 @@ pub fn free_port() -> u16 {
 
 /// A broker running as a child process; killed when dropped.
 pub struct BrokerProc {
-    /// What it is ("baton-broker", "tansu").
+    /// What it is ("baton-broker", "tansu", "Apache Kafka").
     pub name: &'static str,
     child: Child,
+    /// The process whose CPU is measured: the child itself, or the JVM a wrapper
+    /// started (Apache Kafka, see `kafka.rs`).
+    pid: u32,
+    /// A data directory removed when the broker is dropped.
+    dir: Option<PathBuf>,
     /// Its listener.
     pub addr: SocketAddr,
 }
@@ -74,6 +79,40 @@ impl BrokerProc {
             "warn",
         ]);
         Self::spawn("baton-broker", cmd, addr)
+    }
+
+    /// Starts `baton-broker --listen 127.0.0.1:PORT --data-dir DIR`, on disk in
+    /// `dir` (removed when dropped).
+    pub fn baton_on_disk(bin: &Path, dir: PathBuf) -> Result<BrokerProc, String> {
+        let port = free_port();
+        let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let mut cmd = Command::new(bin);
+        cmd.args(["--listen", &addr.to_string(), "--log-level", "warn"])
+            .arg("--data-dir")
+            .arg(&dir);
+        let mut b = Self::spawn("baton-broker (disk)", cmd, addr)?;
+        b.dir = Some(dir);
+        Ok(b)
+    }
+
+    /// Wraps an already started child whose measured process is `pid` (the child
+    /// itself or one it started), listening on `addr`; `dir` is removed on drop.
+    pub fn adopt(
+        name: &'static str,
+        child: Child,
+        pid: u32,
+        addr: SocketAddr,
+        dir: Option<PathBuf>,
+    ) -> BrokerProc {
+        BrokerProc {
+            name,
+            child,
+            pid,
+            dir,
+            addr,
+        }
     }
 
     /// Starts `tansu broker` with memory storage on a loopback port.
@@ -102,7 +141,14 @@ impl BrokerProc {
         let child = cmd
             .spawn()
             .map_err(|e| format!("cannot start {name} ({:?}): {e}", cmd.get_program()))?;
-        let mut b = BrokerProc { name, child, addr };
+        let pid = child.id();
+        let mut b = BrokerProc {
+            name,
+            child,
+            pid,
+            dir: None,
+            addr,
+        };
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if TcpStream::connect(addr).is_ok() {
@@ -118,9 +164,14 @@ impl BrokerProc {
         }
     }
 
-    /// The process id.
+    /// The id of the measured process.
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.pid
+    }
+
+    /// Whether the child has exited (with its status).
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     /// CPU time the broker process has used so far.
@@ -149,8 +200,16 @@ impl BrokerProc {
 
 impl Drop for BrokerProc {
     fn drop(&mut self) {
+        if self.pid != self.child.id() {
+            // SAFETY: kill(2) has no memory preconditions; the pid is our
+            // wrapper's child, which the wrapper has not reaped while it runs.
+            unsafe { libc::kill(self.pid as libc::pid_t, libc::SIGKILL) };
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
