@@ -11,8 +11,14 @@ use baton_protocol::messages::{
 use baton_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
 
+use crate::backoff::Backoff;
 use crate::client::{Client, ClientError, ClientInner};
 use crate::metadata::{ClusterMetadata, Scope};
+
+/// The first wait of an admin retry loop (controller requests, leader waits, ListOffsets).
+const RETRY_BACKOFF_BASE: Duration = Duration::from_millis(10);
+/// The longest wait of an admin retry loop.
+const RETRY_BACKOFF_CAP: Duration = Duration::from_millis(500);
 
 /// Errors of the admin API, wrapping the cluster layer's [`ClientError`].
 #[derive(Debug, Clone, thiserror::Error)]
@@ -228,7 +234,7 @@ impl Admin {
     /// TOPIC_ALREADY_EXISTS for a topic the lost attempt created).
     async fn to_controller<R: Request + Sync>(&self, req: &R) -> Result<R::Response, ClientError> {
         let deadline = Instant::now() + self.operation_timeout;
-        let mut backoff = Duration::from_millis(10);
+        let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
         loop {
             let attempt = async {
                 let conn = self.client.inner.controller_connection().await?;
@@ -237,11 +243,11 @@ impl Admin {
                     .map_err(ClientError::from)
             }
             .await;
+            let wait = backoff.next_delay();
             match attempt {
-                Err(e) if e.is_retriable() && Instant::now() + backoff < deadline => {
-                    tracing::debug!(error = %e, ?backoff, "controller request failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_millis(500));
+                Err(e) if e.is_retriable() && Instant::now() + wait < deadline => {
+                    tracing::debug!(error = %e, ?wait, "controller request failed; retrying");
+                    tokio::time::sleep(wait).await;
                     // Best effort: the next attempt looks the controller up again.
                     let _ = self
                         .client
@@ -259,7 +265,7 @@ impl Admin {
             return Ok(());
         }
         let deadline = Instant::now() + self.operation_timeout;
-        let mut backoff = Duration::from_millis(10);
+        let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
         loop {
             let (meta, _) = self
                 .client
@@ -279,14 +285,14 @@ impl Admin {
             if missing.is_empty() {
                 return Ok(());
             }
-            if Instant::now() + backoff > deadline {
+            let wait = backoff.next_delay();
+            if Instant::now() + wait > deadline {
                 return Err(AdminError::LeadersNotElected {
                     topics: missing,
                     timeout: self.operation_timeout,
                 });
             }
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(Duration::from_millis(500));
+            tokio::time::sleep(wait).await;
         }
     }
 
@@ -389,7 +395,7 @@ pub(crate) async fn list_offsets(
 ) -> Result<Vec<ListedOffset>, ClientError> {
     let deadline = Instant::now() + inner.pool.config().request_timeout;
     let mut results: Vec<Option<ListedOffset>> = vec![None; queries.len()];
-    let mut backoff = Duration::from_millis(10);
+    let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
     loop {
         let mut last_error: Option<ClientError> = None;
         // leader -> (generation, indices into queries)
@@ -487,13 +493,13 @@ pub(crate) async fn list_offsets(
         if deferred && last_error.is_none() {
             continue;
         }
-        if Instant::now() + backoff > deadline {
+        let wait = backoff.next_delay();
+        if Instant::now() + wait > deadline {
             return Err(last_error.unwrap_or(ClientError::Broker {
                 code: ErrorCode::RequestTimedOut,
                 context: "ListOffsets: partitions missing from the response".to_string(),
             }));
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_millis(500));
+        tokio::time::sleep(wait).await;
     }
 }

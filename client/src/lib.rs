@@ -50,6 +50,7 @@
 //! future is dropped ("Cancel safety").
 
 pub mod admin;
+mod backoff;
 pub mod client;
 pub mod connection;
 pub mod consumer;

@@ -32,6 +32,7 @@ use tokio::time::Instant;
 use super::budget::{record_cost, Budget};
 use super::{ConsumerConfig, ConsumerError, ConsumerRecord, OffsetReset};
 use crate::admin::{list_offsets, OffsetSpec};
+use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
 use crate::pool::BrokerPool;
 
@@ -376,11 +377,12 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
+/// Counts a retriable failure of `p` and sets when it is fetched again:
+/// `retry_backoff` doubling (at most 4 times) up to 1 s, jittered.
 fn backoff(p: &mut Part, cfg: &ConsumerConfig) {
     p.failures = p.failures.saturating_add(1);
-    let shift = p.failures.saturating_sub(1).min(4);
-    p.retry_at =
-        Some(Instant::now() + (cfg.retry_backoff * (1u32 << shift)).min(Duration::from_secs(1)));
+    let cap = Duration::from_secs(1).min(cfg.retry_backoff.saturating_mul(1 << 4));
+    p.retry_at = Some(Instant::now() + Backoff::new(cfg.retry_backoff, cap).delay(p.failures));
 }
 
 fn build_request(

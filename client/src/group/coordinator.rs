@@ -19,6 +19,7 @@ use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
 use super::{GroupError, TopicPartition};
+use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
 use crate::connection::Connection;
 
@@ -53,7 +54,11 @@ pub(crate) struct Shared {
     pub(crate) client: Client,
     pub(crate) group_id: String,
     pub(crate) instance_id: Option<String>,
+    /// The wait between retries of a group request (the consumer's `retry_backoff`).
     pub(crate) retry_backoff: Duration,
+    /// `retry_backoff`, fixed and jittered: commit and offset-fetch retries, and
+    /// the group consumer's retries of start-offset resolution.
+    pub(crate) retry: Backoff,
     state: Mutex<State>,
     /// Serialises commits, which is what keeps them from overtaking each other.
     commit_lock: tokio::sync::Mutex<()>,
@@ -100,6 +105,7 @@ impl Shared {
             group_id,
             instance_id,
             retry_backoff,
+            retry: Backoff::fixed(retry_backoff),
             state: Mutex::new(State {
                 coordinator: None,
                 coordinator_epoch: 0,
@@ -244,10 +250,11 @@ impl Shared {
                 Ok(()) => return Ok(()),
                 Err(CommitAttempt::Fail(e)) => return Err(e),
                 Err(CommitAttempt::Retry(e)) => {
-                    if Instant::now() + self.retry_backoff >= deadline {
+                    let wait = self.retry.delay(1);
+                    if Instant::now() + wait >= deadline {
                         return Err(e);
                     }
-                    tokio::time::sleep(self.retry_backoff).await;
+                    tokio::time::sleep(wait).await;
                 }
             }
         }
@@ -397,10 +404,11 @@ impl Shared {
                 }
                 Err(e) => e,
             };
-            if !err.is_retriable() || Instant::now() + self.retry_backoff >= deadline {
+            let wait = self.retry.delay(1);
+            if !err.is_retriable() || Instant::now() + wait >= deadline {
                 return Err(err);
             }
-            tokio::time::sleep(self.retry_backoff).await;
+            tokio::time::sleep(wait).await;
         }
     }
 

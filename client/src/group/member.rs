@@ -61,6 +61,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use super::assignor::{Assignor, MemberSubscription, RebalanceProtocol};
 use super::coordinator::{Lane, Shared};
 use super::{GroupError, TopicPartition};
+use crate::backoff::Backoff;
 use crate::client::ClientError;
 use crate::connection::Connection;
 
@@ -367,14 +368,18 @@ impl Member {
         let started = Instant::now();
         let mut warn_at = started + self.cfg.rebalance_timeout;
         let mut attempt = 0u32;
+        // `retry_backoff` doubling (at most 5 times) up to 2 s.
+        let base = self.shared.retry_backoff;
+        let backoff = Backoff::new(
+            base,
+            Duration::from_secs(2).min(base.saturating_mul(1 << 5)),
+        );
         loop {
             if self.closed() {
                 return Ok(());
             }
             if attempt > 0 {
-                let shift = (attempt - 1).min(5);
-                let wait = (self.shared.retry_backoff * (1 << shift)).min(Duration::from_secs(2));
-                tokio::time::sleep(wait).await;
+                tokio::time::sleep(backoff.delay(attempt)).await;
             }
             attempt += 1;
             let retry = match self.join_round().await? {

@@ -982,10 +982,10 @@ impl GroupConsumer {
                     Ok(()) => self.ctx.resolve_at = None,
                     Err(e) if e.is_retriable() => {
                         tracing::debug!(error = %e, "resolving start offsets failed; will retry");
-                        self.ctx.resolve_at = Some(Instant::now() + self.ctx.shared.retry_backoff);
+                        self.ctx.resolve_at = Some(Instant::now() + self.ctx.shared.retry.delay(1));
                     }
                     Err(e) => {
-                        self.ctx.resolve_at = Some(Instant::now() + self.ctx.shared.retry_backoff);
+                        self.ctx.resolve_at = Some(Instant::now() + self.ctx.shared.retry.delay(1));
                         return Err(e);
                     }
                 }
@@ -1209,7 +1209,7 @@ impl GroupConsumer {
                                     let _ = self.handle(ev).await;
                                 }
                             },
-                            _ = tokio::time::sleep(self.ctx.shared.retry_backoff) => {}
+                            _ = tokio::time::sleep(self.ctx.shared.retry.delay(1)) => {}
                         }
                     }
                     other => {

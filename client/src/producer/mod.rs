@@ -106,6 +106,7 @@ pub use partitioner::{
 };
 pub use record::{ProducerRecord, RecordMetadata};
 
+use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
 use crate::connection::ConnectionError;
 use accumulator::{Accumulator, TryAppend};
@@ -970,16 +971,17 @@ impl Producer {
     async fn partition_count(&self, topic: &str) -> Result<i32, ClientError> {
         let shared = &self.handle.shared;
         let deadline = Instant::now() + shared.config.delivery_timeout;
-        let mut backoff = Duration::from_millis(10);
+        // From 10 ms up to `retry_backoff_max`.
+        let mut backoff = Backoff::new(Duration::from_millis(10), shared.config.retry_backoff_max);
         loop {
+            let wait = backoff.next_delay();
             match shared.client.inner.partition_count_at(topic).await {
                 Ok((n, generation)) => {
                     shared.lock().set_partition_count(topic, n, generation);
                     return Ok(n);
                 }
-                Err(e) if e.is_retriable() && Instant::now() + backoff < deadline => {
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(shared.config.retry_backoff_max);
+                Err(e) if e.is_retriable() && Instant::now() + wait < deadline => {
+                    tokio::time::sleep(wait).await;
                 }
                 Err(e) => return Err(e),
             }

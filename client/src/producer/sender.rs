@@ -15,6 +15,7 @@ use tokio::time::Instant;
 
 use super::accumulator::{add_sequence, sequence_after, Batch, ProducerIdentity};
 use super::{Acks, AttemptError, ProduceError, ProducerRecord, Shared};
+use crate::backoff::Backoff;
 use crate::client::ClientError;
 use crate::connection::{Connection, ConnectionError};
 use crate::pool::PoolKey;
@@ -252,10 +253,13 @@ async fn init_once(
     }
 }
 
-/// The wait before attempt `attempts + 1`: `retry_backoff` doubling up to the max.
+/// The wait before attempt `attempts + 1`: `retry_backoff` doubling (at most 10
+/// times) up to `retry_backoff_max`, jittered.
 fn backoff(cfg: &super::ProducerConfig, attempts: u32) -> Duration {
-    let shift = attempts.saturating_sub(1).min(10);
-    (cfg.retry_backoff * (1u32 << shift)).min(cfg.retry_backoff_max)
+    let cap = cfg
+        .retry_backoff_max
+        .min(cfg.retry_backoff.saturating_mul(1 << 10));
+    Backoff::new(cfg.retry_backoff, cap).delay(attempts)
 }
 
 /// Fails every record of `batch`, building each error with `make`.
