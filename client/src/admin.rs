@@ -1,21 +1,22 @@
 //! [`Admin`]: create and delete topics, list partition offsets, describe the cluster.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use baton_protocol::messages::Request;
 use baton_protocol::messages::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, DeleteTopicState,
-    DeleteTopicsRequest, ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic,
+    DeleteTopicsRequest,
 };
 use baton_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
 
 use crate::backoff::Backoff;
-use crate::client::{Client, ClientError, ClientInner};
+use crate::client::{Client, ClientError};
 use crate::metadata::{ClusterMetadata, Scope};
+use crate::offsets::list_offsets;
+pub use crate::offsets::{ListedOffset, OffsetSpec};
 
-/// The first wait of an admin retry loop (controller requests, leader waits, ListOffsets).
+/// The first wait of an admin retry loop (controller requests, leader waits).
 const RETRY_BACKOFF_BASE: Duration = Duration::from_millis(10);
 /// The longest wait of an admin retry loop.
 const RETRY_BACKOFF_CAP: Duration = Duration::from_millis(500);
@@ -94,44 +95,6 @@ impl NewTopic {
         self.configs.push((key.into(), Some(value.into())));
         self
     }
-}
-
-/// Which offset of a partition to look up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OffsetSpec {
-    /// The log start offset (the first offset still stored).
-    Earliest,
-    /// The log end offset (the offset the next record will get).
-    Latest,
-    /// The first offset whose record timestamp is at or after this time (ms since
-    /// the epoch); the log end offset if there is none.
-    Timestamp(i64),
-}
-
-impl OffsetSpec {
-    fn wire(self) -> i64 {
-        match self {
-            OffsetSpec::Earliest => -2,
-            OffsetSpec::Latest => -1,
-            OffsetSpec::Timestamp(t) => t,
-        }
-    }
-}
-
-/// An offset found by [`Admin::list_offsets`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct ListedOffset {
-    /// The topic.
-    pub topic: String,
-    /// The partition.
-    pub partition: i32,
-    /// The offset (-1 if the broker found none, see [`OffsetSpec::Timestamp`]).
-    pub offset: i64,
-    /// The timestamp of the record at `offset`, -1 if not applicable.
-    pub timestamp: i64,
-    /// The leader epoch of that record, -1 if unknown.
-    pub leader_epoch: i32,
 }
 
 /// Cluster administration. Cheap to clone.
@@ -237,7 +200,7 @@ impl Admin {
         let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
         loop {
             let attempt = async {
-                let conn = self.client.inner.controller_connection().await?;
+                let conn = self.client.controller_connection().await?;
                 conn.send_with_timeout(req, self.client.request_timeout() + self.operation_timeout)
                     .await
                     .map_err(ClientError::from)
@@ -249,11 +212,7 @@ impl Admin {
                     tracing::debug!(error = %e, ?wait, "controller request failed; retrying");
                     tokio::time::sleep(wait).await;
                     // Best effort: the next attempt looks the controller up again.
-                    let _ = self
-                        .client
-                        .inner
-                        .refresh(Scope::Topics(Vec::new()), None)
-                        .await;
+                    let _ = self.client.refresh(Scope::Topics(Vec::new()), None).await;
                 }
                 other => return other,
             }
@@ -269,7 +228,6 @@ impl Admin {
         loop {
             let (meta, _) = self
                 .client
-                .inner
                 .refresh(Scope::Topics(topics.to_vec()), None)
                 .await?;
             let missing: Vec<String> = topics
@@ -339,7 +297,7 @@ impl Admin {
         };
         let resp = self.to_controller(&req).await?;
         // Forget the deleted topics' metadata.
-        let _ = self.client.inner.refresh(Scope::Topics(names), None).await;
+        let _ = self.client.refresh(Scope::Topics(names), None).await;
         let errors: Vec<TopicError> = resp
             .responses
             .into_iter()
@@ -372,7 +330,7 @@ impl Admin {
             .into_iter()
             .map(|(t, p, s)| (t.into(), p, s))
             .collect();
-        Ok(list_offsets(&self.client.inner, &queries).await?)
+        Ok(list_offsets(&self.client, &queries).await?)
     }
 
     /// Describes the cluster: brokers, controller, and every topic with its
@@ -384,122 +342,5 @@ impl Admin {
     pub async fn describe_cluster(&self) -> Result<ClusterMetadata, AdminError> {
         let meta = self.client.refresh_metadata().await?;
         Ok((*meta).clone())
-    }
-}
-
-/// Looks up offsets, grouping the queries by leader and retrying retriable errors
-/// until the request timeout elapses. Shared by [`Admin`] and the consumer.
-pub(crate) async fn list_offsets(
-    inner: &ClientInner,
-    queries: &[(String, i32, OffsetSpec)],
-) -> Result<Vec<ListedOffset>, ClientError> {
-    let deadline = Instant::now() + inner.pool.config().request_timeout;
-    let mut results: Vec<Option<ListedOffset>> = vec![None; queries.len()];
-    let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
-    loop {
-        let mut last_error: Option<ClientError> = None;
-        // leader -> (generation, indices into queries)
-        let mut by_leader: BTreeMap<i32, (u64, Vec<usize>)> = BTreeMap::new();
-        // A partition may appear only once per request; repeats wait for a later round.
-        let mut this_round: Vec<(&str, i32)> = Vec::new();
-        let mut deferred = false;
-        for (i, (topic, partition, _)) in queries.iter().enumerate() {
-            if results[i].is_some() {
-                continue;
-            }
-            if this_round.contains(&(topic.as_str(), *partition)) {
-                deferred = true;
-                continue;
-            }
-            this_round.push((topic.as_str(), *partition));
-            match inner.leader(topic, *partition).await {
-                Ok((leader, generation)) => by_leader
-                    .entry(leader)
-                    .or_insert((generation, Vec::new()))
-                    .1
-                    .push(i),
-                Err(e) if e.is_retriable() => last_error = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        for (leader, (generation, indices)) in by_leader {
-            let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
-            for &i in &indices {
-                let (topic, partition, spec) = &queries[i];
-                topics.entry(topic).or_default().push(ListOffsetsPartition {
-                    partition_index: *partition,
-                    current_leader_epoch: -1,
-                    timestamp: spec.wire(),
-                });
-            }
-            let req = ListOffsetsRequest {
-                replica_id: -1,
-                isolation_level: 0,
-                topics: topics
-                    .into_iter()
-                    .map(|(name, partitions)| ListOffsetsTopic {
-                        name: name.to_string(),
-                        partitions,
-                    })
-                    .collect(),
-            };
-            let resp = match inner.node_connection(leader).await {
-                Ok(conn) => conn.send(&req).await.map_err(ClientError::from),
-                Err(e) => Err(e),
-            };
-            let resp = match resp {
-                Ok(r) => r,
-                Err(e) if e.is_retriable() => {
-                    inner.metadata.invalidate(generation);
-                    last_error = Some(e);
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            for t in resp.topics {
-                for p in t.partitions {
-                    let Some(&i) = indices
-                        .iter()
-                        .find(|&&i| queries[i].0 == t.name && queries[i].1 == p.partition_index)
-                    else {
-                        continue;
-                    };
-                    let code = ErrorCode::from_code(p.error_code);
-                    if code.is_ok() {
-                        results[i] = Some(ListedOffset {
-                            topic: t.name.clone(),
-                            partition: p.partition_index,
-                            offset: p.offset,
-                            timestamp: p.timestamp,
-                            leader_epoch: p.leader_epoch,
-                        });
-                    } else {
-                        let e = ClientError::Broker {
-                            code,
-                            context: format!("ListOffsets {}/{}", t.name, p.partition_index),
-                        };
-                        if !code.is_retriable() {
-                            return Err(e);
-                        }
-                        inner.metadata.invalidate(generation);
-                        last_error = Some(e);
-                    }
-                }
-            }
-        }
-        if results.iter().all(Option::is_some) {
-            return Ok(results.into_iter().map(|r| r.expect("checked")).collect());
-        }
-        if deferred && last_error.is_none() {
-            continue;
-        }
-        let wait = backoff.next_delay();
-        if Instant::now() + wait > deadline {
-            return Err(last_error.unwrap_or(ClientError::Broker {
-                code: ErrorCode::RequestTimedOut,
-                context: "ListOffsets: partitions missing from the response".to_string(),
-            }));
-        }
-        tokio::time::sleep(wait).await;
     }
 }

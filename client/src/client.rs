@@ -146,7 +146,10 @@ impl ClientBuilder {
                 loop {
                     tokio::time::sleep(interval).await;
                     let Some(inner) = weak.upgrade() else { return };
-                    if let Err(e) = inner.refresh(Scope::Topics(Vec::new()), None).await {
+                    if let Err(e) = (Client { inner })
+                        .refresh(Scope::Topics(Vec::new()), None)
+                        .await
+                    {
                         tracing::debug!(error = %e, "periodic metadata refresh failed");
                     }
                 }
@@ -159,8 +162,9 @@ impl ClientBuilder {
                 refresher,
             }
         });
-        inner.refresh(Scope::Topics(Vec::new()), None).await?;
-        Ok(Client { inner })
+        let client = Client { inner };
+        client.refresh(Scope::Topics(Vec::new()), None).await?;
+        Ok(client)
     }
 }
 
@@ -171,7 +175,7 @@ impl ClientBuilder {
 /// dropped.
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) inner: Arc<ClientInner>,
+    inner: Arc<ClientInner>,
 }
 
 impl fmt::Debug for Client {
@@ -183,10 +187,10 @@ impl fmt::Debug for Client {
     }
 }
 
-pub(crate) struct ClientInner {
+struct ClientInner {
     bootstrap: Vec<String>,
-    pub(crate) pool: BrokerPool,
-    pub(crate) metadata: MetadataCache,
+    pool: BrokerPool,
+    metadata: MetadataCache,
     refresher: AbortHandle,
 }
 
@@ -218,7 +222,7 @@ impl Client {
     ///
     /// Cancel safe: the cached snapshot is either replaced whole or left as it was.
     pub async fn refresh_metadata(&self) -> Result<Arc<ClusterMetadata>, ClientError> {
-        self.inner.refresh(Scope::All, None).await.map(|(m, _)| m)
+        self.refresh(Scope::All, None).await.map(|(m, _)| m)
     }
 
     /// A connection to the broker with node id `node_id`, opened if needed.
@@ -227,7 +231,7 @@ impl Client {
     ///
     /// Cancel safe: a connection being opened is dropped with the future.
     pub async fn broker_connection(&self, node_id: i32) -> Result<Connection, ClientError> {
-        self.inner.node_connection(node_id).await
+        self.node_connection(node_id).await
     }
 
     /// The configured per-request timeout.
@@ -236,7 +240,8 @@ impl Client {
     }
 }
 
-impl ClientInner {
+/// Narrow access for the layers above: leaders, connections, metadata generations.
+impl Client {
     /// Refreshes metadata for `scope`. With `seen = Some(g)`, skips the round trip if
     /// a refresh newer than generation `g` already happened (single-flight).
     pub(crate) async fn refresh(
@@ -244,15 +249,15 @@ impl ClientInner {
         scope: Scope,
         seen: Option<u64>,
     ) -> Result<(Arc<ClusterMetadata>, u64), ClientError> {
-        let _guard = self.metadata.refresh_lock().lock().await;
+        let _guard = self.inner.metadata.refresh_lock().lock().await;
         if let Some(seen) = seen {
-            let (meta, generation) = self.metadata.snapshot();
-            if generation > seen && !self.metadata.is_stale() {
+            let (meta, generation) = self.inner.metadata.snapshot();
+            if generation > seen && !self.inner.metadata.is_stale() {
                 return Ok((meta, generation));
             }
         }
-        let req = self.metadata.request(&scope);
-        let (meta, _) = self.metadata.snapshot();
+        let req = self.inner.metadata.request(&scope);
+        let (meta, _) = self.inner.metadata.snapshot();
         let mut tried = Vec::new();
         let mut last = None;
         let known: Vec<BrokerMetadata> = meta.brokers.values().cloned().collect();
@@ -261,24 +266,25 @@ impl ClientInner {
             .map(|b| (PoolKey::Node(b.node_id), b.addr()))
             .collect();
         // Prefer brokers we already hold a healthy connection to.
-        candidates.sort_by_key(|(k, _)| self.pool.existing(k).is_none());
+        candidates.sort_by_key(|(k, _)| self.inner.pool.existing(k).is_none());
         candidates.extend(
-            self.bootstrap
+            self.inner
+                .bootstrap
                 .iter()
                 .map(|a| (PoolKey::Bootstrap(a.clone()), a.clone())),
         );
         for (key, addr) in candidates {
             tried.push(addr.clone());
             let result = async {
-                let conn = self.pool.get(key, &addr).await?;
+                let conn = self.inner.pool.get(key, &addr).await?;
                 conn.send(&req).await
             }
             .await;
             match result {
                 Ok(resp) => {
-                    let installed = self.metadata.install(&scope, resp);
+                    let installed = self.inner.metadata.install(&scope, resp);
                     let live: Vec<i32> = installed.0.brokers.keys().copied().collect();
-                    self.pool.retain_nodes(&live);
+                    self.inner.pool.retain_nodes(&live);
                     return Ok(installed);
                 }
                 Err(e) => {
@@ -299,9 +305,9 @@ impl ClientInner {
         &self,
         topic: &str,
     ) -> Result<(Arc<ClusterMetadata>, u64), ClientError> {
-        self.metadata.track(topic);
-        let (meta, generation) = self.metadata.snapshot();
-        if !self.metadata.is_stale() && meta.topic(topic).is_some() {
+        self.inner.metadata.track(topic);
+        let (meta, generation) = self.inner.metadata.snapshot();
+        if !self.inner.metadata.is_stale() && meta.topic(topic).is_some() {
             return Ok((meta, generation));
         }
         let (meta, generation) = self
@@ -370,7 +376,7 @@ impl ClientInner {
         match p.leader {
             Some(leader) if meta.broker(leader).is_some() => Ok((leader, generation)),
             _ => {
-                self.metadata.invalidate(generation);
+                self.inner.metadata.invalidate(generation);
                 Err(ClientError::LeaderNotAvailable {
                     topic: topic.to_string(),
                     partition,
@@ -381,7 +387,7 @@ impl ClientInner {
 
     /// A connection to broker `node_id`, opened if needed.
     pub(crate) async fn node_connection(&self, node_id: i32) -> Result<Connection, ClientError> {
-        self.node_connection_in(&self.pool, node_id).await
+        self.node_connection_in(&self.inner.pool, node_id).await
     }
 
     /// A connection to broker `node_id` from `pool` (the shared pool, or a private
@@ -391,7 +397,7 @@ impl ClientInner {
         pool: &BrokerPool,
         node_id: i32,
     ) -> Result<Connection, ClientError> {
-        let (meta, generation) = self.metadata.snapshot();
+        let (meta, generation) = self.inner.metadata.snapshot();
         let broker = match meta.broker(node_id) {
             Some(b) => b.clone(),
             None => {
@@ -406,9 +412,52 @@ impl ClientInner {
         Ok(pool.get(PoolKey::Node(node_id), &broker.addr()).await?)
     }
 
+    /// The settings every connection of this client is opened with (for private
+    /// pools and connections of the layers above).
+    pub(crate) fn connection_config(&self) -> &ConnectionConfig {
+        self.inner.pool.config()
+    }
+
+    /// Marks metadata of `generation` stale (a leader or broker it named turned out
+    /// wrong); a no-op if a newer generation is installed.
+    pub(crate) fn invalidate_metadata(&self, generation: u64) {
+        self.inner.metadata.invalidate(generation);
+    }
+
+    /// The generation of the installed metadata while it is fresh; see
+    /// [`MetadataCache::fresh_generation`].
+    pub(crate) fn fresh_metadata_generation(&self) -> Option<u64> {
+        self.inner.metadata.fresh_generation()
+    }
+
+    /// The installed metadata and its generation, without contacting any broker.
+    pub(crate) fn metadata_snapshot(&self) -> (Arc<ClusterMetadata>, u64) {
+        self.inner.metadata.snapshot()
+    }
+
+    /// Whether the installed metadata was invalidated and awaits a refresh.
+    pub(crate) fn metadata_is_stale(&self) -> bool {
+        self.inner.metadata.is_stale()
+    }
+
+    /// The shared pool's healthy connection to broker `node_id`, if it has one.
+    pub(crate) fn existing_node_connection(&self, node_id: i32) -> Option<Connection> {
+        self.inner.pool.existing(&PoolKey::Node(node_id))
+    }
+
+    /// A connection to broker `node_id` at `addr` (an address metadata does not
+    /// know yet, such as a KIP-951 hint's), opened in the shared pool if needed.
+    pub(crate) async fn node_connection_at(
+        &self,
+        node_id: i32,
+        addr: &str,
+    ) -> Result<Connection, ClientError> {
+        Ok(self.inner.pool.get(PoolKey::Node(node_id), addr).await?)
+    }
+
     /// A connection to the controller (for admin requests).
     pub(crate) async fn controller_connection(&self) -> Result<Connection, ClientError> {
-        let (meta, generation) = self.metadata.snapshot();
+        let (meta, generation) = self.inner.metadata.snapshot();
         let id = match meta.controller_id {
             Some(id) => id,
             None => self

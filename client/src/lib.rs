@@ -56,6 +56,7 @@ pub mod connection;
 pub mod consumer;
 pub mod group;
 pub mod metadata;
+mod offsets;
 mod pool;
 pub mod producer;
 

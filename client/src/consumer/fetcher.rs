@@ -31,9 +31,9 @@ use tokio::time::Instant;
 
 use super::budget::{record_cost, Budget};
 use super::{ConsumerConfig, ConsumerError, ConsumerRecord, OffsetReset};
-use crate::admin::{list_offsets, OffsetSpec};
 use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
+use crate::offsets::{list_offsets, OffsetSpec};
 use crate::pool::BrokerPool;
 
 /// What the plain [`Consumer`](super::Consumer) receives: up to one chunk of
@@ -262,7 +262,7 @@ pub(crate) async fn run(
         .collect();
     let mut inflight: JoinSet<Done> = JoinSet::new();
     let mut busy_leaders: BTreeSet<i32> = BTreeSet::new();
-    let fetch_pool = Arc::new(BrokerPool::new(client.inner.pool.config().clone()));
+    let fetch_pool = Arc::new(BrokerPool::new(client.connection_config().clone()));
     loop {
         if let Some(rx) = commands.as_mut() {
             loop {
@@ -286,7 +286,7 @@ pub(crate) async fn run(
             if p.busy || p.stopped || p.removed || p.retry_at.is_some_and(|t| t > now) {
                 continue;
             }
-            match client.inner.leader(&p.topic, p.partition).await {
+            match client.leader(&p.topic, p.partition).await {
                 Ok((leader, generation)) => {
                     if !busy_leaders.contains(&leader) {
                         groups
@@ -325,7 +325,7 @@ pub(crate) async fn run(
             let timeout = client.request_timeout() + cfg.max_wait;
             inflight.spawn(async move {
                 let result = async {
-                    let conn = client.inner.node_connection_in(&pool, leader).await?;
+                    let conn = client.node_connection_in(&pool, leader).await?;
                     Ok(conn.send_with_timeout(&req, timeout).await?)
                 }
                 .await;
@@ -532,7 +532,7 @@ async fn handle(
             if let Err(e) = &other {
                 tracing::debug!(leader = done.leader, error = %e, "fetch failed");
             }
-            client.inner.metadata.invalidate(done.generation);
+            client.invalidate_metadata(done.generation);
             for (k, &i) in done.parts.iter().enumerate() {
                 if parts[i].epoch == done.epochs[k] {
                     backoff(&mut parts[i], cfg);
@@ -589,7 +589,7 @@ async fn handle(
                             OffsetSpec::Earliest
                         };
                         let q = [(part.topic.to_string(), part.partition, spec)];
-                        match list_offsets(&client.inner, &q).await {
+                        match list_offsets(client, &q).await {
                             Ok(found) => {
                                 let to = found.first().map_or(part.offset, |l| l.offset);
                                 tracing::info!(topic = %part.topic, partition = part.partition, from = part.offset, to, "offset out of range; reset");
@@ -604,7 +604,7 @@ async fn handle(
                     }
                 },
                 code if code.is_retriable() => {
-                    client.inner.metadata.invalidate(done.generation);
+                    client.invalidate_metadata(done.generation);
                     backoff(part, cfg);
                 }
                 code => {
@@ -762,7 +762,7 @@ async fn consume(
                 .await?;
             } else {
                 // A new leader may serve a healthy copy.
-                client.inner.metadata.invalidate(generation);
+                client.invalidate_metadata(generation);
                 backoff(part, cfg);
             }
             return Ok(());

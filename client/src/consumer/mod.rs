@@ -29,8 +29,8 @@ use bytes::Bytes;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::task::AbortHandle;
 
-use crate::admin::{list_offsets, OffsetSpec};
 use crate::client::{Client, ClientError};
+use crate::offsets::{list_offsets, OffsetSpec};
 use crate::RecordHeader;
 
 /// Where a partition's consumption starts.
@@ -311,9 +311,7 @@ impl ConsumerBuilder {
                 Some((t.clone(), *p, spec))
             })
             .collect();
-        let mut listed = list_offsets(&self.client.inner, &queries)
-            .await?
-            .into_iter();
+        let mut listed = list_offsets(&self.client, &queries).await?.into_iter();
         let mut resolved = Vec::with_capacity(self.assignments.len());
         let mut latest_fallback = Vec::new();
         for (topic, partition, start) in &self.assignments {
@@ -332,7 +330,7 @@ impl ConsumerBuilder {
                 .iter()
                 .map(|&i| (resolved[i].0.clone(), resolved[i].1, OffsetSpec::Latest))
                 .collect();
-            let ends = list_offsets(&self.client.inner, &q).await?;
+            let ends = list_offsets(&self.client, &q).await?;
             for (&i, end) in latest_fallback.iter().zip(ends) {
                 resolved[i].2 = end.offset.max(0);
             }

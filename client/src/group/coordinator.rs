@@ -157,7 +157,7 @@ impl Shared {
         *slot = None;
         let result = async {
             let addr = self.broker_addr(node).await?;
-            Ok::<_, ClientError>(Connection::connect(&addr, self.client.inner.pool.config()).await?)
+            Ok::<_, ClientError>(Connection::connect(&addr, self.client.connection_config()).await?)
         }
         .await;
         match result {
@@ -226,7 +226,7 @@ impl Shared {
         }
         let mut last = None;
         for &node in meta.brokers.keys() {
-            match self.client.inner.node_connection(node).await {
+            match self.client.node_connection(node).await {
                 Ok(conn) => return Ok(conn),
                 Err(e) => last = Some(e),
             }

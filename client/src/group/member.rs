@@ -610,7 +610,7 @@ impl Member {
         }
         let mut counts = BTreeMap::new();
         for topic in &topics {
-            match self.shared.client.inner.partition_count(topic).await {
+            match self.shared.client.partition_count(topic).await {
                 Ok(n) => {
                     counts.insert(topic.clone(), n);
                 }

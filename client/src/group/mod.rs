@@ -76,10 +76,10 @@ pub use assignor::{
     RebalanceProtocol, RoundRobinAssignor, TopicPartition,
 };
 
-use crate::admin::{list_offsets, OffsetSpec};
 use crate::client::{Client, ClientError};
 use crate::consumer::fetcher::{self, FetchCommand, StampedChunk};
 use crate::consumer::{ConsumerConfig, ConsumerError, ConsumerRecord, OffsetReset};
+use crate::offsets::{list_offsets, OffsetSpec};
 use coordinator::Shared;
 use member::{Event, MemberConfig};
 
@@ -780,7 +780,7 @@ impl RebalanceContext {
                     .iter()
                     .map(|tp| (tp.topic.to_string(), tp.partition, spec))
                     .collect();
-                let found = list_offsets(&self.shared.client.inner, &q).await?;
+                let found = list_offsets(&self.shared.client, &q).await?;
                 for (tp, l) in missing.iter().zip(found) {
                     starts.insert((*tp).clone(), l.offset.max(0));
                 }

@@ -786,7 +786,7 @@ impl Producer {
         let Some(reserved) = self.try_reserve(size) else {
             return Err(SlowStart { size });
         };
-        let fresh = shared.client.inner.metadata.fresh_generation();
+        let fresh = shared.client.fresh_metadata_generation();
         let timestamp = record.timestamp.unwrap_or_else(now_ms);
         let mut acc = shared.lock();
         if let Some(refusal) = acc.refusal() {
@@ -975,7 +975,7 @@ impl Producer {
         let mut backoff = Backoff::new(Duration::from_millis(10), shared.config.retry_backoff_max);
         loop {
             let wait = backoff.next_delay();
-            match shared.client.inner.partition_count_at(topic).await {
+            match shared.client.partition_count_at(topic).await {
                 Ok((n, generation)) => {
                     shared.lock().set_partition_count(topic, n, generation);
                     return Ok(n);

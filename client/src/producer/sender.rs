@@ -18,7 +18,6 @@ use super::{Acks, AttemptError, ProduceError, ProducerRecord, Shared};
 use crate::backoff::Backoff;
 use crate::client::ClientError;
 use crate::connection::{Connection, ConnectionError};
-use crate::pool::PoolKey;
 
 /// A partition's leader as a Produce response named it (KIP-951), used until
 /// metadata catches up with its epoch.
@@ -175,11 +174,11 @@ async fn request_identity(
     shared: &Shared,
     current: Option<ProducerIdentity>,
 ) -> Result<ProducerIdentity, InitError> {
-    let client = &shared.client.inner;
-    let (meta, _) = client.metadata.snapshot();
+    let client = &shared.client;
+    let (meta, _) = client.metadata_snapshot();
     let mut nodes: Vec<i32> = meta.brokers.keys().copied().collect();
     // Prefer a broker we already talk to.
-    nodes.sort_by_key(|id| client.pool.existing(&PoolKey::Node(*id)).is_none());
+    nodes.sort_by_key(|id| client.existing_node_connection(*id).is_none());
     let mut last = "no broker known".to_string();
     for node in nodes {
         let conn = match client.node_connection(node).await {
@@ -207,7 +206,7 @@ async fn request_identity(
                 }
                 Err(InitAttempt::Failed(e)) => {
                     last = e;
-                    client.metadata.invalidate(client.metadata.snapshot().1);
+                    client.invalidate_metadata(client.metadata_snapshot().1);
                     break;
                 }
             }
@@ -320,8 +319,8 @@ async fn route(shared: &Shared, topic: &Arc<str>, partition: i32) -> Result<Rout
         .expect("hint lock poisoned")
         .get(&key)
         .cloned();
-    let client = &shared.client.inner;
-    let (meta, generation) = client.metadata.snapshot();
+    let client = &shared.client;
+    let (meta, generation) = client.metadata_snapshot();
     let cached = meta.topic(topic).and_then(|t| t.partition(partition));
     if let Some(hint) = &hint {
         // A hint newer than the cached metadata needs no lookup.
@@ -333,7 +332,7 @@ async fn route(shared: &Shared, topic: &Arc<str>, partition: i32) -> Result<Rout
             });
         }
     }
-    let looked_up = if client.metadata.is_stale() {
+    let looked_up = if client.metadata_is_stale() {
         let known = cached
             .and_then(|p| p.leader)
             .filter(|l| meta.broker(*l).is_some());
@@ -359,8 +358,7 @@ async fn route(shared: &Shared, topic: &Arc<str>, partition: i32) -> Result<Rout
     };
     if let Some(hint) = hint {
         let meta_epoch = client
-            .metadata
-            .snapshot()
+            .metadata_snapshot()
             .0
             .topic(topic)
             .and_then(|t| t.partition(partition))
@@ -429,9 +427,7 @@ async fn dispatch(shared: &Arc<Shared>, ready: Vec<Batch>) {
         let requests = split_requests(shared, batches);
         let existing = shared
             .client
-            .inner
-            .pool
-            .existing(&PoolKey::Node(leader))
+            .existing_node_connection(leader)
             .filter(|c| addr.as_deref().map_or(true, |a| a == c.addr()));
         match existing {
             Some(conn) => {
@@ -546,10 +542,10 @@ async fn leader_connection(
     leader: i32,
     addr: Option<String>,
 ) -> Result<Connection, ClientError> {
-    let client = &shared.client.inner;
-    let known = client.metadata.snapshot().0.broker(leader).is_some();
+    let client = &shared.client;
+    let known = client.metadata_snapshot().0.broker(leader).is_some();
     match addr {
-        Some(addr) if !known => Ok(client.pool.get(PoolKey::Node(leader), &addr).await?),
+        Some(addr) if !known => client.node_connection_at(leader, &addr).await,
         _ => client.node_connection(leader).await,
     }
 }
@@ -795,7 +791,7 @@ fn settle_failure_with(
         tracing::debug!(%topic, partition, attempts = batch.attempts, %error, "retrying batch");
         if let Some(g) = generation {
             if !matches!(code, Some(ErrorCode::OutOfOrderSequenceNumber)) {
-                shared.client.inner.metadata.invalidate(g);
+                shared.client.invalidate_metadata(g);
             }
         }
         let wait = backoff_override.unwrap_or_else(|| backoff(&shared.config, batch.attempts));

@@ -1,0 +1,174 @@
+//! Offset lookup by ListOffsets (API key 2), grouped by partition leader.
+//!
+//! Below both [`admin`](crate::admin) (which offers it to applications) and the
+//! consumers (which resolve start offsets and lag with it).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use baton_protocol::messages::{ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic};
+use baton_protocol::ErrorCode;
+use tokio::time::Instant;
+
+use crate::backoff::Backoff;
+use crate::client::{Client, ClientError};
+
+/// The first wait between ListOffsets rounds.
+const RETRY_BACKOFF_BASE: Duration = Duration::from_millis(10);
+/// The longest wait between ListOffsets rounds.
+const RETRY_BACKOFF_CAP: Duration = Duration::from_millis(500);
+
+/// Which offset of a partition to look up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffsetSpec {
+    /// The log start offset (the first offset still stored).
+    Earliest,
+    /// The log end offset (the offset the next record will get).
+    Latest,
+    /// The first offset whose record timestamp is at or after this time (ms since
+    /// the epoch); the log end offset if there is none.
+    Timestamp(i64),
+}
+
+impl OffsetSpec {
+    fn wire(self) -> i64 {
+        match self {
+            OffsetSpec::Earliest => -2,
+            OffsetSpec::Latest => -1,
+            OffsetSpec::Timestamp(t) => t,
+        }
+    }
+}
+
+/// An offset found by [`Admin::list_offsets`](crate::Admin::list_offsets).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ListedOffset {
+    /// The topic.
+    pub topic: String,
+    /// The partition.
+    pub partition: i32,
+    /// The offset (-1 if the broker found none, see [`OffsetSpec::Timestamp`]).
+    pub offset: i64,
+    /// The timestamp of the record at `offset`, -1 if not applicable.
+    pub timestamp: i64,
+    /// The leader epoch of that record, -1 if unknown.
+    pub leader_epoch: i32,
+}
+
+/// Looks up offsets, grouping the queries by leader and retrying retriable errors
+/// until the request timeout elapses. Shared by [`Admin`](crate::Admin) and the consumers.
+pub(crate) async fn list_offsets(
+    client: &Client,
+    queries: &[(String, i32, OffsetSpec)],
+) -> Result<Vec<ListedOffset>, ClientError> {
+    let deadline = Instant::now() + client.request_timeout();
+    let mut results: Vec<Option<ListedOffset>> = vec![None; queries.len()];
+    let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
+    loop {
+        let mut last_error: Option<ClientError> = None;
+        // leader -> (generation, indices into queries)
+        let mut by_leader: BTreeMap<i32, (u64, Vec<usize>)> = BTreeMap::new();
+        // A partition may appear only once per request; repeats wait for a later round.
+        let mut this_round: Vec<(&str, i32)> = Vec::new();
+        let mut deferred = false;
+        for (i, (topic, partition, _)) in queries.iter().enumerate() {
+            if results[i].is_some() {
+                continue;
+            }
+            if this_round.contains(&(topic.as_str(), *partition)) {
+                deferred = true;
+                continue;
+            }
+            this_round.push((topic.as_str(), *partition));
+            match client.leader(topic, *partition).await {
+                Ok((leader, generation)) => by_leader
+                    .entry(leader)
+                    .or_insert((generation, Vec::new()))
+                    .1
+                    .push(i),
+                Err(e) if e.is_retriable() => last_error = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        for (leader, (generation, indices)) in by_leader {
+            let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
+            for &i in &indices {
+                let (topic, partition, spec) = &queries[i];
+                topics.entry(topic).or_default().push(ListOffsetsPartition {
+                    partition_index: *partition,
+                    current_leader_epoch: -1,
+                    timestamp: spec.wire(),
+                });
+            }
+            let req = ListOffsetsRequest {
+                replica_id: -1,
+                isolation_level: 0,
+                topics: topics
+                    .into_iter()
+                    .map(|(name, partitions)| ListOffsetsTopic {
+                        name: name.to_string(),
+                        partitions,
+                    })
+                    .collect(),
+            };
+            let resp = match client.node_connection(leader).await {
+                Ok(conn) => conn.send(&req).await.map_err(ClientError::from),
+                Err(e) => Err(e),
+            };
+            let resp = match resp {
+                Ok(r) => r,
+                Err(e) if e.is_retriable() => {
+                    client.invalidate_metadata(generation);
+                    last_error = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            for t in resp.topics {
+                for p in t.partitions {
+                    let Some(&i) = indices
+                        .iter()
+                        .find(|&&i| queries[i].0 == t.name && queries[i].1 == p.partition_index)
+                    else {
+                        continue;
+                    };
+                    let code = ErrorCode::from_code(p.error_code);
+                    if code.is_ok() {
+                        results[i] = Some(ListedOffset {
+                            topic: t.name.clone(),
+                            partition: p.partition_index,
+                            offset: p.offset,
+                            timestamp: p.timestamp,
+                            leader_epoch: p.leader_epoch,
+                        });
+                    } else {
+                        let e = ClientError::Broker {
+                            code,
+                            context: format!("ListOffsets {}/{}", t.name, p.partition_index),
+                        };
+                        if !code.is_retriable() {
+                            return Err(e);
+                        }
+                        client.invalidate_metadata(generation);
+                        last_error = Some(e);
+                    }
+                }
+            }
+        }
+        if results.iter().all(Option::is_some) {
+            return Ok(results.into_iter().map(|r| r.expect("checked")).collect());
+        }
+        if deferred && last_error.is_none() {
+            continue;
+        }
+        let wait = backoff.next_delay();
+        if Instant::now() + wait > deadline {
+            return Err(last_error.unwrap_or(ClientError::Broker {
+                code: ErrorCode::RequestTimedOut,
+                context: "ListOffsets: partitions missing from the response".to_string(),
+            }));
+        }
+        tokio::time::sleep(wait).await;
+    }
+}
