@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::task::AbortHandle;
 
 use crate::connection::{Connection, ConnectionConfig, ConnectionError};
-use crate::metadata::{BrokerMetadata, ClusterMetadata, MetadataCache, Scope};
+use crate::metadata::{BrokerMetadata, ClusterMetadata, LeaderHint, MetadataCache, Scope};
 use crate::pool::{BrokerPool, PoolKey};
 use baton_protocol::ErrorCode;
 
@@ -453,6 +453,21 @@ impl Client {
         addr: &str,
     ) -> Result<Connection, ClientError> {
         Ok(self.inner.pool.get(PoolKey::Node(node_id), addr).await?)
+    }
+
+    /// The KIP-951 leader hint recorded for `topic`/`partition`, if any.
+    pub(crate) fn leader_hint(&self, topic: &Arc<str>, partition: i32) -> Option<LeaderHint> {
+        self.inner.metadata.leader_hint(topic, partition)
+    }
+
+    /// Records a KIP-951 leader hint for `topic`/`partition`.
+    pub(crate) fn set_leader_hint(&self, topic: Arc<str>, partition: i32, hint: LeaderHint) {
+        self.inner.metadata.set_leader_hint(topic, partition, hint);
+    }
+
+    /// Drops the leader hint for `topic`/`partition`.
+    pub(crate) fn forget_leader_hint(&self, topic: &Arc<str>, partition: i32) {
+        self.inner.metadata.forget_leader_hint(topic, partition);
     }
 
     /// A connection to the controller (for admin requests).

@@ -9,8 +9,12 @@
 //!
 //! Refreshes are single-flight: concurrent callers wait for the refresh in progress
 //! and reuse its result.
+//!
+//! Leaders that Produce responses name (KIP-951 hints) are kept here too, beside
+//! the snapshot, until metadata catches up with their epoch: all leader knowledge
+//! of the client lives in this cache.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -132,6 +136,19 @@ pub(crate) enum Scope {
     Topics(Vec<String>),
 }
 
+/// A partition's leader as a response named it (KIP-951), used until metadata
+/// catches up with its epoch.
+#[derive(Debug, Clone)]
+pub(crate) struct LeaderHint {
+    /// The leader's node id.
+    pub(crate) leader: i32,
+    /// The leader epoch the response gave; the hint is newer than metadata while
+    /// this is greater than the cached partition's epoch.
+    pub(crate) leader_epoch: i32,
+    /// The leader's address if the response carried its endpoint.
+    pub(crate) addr: Option<String>,
+}
+
 /// The current snapshot, its generation, and whether it was invalidated.
 #[derive(Debug, Clone)]
 struct Current {
@@ -151,6 +168,8 @@ pub(crate) struct MetadataCache {
     /// Topics the client has looked up; partial refreshes ask about all of them.
     interesting: Mutex<BTreeSet<String>>,
     refresh_lock: AsyncMutex<()>,
+    /// KIP-951 leader hints by partition, newer than the snapshot when recorded.
+    hints: Mutex<HashMap<(Arc<str>, i32), LeaderHint>>,
 }
 
 impl MetadataCache {
@@ -164,7 +183,27 @@ impl MetadataCache {
             fresh: AtomicU64::new(0),
             interesting: Mutex::new(BTreeSet::new()),
             refresh_lock: AsyncMutex::new(()),
+            hints: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The leader hint recorded for `topic`/`partition`, if any.
+    pub(crate) fn leader_hint(&self, topic: &Arc<str>, partition: i32) -> Option<LeaderHint> {
+        let hints = self.hints.lock().expect("hint lock poisoned");
+        hints.get(&(topic.clone(), partition)).cloned()
+    }
+
+    /// Records (or replaces) the leader hint for `topic`/`partition`.
+    pub(crate) fn set_leader_hint(&self, topic: Arc<str>, partition: i32, hint: LeaderHint) {
+        let mut hints = self.hints.lock().expect("hint lock poisoned");
+        hints.insert((topic, partition), hint);
+    }
+
+    /// Drops the leader hint for `topic`/`partition` (metadata caught up, or the
+    /// hinted leader failed).
+    pub(crate) fn forget_leader_hint(&self, topic: &Arc<str>, partition: i32) {
+        let mut hints = self.hints.lock().expect("hint lock poisoned");
+        hints.remove(&(topic.clone(), partition));
     }
 
     /// The current snapshot and its generation.
@@ -388,5 +427,25 @@ mod tests {
         gone.topics[0].error_code = ErrorCode::UnknownTopicOrPartition.code();
         cache.install(&scope, gone);
         assert!(cache.snapshot().0.topic("t").is_none());
+    }
+
+    #[test]
+    fn leader_hints_are_kept_per_partition_until_forgotten() {
+        let cache = MetadataCache::new();
+        let t: Arc<str> = Arc::from("t");
+        assert!(cache.leader_hint(&t, 0).is_none());
+        let hint = |leader, leader_epoch| LeaderHint {
+            leader,
+            leader_epoch,
+            addr: None,
+        };
+        cache.set_leader_hint(t.clone(), 0, hint(2, 5));
+        cache.set_leader_hint(t.clone(), 1, hint(3, 7));
+        cache.set_leader_hint(t.clone(), 0, hint(4, 6));
+        let h = cache.leader_hint(&t, 0).expect("hint for partition 0");
+        assert_eq!((h.leader, h.leader_epoch), (4, 6), "the newer hint replaces");
+        cache.forget_leader_hint(&t, 0);
+        assert!(cache.leader_hint(&t, 0).is_none());
+        assert_eq!(cache.leader_hint(&t, 1).map(|h| h.leader), Some(3));
     }
 }

@@ -587,7 +587,6 @@ impl ProducerBuilder {
             partitioner: self.partitioner,
             wake: Notify::new(),
             outstanding,
-            leader_hints: Mutex::new(Default::default()),
         });
         tokio::spawn(sender::run(shared.clone()));
         Producer {
@@ -609,8 +608,6 @@ pub(crate) struct Shared {
     pub(crate) memory: Arc<Semaphore>,
     /// Records whose outcome is not final yet.
     pub(crate) outstanding: Arc<AtomicUsize>,
-    /// Leaders named by KIP-951 hints in Produce responses, newer than metadata.
-    pub(crate) leader_hints: Mutex<sender::LeaderHints>,
 }
 
 impl Shared {

@@ -18,19 +18,7 @@ use super::{Acks, AttemptError, ProduceError, ProducerRecord, Shared};
 use crate::backoff::Backoff;
 use crate::client::ClientError;
 use crate::connection::{Connection, ConnectionError};
-
-/// A partition's leader as a Produce response named it (KIP-951), used until
-/// metadata catches up with its epoch.
-#[derive(Debug, Clone)]
-pub(crate) struct LeaderHint {
-    leader: i32,
-    leader_epoch: i32,
-    /// The leader's address if the response carried its endpoint.
-    addr: Option<String>,
-}
-
-/// Leader hints by partition.
-pub(crate) type LeaderHints = HashMap<(Arc<str>, i32), LeaderHint>;
+use crate::metadata::LeaderHint;
 
 /// Runs until the producer is closed and holds no more records.
 pub(crate) async fn run(shared: Arc<Shared>) {
@@ -312,14 +300,8 @@ const STALE_ROUTE_WAIT: Duration = Duration::from_millis(20);
 /// The leader of `batch`'s partition: a KIP-951 hint newer than metadata, else
 /// metadata's.
 async fn route(shared: &Shared, topic: &Arc<str>, partition: i32) -> Result<Route, ClientError> {
-    let key = (topic.clone(), partition);
-    let hint = shared
-        .leader_hints
-        .lock()
-        .expect("hint lock poisoned")
-        .get(&key)
-        .cloned();
     let client = &shared.client;
+    let hint = client.leader_hint(topic, partition);
     let (meta, generation) = client.metadata_snapshot();
     let cached = meta.topic(topic).and_then(|t| t.partition(partition));
     if let Some(hint) = &hint {
@@ -370,11 +352,7 @@ async fn route(shared: &Shared, topic: &Arc<str>, partition: i32) -> Result<Rout
                 addr: hint.addr,
             });
         }
-        shared
-            .leader_hints
-            .lock()
-            .expect("hint lock poisoned")
-            .remove(&key);
+        client.forget_leader_hint(topic, partition);
     }
     let (leader, generation) = looked_up?;
     Ok(Route {
@@ -563,18 +541,15 @@ fn take_hint(
         return false;
     }
     tracing::debug!(%topic, partition = p.index, leader = hint.leader_id, epoch = hint.leader_epoch, "leader hint");
-    shared
-        .leader_hints
-        .lock()
-        .expect("hint lock poisoned")
-        .insert(
-            (topic.clone(), p.index),
-            LeaderHint {
-                leader: hint.leader_id,
-                leader_epoch: hint.leader_epoch,
-                addr: resp_endpoints.get(&hint.leader_id).cloned(),
-            },
-        );
+    shared.client.set_leader_hint(
+        topic.clone(),
+        p.index,
+        LeaderHint {
+            leader: hint.leader_id,
+            leader_epoch: hint.leader_epoch,
+            addr: resp_endpoints.get(&hint.leader_id).cloned(),
+        },
+    );
     true
 }
 
@@ -687,10 +662,8 @@ fn settle_response(shared: &Shared, batches: Vec<Routed>, result: Sent) {
 fn forget_hint(shared: &Shared, batch: &Batch, generation: Option<u64>) {
     if generation.is_none() {
         shared
-            .leader_hints
-            .lock()
-            .expect("hint lock poisoned")
-            .remove(&(batch.topic.clone(), batch.partition));
+            .client
+            .forget_leader_hint(&batch.topic, batch.partition);
     }
 }
 
