@@ -443,7 +443,11 @@ mod tests {
         cache.set_leader_hint(t.clone(), 1, hint(3, 7));
         cache.set_leader_hint(t.clone(), 0, hint(4, 6));
         let h = cache.leader_hint(&t, 0).expect("hint for partition 0");
-        assert_eq!((h.leader, h.leader_epoch), (4, 6), "the newer hint replaces");
+        assert_eq!(
+            (h.leader, h.leader_epoch),
+            (4, 6),
+            "the newer hint replaces"
+        );
         cache.forget_leader_hint(&t, 0);
         assert!(cache.leader_hint(&t, 0).is_none());
         assert_eq!(cache.leader_hint(&t, 1).map(|h| h.leader), Some(3));

@@ -23,7 +23,7 @@ use std::task::{Context, Poll, Waker};
 
 use tokio_util::sync::CancellationToken;
 
-use super::accumulator::{Pending, RecordPool};
+use super::pending::{Pending, RecordPool};
 use super::{ProduceError, ProducerRecord, RecordMetadata, Shared};
 
 type Outcome = Result<RecordMetadata, ProduceError>;

@@ -82,6 +82,7 @@
 mod accumulator;
 mod delivery;
 mod partitioner;
+mod pending;
 mod record;
 mod sender;
 
