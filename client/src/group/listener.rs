@@ -1,0 +1,420 @@
+//! Rebalance listeners and the context they receive: the consumer's view of
+//! its assignment, positions and commits.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+use crate::consumer::fetcher::FetchCommand;
+use crate::consumer::{ConsumerRecord, OffsetReset};
+use crate::offsets::{list_offsets, OffsetSpec};
+
+use super::assignor::TopicPartition;
+use super::coordinator::Shared;
+use super::error::GroupError;
+#[cfg(doc)]
+use super::GroupConsumer;
+use super::PendingCommit;
+
+/// The future a [`RebalanceListener`] method returns.
+pub type ListenerFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// Called from inside [`GroupConsumer::recv`] (and [`GroupConsumer::close`]) when
+/// the assignment changes. Each method may use the [`RebalanceContext`] to commit,
+/// seek, pause or look at positions.
+///
+/// ```
+/// use baton::{ListenerFuture, RebalanceContext, RebalanceListener, TopicPartition};
+///
+/// struct CommitOnRevoke;
+///
+/// impl RebalanceListener for CommitOnRevoke {
+///     fn on_revoked<'a>(
+///         &'a mut self,
+///         ctx: &'a mut RebalanceContext,
+///         _partitions: &'a [TopicPartition],
+///     ) -> ListenerFuture<'a> {
+///         Box::pin(async move {
+///             if let Err(e) = ctx.commit().await {
+///                 eprintln!("commit before revocation failed: {e}");
+///             }
+///         })
+///     }
+/// }
+/// ```
+pub trait RebalanceListener: Send {
+    /// `partitions` were added to the assignment. Their start offsets are resolved
+    /// after this returns, unless it [`seek`](RebalanceContext::seek)s them.
+    fn on_assigned<'a>(
+        &'a mut self,
+        ctx: &'a mut RebalanceContext,
+        partitions: &'a [TopicPartition],
+    ) -> ListenerFuture<'a> {
+        let _ = (ctx, partitions);
+        Box::pin(std::future::ready(()))
+    }
+
+    /// `partitions` are about to go to another member. They are still owned while
+    /// this runs, so a commit here lands before the next owner starts; no record of
+    /// them is returned after it.
+    fn on_revoked<'a>(
+        &'a mut self,
+        ctx: &'a mut RebalanceContext,
+        partitions: &'a [TopicPartition],
+    ) -> ListenerFuture<'a> {
+        let _ = (ctx, partitions);
+        Box::pin(std::future::ready(()))
+    }
+
+    /// `partitions` were lost: the member's generation ended (session expiry, the
+    /// coordinator forgot it), so another member may own them already and
+    /// committing them is no longer possible.
+    fn on_lost<'a>(
+        &'a mut self,
+        ctx: &'a mut RebalanceContext,
+        partitions: &'a [TopicPartition],
+    ) -> ListenerFuture<'a> {
+        let _ = (ctx, partitions);
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// One assigned partition, application side.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct PartState {
+    /// Matches the epoch of the fetch task's output that may be returned.
+    pub(super) epoch: u64,
+    /// The next offset to return; `None` until resolved.
+    pub(super) position: Option<i64>,
+    pub(super) paused: bool,
+    /// No committed offset under [`OffsetReset::Fail`]: waits for a seek.
+    pub(super) failed: bool,
+}
+
+/// The consumer's view of its assignment, positions and commits; what
+/// [`RebalanceListener`] methods receive, and what [`GroupConsumer`]'s
+/// position and commit methods use.
+pub struct RebalanceContext {
+    pub(super) shared: Arc<Shared>,
+    pub(super) commands: mpsc::UnboundedSender<FetchCommand>,
+    pub(super) parts: HashMap<TopicPartition, PartState>,
+    /// The last record returned: its partition and next offset. Becomes a
+    /// finished position at the next `recv` or commit.
+    pub(super) pending: Option<(TopicPartition, i64)>,
+    pub(super) next_epoch: u64,
+    pub(super) offset_reset: OffsetReset,
+    /// When resolving start offsets may be tried again after a failure.
+    pub(super) resolve_at: Option<Instant>,
+    /// Errors waiting to be returned by `recv`.
+    pub(super) errors: VecDeque<GroupError>,
+}
+
+impl fmt::Debug for RebalanceContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RebalanceContext")
+            .field("group_id", &self.shared.group_id)
+            .field("assigned", &self.parts.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RebalanceContext {
+    /// The partitions currently assigned to this member, sorted.
+    pub fn assignment(&self) -> Vec<TopicPartition> {
+        let mut v: Vec<TopicPartition> = self.parts.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// The next offset [`GroupConsumer::recv`] returns for `partition`; `None` if it
+    /// is not assigned or its start offset is not resolved yet.
+    pub fn position(&self, partition: &TopicPartition) -> Option<i64> {
+        self.parts.get(partition).and_then(|p| p.position)
+    }
+
+    /// The highest offset known to be committed for `partition` (by this member,
+    /// or found when the partition was assigned).
+    pub fn committed(&self, partition: &TopicPartition) -> Option<i64> {
+        self.shared.lock().committed.get(partition).copied()
+    }
+
+    /// The member id the coordinator gave this member (empty before joining).
+    pub fn member_id(&self) -> String {
+        self.shared.lock().member_id.clone()
+    }
+
+    /// The current generation, -1 between generations.
+    pub fn generation(&self) -> i32 {
+        self.shared.lock().generation
+    }
+
+    pub(super) fn fresh_epoch(&mut self) -> u64 {
+        let e = self.next_epoch;
+        self.next_epoch += 1;
+        e
+    }
+
+    /// Turns the last returned record into a finished position.
+    pub(super) fn release_pending(&mut self) {
+        if let Some((tp, next)) = self.pending.take() {
+            if self.parts.contains_key(&tp) {
+                self.shared.lock().positions.insert(tp, next);
+            }
+        }
+    }
+
+    /// (Re)starts fetching `tp` at its position under a new epoch, unless paused or
+    /// unresolved.
+    pub(super) fn restart_fetch(&mut self, tp: &TopicPartition) {
+        let epoch = self.fresh_epoch();
+        let Some(st) = self.parts.get_mut(tp) else {
+            return;
+        };
+        st.epoch = epoch;
+        match (st.position, st.paused) {
+            (Some(offset), false) => {
+                let _ = self.commands.send(FetchCommand::Assign {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                    offset,
+                    epoch,
+                });
+            }
+            _ => {
+                let _ = self.commands.send(FetchCommand::Remove {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                });
+            }
+        }
+    }
+
+    /// Continues `partition` at `offset`: the next record returned for it is the
+    /// one at `offset` (or the first after it). Records already fetched past it are
+    /// dropped. Also sets the position a later commit uses, though a commit never
+    /// moves a committed offset backwards.
+    pub fn seek(&mut self, partition: &TopicPartition, offset: i64) -> Result<(), GroupError> {
+        let Some(st) = self.parts.get_mut(partition) else {
+            return Err(GroupError::NotAssigned {
+                partition: partition.clone(),
+            });
+        };
+        st.position = Some(offset.max(0));
+        st.failed = false;
+        if self.pending.as_ref().is_some_and(|(tp, _)| tp == partition) {
+            self.pending = None;
+        }
+        self.shared
+            .lock()
+            .positions
+            .insert(partition.clone(), offset.max(0));
+        self.restart_fetch(partition);
+        Ok(())
+    }
+
+    /// Stops returning and fetching records of `partitions` until
+    /// [`resume`](Self::resume). Their positions, and ownership, are kept;
+    /// heartbeats go on. Partitions not assigned are ignored.
+    pub fn pause(&mut self, partitions: &[TopicPartition]) {
+        for tp in partitions {
+            if let Some(st) = self.parts.get_mut(tp) {
+                if !st.paused {
+                    st.paused = true;
+                    self.restart_fetch(tp);
+                }
+            }
+        }
+    }
+
+    /// Resumes paused `partitions` from their positions.
+    pub fn resume(&mut self, partitions: &[TopicPartition]) {
+        for tp in partitions {
+            if let Some(st) = self.parts.get_mut(tp) {
+                if st.paused {
+                    st.paused = false;
+                    self.restart_fetch(tp);
+                }
+            }
+        }
+    }
+
+    /// The paused partitions, sorted.
+    pub fn paused(&self) -> Vec<TopicPartition> {
+        let mut v: Vec<TopicPartition> = self
+            .parts
+            .iter()
+            .filter(|(_, s)| s.paused)
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Commits the position of every assigned partition, including the record
+    /// `recv` returned last, and waits for the coordinator's answer. Retries
+    /// coordinator moves within the client's request timeout.
+    ///
+    /// # Cancel safety
+    ///
+    /// If the future is dropped, the commit may or may not have reached the
+    /// coordinator. Either way the never-backwards rule holds: commits are
+    /// serialised, and a later commit sends only offsets above those acknowledged.
+    pub async fn commit(&mut self) -> Result<(), GroupError> {
+        self.release_pending();
+        self.shared.commit(None).await
+    }
+
+    /// Commits exactly `offsets` (partition → the next offset to consume), skipping
+    /// partitions not assigned and offsets not above the committed one.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`commit`](Self::commit).
+    pub async fn commit_offsets(
+        &mut self,
+        offsets: impl IntoIterator<Item = (TopicPartition, i64)>,
+    ) -> Result<(), GroupError> {
+        let list: Vec<(TopicPartition, i64)> = offsets.into_iter().collect();
+        self.shared.commit(Some(list)).await
+    }
+
+    /// Starts committing the positions of every assigned partition (including the
+    /// record `recv` returned last) in the background; the returned future reports
+    /// the outcome and may be dropped without stopping the commit.
+    pub fn commit_async(&mut self) -> PendingCommit {
+        self.release_pending();
+        let shared = self.shared.clone();
+        let (tx, rx) = oneshot::channel();
+        tokio::spawn(async move {
+            let _ = tx.send(shared.commit(None).await);
+        });
+        PendingCommit { rx }
+    }
+
+    /// Accepts one record the fetch task stamped with `epoch`, or drops it if stale.
+    pub(super) fn accept_record(
+        &mut self,
+        epoch: u64,
+        record: ConsumerRecord,
+    ) -> Option<ConsumerRecord> {
+        let tp = TopicPartition {
+            topic: record.topic.clone(),
+            partition: record.partition,
+        };
+        let st = self.parts.get_mut(&tp)?;
+        if st.epoch != epoch || st.paused {
+            return None;
+        }
+        if st.position.is_some_and(|p| record.offset < p) {
+            return None;
+        }
+        st.position = Some(record.offset + 1);
+        self.pending = Some((tp, record.offset + 1));
+        Some(record)
+    }
+
+    /// Whether an error the fetch task stamped with `epoch` is still current.
+    pub(super) fn accepts_error(&self, epoch: u64) -> bool {
+        self.parts.values().any(|s| s.epoch == epoch && !s.paused)
+    }
+
+    pub(super) fn has_unresolved(&self) -> bool {
+        self.parts
+            .values()
+            .any(|s| s.position.is_none() && !s.failed)
+    }
+
+    pub(super) fn unresolved(&self) -> Vec<TopicPartition> {
+        let mut v: Vec<TopicPartition> = self
+            .parts
+            .iter()
+            .filter(|(_, s)| s.position.is_none() && !s.failed)
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Finds start offsets for newly assigned partitions: the committed offset,
+    /// else the reset policy. State changes only after every lookup succeeded.
+    pub(super) async fn resolve(&mut self) -> Result<(), GroupError> {
+        let todo = self.unresolved();
+        if todo.is_empty() {
+            return Ok(());
+        }
+        let committed = self.shared.fetch_committed(&todo).await?;
+        let missing: Vec<&TopicPartition> = todo
+            .iter()
+            .filter(|tp| !committed.contains_key(*tp))
+            .collect();
+        let mut starts: HashMap<TopicPartition, i64> = committed.clone();
+        if !missing.is_empty() {
+            let spec = match self.offset_reset {
+                OffsetReset::Earliest => Some(OffsetSpec::Earliest),
+                OffsetReset::Latest => Some(OffsetSpec::Latest),
+                OffsetReset::Fail => None,
+            };
+            // Under `Fail`, partitions without a commit stay unresolved (below).
+            if let Some(spec) = spec {
+                let q: Vec<(String, i32, OffsetSpec)> = missing
+                    .iter()
+                    .map(|tp| (tp.topic.to_string(), tp.partition, spec))
+                    .collect();
+                let found = list_offsets(&self.shared.client, &q).await?;
+                for (tp, l) in missing.iter().zip(found) {
+                    starts.insert((*tp).clone(), l.offset.max(0));
+                }
+            }
+        }
+        for tp in &todo {
+            let Some(st) = self.parts.get_mut(tp) else {
+                continue;
+            };
+            if st.position.is_some() {
+                continue; // sought meanwhile
+            }
+            match starts.get(tp) {
+                Some(&offset) => {
+                    tracing::debug!(partition = %tp, offset, committed = committed.contains_key(tp), "start position");
+                    st.position = Some(offset);
+                    self.shared.lock().positions.insert(tp.clone(), offset);
+                    self.restart_fetch(tp);
+                }
+                None => {
+                    st.failed = true;
+                    self.errors.push_back(GroupError::NoCommittedOffset {
+                        partition: tp.clone(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets `partitions` (revoked or lost): stops fetching them and drops their
+    /// positions and ownership.
+    pub(super) fn forget(&mut self, partitions: &[TopicPartition]) {
+        for tp in partitions {
+            if self.parts.remove(tp).is_some() {
+                let _ = self.commands.send(FetchCommand::Remove {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                });
+            }
+            if self.pending.as_ref().is_some_and(|(p, _)| p == tp) {
+                self.pending = None;
+            }
+        }
+        let mut st = self.shared.lock();
+        for tp in partitions {
+            st.owned.remove(tp);
+            st.positions.remove(tp);
+            st.committed.remove(tp);
+        }
+    }
+}
