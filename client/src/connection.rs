@@ -1,4 +1,5 @@
-//! The connection layer: one TCP connection to one broker.
+//! The connection layer: one connection to one broker, over TCP by default or
+//! over any byte stream ([`Connection::from_stream`]).
 //!
 //! A [`Connection`] pipelines requests: each gets a correlation id and a slot in a
 //! map of pending requests, its frame goes to a writer task, and a reader task
@@ -34,8 +35,7 @@ use baton_protocol::{
     DecodeError, EncodeError, ErrorCode, FrameCodec, RequestHeader, ResponseHeader,
 };
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
@@ -365,7 +365,43 @@ impl Connection {
                 source: Arc::new(e),
             })?;
         let _ = stream.set_nodelay(true);
+        // TCP splits into owned halves without a lock between them.
         let (read, write) = stream.into_split();
+        Self::start(read, write, addr, config).await
+    }
+
+    /// Runs the connection over `stream`, an already open byte stream to a broker
+    /// (a TLS stream, an in-memory pipe; [`connect`](Self::connect) opens TCP),
+    /// and negotiates API versions. `addr` names the peer in errors and logs.
+    /// Unlike `connect`, no connect timeout applies: wrap the call in one if needed.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: dropping the future drops `stream` and leaves nothing behind.
+    pub async fn from_stream<S>(
+        stream: S,
+        addr: &str,
+        config: &ConnectionConfig,
+    ) -> Result<Self, ConnectionError>
+    where
+        S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+    {
+        let (read, write) = tokio::io::split(stream);
+        Self::start(read, write, addr, config).await
+    }
+
+    /// Starts the reader and writer tasks on the two halves of a stream and
+    /// negotiates API versions.
+    async fn start<R, W>(
+        read: R,
+        write: W,
+        addr: &str,
+        config: &ConnectionConfig,
+    ) -> Result<Self, ConnectionError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
         let shared = Arc::new(Shared {
             addr: addr.to_string(),
             state: Mutex::new(State {
@@ -673,7 +709,7 @@ fn read_reserve(wanted: usize, buffered: usize) -> usize {
 }
 
 /// Splits frames off the socket and hands each to its pending slot.
-async fn read_loop(mut read: OwnedReadHalf, codec: FrameCodec, shared: Arc<Shared>) {
+async fn read_loop<R: AsyncRead + Unpin>(mut read: R, codec: FrameCodec, shared: Arc<Shared>) {
     let mut buf = BytesMut::with_capacity(READ_CHUNK);
     loop {
         loop {
@@ -725,8 +761,8 @@ async fn read_loop(mut read: OwnedReadHalf, codec: FrameCodec, shared: Arc<Share
 
 /// Writes queued frames: whatever is queued when the writer wakes (up to
 /// [`MAX_WRITE_SEGMENTS`] segments) goes out in vectored writes, without copying.
-async fn write_loop(
-    mut write: OwnedWriteHalf,
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut write: W,
     mut rx: mpsc::Receiver<Outgoing>,
     shared: Arc<Shared>,
 ) {
@@ -797,6 +833,7 @@ async fn write_segments<W: AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use baton_protocol::messages::ApiVersion;
     use tokio::net::TcpListener;
 
     /// Segments of awkward sizes, several MiB in all, so that the socket buffer fills
@@ -860,5 +897,78 @@ mod tests {
         drop(a);
         let got = reader.await.unwrap();
         assert!(got == expected[..expected_len], "bytes differ");
+    }
+
+    /// A tiny in-memory broker: answers `answers` ApiVersions requests (in the
+    /// version asked) with `api_keys`, then closes its end of the pipe.
+    async fn api_versions_responder(
+        mut io: tokio::io::DuplexStream,
+        api_keys: Vec<ApiVersion>,
+        answers: usize,
+    ) {
+        let codec = FrameCodec::new(DEFAULT_MAX_FRAME);
+        let mut buf = BytesMut::new();
+        let mut answered = 0;
+        while answered < answers {
+            let Some(frame) = codec.decode(&mut buf).unwrap() else {
+                if io.read_buf(&mut buf).await.unwrap() == 0 {
+                    return;
+                }
+                continue;
+            };
+            let (api_key, version, correlation_id) = RequestHeader::peek(&frame).unwrap();
+            assert_eq!(api_key, ApiVersionsRequest::API_KEY);
+            let mut body = BytesMut::new();
+            ResponseHeader { correlation_id }.encode(
+                &mut body,
+                ApiVersionsRequest::response_header_version(version),
+            );
+            let resp = ApiVersionsResponse {
+                api_keys: api_keys.clone(),
+                ..Default::default()
+            };
+            resp.encode_body(&mut body, version).unwrap();
+            let mut out = BytesMut::new();
+            codec.encode(&body, &mut out);
+            io.write_all(&out).await.unwrap();
+            answered += 1;
+        }
+    }
+
+    #[tokio::test]
+    async fn a_connection_runs_over_an_in_memory_stream() {
+        let (client_end, broker_end) = tokio::io::duplex(64);
+        let api_keys = vec![
+            ApiVersion {
+                api_key: ApiVersionsRequest::API_KEY,
+                min_version: 0,
+                max_version: 3,
+            },
+            ApiVersion {
+                api_key: 3,
+                min_version: 1,
+                max_version: 12,
+            },
+        ];
+        // Negotiation, one request, then the broker goes away.
+        let broker = tokio::spawn(api_versions_responder(broker_end, api_keys, 2));
+        let config = ConnectionConfig::default();
+        let conn = Connection::from_stream(client_end, "in-memory", &config)
+            .await
+            .unwrap();
+        assert_eq!(conn.addr(), "in-memory");
+        let metadata = conn.broker_versions(3).expect("versions negotiated");
+        assert_eq!((metadata.min, metadata.max), (1, 12));
+
+        let resp = conn.send(&ApiVersionsRequest::default()).await.unwrap();
+        assert_eq!(resp.api_keys.len(), 2);
+        broker.await.unwrap();
+
+        let err = conn.send(&ApiVersionsRequest::default()).await.unwrap_err();
+        assert!(
+            matches!(&err, ConnectionError::Broken { cause, .. } if matches!(**cause, BrokenCause::Closed)),
+            "{err}"
+        );
+        assert!(conn.is_poisoned());
     }
 }

@@ -39,7 +39,7 @@
 //!
 //! | module | what | error |
 //! |---|---|---|
-//! | [`connection`] | one TCP connection: pipelining by correlation id, version negotiation, poisoning on failure | [`ConnectionError`](connection::ConnectionError) |
+//! | [`connection`] | one connection (TCP, or any byte stream): pipelining by correlation id, version negotiation, poisoning on failure | [`ConnectionError`](connection::ConnectionError) |
 //! | [`client`], [`metadata`] | broker pool (one lazy connection per broker, replaced when poisoned) and the generation-numbered metadata cache | [`ClientError`] |
 //! | [`producer`], [`consumer`], [`group`], [`admin`] | what applications use | [`ProduceError`], [`ConsumerError`], [`GroupError`], [`AdminError`] |
 //!
