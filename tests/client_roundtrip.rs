@@ -60,7 +60,7 @@ async fn hundred_thousand_records_round_trip() {
         // Sends happened in order, so offsets grow in send order per partition.
         let prev = last_offset.insert(meta.partition, meta.offset);
         assert!(
-            prev.map_or(true, |p| p < meta.offset),
+            prev.is_none_or(|p| p < meta.offset),
             "seed {seed}: partition {} offsets out of send order",
             meta.partition
         );

@@ -40,7 +40,7 @@ fn start_load(producer: Arc<Producer>, topic: String) -> Load {
             let d = producer.send(record).await.expect("record accepted");
             let _ = tx.send((id, d));
             id += 1;
-            if id % 20 == 0 {
+            if id.is_multiple_of(20) {
                 tokio::time::sleep(Duration::from_millis(2)).await;
             }
         }

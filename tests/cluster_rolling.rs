@@ -60,7 +60,7 @@ async fn graceful_rolling_restart_loses_no_acks_1_record_with_rf_2() {
                     .value(value(id));
                 let _ = tx.send((id, producer.send(r).await.expect("accepted")));
                 id += 1;
-                if id % 20 == 0 {
+                if id.is_multiple_of(20) {
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
             }

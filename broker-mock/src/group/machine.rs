@@ -925,11 +925,11 @@ impl Groups {
         let type_ok = req
             .protocol_type
             .as_ref()
-            .map_or(true, |t| group.protocol_type.as_ref() == Some(t));
+            .is_none_or(|t| group.protocol_type.as_ref() == Some(t));
         let name_ok = req
             .protocol_name
             .as_ref()
-            .map_or(true, |n| group.protocol_name.as_ref() == Some(n));
+            .is_none_or(|n| group.protocol_name.as_ref() == Some(n));
         if !type_ok || !name_ok {
             out.push(err(ErrorCode::InconsistentGroupProtocol));
             return out;

@@ -73,7 +73,7 @@ fn describe_cluster_topic(img: &ControllerState, t: &TopicInfo) -> MetadataRespo
                 .replicas
                 .iter()
                 .copied()
-                .filter(|r| img.broker(*r).map_or(true, |b| b.fenced))
+                .filter(|r| img.broker(*r).is_none_or(|b| b.fenced))
                 .collect();
             MetadataResponsePartition {
                 error_code: if p.is_offline() {

@@ -638,7 +638,7 @@ impl DiskLog {
     pub(super) fn max_timestamp_batch(&self) -> Result<Option<Bytes>, LogError> {
         let mut best: Option<&Segment> = None;
         for seg in self.segments.iter().filter(|s| s.size > 0) {
-            if best.map_or(true, |b| seg.max_ts > b.max_ts) {
+            if best.is_none_or(|b| seg.max_ts > b.max_ts) {
                 best = Some(seg);
             }
         }

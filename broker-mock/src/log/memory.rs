@@ -92,7 +92,7 @@ impl MemoryLog {
     pub(super) fn max_timestamp_batch(&self) -> Option<Bytes> {
         let mut best: Option<&Stored> = None;
         for b in &self.batches {
-            if best.map_or(true, |x| b.header.max_timestamp > x.header.max_timestamp) {
+            if best.is_none_or(|x| b.header.max_timestamp > x.header.max_timestamp) {
                 best = Some(b);
             }
         }

@@ -106,9 +106,7 @@ impl LeaderEpochCache {
         for e in &entries {
             let ok = e.epoch >= 0
                 && e.start_offset >= 0
-                && previous.map_or(true, |p| {
-                    e.epoch > p.epoch && e.start_offset > p.start_offset
-                });
+                && previous.is_none_or(|p| e.epoch > p.epoch && e.start_offset > p.start_offset);
             if !ok {
                 return Err(EpochCacheError::NotMonotonic {
                     epoch: e.epoch,

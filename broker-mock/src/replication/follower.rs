@@ -456,7 +456,7 @@ mod tests {
                 c.assign(*e, i as i64).unwrap();
             }
             if let Some(e) = self.led_epoch {
-                if c.latest_epoch().map_or(true, |l| l < e) {
+                if c.latest_epoch().is_none_or(|l| l < e) {
                     c.assign(e, self.leo()).unwrap();
                 }
             }

@@ -276,7 +276,7 @@ impl Shared {
             };
             let mut chosen: BTreeMap<TopicPartition, i64> = BTreeMap::new();
             for (tp, offset) in candidates {
-                let above = st.committed.get(&tp).map_or(true, |&c| offset > c);
+                let above = st.committed.get(&tp).is_none_or(|&c| offset > c);
                 if offset >= 0 && above && st.owned.contains(&tp) {
                     let e = chosen.entry(tp).or_insert(offset);
                     *e = (*e).max(offset);

@@ -211,7 +211,7 @@ impl GroupConsumer {
                 }
             }
             let unresolved = self.ctx.has_unresolved();
-            let due = self.ctx.resolve_at.map_or(true, |t| t <= Instant::now());
+            let due = self.ctx.resolve_at.is_none_or(|t| t <= Instant::now());
             if unresolved && due {
                 match self.ctx.resolve().await {
                     Ok(()) => self.ctx.resolve_at = None,

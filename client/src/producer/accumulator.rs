@@ -611,7 +611,7 @@ impl Idempotence {
         self.enabled
             && self.unsupported.is_none()
             && (self.current.is_none() || self.bump_requested)
-            && self.retry_at.map_or(true, |at| at <= now)
+            && self.retry_at.is_none_or(|at| at <= now)
     }
 }
 
@@ -844,7 +844,7 @@ impl Accumulator {
         batch_size: usize,
     ) -> bool {
         self.queue(topic, partition)
-            .map_or(true, |q| !q.last_fits(size, batch_size))
+            .is_none_or(|q| !q.last_fits(size, batch_size))
     }
 
     /// Whether nothing is queued or in flight.

@@ -406,7 +406,7 @@ async fn dispatch(shared: &Arc<Shared>, ready: Vec<Batch>) {
         let existing = shared
             .client
             .existing_node_connection(leader)
-            .filter(|c| addr.as_deref().map_or(true, |a| a == c.addr()));
+            .filter(|c| addr.as_deref().is_none_or(|a| a == c.addr()));
         match existing {
             Some(conn) => {
                 let exchanges = start(shared, &conn, requests).await;
@@ -457,7 +457,7 @@ fn split_requests(shared: &Shared, batches: Vec<Routed>) -> Vec<Vec<Routed>> {
             req.iter()
                 .any(|(b, _)| b.topic == batch.topic && b.partition == batch.partition)
         });
-        match fits.filter(|&i| last_with_partition.map_or(true, |l| i > l)) {
+        match fits.filter(|&i| last_with_partition.is_none_or(|l| i > l)) {
             Some(i) => {
                 requests[i].1 += len;
                 requests[i].0.push((batch, generation));
