@@ -35,13 +35,16 @@ pub mod handlers;
 pub mod history;
 pub mod limits;
 pub mod log;
+mod node_mode;
 pub mod partition;
 pub mod producer_state;
 pub mod replication;
+mod rpc;
 pub mod server;
 mod state;
 mod topic_limits;
 pub mod topics;
+mod wire;
 
 pub use cluster::{Cluster, ClusterBuilder};
 pub use config::BrokerConfig;

@@ -25,15 +25,16 @@ use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::OwnedWriteHalf;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::cluster::node::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::connections::{ConnectionLimiter, RefusalLog};
 use crate::error::BrokerError;
 use crate::handlers;
+use crate::node_mode::NodeMode;
 use crate::state::BrokerState;
+use crate::wire::Reply;
 
 /// Replies queued per connection before reading pauses (backpressure).
 const MAX_IN_FLIGHT: usize = 128;
@@ -48,15 +49,6 @@ const MIN_READ: usize = 4096;
 /// How long shutdown waits for connections to send what they owe.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// A reply to one request, in request order.
-#[derive(Debug)]
-pub(crate) enum Reply {
-    /// Ready now; `None` means no response at all (acks=0).
-    Now(Option<Bytes>),
-    /// Computed by another task (long-polling fetch); `None` as above.
-    Later(oneshot::Receiver<Option<Bytes>>),
-}
-
 /// Starts broker nodes.
 #[derive(Debug)]
 pub struct Broker;
@@ -69,13 +61,13 @@ impl Broker {
     /// Cancelling before it completes leaves nothing running: the listener is only
     /// spawned at the end. On-disk recovery already performed stays performed.
     pub async fn start(config: BrokerConfig) -> Result<BrokerHandle, BrokerError> {
-        Broker::start_with(config, None).await
+        Broker::start_with(config, NodeMode::Standalone).await
     }
 
-    /// Starts a node, standalone or (with a link) part of a cluster.
+    /// Starts a node, standalone or a replica in a cluster.
     pub(crate) async fn start_with(
         config: BrokerConfig,
-        cluster: Option<Arc<ClusterLink>>,
+        mode: NodeMode,
     ) -> Result<BrokerHandle, BrokerError> {
         if config.default_num_partitions < 1 {
             return Err(BrokerError::Config(
@@ -100,7 +92,7 @@ impl Broker {
         let cfg = config.clone();
         let state = tokio::task::spawn_blocking(move || {
             let port = cfg.advertised_port.unwrap_or(local_addr.port());
-            BrokerState::open(cfg, host, port as i32, cluster)
+            BrokerState::open(cfg, host, port as i32, mode)
         })
         .await
         .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;

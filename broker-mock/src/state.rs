@@ -6,10 +6,10 @@ use std::sync::{Arc, RwLock};
 use baton_protocol::{ErrorCode, Uuid};
 use tokio::sync::watch;
 
-use crate::cluster::node::ClusterLink;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::group::GroupCoordinator;
+use crate::node_mode::NodeMode;
 use crate::topic_limits::{check_totals, Refusal, Usage};
 use crate::topics::{self, random_uuid, Storage, Topic, TopicConfig};
 
@@ -67,8 +67,8 @@ pub(crate) struct BrokerState {
     appended: watch::Sender<u64>,
     /// The group coordinator (consumer groups and committed offsets).
     pub groups: Arc<GroupCoordinator>,
-    /// The node's link to its cluster; `None` for a single-node broker.
-    pub cluster: Option<Arc<ClusterLink>>,
+    /// Standalone, or a replica in a cluster (with its link to the cluster).
+    pub mode: NodeMode,
 }
 
 impl BrokerState {
@@ -76,14 +76,14 @@ impl BrokerState {
         config: BrokerConfig,
         advertised_host: String,
         advertised_port: i32,
-        cluster: Option<Arc<ClusterLink>>,
+        mode: NodeMode,
     ) -> Result<Self, BrokerError> {
         let storage = Storage {
             data_dir: config.data_dir.clone(),
             segment_bytes: config.segment_bytes,
             index_interval_bytes: config.index_interval_bytes,
             node_id: config.node_id,
-            cluster: cluster.is_some(),
+            cluster: mode.is_replica(),
             max_producers_per_partition: config.limits.max_producers_per_partition,
         };
         let cluster_id = topics::cluster_id(config.data_dir.as_deref())?;
@@ -105,7 +105,7 @@ impl BrokerState {
             topics: RwLock::new(topics),
             appended: watch::Sender::new(0),
             groups,
-            cluster,
+            mode,
         })
     }
 
@@ -141,7 +141,7 @@ impl BrokerState {
         if let Some(t) = self.topic(name) {
             return Some(t);
         }
-        if !(auto_create && self.config.auto_create_topics) || self.cluster.is_some() {
+        if !(auto_create && self.config.auto_create_topics) || self.mode.is_replica() {
             return None;
         }
         if topics::validate_topic_name(name).is_err() {

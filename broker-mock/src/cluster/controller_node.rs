@@ -50,9 +50,9 @@ use crate::controller::{
     decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
 };
 use crate::error::{BrokerError, LogError};
-use crate::handlers::{decode, encode};
 use crate::topic_limits::{check_totals, RequestBudget, Usage};
 use crate::topics::{random_uuid, validate_config, validate_topic_name};
+use crate::wire::{decode, encode};
 
 /// The metadata log's topic name in Fetch requests.
 pub const METADATA_TOPIC: &str = "__cluster_metadata";

@@ -25,12 +25,12 @@ use baton_protocol::messages::{
 use baton_protocol::record::{batches, RecordBatch};
 use bytes::Bytes;
 
-use super::node::ClusterLink;
-use super::rpc::Rpc;
+use crate::node_mode::ClusterLink;
 use crate::partition::{Partition, PartitionState, Role};
 #[cfg(doc)]
 use crate::replication::TruncationMode;
 use crate::replication::{AppendedBatch, EpochEndOffset, FollowerAction, FollowerState};
+use crate::rpc::Rpc;
 use crate::state::BrokerState;
 
 /// Fetch version used between replicas (diverging epoch, topic names).

@@ -15,18 +15,17 @@
 //!
 //! Map: [`controller_node`] (the controller's listener and persisted metadata log),
 //! [`node`] (a broker node's session, metadata replay, role reconciliation, reports,
-//! ticks), `fetcher` (one replica fetcher per followed partition), `forward`
-//! (CreateTopics/DeleteTopics forwarded to the controller), [`move_report`] (the
-//! private planned-move message), `rpc` (request/response connections).
+//! ticks), `fetcher` (one replica fetcher per followed partition), [`move_report`]
+//! (the private planned-move message). Below them: the crate's `node_mode` (what a
+//! node is, and the replica's link), `rpc` (request/response connections) and
+//! `handlers::forward` (CreateTopics/DeleteTopics forwarded to the controller).
 
 pub mod controller_node;
 pub mod corrupt_inject;
 pub mod corrupt_report;
 pub(crate) mod fetcher;
-pub(crate) mod forward;
 pub mod move_report;
 pub mod node;
-pub(crate) mod rpc;
 mod scrubber;
 
 use std::net::SocketAddr;
@@ -35,10 +34,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+pub use crate::rpc::RpcError;
 pub use controller_node::{ControllerHandle, ControllerOptions, ControllerServer};
 pub use corrupt_inject::FramingDamage;
 pub use node::{Node, NodeHandle, NodeOptions};
-pub use rpc::RpcError;
 
 use crate::controller::{ControllerConfig, NO_LEADER};
 use crate::error::BrokerError;

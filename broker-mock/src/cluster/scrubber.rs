@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::node::ClusterLink;
 use crate::corruption::Where;
+use crate::node_mode::ClusterLink;
 use crate::partition::{read_verified, Partition, ReadError};
 use crate::state::BrokerState;
 

@@ -398,21 +398,21 @@ fn route_request(
 }
 
 fn produce_acks(body: &Bytes, version: i16) -> Option<i16> {
-    let (_, req) = crate::handlers::decode::<ProduceRequest>(body.clone(), version).ok()?;
+    let (_, req) = crate::wire::decode::<ProduceRequest>(body.clone(), version).ok()?;
     Some(req.acks)
 }
 
 /// Whether a Produce or Fetch request names `topic`/`partition` (other APIs: never).
 fn request_touches(api_key: i16, body: &Bytes, version: i16, topic: &str, partition: i32) -> bool {
     if api_key == ProduceRequest::API_KEY {
-        if let Ok((_, req)) = crate::handlers::decode::<ProduceRequest>(body.clone(), version) {
+        if let Ok((_, req)) = crate::wire::decode::<ProduceRequest>(body.clone(), version) {
             return req
                 .topic_data
                 .iter()
                 .any(|t| t.name == topic && t.partition_data.iter().any(|p| p.index == partition));
         }
     } else if api_key == FetchRequest::API_KEY {
-        if let Ok((_, req)) = crate::handlers::decode::<FetchRequest>(body.clone(), version) {
+        if let Ok((_, req)) = crate::wire::decode::<FetchRequest>(body.clone(), version) {
             return req.topics.iter().any(|t| {
                 t.topic == topic && t.partitions.iter().any(|p| p.partition == partition)
             });
@@ -430,7 +430,7 @@ fn error_response(
     code: i16,
 ) -> Option<Bytes> {
     if api_key == ProduceRequest::API_KEY {
-        let (_, req) = crate::handlers::decode::<ProduceRequest>(body.clone(), version).ok()?;
+        let (_, req) = crate::wire::decode::<ProduceRequest>(body.clone(), version).ok()?;
         let resp = ProduceResponse {
             responses: req
                 .topic_data
@@ -451,10 +451,10 @@ fn error_response(
                 .collect(),
             ..Default::default()
         };
-        return crate::handlers::encode::<ProduceRequest>(correlation_id, version, &resp).ok();
+        return crate::wire::encode::<ProduceRequest>(correlation_id, version, &resp).ok();
     }
     if api_key == FetchRequest::API_KEY {
-        let (_, req) = crate::handlers::decode::<FetchRequest>(body.clone(), version).ok()?;
+        let (_, req) = crate::wire::decode::<FetchRequest>(body.clone(), version).ok()?;
         let resp = FetchResponse {
             responses: req
                 .topics
@@ -476,7 +476,7 @@ fn error_response(
                 .collect(),
             ..Default::default()
         };
-        return crate::handlers::encode::<FetchRequest>(correlation_id, version, &resp).ok();
+        return crate::wire::encode::<FetchRequest>(correlation_id, version, &resp).ok();
     }
     None
 }

@@ -199,7 +199,7 @@ impl GroupCoordinator {
         topic_config
             .entries
             .insert("cleanup.policy".to_owned(), "compact".to_owned());
-        if state.cluster.is_none() {
+        if !state.mode.is_replica() {
             let n = config.offsets_topic_partitions.max(1);
             let created = state.create_topic(OFFSETS_TOPIC, n, 1, topic_config, Creation::Create);
             return match created {
@@ -216,7 +216,7 @@ impl GroupCoordinator {
 
     /// Asks the controller to create `__consumer_offsets` (one request at a time).
     fn request_offsets_topic(&self, state: &BrokerState, config: &GroupConfig) {
-        let Some(link) = state.cluster.clone() else {
+        let Some(link) = state.mode.replica().cloned() else {
             return;
         };
         if self.creating.swap(true, Ordering::AcqRel) {
@@ -240,7 +240,7 @@ impl GroupCoordinator {
         };
         let coord = state.groups.clone();
         tokio::spawn(async move {
-            let mut rpc = crate::cluster::rpc::Rpc::new(
+            let mut rpc = crate::rpc::Rpc::new(
                 link.options.controller,
                 format!("node-{}-groups", link.node_id),
             );
@@ -338,7 +338,7 @@ impl GroupCoordinator {
         state: &BrokerState,
         key: &str,
     ) -> Option<Result<(i32, String, i32), ErrorCode>> {
-        let link = state.cluster.as_ref()?;
+        let link = state.mode.replica()?;
         let found = {
             let img = link.image();
             img.topic_by_name(OFFSETS_TOPIC).map(|t| {
@@ -368,7 +368,7 @@ impl GroupCoordinator {
         }
         let coord = self.clone();
         let weak = Arc::downgrade(state);
-        let cluster = state.cluster.is_some();
+        let cluster = state.mode.is_replica();
         let mut stop = stop.clone();
         tokio::spawn(async move {
             loop {
@@ -672,7 +672,7 @@ fn append(
         );
         return Err(map_append_error(code));
     }
-    let wait = match &state.cluster {
+    let wait = match state.mode.replica() {
         Some(link) => {
             let leo = st.log_end_offset();
             st.await_replication(leo, link.now_ms() + COMMIT_TIMEOUT_MS)

@@ -22,7 +22,7 @@ use baton_protocol::messages::{
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use bytes::Bytes;
 
-use super::{decode, encode};
+use crate::wire::{decode, encode};
 
 fn entry<M: Message>() -> ApiVersion {
     ApiVersion {

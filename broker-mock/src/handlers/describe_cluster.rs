@@ -21,7 +21,7 @@ use crate::state::BrokerState;
 const BROKERS: i8 = 1;
 
 fn brokers(state: &BrokerState) -> Vec<DescribeClusterBroker> {
-    match &state.cluster {
+    match state.mode.replica() {
         Some(link) => link
             .image()
             .brokers()
@@ -47,7 +47,7 @@ pub(crate) fn handle(
     req: DescribeClusterRequest,
     _version: i16,
 ) -> DescribeClusterResponse {
-    let cluster_id = match &state.cluster {
+    let cluster_id = match state.mode.replica() {
         Some(link) => link.options.cluster_id.clone(),
         None => state.cluster_id.clone(),
     };

@@ -44,8 +44,8 @@ type Entry = (&'static str, String, i8);
 /// `min.insync.replicas` for topics that do not set it.
 fn default_min_insync(state: &BrokerState) -> usize {
     state
-        .cluster
-        .as_ref()
+        .mode
+        .replica()
         .map_or(1, |l| l.options.default_min_insync_replicas)
 }
 
@@ -171,7 +171,7 @@ fn entry(
 
 /// A topic's overrides: from the metadata image on a cluster node, else local.
 fn topic_overrides(state: &BrokerState, name: &str) -> Option<Vec<(String, String)>> {
-    if let Some(link) = &state.cluster {
+    if let Some(link) = state.mode.replica() {
         return link.image().topic_by_name(name).map(|t| t.configs.clone());
     }
     let topic = state.topic(name)?;

@@ -33,11 +33,11 @@ use baton_protocol::ErrorCode;
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{oneshot, watch};
 
-use super::encode;
 use crate::partition::{Isolation, ReadError};
-use crate::server::Reply;
 use crate::state::BrokerState;
 use crate::topics::Topic;
+use crate::wire::encode;
+use crate::wire::Reply;
 
 /// Longest wait honoured, so a pathological `max_wait_ms` cannot pin a task for days.
 const MAX_WAIT_CAP: Duration = Duration::from_secs(300);
@@ -224,7 +224,7 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
     let mut bytes = 0;
     let mut error = false;
     let mut flags = ReadFlags::default();
-    let replica = match &state.cluster {
+    let replica = match state.mode.replica() {
         Some(link) if req.replica_id >= 0 => Some(ReplicaFetch {
             replica_id: req.replica_id,
             first,
@@ -307,7 +307,7 @@ async fn long_poll(
     // A follower's fetch that names a leader epoch this node has not taken up yet
     // waits for the next reconcile instead of being refused (the follower would
     // back off): a new leader's followers start fetching as soon as it leads.
-    let mut roles = match &state.cluster {
+    let mut roles = match state.mode.replica() {
         Some(link) if req.replica_id >= 0 => Some(link.subscribe_reconciled()),
         _ => None,
     };

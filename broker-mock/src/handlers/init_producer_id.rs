@@ -52,7 +52,7 @@ pub(crate) fn handle(
         .and_then(|a| a.next_id());
     // In a cluster every node allocates from its own data directory, so the node id
     // goes into the low bits to keep ids unique across the cluster.
-    let id = match (&state.cluster, id) {
+    let id = match (state.mode.replica(), id) {
         (Some(_), Ok(local)) => {
             let node = state.config.node_id as i64;
             if (0..CLUSTER_NODE_ID_LIMIT).contains(&node) {

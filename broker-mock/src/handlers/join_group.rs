@@ -30,10 +30,10 @@ use baton_protocol::{ErrorCode, Request};
 use bytes::Bytes;
 use tokio::sync::{oneshot, watch};
 
-use super::{decode, encode};
 use crate::group::machine::JoinRequest;
-use crate::server::Reply;
 use crate::state::BrokerState;
+use crate::wire::Reply;
+use crate::wire::{decode, encode};
 
 /// Runs `work` on the blocking pool and answers with the response it parks, once it
 /// is delivered; `error` builds the response for a coordinator-level error and `fix`

@@ -25,8 +25,8 @@ use baton_protocol::messages::{
 };
 use baton_protocol::{ErrorCode, Uuid};
 
-use crate::cluster::node::ClusterLink;
 use crate::controller::{ControllerState, TopicInfo};
+use crate::node_mode::ClusterLink;
 use crate::state::BrokerState;
 use crate::topics::{validate_topic_name, Topic};
 
@@ -163,7 +163,7 @@ fn handle_cluster(
 }
 
 pub(crate) fn handle(state: &BrokerState, req: MetadataRequest, version: i16) -> MetadataResponse {
-    if let Some(link) = &state.cluster {
+    if let Some(link) = state.mode.replica() {
         return handle_cluster(state, link, req, version);
     }
     let all = match &req.topics {

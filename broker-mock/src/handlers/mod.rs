@@ -15,6 +15,7 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod fetch;
 pub mod find_coordinator;
+mod forward;
 pub mod heartbeat;
 pub mod init_producer_id;
 pub mod join_group;
@@ -31,7 +32,6 @@ pub mod sync_group;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_protocol::frame::{begin_frame, finish_frame};
 use baton_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest,
     InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
@@ -42,57 +42,12 @@ use baton_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
-use baton_protocol::primitives::Decoder;
-use baton_protocol::{Message, Request, RequestHeader, ResponseHeader};
-use bytes::{Bytes, BytesMut};
+use baton_protocol::{Message, Request, RequestHeader};
+use bytes::Bytes;
 use tokio::sync::watch;
 
-use crate::server::Reply;
 use crate::state::BrokerState;
-
-/// Decodes a whole request frame (header and body) in `version`.
-///
-/// Bytes left after the body are ignored, as Apache Kafka does: librdkafka 2.x
-/// sends Metadata v12 "all topics" requests with 3 stray bytes after the body
-/// (an unshrunk 4-byte placeholder for the null topics array).
-pub(crate) fn decode<R: Request>(frame: Bytes, version: i16) -> Result<(RequestHeader, R), String> {
-    if !R::supports(version) {
-        return Err(format!(
-            "unsupported version {version} of api key {}",
-            R::API_KEY
-        ));
-    }
-    let mut d = Decoder::new(frame);
-    let header = RequestHeader::decode(&mut d, R::request_header_version(version))
-        .map_err(|e| format!("bad request header for api key {}: {e}", R::API_KEY))?;
-    let body = R::decode(&mut d, version, R::is_flexible(version))
-        .map_err(|e| format!("bad api key {} v{version} request: {e}", R::API_KEY))?;
-    if !d.is_empty() {
-        tracing::debug!(
-            api_key = R::API_KEY,
-            version,
-            trailing = d.remaining(),
-            "ignoring bytes after the request body"
-        );
-    }
-    Ok((header, body))
-}
-
-/// Encodes a response frame: size, response header, body.
-pub(crate) fn encode<R: Request>(
-    correlation_id: i32,
-    version: i16,
-    response: &R::Response,
-) -> Result<Bytes, String> {
-    let mut buf = BytesMut::new();
-    let at = begin_frame(&mut buf);
-    ResponseHeader { correlation_id }.encode(&mut buf, R::response_header_version(version));
-    response
-        .encode_body(&mut buf, version)
-        .map_err(|e| format!("encoding api key {} v{version} response: {e}", R::API_KEY))?;
-    finish_frame(&mut buf, at);
-    Ok(buf.freeze())
-}
+use crate::wire::{decode, encode, Reply};
 
 /// Decodes, runs `handler` on the blocking pool, and encodes its response (`None`
 /// means the request gets no response).
@@ -130,7 +85,7 @@ const MAX_HANDOVER_WAIT_MS: i32 = 5_000;
 /// The partitions of `response` refused with NOT_LEADER_OR_FOLLOWER because this
 /// node is handing their leadership over in a planned move.
 fn handing_over(state: &BrokerState, response: &ProduceResponse) -> Vec<(String, i32)> {
-    let Some(link) = state.cluster.as_ref() else {
+    let Some(link) = state.mode.replica() else {
         return Vec::new();
     };
     let refused = baton_protocol::ErrorCode::NotLeaderOrFollower.code();
@@ -159,7 +114,7 @@ async fn produce_request(
 ) -> Result<Reply, String> {
     let (header, request) = decode::<ProduceRequest>(frame.clone(), version)?;
     let timeout_ms = request.timeout_ms;
-    if let Some(link) = state.cluster.as_ref().filter(|l| l.reconcile_pending()) {
+    if let Some(link) = state.mode.replica().filter(|l| l.reconcile_pending()) {
         // The image just changed (perhaps making this node leader): take the
         // request with the roles it gives.
         link.await_reconciled(RECONCILE_WAIT).await;
@@ -185,7 +140,7 @@ async fn produce_request(
     let st = state.clone();
     tokio::spawn(async move {
         let mut response = produce::finish(response, waits, timeout_ms).await;
-        if let Some(link) = st.cluster.as_ref().filter(|_| !handing_over.is_empty()) {
+        if let Some(link) = st.mode.replica().filter(|_| !handing_over.is_empty()) {
             // Answer once the successor is known, so the refusal can name it.
             let max = Duration::from_millis(timeout_ms.clamp(0, MAX_HANDOVER_WAIT_MS) as u64);
             link.await_handover(&handing_over, max).await;
@@ -239,11 +194,11 @@ pub(crate) async fn dispatch(
             })
             .await
         }
-        CreateTopicsRequest::API_KEY if state.cluster.is_some() => {
-            crate::cluster::forward::create_topics(state, frame, version).await
+        CreateTopicsRequest::API_KEY if state.mode.is_replica() => {
+            forward::create_topics(state, frame, version).await
         }
-        DeleteTopicsRequest::API_KEY if state.cluster.is_some() => {
-            crate::cluster::forward::delete_topics(state, frame, version).await
+        DeleteTopicsRequest::API_KEY if state.mode.is_replica() => {
+            forward::delete_topics(state, frame, version).await
         }
         CreateTopicsRequest::API_KEY => {
             run::<CreateTopicsRequest, _>(state, frame, version, |s, r, v| {

@@ -135,8 +135,8 @@ pub(crate) fn handle(
     let mut waits = Vec::new();
     let mut responses = Vec::with_capacity(req.topic_data.len());
     let deadline_ms = state
-        .cluster
-        .as_ref()
+        .mode
+        .replica()
         .map_or(0, |c| c.now_ms() + req.timeout_ms.max(0) as u64);
     for (ti, (topic_data, topic_inputs)) in req.topic_data.into_iter().zip(inputs).enumerate() {
         let topic = if acks_ok {
@@ -231,7 +231,7 @@ pub(crate) fn add_leader_hints(state: &BrokerState, response: &mut ProduceRespon
     if version < 10 {
         return;
     }
-    let Some(link) = state.cluster.as_ref() else {
+    let Some(link) = state.mode.replica() else {
         return;
     };
     let img = link.image();
@@ -393,7 +393,7 @@ mod tests {
         let records = encode(&mut buf);
         // Exactly sized and not shared.
         let frame = Bytes::from(buf.to_vec());
-        let (_, mut req) = crate::handlers::decode::<ProduceRequest>(frame.clone(), 9).unwrap();
+        let (_, mut req) = crate::wire::decode::<ProduceRequest>(frame.clone(), 9).unwrap();
         let inputs = take_records(&mut req, frame);
         assert_eq!(contents(&inputs), expect(&records, true));
     }
@@ -404,7 +404,7 @@ mod tests {
         let records = encode(&mut buf);
         let frame = Bytes::from(buf.to_vec());
         let other_holder = frame.clone();
-        let (_, mut req) = crate::handlers::decode::<ProduceRequest>(frame.clone(), 9).unwrap();
+        let (_, mut req) = crate::wire::decode::<ProduceRequest>(frame.clone(), 9).unwrap();
         let inputs = take_records(&mut req, frame);
         assert_eq!(contents(&inputs), expect(&records, false));
         drop(other_holder);
@@ -415,7 +415,7 @@ mod tests {
         let mut buf = BytesMut::with_capacity(1 << 20);
         let records = encode(&mut buf);
         let frame = buf.freeze();
-        let (_, mut req) = crate::handlers::decode::<ProduceRequest>(frame.clone(), 9).unwrap();
+        let (_, mut req) = crate::wire::decode::<ProduceRequest>(frame.clone(), 9).unwrap();
         let inputs = take_records(&mut req, frame);
         assert_eq!(contents(&inputs), expect(&records, false));
     }

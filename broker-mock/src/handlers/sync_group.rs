@@ -16,11 +16,11 @@ use baton_protocol::ErrorCode;
 use bytes::Bytes;
 use tokio::sync::watch;
 
-use super::decode;
 use super::join_group::deferred;
 use crate::group::machine::SyncRequest;
-use crate::server::Reply;
 use crate::state::BrokerState;
+use crate::wire::decode;
+use crate::wire::Reply;
 
 fn error(code: ErrorCode) -> SyncGroupResponse {
     SyncGroupResponse {

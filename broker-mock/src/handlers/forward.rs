@@ -8,16 +8,18 @@ use std::time::Duration;
 use baton_protocol::messages::{CreateTopicsRequest, DeleteTopicsRequest};
 use bytes::Bytes;
 
-use super::rpc::Rpc;
-use crate::handlers::{decode, encode};
-use crate::server::Reply;
+use crate::rpc::Rpc;
 use crate::state::BrokerState;
+use crate::wire::Reply;
+use crate::wire::{decode, encode};
 
 /// Longest wait for the local image to show a forwarded change.
 const APPLY_WAIT: Duration = Duration::from_secs(15);
 
 async fn wait_until(state: &Arc<BrokerState>, done: impl Fn(&BrokerState) -> bool) {
-    let Some(link) = &state.cluster else { return };
+    let Some(link) = state.mode.replica() else {
+        return;
+    };
     let mut rx = link.image_tx.subscribe();
     let deadline = tokio::time::Instant::now() + APPLY_WAIT;
     loop {
@@ -37,7 +39,7 @@ pub(crate) async fn create_topics(
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, String> {
-    let Some(link) = state.cluster.clone() else {
+    let Some(link) = state.mode.replica().cloned() else {
         return Err("not a cluster node".into());
     };
     let (header, req) = decode::<CreateTopicsRequest>(frame, version)?;
@@ -79,7 +81,7 @@ pub(crate) async fn delete_topics(
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, String> {
-    let Some(link) = state.cluster.clone() else {
+    let Some(link) = state.mode.replica().cloned() else {
         return Err("not a cluster node".into());
     };
     let (header, req) = decode::<DeleteTopicsRequest>(frame, version)?;
