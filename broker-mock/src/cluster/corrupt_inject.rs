@@ -8,19 +8,9 @@ use std::path::PathBuf;
 use super::{Cluster, NodeRef};
 use crate::corruption::CorruptionEvent;
 use crate::error::BrokerError;
+use crate::faults::FramingDamage;
 use crate::log::header::HEADER_LEN;
 use crate::log::locate_batch_in_dir;
-
-/// Which part of a batch's framing [`NodeRef::corrupt_framing`] damages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FramingDamage {
-    /// The batch length field becomes far larger than the batch.
-    Length,
-    /// The base offset goes one below its value (overlapping the previous batch); the
-    /// CRC does not cover it, so only the offset checks can notice.
-    BaseOffset,
-}
 
 impl NodeRef<'_> {
     fn batch_file(

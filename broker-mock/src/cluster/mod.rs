@@ -23,6 +23,7 @@
 pub mod controller_node;
 pub mod corrupt_inject;
 pub mod corrupt_report;
+mod fault_injection;
 pub(crate) mod fetcher;
 pub mod move_report;
 pub mod node;
@@ -34,9 +35,9 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+pub use crate::faults::FramingDamage;
 pub use crate::rpc::RpcError;
 pub use controller_node::{ControllerHandle, ControllerOptions, ControllerServer};
-pub use corrupt_inject::FramingDamage;
 pub use node::{Node, NodeHandle, NodeOptions};
 
 use crate::controller::{ControllerConfig, NO_LEADER};
