@@ -2,7 +2,7 @@
 
 use baton_protocol::record::RecordBatch;
 
-use super::ProducerStateTable;
+use super::table::ProducerStateTable;
 use crate::error::LogError;
 use crate::log::Log;
 

@@ -4,6 +4,7 @@ use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 
+use super::table::increment_sequence;
 use super::*;
 use crate::log::Log;
 
