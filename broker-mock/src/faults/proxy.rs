@@ -27,7 +27,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::{Direction, Flow, Peer, RequestFault, RequestFaultAction};
+use super::kinds::{Direction, Flow, Peer, RequestFault, RequestFaultAction};
 use crate::cluster::node::AbortOnDrop;
 use crate::error::BrokerError;
 
