@@ -23,6 +23,7 @@
 //! [`replication`] and [`controller`] (I/O-free state machines), [`cluster`] (the
 //! async drivers that run them: controller, nodes, replica fetchers).
 
+mod clock;
 pub mod cluster;
 pub mod config;
 mod connections;

@@ -274,9 +274,33 @@ impl BrokerState {
     }
 }
 
-/// Wall-clock milliseconds since the Unix epoch.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+impl crate::group::GroupHost for BrokerState {
+    fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        BrokerState::topic(self, name)
+    }
+
+    fn create_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        replication_factor: i16,
+        config: TopicConfig,
+    ) -> Result<Arc<Topic>, (ErrorCode, String)> {
+        BrokerState::create_topic(
+            self,
+            name,
+            partitions,
+            replication_factor,
+            config,
+            Creation::Create,
+        )
+    }
+
+    fn mode(&self) -> &NodeMode {
+        &self.mode
+    }
+
+    fn notify_append(&self) {
+        BrokerState::notify_append(self)
+    }
 }

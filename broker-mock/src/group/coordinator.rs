@@ -37,13 +37,14 @@ use baton_protocol::{ErrorCode, Message};
 use bytes::Bytes;
 use tokio::sync::{oneshot, watch, Notify};
 
+use super::host::GroupHost;
 use super::machine::{
     CommittedOffset, Delivery, GroupConfig, Groups, JoinRequest, LeavingMember, SyncRequest, Waiter,
 };
 use super::records::{self, GroupRecord, LogKey, OffsetKey, OFFSETS_TOPIC};
+use crate::clock::now_ms;
 use crate::partition::Partition;
 use crate::replication::ProduceOutcome;
-use crate::state::{now_ms, BrokerState, Creation};
 use crate::topics::{random_u64, Topic, TopicConfig};
 
 /// Bytes read per step while replaying `__consumer_offsets`.
@@ -100,7 +101,7 @@ impl Inner {
     /// Appends a tombstone for every group removed since the last call (so a replay
     /// does not bring it back), then a record for every new generation (best
     /// effort: a failure is logged; the next generation is written anyway).
-    fn persist_generations(&mut self, state: &BrokerState) {
+    fn persist_generations(&mut self, state: &dyn GroupHost) {
         for group_id in self.groups.take_removed() {
             let entry = (records::encode_group_key(&group_id), None);
             if let Err(code) = append(state, &group_id, &[entry], now_ms()) {
@@ -156,7 +157,7 @@ pub(crate) struct GroupCoordinator {
     wake: Notify,
     driver_running: AtomicBool,
     /// A request to create `__consumer_offsets` through the controller is under way.
-    creating: AtomicBool,
+    creating: Arc<AtomicBool>,
 }
 
 /// Whether this node leads `p`, and at which epoch.
@@ -179,7 +180,7 @@ impl GroupCoordinator {
             }),
             wake: Notify::new(),
             driver_running: AtomicBool::new(false),
-            creating: AtomicBool::new(false),
+            creating: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -190,7 +191,7 @@ impl GroupCoordinator {
     /// `__consumer_offsets`, created if missing: at once on a single node; in a
     /// cluster a creation request goes to the controller and the caller gets
     /// COORDINATOR_NOT_AVAILABLE meanwhile.
-    pub fn offsets_topic(&self, state: &BrokerState) -> Result<Arc<Topic>, ErrorCode> {
+    pub fn offsets_topic(&self, state: &dyn GroupHost) -> Result<Arc<Topic>, ErrorCode> {
         if let Some(t) = state.topic(OFFSETS_TOPIC) {
             return Ok(t);
         }
@@ -199,9 +200,9 @@ impl GroupCoordinator {
         topic_config
             .entries
             .insert("cleanup.policy".to_owned(), "compact".to_owned());
-        if !state.mode.is_replica() {
+        if !state.mode().is_replica() {
             let n = config.offsets_topic_partitions.max(1);
-            let created = state.create_topic(OFFSETS_TOPIC, n, 1, topic_config, Creation::Create);
+            let created = state.create_topic(OFFSETS_TOPIC, n, 1, topic_config);
             return match created {
                 Ok(t) => Ok(t),
                 Err((code, reason)) => state.topic(OFFSETS_TOPIC).ok_or_else(|| {
@@ -215,8 +216,8 @@ impl GroupCoordinator {
     }
 
     /// Asks the controller to create `__consumer_offsets` (one request at a time).
-    fn request_offsets_topic(&self, state: &BrokerState, config: &GroupConfig) {
-        let Some(link) = state.mode.replica().cloned() else {
+    fn request_offsets_topic(&self, state: &dyn GroupHost, config: &GroupConfig) {
+        let Some(link) = state.mode().replica().cloned() else {
             return;
         };
         if self.creating.swap(true, Ordering::AcqRel) {
@@ -238,7 +239,7 @@ impl GroupCoordinator {
             timeout_ms: 30_000,
             validate_only: false,
         };
-        let coord = state.groups.clone();
+        let creating = self.creating.clone();
         tokio::spawn(async move {
             let mut rpc = crate::rpc::Rpc::new(
                 link.options.controller,
@@ -258,7 +259,7 @@ impl GroupCoordinator {
                     tracing::warn!(error = %e, "cannot ask the controller for __consumer_offsets")
                 }
             }
-            coord.creating.store(false, Ordering::Release);
+            creating.store(false, Ordering::Release);
         });
     }
 
@@ -267,7 +268,7 @@ impl GroupCoordinator {
     /// loaded at the current leader epoch.
     fn owned(
         &self,
-        state: &BrokerState,
+        state: &dyn GroupHost,
         group_id: &str,
     ) -> Result<MutexGuard<'_, Inner>, ErrorCode> {
         let topic = self.offsets_topic(state)?;
@@ -298,7 +299,7 @@ impl GroupCoordinator {
     }
 
     /// Loads every partition led here and forgets those no longer led.
-    fn sync_ownership(&self, state: &BrokerState) -> MutexGuard<'_, Inner> {
+    fn sync_ownership(&self, state: &dyn GroupHost) -> MutexGuard<'_, Inner> {
         let topic = state.topic(OFFSETS_TOPIC);
         let mut inner = self.lock();
         let Some(topic) = topic else {
@@ -335,10 +336,10 @@ impl GroupCoordinator {
     /// missing. `None` on a single node.
     pub fn coordinator_node(
         &self,
-        state: &BrokerState,
+        state: &dyn GroupHost,
         key: &str,
     ) -> Option<Result<(i32, String, i32), ErrorCode>> {
-        let link = state.mode.replica()?;
+        let link = state.mode().replica()?;
         let found = {
             let img = link.image();
             img.topic_by_name(OFFSETS_TOPIC).map(|t| {
@@ -362,13 +363,17 @@ impl GroupCoordinator {
 
     /// Starts the timer task if it is not running. It ends when `stop` turns true or
     /// its sender is dropped.
-    pub fn ensure_driver(self: &Arc<Self>, state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
+    pub fn ensure_driver<S: GroupHost>(
+        self: &Arc<Self>,
+        state: &Arc<S>,
+        stop: &watch::Receiver<bool>,
+    ) {
         if self.driver_running.swap(true, Ordering::AcqRel) {
             return;
         }
         let coord = self.clone();
         let weak = Arc::downgrade(state);
-        let cluster = state.mode.is_replica();
+        let cluster = state.mode().is_replica();
         let mut stop = stop.clone();
         tokio::spawn(async move {
             loop {
@@ -394,9 +399,9 @@ impl GroupCoordinator {
                 let c = coord.clone();
                 let _ = tokio::task::spawn_blocking(move || {
                     if cluster {
-                        drop(c.sync_ownership(&state));
+                        drop(c.sync_ownership(&*state));
                     }
-                    c.tick(&state, now_ms());
+                    c.tick(&*state, now_ms());
                 })
                 .await;
             }
@@ -425,7 +430,7 @@ impl GroupCoordinator {
     }
 
     /// Runs due timers (session expiry, rebalance completion).
-    pub fn tick(&self, state: &BrokerState, now: i64) {
+    pub fn tick(&self, state: &dyn GroupHost, now: i64) {
         let mut inner = self.lock();
         let out = inner.groups.tick(now);
         inner.deliver(out);
@@ -435,7 +440,7 @@ impl GroupCoordinator {
     /// Parks or answers a JoinGroup.
     pub fn join(
         &self,
-        state: &BrokerState,
+        state: &dyn GroupHost,
         req: JoinRequest,
     ) -> Result<oneshot::Receiver<JoinGroupResponse>, ErrorCode> {
         let (tx, rx) = oneshot::channel();
@@ -453,7 +458,7 @@ impl GroupCoordinator {
     /// Parks or answers a SyncGroup.
     pub fn sync(
         &self,
-        state: &BrokerState,
+        state: &dyn GroupHost,
         req: SyncRequest,
     ) -> Result<oneshot::Receiver<SyncGroupResponse>, ErrorCode> {
         let (tx, rx) = oneshot::channel();
@@ -470,7 +475,7 @@ impl GroupCoordinator {
     /// Handles a Heartbeat.
     pub fn heartbeat(
         &self,
-        state: &BrokerState,
+        state: &dyn GroupHost,
         group_id: &str,
         generation_id: i32,
         member_id: &str,
@@ -489,7 +494,7 @@ impl GroupCoordinator {
     /// Handles a LeaveGroup: per-member errors or a group-level error.
     pub fn leave(
         &self,
-        state: &BrokerState,
+        state: &dyn GroupHost,
         group_id: &str,
         leaving: &[LeavingMember],
     ) -> Result<Vec<ErrorCode>, ErrorCode> {
@@ -506,7 +511,7 @@ impl GroupCoordinator {
     /// `Ok` when every offset was stored (and, in a cluster, replicated).
     pub fn commit(
         &self,
-        state: &BrokerState,
+        state: &dyn GroupHost,
         group_id: &str,
         generation_id: i32,
         member_id: &str,
@@ -549,7 +554,7 @@ impl GroupCoordinator {
     /// The committed offsets of a group: `None` lists every committed partition.
     pub fn fetch_offsets(
         &self,
-        state: &BrokerState,
+        state: &dyn GroupHost,
         group_id: &str,
         wanted: Option<&[(String, Vec<i32>)]>,
     ) -> Result<TopicOffsets, ErrorCode> {
@@ -581,7 +586,7 @@ impl GroupCoordinator {
     /// Describes a group.
     pub fn describe(
         &self,
-        state: &BrokerState,
+        state: &dyn GroupHost,
         group_id: &str,
     ) -> Result<DescribedGroup, ErrorCode> {
         Ok(self.owned(state, group_id)?.groups.describe(group_id))
@@ -591,7 +596,7 @@ impl GroupCoordinator {
     /// `__consumer_offsets`; listing does not create it).
     pub fn list(
         &self,
-        state: &BrokerState,
+        state: &dyn GroupHost,
         states: &[String],
         types: &[String],
     ) -> Vec<ListedGroup> {
@@ -599,7 +604,7 @@ impl GroupCoordinator {
     }
 
     /// Deletes an empty group and its offsets (tombstones in `__consumer_offsets`).
-    pub fn delete(&self, state: &BrokerState, group_id: &str) -> ErrorCode {
+    pub fn delete(&self, state: &dyn GroupHost, group_id: &str) -> ErrorCode {
         let mut inner = match self.owned(state, group_id) {
             Ok(i) => i,
             Err(code) => return code,
@@ -637,7 +642,7 @@ impl GroupCoordinator {
 /// group's partition, which this node leads. Returns the replication wait in a
 /// cluster. Errors are mapped the way Kafka's coordinator maps them.
 fn append(
-    state: &BrokerState,
+    state: &dyn GroupHost,
     group_id: &str,
     entries: &[(Bytes, Option<Bytes>)],
     now: i64,
@@ -672,7 +677,7 @@ fn append(
         );
         return Err(map_append_error(code));
     }
-    let wait = match state.mode.replica() {
+    let wait = match state.mode().replica() {
         Some(link) => {
             let leo = st.log_end_offset();
             st.await_replication(leo, link.now_ms() + COMMIT_TIMEOUT_MS)

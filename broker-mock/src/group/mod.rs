@@ -8,6 +8,7 @@
 //! from these types.
 
 mod coordinator;
+mod host;
 pub mod machine;
 pub mod records;
 
@@ -15,5 +16,6 @@ pub mod records;
 mod tests;
 
 pub(crate) use coordinator::{GroupCoordinator, OffsetToCommit, TopicOffsets};
+pub(crate) use host::GroupHost;
 pub use machine::{CommittedOffset, GroupConfig, GroupState};
 pub use records::OFFSETS_TOPIC;

@@ -23,8 +23,9 @@ use baton_protocol::messages::{
 };
 use baton_protocol::ErrorCode;
 
+use crate::clock::now_ms;
 use crate::group::{CommittedOffset, OffsetToCommit};
-use crate::state::{now_ms, BrokerState};
+use crate::state::BrokerState;
 
 pub(crate) fn handle(
     state: &BrokerState,

@@ -29,8 +29,9 @@ use baton_protocol::ErrorCode;
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::sync::oneshot;
 
+use crate::clock::now_ms;
 use crate::replication::ProduceOutcome;
-use crate::state::{now_ms, BrokerState};
+use crate::state::BrokerState;
 
 /// An `acks=all` partition waiting for the high watermark: (topic index, partition
 /// index in the response, outcome).
