@@ -126,7 +126,7 @@ fn plan(
 
 fn describe_configs(state: &BrokerState, config: &TopicConfig) -> Vec<CreatableTopicConfigs> {
     let mut all: BTreeMap<String, (String, i8)> = BTreeMap::new();
-    for (k, v, _) in super::describe_configs::topic_defaults(state) {
+    for (k, v, _) in super::topic_defaults::topic_defaults(state) {
         all.insert(k.to_owned(), (v, SOURCE_DEFAULT));
     }
     for (k, v) in &config.entries {

@@ -31,47 +31,9 @@ use baton_protocol::ErrorCode;
 use crate::state::BrokerState;
 use crate::topics::validate_topic_name;
 
-/// `config_type` values (the spec's ConfigType).
-const BOOLEAN: i8 = 1;
-const STRING: i8 = 2;
-const INT: i8 = 3;
-const LONG: i8 = 5;
-const LIST: i8 = 7;
-
-/// One config: name, value, type.
-type Entry = (&'static str, String, i8);
-
-/// `min.insync.replicas` for topics that do not set it.
-fn default_min_insync(state: &BrokerState) -> usize {
-    state
-        .mode
-        .replica()
-        .map_or(1, |l| l.options.default_min_insync_replicas)
-}
-
-/// The topic configs this broker applies when a topic sets none, with their types.
-pub(crate) fn topic_defaults(state: &BrokerState) -> Vec<Entry> {
-    let c = &state.config;
-    vec![
-        ("cleanup.policy", "delete".into(), LIST),
-        ("compression.type", "producer".into(), STRING),
-        (
-            "index.interval.bytes",
-            c.index_interval_bytes.to_string(),
-            INT,
-        ),
-        ("message.timestamp.type", "CreateTime".into(), STRING),
-        (
-            "min.insync.replicas",
-            default_min_insync(state).to_string(),
-            INT,
-        ),
-        ("retention.bytes", "-1".into(), LONG),
-        ("retention.ms", "-1".into(), LONG),
-        ("segment.bytes", c.segment_bytes.to_string(), INT),
-        ("unclean.leader.election.enable", "false".into(), BOOLEAN),
-    ]
-}
+use super::topic_defaults::{
+    default_min_insync, topic_defaults, Entry, BOOLEAN, INT, LIST, STRING,
+};
 
 /// This node's settings under Kafka's broker config names.
 fn broker_configs(state: &BrokerState) -> Vec<Entry> {

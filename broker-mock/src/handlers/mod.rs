@@ -28,6 +28,7 @@ pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
 pub mod sync_group;
+mod topic_defaults;
 
 use std::sync::Arc;
 use std::time::Duration;
