@@ -1,12 +1,65 @@
 //! The request/response framing that the broker's server, its handlers and the
 //! cluster's private RPC share: decode a request frame, encode a response frame, and
 //! the in-order [`Reply`] a handler gives the connection's writer.
+//! [`DispatchError`] says why a request closes its connection instead.
 
 use baton_protocol::frame::{begin_frame, finish_frame};
 use baton_protocol::primitives::Decoder;
-use baton_protocol::{Message, Request, RequestHeader, ResponseHeader};
+use baton_protocol::{DecodeError, EncodeError, Message, Request, RequestHeader, ResponseHeader};
 use bytes::{Bytes, BytesMut};
 use tokio::sync::oneshot;
+use tokio::task::JoinError;
+
+use crate::rpc::RpcError;
+
+/// Why a request closes its connection instead of being answered.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DispatchError {
+    /// The frame is too short to name its API key and version.
+    #[error("{0}")]
+    Peek(#[source] DecodeError),
+    /// No handler for this API key.
+    #[error("unknown api key {0}")]
+    UnknownApiKey(i16),
+    /// The controller serves only its private and admin APIs.
+    #[error("controller: unsupported api key {0}")]
+    ControllerApiKey(i16),
+    /// The API key is known, the version is not.
+    #[error("unsupported version {version} of api key {api_key}")]
+    UnsupportedVersion { api_key: i16, version: i16 },
+    /// The request header does not decode.
+    #[error("bad request header for api key {api_key}: {source}")]
+    BadHeader { api_key: i16, source: DecodeError },
+    /// The request body does not decode in its version.
+    #[error("bad api key {api_key} v{version} request: {source}")]
+    BadRequest {
+        api_key: i16,
+        version: i16,
+        source: DecodeError,
+    },
+    /// The response does not encode in the request's version.
+    #[error("encoding api key {api_key} v{version} response: {source}")]
+    Encode {
+        api_key: i16,
+        version: i16,
+        source: EncodeError,
+    },
+    /// The handler's blocking task panicked or was cancelled.
+    #[error("handler for api key {api_key} failed: {source}")]
+    Handler { api_key: i16, source: JoinError },
+    /// The produce handler's blocking task panicked or was cancelled.
+    #[error("produce handler failed: {0}")]
+    ProduceHandler(#[source] JoinError),
+    /// The controller's blocking task panicked or was cancelled.
+    #[error("controller task failed: {0}")]
+    ControllerTask(#[source] JoinError),
+    /// A request only a cluster node forwards reached a standalone node.
+    #[error("not a cluster node")]
+    NotAClusterNode,
+    /// Forwarding an admin request to the controller failed.
+    #[error("forwarding {api}: {source}")]
+    Forward { api: &'static str, source: RpcError },
+}
 
 /// A reply to one request, in request order.
 #[derive(Debug)]
@@ -22,18 +75,31 @@ pub(crate) enum Reply {
 /// Bytes left after the body are ignored, as Apache Kafka does: librdkafka 2.x
 /// sends Metadata v12 "all topics" requests with 3 stray bytes after the body
 /// (an unshrunk 4-byte placeholder for the null topics array).
-pub(crate) fn decode<R: Request>(frame: Bytes, version: i16) -> Result<(RequestHeader, R), String> {
+pub(crate) fn decode<R: Request>(
+    frame: Bytes,
+    version: i16,
+) -> Result<(RequestHeader, R), DispatchError> {
     if !R::supports(version) {
-        return Err(format!(
-            "unsupported version {version} of api key {}",
-            R::API_KEY
-        ));
+        return Err(DispatchError::UnsupportedVersion {
+            api_key: R::API_KEY,
+            version,
+        });
     }
     let mut d = Decoder::new(frame);
-    let header = RequestHeader::decode(&mut d, R::request_header_version(version))
-        .map_err(|e| format!("bad request header for api key {}: {e}", R::API_KEY))?;
-    let body = R::decode(&mut d, version, R::is_flexible(version))
-        .map_err(|e| format!("bad api key {} v{version} request: {e}", R::API_KEY))?;
+    let header =
+        RequestHeader::decode(&mut d, R::request_header_version(version)).map_err(|source| {
+            DispatchError::BadHeader {
+                api_key: R::API_KEY,
+                source,
+            }
+        })?;
+    let body = R::decode(&mut d, version, R::is_flexible(version)).map_err(|source| {
+        DispatchError::BadRequest {
+            api_key: R::API_KEY,
+            version,
+            source,
+        }
+    })?;
     if !d.is_empty() {
         tracing::debug!(
             api_key = R::API_KEY,
@@ -50,13 +116,17 @@ pub(crate) fn encode<R: Request>(
     correlation_id: i32,
     version: i16,
     response: &R::Response,
-) -> Result<Bytes, String> {
+) -> Result<Bytes, DispatchError> {
     let mut buf = BytesMut::new();
     let at = begin_frame(&mut buf);
     ResponseHeader { correlation_id }.encode(&mut buf, R::response_header_version(version));
     response
         .encode_body(&mut buf, version)
-        .map_err(|e| format!("encoding api key {} v{version} response: {e}", R::API_KEY))?;
+        .map_err(|source| DispatchError::Encode {
+            api_key: R::API_KEY,
+            version,
+            source,
+        })?;
     finish_frame(&mut buf, at);
     Ok(buf.freeze())
 }

@@ -52,7 +52,7 @@ use crate::controller::{
 use crate::error::{BrokerError, LogError};
 use crate::topic_limits::{check_totals, RequestBudget, Usage};
 use crate::topics::{random_uuid, validate_config, validate_topic_name};
-use crate::wire::{decode, encode};
+use crate::wire::{decode, encode, DispatchError};
 
 /// The metadata log's topic name in Fetch requests.
 pub const METADATA_TOPIC: &str = "__cluster_metadata";
@@ -398,7 +398,7 @@ async fn serve(
 async fn blocking<T: Send + 'static>(
     core: &Arc<Core>,
     f: impl FnOnce(&Core, &mut Inner) -> T + Send + 'static,
-) -> Result<T, String> {
+) -> Result<T, DispatchError> {
     let c = core.clone();
     tokio::task::spawn_blocking(move || {
         let mut inner = c.lock();
@@ -407,15 +407,15 @@ async fn blocking<T: Send + 'static>(
         out
     })
     .await
-    .map_err(|e| format!("controller task failed: {e}"))
+    .map_err(DispatchError::ControllerTask)
 }
 
 async fn handle(
     core: &Arc<Core>,
     frame: Bytes,
     stop: &mut watch::Receiver<bool>,
-) -> Result<Bytes, String> {
-    let (api_key, version, _) = RequestHeader::peek(&frame).map_err(|e| e.to_string())?;
+) -> Result<Bytes, DispatchError> {
+    let (api_key, version, _) = RequestHeader::peek(&frame).map_err(DispatchError::Peek)?;
     match api_key {
         BrokerRegistrationRequest::API_KEY => {
             let (h, req) = decode::<BrokerRegistrationRequest>(frame, version)?;
@@ -457,7 +457,7 @@ async fn handle(
             let resp = fetch_metadata(core, req, stop).await;
             encode::<FetchRequest>(h.correlation_id, version, &resp)
         }
-        other => Err(format!("controller: unsupported api key {other}")),
+        other => Err(DispatchError::ControllerApiKey(other)),
     }
 }
 

@@ -22,7 +22,7 @@ use baton_protocol::messages::{
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use bytes::Bytes;
 
-use crate::wire::{decode, encode};
+use crate::wire::{decode, encode, DispatchError};
 
 fn entry<M: Message>() -> ApiVersion {
     ApiVersion {
@@ -70,9 +70,9 @@ pub fn supported() -> Vec<ApiVersion> {
     ]
 }
 
-pub(crate) fn handle(frame: Bytes, version: i16) -> Result<Bytes, String> {
+pub(crate) fn handle(frame: Bytes, version: i16) -> Result<Bytes, DispatchError> {
     if !ApiVersionsRequest::supports(version) {
-        let (_, _, correlation_id) = RequestHeader::peek(&frame).map_err(|e| e.to_string())?;
+        let (_, _, correlation_id) = RequestHeader::peek(&frame).map_err(DispatchError::Peek)?;
         let response = ApiVersionsResponse {
             error_code: ErrorCode::UnsupportedVersion.code(),
             api_keys: supported(),

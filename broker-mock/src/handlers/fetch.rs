@@ -36,8 +36,7 @@ use tokio::sync::{oneshot, watch};
 use crate::partition::{Isolation, ReadError};
 use crate::state::BrokerState;
 use crate::topics::Topic;
-use crate::wire::encode;
-use crate::wire::Reply;
+use crate::wire::{encode, Reply};
 
 /// Longest wait honoured, so a pathological `max_wait_ms` cannot pin a task for days.
 const MAX_WAIT_CAP: Duration = Duration::from_secs(300);

@@ -10,8 +10,7 @@ use bytes::Bytes;
 
 use crate::rpc::Rpc;
 use crate::state::BrokerState;
-use crate::wire::Reply;
-use crate::wire::{decode, encode};
+use crate::wire::{decode, encode, DispatchError, Reply};
 
 /// Longest wait for the local image to show a forwarded change.
 const APPLY_WAIT: Duration = Duration::from_secs(15);
@@ -38,9 +37,9 @@ pub(crate) async fn create_topics(
     state: &Arc<BrokerState>,
     frame: Bytes,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, DispatchError> {
     let Some(link) = state.mode.replica().cloned() else {
-        return Err("not a cluster node".into());
+        return Err(DispatchError::NotAClusterNode);
     };
     let (header, req) = decode::<CreateTopicsRequest>(frame, version)?;
     let mut rpc = Rpc::new(
@@ -50,7 +49,10 @@ pub(crate) async fn create_topics(
     let resp = rpc
         .call(&req, version, Duration::from_secs(30))
         .await
-        .map_err(|e| format!("forwarding CreateTopics: {e}"))?;
+        .map_err(|source| DispatchError::Forward {
+            api: "CreateTopics",
+            source,
+        })?;
     let created: Vec<String> = resp
         .topics
         .iter()
@@ -80,9 +82,9 @@ pub(crate) async fn delete_topics(
     state: &Arc<BrokerState>,
     frame: Bytes,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, DispatchError> {
     let Some(link) = state.mode.replica().cloned() else {
-        return Err("not a cluster node".into());
+        return Err(DispatchError::NotAClusterNode);
     };
     let (header, req) = decode::<DeleteTopicsRequest>(frame, version)?;
     let mut rpc = Rpc::new(
@@ -92,7 +94,10 @@ pub(crate) async fn delete_topics(
     let resp = rpc
         .call(&req, version, Duration::from_secs(30))
         .await
-        .map_err(|e| format!("forwarding DeleteTopics: {e}"))?;
+        .map_err(|source| DispatchError::Forward {
+            api: "DeleteTopics",
+            source,
+        })?;
     let deleted: Vec<String> = resp
         .responses
         .iter()

@@ -32,8 +32,7 @@ use tokio::sync::{oneshot, watch};
 
 use crate::group::machine::JoinRequest;
 use crate::state::BrokerState;
-use crate::wire::Reply;
-use crate::wire::{decode, encode};
+use crate::wire::{decode, encode, DispatchError, Reply};
 
 /// Runs `work` on the blocking pool and answers with the response it parks, once it
 /// is delivered; `error` builds the response for a coordinator-level error and `fix`
@@ -105,7 +104,7 @@ pub(crate) fn start(
     frame: Bytes,
     version: i16,
     stop: &watch::Receiver<bool>,
-) -> Result<Reply, String> {
+) -> Result<Reply, DispatchError> {
     let (header, req) = decode::<JoinGroupRequest>(frame, version)?;
     state.groups.ensure_driver(&state, stop);
     if let Some(reason) = &req.reason {

@@ -48,7 +48,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::state::BrokerState;
-use crate::wire::{decode, encode, Reply};
+use crate::wire::{decode, encode, DispatchError, Reply};
 
 /// Decodes, runs `handler` on the blocking pool, and encodes its response (`None`
 /// means the request gets no response).
@@ -57,7 +57,7 @@ async fn run<R, F>(
     frame: Bytes,
     version: i16,
     handler: F,
-) -> Result<Reply, String>
+) -> Result<Reply, DispatchError>
 where
     R: Request + Send + 'static,
     R::Response: Send + 'static,
@@ -67,7 +67,10 @@ where
     let st = state.clone();
     let response = tokio::task::spawn_blocking(move || handler(&st, request, version))
         .await
-        .map_err(|e| format!("handler for api key {} failed: {e}", R::API_KEY))?;
+        .map_err(|source| DispatchError::Handler {
+            api_key: R::API_KEY,
+            source,
+        })?;
     match response {
         None => Ok(Reply::Now(None)),
         Some(r) => Ok(Reply::Now(Some(encode::<R>(
@@ -112,7 +115,7 @@ async fn produce_request(
     state: &Arc<BrokerState>,
     frame: Bytes,
     version: i16,
-) -> Result<Reply, String> {
+) -> Result<Reply, DispatchError> {
     let (header, request) = decode::<ProduceRequest>(frame.clone(), version)?;
     let timeout_ms = request.timeout_ms;
     if let Some(link) = state.mode.replica().filter(|l| l.reconcile_pending()) {
@@ -124,7 +127,7 @@ async fn produce_request(
     let (response, waits) =
         tokio::task::spawn_blocking(move || produce::handle(&st, request, frame, version))
             .await
-            .map_err(|e| format!("produce handler failed: {e}"))?;
+            .map_err(DispatchError::ProduceHandler)?;
     let Some(mut response) = response else {
         return Ok(Reply::Now(None));
     };
@@ -160,8 +163,8 @@ pub(crate) async fn dispatch(
     state: &Arc<BrokerState>,
     frame: Bytes,
     stop: &watch::Receiver<bool>,
-) -> Result<Reply, String> {
-    let (api_key, version, _) = RequestHeader::peek(&frame).map_err(|e| e.to_string())?;
+) -> Result<Reply, DispatchError> {
+    let (api_key, version, _) = RequestHeader::peek(&frame).map_err(DispatchError::Peek)?;
     match api_key {
         ApiVersionsRequest::API_KEY => {
             api_versions::handle(frame, version).map(|b| Reply::Now(Some(b)))
@@ -281,6 +284,6 @@ pub(crate) async fn dispatch(
             })
             .await
         }
-        other => Err(format!("unknown api key {other}")),
+        other => Err(DispatchError::UnknownApiKey(other)),
     }
 }

@@ -19,8 +19,7 @@ use tokio::sync::watch;
 use super::join_group::deferred;
 use crate::group::machine::SyncRequest;
 use crate::state::BrokerState;
-use crate::wire::decode;
-use crate::wire::Reply;
+use crate::wire::{decode, DispatchError, Reply};
 
 fn error(code: ErrorCode) -> SyncGroupResponse {
     SyncGroupResponse {
@@ -40,7 +39,7 @@ pub(crate) fn start(
     frame: Bytes,
     version: i16,
     stop: &watch::Receiver<bool>,
-) -> Result<Reply, String> {
+) -> Result<Reply, DispatchError> {
     let (header, req) = decode::<SyncGroupRequest>(frame, version)?;
     state.groups.ensure_driver(&state, stop);
     let sync = SyncRequest {
