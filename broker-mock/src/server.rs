@@ -16,6 +16,7 @@
 //! buffer of its own, sized to the frame, so that the Produce handler can own it and
 //! the log can keep its batches without copying them.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +35,7 @@ use crate::error::BrokerError;
 use crate::handlers;
 use crate::node_mode::NodeMode;
 use crate::state::BrokerState;
-use crate::wire::Reply;
+use crate::wire::{DispatchError, Reply};
 
 /// Replies queued per connection before reading pauses (backpressure).
 const MAX_IN_FLIGHT: usize = 128;
@@ -98,7 +99,15 @@ impl Broker {
         .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
         let state = Arc::new(state);
         let (stop_tx, stop_rx) = watch::channel(false);
-        let accept = tokio::spawn(accept_loop(listener, state.clone(), stop_rx));
+        let options = ServeOptions {
+            name: "broker",
+            max_frame_bytes: config.max_frame_bytes,
+            max_connections: config.limits.max_connections,
+            max_connections_per_ip: config.limits.max_connections_per_ip,
+            shutdown_grace: SHUTDOWN_GRACE,
+        };
+        let dispatch = Arc::new(BrokerDispatch(state.clone()));
+        let accept = tokio::spawn(serve(listener, dispatch, options, stop_rx));
         tracing::info!(addr = %local_addr, node_id = config.node_id, "broker listening");
         Ok(BrokerHandle {
             local_addr,
@@ -161,13 +170,57 @@ impl Drop for BrokerHandle {
     }
 }
 
-async fn accept_loop(
+/// What a server does with each request frame of a connection: the broker's
+/// handlers, or the controller's.
+pub(crate) trait Dispatch: Send + Sync + 'static {
+    /// Handles one request frame; `Err` closes the connection with its reason.
+    /// `stop` turns true when the server stops (long polls end early).
+    fn dispatch(
+        &self,
+        frame: Bytes,
+        stop: &watch::Receiver<bool>,
+    ) -> impl Future<Output = Result<Reply, DispatchError>> + Send;
+}
+
+/// The broker's requests go to its handlers.
+#[derive(Debug)]
+struct BrokerDispatch(Arc<BrokerState>);
+
+impl Dispatch for BrokerDispatch {
+    async fn dispatch(
+        &self,
+        frame: Bytes,
+        stop: &watch::Receiver<bool>,
+    ) -> Result<Reply, DispatchError> {
+        handlers::dispatch(&self.0, frame, stop).await
+    }
+}
+
+/// How a [`serve`] loop treats its connections.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ServeOptions {
+    /// Names the server in logs (`"broker"`, `"controller"`).
+    pub name: &'static str,
+    /// Frames larger than this close their connection before they are buffered.
+    pub max_frame_bytes: usize,
+    /// Open connections at most, in total and per client IP; one more is closed
+    /// at once.
+    pub max_connections: usize,
+    pub max_connections_per_ip: usize,
+    /// How long a stopping server lets connections send the replies they owe.
+    pub shutdown_grace: Duration,
+}
+
+/// Accepts connections on `listener` until `stop` turns true, within the
+/// connection limits, and serves each: a reader that hands every frame to
+/// `dispatch` in turn, and a writer that sends the replies in request order.
+pub(crate) async fn serve<D: Dispatch>(
     listener: TcpListener,
-    state: Arc<BrokerState>,
+    dispatch: Arc<D>,
+    options: ServeOptions,
     mut stop: watch::Receiver<bool>,
 ) {
-    let limits = &state.config.limits;
-    let limiter = ConnectionLimiter::new(limits.max_connections, limits.max_connections_per_ip);
+    let limiter = ConnectionLimiter::new(options.max_connections, options.max_connections_per_ip);
     let mut refused = RefusalLog::default();
     let mut conns = JoinSet::new();
     loop {
@@ -184,7 +237,7 @@ async fn accept_loop(
                         }
                     };
                     let _ = stream.set_nodelay(true);
-                    let serve = serve_connection(stream, peer, state.clone(), stop.clone());
+                    let serve = serve_connection(stream, peer, dispatch.clone(), options, stop.clone());
                     conns.spawn(async move {
                         // Held for as long as the connection's task lives; dropped
                         // however it ends, panics and aborts included.
@@ -193,7 +246,7 @@ async fn accept_loop(
                     });
                 }
                 Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
+                    tracing::warn!(server = options.name, error = %e, "accept failed");
                     tokio::time::sleep(Duration::from_millis(10)).await;
                 }
             },
@@ -202,25 +255,29 @@ async fn accept_loop(
     }
     drop(listener);
     let drain = async { while conns.join_next().await.is_some() {} };
-    if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+    if tokio::time::timeout(options.shutdown_grace, drain)
+        .await
+        .is_err()
+    {
         conns.shutdown().await;
     }
 }
 
-async fn serve_connection(
+async fn serve_connection<D: Dispatch>(
     stream: TcpStream,
     peer: SocketAddr,
-    state: Arc<BrokerState>,
+    dispatch: Arc<D>,
+    options: ServeOptions,
     mut stop: watch::Receiver<bool>,
 ) {
-    let codec = FrameCodec::new(state.config.max_frame_bytes);
+    let codec = FrameCodec::new(options.max_frame_bytes);
     let (mut rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::channel::<Reply>(MAX_IN_FLIGHT);
     let reader = async move {
         let mut buf = BytesMut::new();
         loop {
             match next_frame(&codec, &mut buf) {
-                Ok(Some(frame)) => match handlers::dispatch(&state, frame, &stop).await {
+                Ok(Some(frame)) => match dispatch.dispatch(frame, &stop).await {
                     Ok(reply) => {
                         if tx.send(reply).await.is_err() {
                             return;
@@ -228,13 +285,13 @@ async fn serve_connection(
                         continue;
                     }
                     Err(reason) => {
-                        tracing::warn!(%peer, %reason, "closing connection");
+                        tracing::warn!(server = options.name, %peer, %reason, "closing connection");
                         return;
                     }
                 },
                 Ok(None) => {}
                 Err(e) => {
-                    tracing::warn!(%peer, reason = %e, "closing connection: bad frame");
+                    tracing::warn!(server = options.name, %peer, reason = %e, "closing connection: bad frame");
                     return;
                 }
             }

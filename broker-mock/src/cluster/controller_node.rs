@@ -32,12 +32,10 @@ use baton_protocol::messages::{
     DeleteTopicsResponse, FetchRequest, FetchResponse, FetchResponsePartitionData,
     FetchableTopicResponse,
 };
-use baton_protocol::{ErrorCode, FrameCodec, Message, RequestHeader, Uuid};
+use baton_protocol::{ErrorCode, Message, RequestHeader, Uuid};
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 use super::corrupt_report::{
     CorruptReplicaReportRequest, CorruptReplicaReportResponse, CORRUPT_REPLICA_REPORT_KEY,
@@ -45,14 +43,14 @@ use super::corrupt_report::{
 use super::move_report::{
     LeaderMoveReportRequest, LeaderMoveReportResponse, LEADER_MOVE_REPORT_KEY, PHASE_CAUGHT_UP,
 };
-use crate::connections::{ConnectionLimiter, RefusalLog};
 use crate::controller::{
     decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
 };
 use crate::error::{BrokerError, LogError};
+use crate::server::{serve, Dispatch, ServeOptions};
 use crate::topic_limits::{check_totals, RequestBudget, Usage};
 use crate::topics::{random_uuid, validate_config, validate_topic_name};
-use crate::wire::{decode, encode, DispatchError};
+use crate::wire::{decode, encode, DispatchError, Reply};
 
 /// The metadata log's topic name in Fetch requests.
 pub const METADATA_TOPIC: &str = "__cluster_metadata";
@@ -185,7 +183,17 @@ impl ControllerServer {
             options,
         });
         let (stop_tx, stop_rx) = watch::channel(false);
-        let accept = tokio::spawn(accept_loop(listener, core.clone(), stop_rx.clone()));
+        let limits = &core.options.limits;
+        let serve_options = ServeOptions {
+            name: "controller",
+            max_frame_bytes: DEFAULT_MAX_FRAME,
+            max_connections: limits.max_connections,
+            max_connections_per_ip: limits.max_connections_per_ip,
+            // Connections are closed at once, with nothing owed to finish.
+            shutdown_grace: Duration::ZERO,
+        };
+        let dispatch = Arc::new(ControllerDispatch(core.clone()));
+        let accept = tokio::spawn(serve(listener, dispatch, serve_options, stop_rx.clone()));
         let ticker = tokio::spawn(tick_loop(core.clone(), stop_rx));
         tracing::info!(addr = %local_addr, metadata_offset = next, "controller listening");
         Ok(ControllerHandle {
@@ -321,76 +329,18 @@ async fn tick_loop(core: Arc<Core>, mut stop: watch::Receiver<bool>) {
     }
 }
 
-async fn accept_loop(listener: TcpListener, core: Arc<Core>, mut stop: watch::Receiver<bool>) {
-    let limits = &core.options.limits;
-    let limiter = ConnectionLimiter::new(limits.max_connections, limits.max_connections_per_ip);
-    let mut refused = RefusalLog::default();
-    let mut conns = JoinSet::new();
-    loop {
-        tokio::select! {
-            _ = stop.changed() => break,
-            res = listener.accept() => match res {
-                Ok((stream, peer)) => {
-                    let Ok(slot) = limiter.try_acquire(peer.ip()).inspect_err(|why| refused.note(peer, *why)) else {
-                        // Dropping the stream closes it before anything is read.
-                        continue;
-                    };
-                    let _ = stream.set_nodelay(true);
-                    let serve = serve(stream, peer, core.clone(), stop.clone());
-                    conns.spawn(async move {
-                        // Released however the connection's task ends.
-                        let _slot = slot;
-                        serve.await
-                    });
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "controller accept failed");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                }
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
-    conns.shutdown().await;
-}
+/// The controller's requests go to [`handle`].
+#[derive(Debug)]
+struct ControllerDispatch(Arc<Core>);
 
-async fn serve(
-    mut stream: TcpStream,
-    peer: SocketAddr,
-    core: Arc<Core>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let codec = FrameCodec::new(DEFAULT_MAX_FRAME);
-    let mut buf = BytesMut::new();
-    loop {
-        let frame = loop {
-            match codec.decode(&mut buf) {
-                Ok(Some(f)) => break f,
-                Ok(None) => {}
-                Err(e) => {
-                    tracing::warn!(%peer, error = %e, "controller: bad frame");
-                    return;
-                }
-            }
-            buf.reserve(codec.wanted(&buf).min(64 * 1024));
-            tokio::select! {
-                r = stream.read_buf(&mut buf) => match r {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {}
-                },
-                _ = stop.changed() => return,
-            }
-        };
-        let reply = match handle(&core, frame, &mut stop).await {
-            Ok(b) => b,
-            Err(reason) => {
-                tracing::warn!(%peer, %reason, "controller: closing connection");
-                return;
-            }
-        };
-        if stream.write_all(&reply).await.is_err() {
-            return;
-        }
+impl Dispatch for ControllerDispatch {
+    async fn dispatch(
+        &self,
+        frame: Bytes,
+        stop: &watch::Receiver<bool>,
+    ) -> Result<Reply, DispatchError> {
+        let bytes = handle(&self.0, frame, &mut stop.clone()).await?;
+        Ok(Reply::Now(Some(bytes)))
     }
 }
 
