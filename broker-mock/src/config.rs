@@ -44,7 +44,7 @@ pub struct BrokerConfig {
     /// `__consumer_offsets` partitions).
     pub groups: GroupConfig,
     /// Ceilings on partitions, topics, groups, producers and connections (see
-    /// [`crate::limits`]).
+    /// [`BrokerLimits`](crate::BrokerLimits)).
     pub limits: BrokerLimits,
 }
 

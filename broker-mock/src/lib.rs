@@ -16,35 +16,36 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Map: [`server`] (listener, connections, ordering), [`handlers`] (one file per API
-//! key, each opening with its versions and deviations from Kafka), [`partition`],
-//! [`log`] (segmented on-disk and in-memory logs), [`topics`] (names, configs,
-//! persistence), [`group`] (consumer groups and committed offsets), [`config`],
-//! [`replication`] and [`controller`] (I/O-free state machines), [`cluster`] (the
-//! async drivers that run them: controller, nodes, replica fetchers).
+//! Public API: [`Broker`], [`BrokerConfig`], [`BrokerLimits`], [`BrokerHandle`] and
+//! [`BrokerError`] for one node; [`cluster`] ([`Cluster`], node and controller
+//! handles) for a replicated cluster; [`faults`] (fault injection), [`history`]
+//! (the history checker), [`corruption`] (corruption events), [`group`] (group
+//! settings), and the I/O-free [`replication`] and [`controller`] state machines.
+//! Internals (server loop, one handler per API key, partitions, logs, topics,
+//! producer state) are crate-private; `docs/ARCHITECTURE.md` maps them.
 
 mod clock;
 pub mod cluster;
-pub mod config;
+pub(crate) mod config;
 mod connections;
 pub mod controller;
 pub mod corruption;
-pub mod error;
+pub(crate) mod error;
 pub mod faults;
 pub mod group;
-pub mod handlers;
+pub(crate) mod handlers;
 pub mod history;
-pub mod limits;
-pub mod log;
+pub(crate) mod limits;
+pub(crate) mod log;
 mod node_mode;
-pub mod partition;
-pub mod producer_state;
+pub(crate) mod partition;
+pub(crate) mod producer_state;
 pub mod replication;
 mod rpc;
-pub mod server;
+pub(crate) mod server;
 mod state;
 mod topic_limits;
-pub mod topics;
+pub(crate) mod topics;
 mod wire;
 
 pub use cluster::{Cluster, ClusterBuilder};

@@ -77,7 +77,7 @@ pub struct ControllerOptions {
     /// the eligible brokers).
     pub default_replication_factor: i16,
     /// Ceilings on partitions and topics (and partitions per CreateTopics request);
-    /// see [`crate::limits`].
+    /// see [`BrokerLimits`](crate::BrokerLimits).
     pub limits: crate::limits::BrokerLimits,
 }
 

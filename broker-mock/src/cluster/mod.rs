@@ -214,7 +214,7 @@ impl ClusterBuilder {
     }
 
     /// Resource limits of the controller (partitions, topics) and of every node
-    /// (groups, producers, connections); see [`crate::limits`].
+    /// (groups, producers, connections); see [`BrokerLimits`](crate::BrokerLimits).
     pub fn limits(mut self, limits: crate::limits::BrokerLimits) -> Self {
         self.limits = limits;
         self

@@ -3,7 +3,7 @@
 //! cluster's timeline.
 //!
 //! The network faults act on the real TCP path. Each node's listener and the
-//! controller's listener sit behind a small proxy ([`proxy`]); nodes advertise their
+//! controller's listener sit behind a small proxy (`proxy`); nodes advertise their
 //! proxy's port and dial the controller through its proxy, and clients bootstrap
 //! through the node proxies. A proxy knows which node a connection comes from (by the
 //! client id of its first request), so "between node 1 and node 2" holds only the

@@ -705,10 +705,9 @@ pub struct Groups {
 }
 
 impl Groups {
-    /// No groups yet, at most [`DEFAULT_MAX_GROUPS`] of them. `nonce` makes member
-    /// ids unique across coordinator restarts.
-    ///
-    /// [`DEFAULT_MAX_GROUPS`]: crate::limits::DEFAULT_MAX_GROUPS
+    /// No groups yet, at most `DEFAULT_MAX_GROUPS` of them (the default of
+    /// [`BrokerLimits::max_groups`](crate::BrokerLimits::max_groups)). `nonce` makes
+    /// member ids unique across coordinator restarts.
     pub fn new(config: GroupConfig, nonce: u64) -> Self {
         Groups {
             config,

@@ -1,7 +1,7 @@
 //! Idempotent producers (KIP-98): per-partition producer state and producer ids.
 //!
 //! Each partition remembers, for every producer id that wrote to it, the producer's
-//! epoch and the metadata of its last [`BATCHES_PER_PRODUCER`] batches (first and
+//! epoch and the metadata of its last [`BATCHES_PER_PRODUCER`](table::BATCHES_PER_PRODUCER) batches (first and
 //! last sequence, base offset, last offset delta). A produce request's batches are
 //! checked against that state before any offset is assigned ([`ProducerStateTable::check`]):
 //!
@@ -16,7 +16,7 @@
 //!   else `OUT_OF_ORDER_SEQUENCE_NUMBER`.
 //!
 //! After the append, [`ProducerStateTable::record`] files each batch under the offset
-//! it was given. The state is a pure function of the log: [`rebuild`] scans the
+//! it was given. The state is a pure function of the log: [`rebuild`](rebuild::rebuild) scans the
 //! stored batch headers in offset order and applies the same rule, so it is rebuilt
 //! when a partition opens, after a truncation and when a follower becomes leader.
 //!
@@ -33,7 +33,7 @@
 //!   batches is `OUT_OF_ORDER_SEQUENCE_NUMBER`;
 //! - producers never expire by time (Kafka's `producer.id.expiration.ms`); instead at
 //!   most `BrokerLimits::max_producers_per_partition` are kept (default
-//!   [`MAX_PRODUCERS_PER_PARTITION`]), and the one whose last batch is oldest in the
+//!   [`MAX_PRODUCERS_PER_PARTITION`](table::MAX_PRODUCERS_PER_PARTITION)), and the one whose last batch is oldest in the
 //!   log is forgotten first;
 //! - transactional batches are treated as idempotent ones (no transaction state).
 
@@ -41,12 +41,9 @@ mod allocator;
 mod rebuild;
 mod table;
 
-pub use allocator::{AllocatorError, ProducerIdAllocator};
-pub use rebuild::{rebuild, rebuild_or_empty, RebuildError};
-pub use table::{
-    BatchMetadata, Duplicate, ProducerBatch, ProducerEntry, ProducerStateTable, Verdict,
-    BATCHES_PER_PRODUCER, MAX_PRODUCERS_PER_PARTITION,
-};
+pub(crate) use allocator::{AllocatorError, ProducerIdAllocator};
+pub(crate) use rebuild::rebuild_or_empty;
+pub(crate) use table::{ProducerBatch, ProducerStateTable, Verdict};
 
 #[cfg(test)]
 mod tests;

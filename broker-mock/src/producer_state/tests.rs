@@ -4,7 +4,10 @@ use bytes::{Bytes, BytesMut};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 
-use super::table::increment_sequence;
+use super::rebuild::rebuild;
+use super::table::{
+    increment_sequence, Duplicate, BATCHES_PER_PRODUCER, MAX_PRODUCERS_PER_PARTITION,
+};
 use super::*;
 use crate::log::Log;
 
