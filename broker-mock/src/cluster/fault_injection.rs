@@ -122,7 +122,7 @@ impl Cluster {
     /// [`RequestFault::on_partition`] to narrow it.
     pub fn inject(&mut self, node: Option<i32>, fault: RequestFault) {
         for (&n, p) in &self.faults.nodes {
-            if node.map_or(true, |id| id == n) {
+            if node.is_none_or(|id| id == n) {
                 let f = fault.clone();
                 p.shared.update(|r| r.add_request_fault(f));
             }
