@@ -19,6 +19,9 @@ pub struct Report {
     pub repeated_reads: usize,
     /// Deliveries at an offset not above the previous one of the same partition.
     pub out_of_order: usize,
+    /// First reads of a position below an earlier first read of the same
+    /// partition: records reaching the application out of order, replays aside.
+    pub first_reads_out_of_order: usize,
     /// Sends the client did not acknowledge (error or timeout).
     pub unacked: usize,
     /// Of those, records that are in the log anyway (written later).
@@ -39,18 +42,28 @@ impl Report {
             && self.repeated_reads == 0
             && self.out_of_order == 0
     }
+
+    /// What a group consumer guarantees across a rebalance (at least once): after
+    /// a coordinator or partition move it resumes from the group's last commit, so
+    /// it may read again what it had read but not yet committed. Nothing may be
+    /// lost, duplicated in the log, reordered or corrupted, and every record's
+    /// first read comes in offset order; repeated reads are allowed.
+    pub fn passed_allowing_replays(&self) -> bool {
+        self.history.passed() && self.history.moved == 0 && self.first_reads_out_of_order == 0
+    }
 }
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} | delivered={} repeated-reads={} out-of-order={} | unacked={} written-later={} \
-             written-from-reused-buffers={}",
+            "{} | delivered={} repeated-reads={} out-of-order={} first-reads-out-of-order={} | \
+             unacked={} written-later={} written-from-reused-buffers={}",
             self.history,
             self.delivered,
             self.repeated_reads,
             self.out_of_order,
+            self.first_reads_out_of_order,
             self.unacked,
             self.unacked_written,
             self.unacked_written_reused
@@ -98,9 +111,16 @@ pub fn check(records: &[Rec], outcomes: &[Outcome], consumed: &[Rec]) -> Report 
     }
     let mut positions = BTreeSet::new();
     let mut last_offset: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut last_first_read: BTreeMap<i32, i64> = BTreeMap::new();
     let mut unacked_seen = BTreeSet::new();
     for got in consumed {
-        if !positions.insert((got.partition, got.offset)) {
+        if positions.insert((got.partition, got.offset)) {
+            let last = last_first_read.entry(got.partition).or_insert(-1);
+            if got.offset < *last {
+                report.first_reads_out_of_order += 1;
+            }
+            *last = (*last).max(got.offset);
+        } else {
             report.repeated_reads += 1;
         }
         let last = last_offset.entry(got.partition).or_insert(-1);
