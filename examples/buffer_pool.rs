@@ -84,18 +84,20 @@ fn parse_args() -> Result<Options, String> {
         records: 20_000,
         failovers: 3,
         single_node: false,
-        seed: args::clock_seed(),
+        seed: 0,
     };
+    let mut seed = None;
     let mut args = args::Args::new(HELP);
     while let Some(a) = args.next_flag() {
         match a.as_str() {
             "--records" => o.records = args.value("--records")?,
             "--failovers" => o.failovers = args.value("--failovers")?,
-            "--seed" => o.seed = args.value("--seed")?,
+            "--seed" => seed = Some(args.value("--seed")?),
             "--single-node" => o.single_node = true,
             other => return Err(args::unknown(other)),
         }
     }
+    o.seed = seed.unwrap_or_else(baton_testkit::seed);
     Ok(o)
 }
 

@@ -6,7 +6,7 @@
 //! cargo run --release --example chaos -- --minutes 20 --seed 42
 //! ```
 //!
-//! Without `--seed` the seed comes from the clock (or `BATON_CHAOS_SEED`); it is
+//! Without `--seed` the seed comes from the clock (or `BATON_SEED`); it is
 //! printed, and the same seed replays the same schedule of faults.
 
 #[path = "../tests/chaos_util/mod.rs"]
@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use baton_broker::faults::{Endpoint, RequestFault};
 use baton_protocol::ErrorCode;
-use chaos_util::{finish, leader, setup, start_producing, wait_healthy, Rng, Setup, PARTITIONS};
+use baton_testkit::{Rng, RngExt};
+use chaos_util::{finish, leader, setup, start_producing, wait_healthy, Setup, PARTITIONS};
 
 /// How long one round produces under faults before it is checked.
 const ROUND: Duration = Duration::from_secs(40);
@@ -48,7 +49,7 @@ fn main() {
             _ => usage(),
         }
     }
-    let seed = seed.unwrap_or_else(|| chaos_util::seed("soak"));
+    let seed = seed.unwrap_or_else(baton_testkit::seed);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

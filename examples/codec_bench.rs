@@ -17,50 +17,38 @@ use std::time::Instant;
 
 use baton_protocol::record::compression::{compress, decompress, DecompressionLimits};
 use baton_protocol::record::{Compression, RecordBatchBuilder, BATCH_HEADER_LEN};
+use baton_testkit::Rng;
 use bytes::BytesMut;
 
 /// Uncompressed size of one records section.
 const BATCH_BYTES: usize = 1 << 20;
 
-/// SplitMix64: a small seeded generator, enough for a payload.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
-        items[self.below(items.len() as u64) as usize]
-    }
+/// One of `items`, drawn from `rng`.
+fn pick<'a>(rng: &mut Rng, items: &[&'a str]) -> &'a str {
+    items[rng.below(items.len() as u64) as usize]
 }
 
 /// One structured log line, about 200 bytes (204 on average with seed 1).
 fn log_line(rng: &mut Rng, ts_ms: u64) -> String {
-    let level = rng.pick(&["INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR"]);
-    let service = rng.pick(&["checkout", "payments", "search", "catalog", "auth"]);
-    let method = rng.pick(&["GET", "GET", "POST", "PUT", "DELETE"]);
-    let path = rng.pick(&[
-        "/api/v1/orders",
-        "/api/v1/cart/items",
-        "/api/v2/search",
-        "/api/v1/users/me",
-        "/healthz",
-    ]);
-    let region = rng.pick(&["eu-west-1", "us-east-1", "ap-south-1"]);
-    let status = rng.pick(&["200", "200", "200", "201", "204", "404", "500"]);
+    let level = pick(rng, &["INFO", "INFO", "INFO", "DEBUG", "WARN", "ERROR"]);
+    let service = pick(rng, &["checkout", "payments", "search", "catalog", "auth"]);
+    let method = pick(rng, &["GET", "GET", "POST", "PUT", "DELETE"]);
+    let path = pick(
+        rng,
+        &[
+            "/api/v1/orders",
+            "/api/v1/cart/items",
+            "/api/v2/search",
+            "/api/v1/users/me",
+            "/healthz",
+        ],
+    );
+    let region = pick(rng, &["eu-west-1", "us-east-1", "ap-south-1"]);
+    let status = pick(rng, &["200", "200", "200", "201", "204", "404", "500"]);
     format!(
         r#"{{"ts":{ts_ms},"level":"{level}","service":"{service}","env":"prod","region":"{region}","host":"{service}-{host}","trace":"{trace:016x}","msg":"{method} {path}/{id} {status}","latency_ms":{lat},"user":{user}}}"#,
         host = rng.below(16),
-        trace = rng.next(),
+        trace = rng.next_u64(),
         id = rng.below(1_000_000),
         lat = rng.below(2_000),
         user = rng.below(100_000),
@@ -70,7 +58,7 @@ fn log_line(rng: &mut Rng, ts_ms: u64) -> String {
 /// `count` records sections of about [`BATCH_BYTES`] each, as the producer builds
 /// them before compression.
 fn payload(seed: u64, count: usize) -> Vec<Vec<u8>> {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut ts = 1_700_000_000_000u64;
     let mut out = Vec::with_capacity(count);
     let mut line_bytes = 0usize;

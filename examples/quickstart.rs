@@ -52,18 +52,20 @@ fn parse_args() -> Result<Options, String> {
         records: 200_000,
         partitions: 3,
         value_size: 100,
-        seed: args::clock_seed(),
+        seed: 0,
     };
+    let mut seed = None;
     let mut args = args::Args::new(HELP);
     while let Some(a) = args.next_flag() {
         match a.as_str() {
             "--records" => o.records = args.value("--records")?,
             "--partitions" => o.partitions = args.value("--partitions")?,
             "--value-size" => o.value_size = args.value("--value-size")?,
-            "--seed" => o.seed = args.value("--seed")?,
+            "--seed" => seed = Some(args.value("--seed")?),
             other => return Err(args::unknown(other)),
         }
     }
+    o.seed = seed.unwrap_or_else(baton_testkit::seed);
     if o.value_size < 24 {
         return Err("--value-size must be at least 24".into());
     }

@@ -54,6 +54,7 @@ use baton::{
 };
 use baton_broker::history::{History, ProduceOutcome};
 use baton_broker::Cluster;
+use baton_testkit::Rng;
 use bytes::{Buf, Bytes, BytesMut};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
@@ -109,10 +110,11 @@ fn parse_args() -> Result<Options, String> {
     let mut o = Options {
         duration: Duration::from_secs(30),
         nodes: 3,
-        seed: args::clock_seed(),
+        seed: 0,
         rate: 10_000,
         out: PathBuf::from("target/rolling_restart.svg"),
     };
+    let mut seed = None;
     let mut args = args::Args::new(HELP);
     while let Some(a) = args.next_flag() {
         match a.as_str() {
@@ -124,12 +126,13 @@ fn parse_args() -> Result<Options, String> {
                 o.duration = Duration::from_secs_f64(secs);
             }
             "--nodes" => o.nodes = args.value("--nodes")?,
-            "--seed" => o.seed = args.value("--seed")?,
+            "--seed" => seed = Some(args.value("--seed")?),
             "--rate" => o.rate = args.value("--rate")?,
             "--out" => o.out = args.value("--out")?,
             other => return Err(args::unknown(other)),
         }
     }
+    o.seed = seed.unwrap_or_else(baton_testkit::seed);
     if o.nodes < 3 {
         return Err("--nodes must be at least 3 (the topic has replication factor 3)".into());
     }
@@ -140,18 +143,6 @@ fn parse_args() -> Result<Options, String> {
         return Err("--rate must be at least 1".into());
     }
     Ok(o)
-}
-
-/// A small deterministic generator for the seed-driven choices.
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 /// What kind of mark an event leaves on the chart.
@@ -700,7 +691,7 @@ async fn run_faults(
     cluster: &Arc<tokio::sync::Mutex<Cluster>>,
     client: &Client,
     nodes: usize,
-    rng: &mut XorShift,
+    rng: &mut Rng,
 ) -> Result<Vec<FaultWindow>, Box<dyn std::error::Error>> {
     let topic = app.topic.clone();
     let partitions = app.partitions;
@@ -712,7 +703,7 @@ async fn run_faults(
 
     // A graceful rolling restart, one node at a time, each back in its ISRs first.
     app.event(EventKind::Phase, "rolling restart".into());
-    let first = (rng.next() % nodes as u64) as i32;
+    let first = (rng.next_u64() % nodes as u64) as i32;
     for i in 0..nodes as i32 {
         let id = (first + i) % nodes as i32 + 1;
         let start = app.now();
@@ -743,7 +734,7 @@ async fn run_faults(
     // A hard kill of a leader.
     app.event(EventKind::Phase, "leader hard kill".into());
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let victim_partition = (rng.next() % partitions as u64) as i32;
+    let victim_partition = (rng.next_u64() % partitions as u64) as i32;
     let victim = {
         let c = cluster.lock().await;
         c.partition_state(&topic, victim_partition)
@@ -819,14 +810,14 @@ async fn corrupt_segment(
     app: &Arc<App>,
     cluster: &Arc<tokio::sync::Mutex<Cluster>>,
     client: &Client,
-    rng: &mut XorShift,
+    rng: &mut Rng,
 ) -> Result<FaultWindow, Box<dyn std::error::Error>> {
     use baton_broker::corruption::CorruptionKind;
 
     let topic = app.topic.clone();
     app.event(EventKind::Phase, "corruption".into());
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let partition = (rng.next() % app.partitions as u64) as i32;
+    let partition = (rng.next_u64() % app.partitions as u64) as i32;
     let start = app.now();
     let (node, offset, end_offset, seen_before) = {
         let mut c = cluster.lock().await;
@@ -1100,7 +1091,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::process::exit(2);
         }
     };
-    let mut rng = XorShift(opts.seed | 1);
+    let mut rng = Rng::new(opts.seed);
     let dir = tempfile::tempdir()?;
     let cluster = Cluster::builder()
         .brokers(opts.nodes)

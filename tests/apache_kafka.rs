@@ -22,8 +22,8 @@ use baton::{
     Acks, Admin, CancelOutcome, Client, Compression, Consumer, ConsumerRecord, GroupConsumer,
     NewTopic, OffsetSpec, Producer, ProducerRecord, RecordHeader, StartOffset, TopicPartition,
 };
+use baton_testkit::{seed, topic_name, Rng, RngExt};
 use bytes::Bytes;
-use client_util::{seed, topic_name, Rng};
 use interop_java_util::mixed_group::{self, baton_member as group_member, Strategy};
 
 /// A client on the shared single node.
@@ -267,13 +267,13 @@ async fn every_codec_round_trips_keys_values_headers_and_timestamps() {
             let mut r = ProducerRecord::new(topic.clone())
                 .partition(0)
                 .timestamp(1_700_000_000_000 + i)
-                .value(Bytes::from(rng.bytes(2000)));
+                .value(Bytes::from(rng.bytes_up_to(2000)));
             if i % 3 != 0 {
-                r = r.key(Bytes::from(rng.bytes(40)));
+                r = r.key(Bytes::from(rng.bytes_up_to(40)));
             }
             if i % 4 == 0 {
                 r = r
-                    .header("trace", Bytes::from(rng.bytes(16)))
+                    .header("trace", Bytes::from(rng.bytes_up_to(16)))
                     .header("trace", "again")
                     .null_header("empty");
             }

@@ -3,14 +3,15 @@
 //! a consumer reads everything back and the history check must count zero lost,
 //! duplicated, reordered and corrupted records.
 //!
-//! Every scenario prints its seed; `BATON_CHAOS_SEED=<seed>` replays the schedule.
+//! Every scenario prints its seed; `BATON_SEED=<seed>` replays the schedule.
 
 mod chaos_util;
 
 use std::time::Duration;
 
 use baton_broker::faults::{Endpoint, RequestFault};
-use chaos_util::{finish, leader, seed, setup, start_producing, wait_healthy, Rng, PARTITIONS};
+use baton_testkit::{seed, Rng, RngExt};
+use chaos_util::{finish, leader, setup, start_producing, wait_healthy, PARTITIONS};
 
 const PACE: Duration = Duration::from_millis(3);
 
@@ -24,7 +25,7 @@ fn assert_passed(scenario: &str, seed: u64, r: baton_broker::history::HistoryRep
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_restart() {
-    let seed = seed("rolling_restart");
+    let seed = seed();
     let mut rng = Rng::new(seed);
     let mut s = setup("rolling", seed).await;
     let w = start_producing(&s.client, &s.topic, PACE);
@@ -41,7 +42,7 @@ async fn rolling_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hard_bounce_of_leaders() {
-    let seed = seed("leader_bounces");
+    let seed = seed();
     let mut rng = Rng::new(seed);
     let mut s = setup("bounce", seed).await;
     let w = start_producing(&s.client, &s.topic, PACE);
@@ -63,7 +64,7 @@ async fn hard_bounce_of_leaders() {
 /// the followers catch up and acknowledgements resume.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_partitioned_from_followers() {
-    let seed = seed("leader_partitioned");
+    let seed = seed();
     let mut rng = Rng::new(seed);
     let mut s = setup("isolated", seed).await;
     let w = start_producing(&s.client, &s.topic, PACE);
@@ -105,7 +106,7 @@ async fn leader_partitioned_from_followers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn controller_restart_mid_traffic() {
-    let seed = seed("controller_restart");
+    let seed = seed();
     let mut rng = Rng::new(seed);
     let mut s = setup("controller", seed).await;
     let w = start_producing(&s.client, &s.topic, PACE);
@@ -132,7 +133,7 @@ async fn controller_restart_mid_traffic() {
 /// closes); the idempotent producer retries and the broker deduplicates.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lost_responses() {
-    let seed = seed("lost_responses");
+    let seed = seed();
     let mut rng = Rng::new(seed);
     let mut s = setup("lost", seed).await;
     let w = start_producing(&s.client, &s.topic, PACE);
@@ -154,7 +155,7 @@ async fn lost_responses() {
 /// damaged replica is repaired. Nothing acknowledged is lost or corrupted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn corrupted_leader() {
-    let seed = seed("corrupted_leader");
+    let seed = seed();
     let mut rng = Rng::new(seed);
     let mut s = setup("corrupt", seed).await;
     let w = start_producing(&s.client, &s.topic, PACE);

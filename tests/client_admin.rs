@@ -4,7 +4,8 @@ mod client_util;
 
 use baton::{Admin, AdminError, NewTopic, OffsetSpec, Producer, ProducerRecord};
 use baton_protocol::ErrorCode;
-use client_util::{broker_and_client, topic_name};
+use baton_testkit::topic_name;
+use client_util::broker_and_client;
 
 #[tokio::test]
 async fn create_describe_list_offsets_delete() {

@@ -14,9 +14,10 @@ use std::time::Duration;
 
 use baton::{Compression, Producer, ProducerConfigError, ProducerRecord, RecordHeader};
 use baton_protocol::record::RecordBatch;
+use baton_testkit::{seed, Rng, RngExt};
 use bytes::Bytes;
 use client_util::proxy::{Proxied, ProxyState};
-use client_util::{consume_from_start, create_topic, seed, Rng};
+use client_util::{consume_from_start, create_topic};
 
 /// Values that compress like real payloads: JSON-ish text, random bytes, empty and
 /// null values.
@@ -24,7 +25,7 @@ fn random_value(rng: &mut Rng) -> Option<Bytes> {
     match rng.below(20) {
         0 => None,
         1 => Some(Bytes::new()),
-        2..=4 => Some(Bytes::from(rng.bytes(300))),
+        2..=4 => Some(Bytes::from(rng.bytes_up_to(300))),
         _ => {
             let level = ["DEBUG", "INFO", "WARN", "ERROR"][rng.below(4) as usize];
             let text = format!(
@@ -49,7 +50,7 @@ fn random_record(rng: &mut Rng, topic: &str, i: usize) -> ProducerRecord {
     for h in 0..rng.below(3) {
         let value = match rng.below(4) {
             0 => None,
-            _ => Some(Bytes::from(rng.bytes(12))),
+            _ => Some(Bytes::from(rng.bytes_up_to(12))),
         };
         r.headers.push(RecordHeader::new(format!("h{h}"), value));
     }

@@ -15,7 +15,8 @@ use baton::{
     Client, GroupConsumer, GroupError, ListenerFuture, OffsetReset, Producer, ProducerRecord,
     RebalanceContext, RebalanceListener, TopicPartition,
 };
-use client_util::{broker_and_client, create_topic, topic_name};
+use baton_testkit::topic_name;
+use client_util::{broker_and_client, create_topic};
 use tokio::sync::mpsc;
 
 /// Produces `per_partition` records to each of `partitions` partitions; values
@@ -114,14 +115,6 @@ enum Control {
     Assignment(tokio::sync::oneshot::Sender<Vec<TopicPartition>>),
     /// Report the committed offsets the member knows of.
     Committed(tokio::sync::oneshot::Sender<BTreeMap<TopicPartition, i64>>),
-}
-
-/// Logs to the test output when `RUST_LOG` is set.
-fn init_tracing() {
-    let _ = tracing_subscriber::fmt()
-        .with_test_writer()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .try_init();
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -277,7 +270,7 @@ async fn eager_group_survives_a_kill_and_a_join_without_loss() {
 /// a clean handover). Cooperative: nothing is revoked when a member dies, and only
 /// the partitions that move are revoked when one joins.
 async fn kill_and_join(eager: bool) {
-    init_tracing();
+    baton_testkit::init_tracing();
     let (broker, client) = broker_and_client().await;
     let topic = create_topic(&client, "group-kill-join", 12).await;
     let group = topic_name("group");
@@ -892,7 +885,7 @@ impl RebalanceListener for SlowRevoke {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recv_cancelled_during_revocation_completes_it_on_the_next_call() {
-    init_tracing();
+    baton_testkit::init_tracing();
     let (broker, client) = broker_and_client().await;
     let topic = create_topic(&client, "group-cancel", 4).await;
     let group = topic_name("cancel");
@@ -936,7 +929,7 @@ async fn a_recv_cancelled_during_revocation_completes_it_on_the_next_call() {
 /// records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_taken_ahead_are_dropped_after_seek_pause_and_revocation() {
-    init_tracing();
+    baton_testkit::init_tracing();
     let (broker, client) = broker_and_client().await;
     let topic = create_topic(&client, "group-ahead", 2).await;
     let group = topic_name("ahead");

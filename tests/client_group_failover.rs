@@ -15,7 +15,7 @@ use baton_protocol::messages::{
     FindCoordinatorRequest, OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic,
     OffsetFetchRequestTopics,
 };
-use client_util::topic_name;
+use baton_testkit::topic_name;
 use tokio::sync::{mpsc, oneshot};
 
 const PARTITIONS: i32 = 6;
@@ -192,10 +192,7 @@ async fn wait_consumed(seen: &Seen, per_partition: i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_rides_a_coordinator_kill_with_commits_intact() {
-    let _ = tracing_subscriber::fmt()
-        .with_test_writer()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .try_init();
+    baton_testkit::init_tracing();
     let mut cluster = Cluster::builder()
         .brokers(3)
         .in_memory()

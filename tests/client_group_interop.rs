@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use baton::group::{CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor};
 use baton::{Client, GroupConsumer, Producer, ProducerRecord};
-use client_util::{broker_and_client, create_topic, topic_name};
+use baton_testkit::topic_name;
+use client_util::{broker_and_client, create_topic};
 
 const PARTITIONS: i32 = 6;
 const PER_PARTITION: i64 = 100;

@@ -36,9 +36,9 @@ use baton::{
 use baton_protocol::messages::*;
 use baton_protocol::record::{Compression, RecordBatchBuilder};
 use baton_protocol::testing::Rng;
+use baton_testkit::seed;
 use bytes::{BufMut, Bytes, BytesMut};
 use client_util::proxy::{Exchange, Proxied, ProxyState};
-use client_util::seed;
 
 // ---------------------------------------------------------------------------------
 // Counting allocator: bytes held by the current thread, and their peak.
@@ -544,7 +544,7 @@ fn hostile_responses_never_panic_and_stay_within_the_allocation_bound() {
         .unwrap()
     });
     let addr = format!("127.0.0.1:{}", proxied.broker.local_addr().port());
-    let topic = client_util::topic_name("hostile");
+    let topic = baton_testkit::topic_name("hostile");
     let client_rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -25,9 +25,10 @@ use baton_protocol::messages::{
 use baton_protocol::primitives::Decoder;
 use baton_protocol::record::RecordBatch;
 use baton_protocol::{ErrorCode, Message, Request, ResponseHeader};
+use baton_testkit::{seed, Rng};
 use bytes::Bytes;
 use client_util::proxy::{Exchange, Proxied, ProxyState, SeenBatch};
-use client_util::{consume_from_start, create_topic, seed, Rng};
+use client_util::{consume_from_start, create_topic};
 
 /// An ApiVersions response frame (header v0, then the body) minus InitProducerId.
 fn without_init_producer_id(frame: &[u8], version: i16) -> Vec<u8> {
@@ -270,7 +271,7 @@ async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
         .build()
         .await
         .unwrap();
-    let topic = client_util::topic_name("failover");
+    let topic = baton_testkit::topic_name("failover");
     baton::Admin::new(&client)
         .create_topics([NewTopic::new(topic.clone(), 3, 3).config("min.insync.replicas", "2")])
         .await

@@ -12,8 +12,9 @@ use baton::producer::{
 };
 use baton::{Consumer, ProduceError, Producer, ProducerRecord, StartOffset};
 use baton_protocol::record::{RecordBatchBuilder, BATCH_HEADER_LEN};
+use baton_testkit::{seed, Rng, RngExt};
 use bytes::Bytes;
-use client_util::{broker_and_client, create_topic, seed, Rng};
+use client_util::{broker_and_client, create_topic};
 
 /// An independent transcription of the Java client's `Utils.murmur2`, in Java's
 /// signed 32-bit arithmetic (`>>>` is a logical shift of the bits), to check the
@@ -110,7 +111,7 @@ fn murmur2_agrees_with_the_reference_on_random_keys() {
     let seed = seed();
     let mut rng = Rng::new(seed);
     for _ in 0..100_000 {
-        let key = rng.bytes(64);
+        let key = rng.bytes_up_to(64);
         assert_eq!(murmur2(&key), java_murmur2(&key), "seed {seed}: {key:?}");
         let n = 1 + rng.below(1000) as i32;
         assert_eq!(partition_for_key(&key, n), java_partition(&key, n));
@@ -133,7 +134,7 @@ async fn ten_thousand_keys_land_where_the_java_client_puts_them() {
         while keys.len() < KEYS {
             // Text keys like real ones, plus raw bytes of every length 0-40.
             let key = match rng.below(3) {
-                0 => Bytes::from(rng.bytes(40)),
+                0 => Bytes::from(rng.bytes_up_to(40)),
                 _ => Bytes::from(format!("customer-{}", rng.below(1 << 40))),
             };
             keys.insert(key);

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use baton::{Consumer, Producer, ProducerRecord, RecordHeader, StartOffset};
+use baton_testkit::{seed, Rng, RngExt};
 use bytes::Bytes;
-use client_util::{broker_and_client, create_topic, seed, Rng};
+use client_util::{broker_and_client, create_topic};
 
 const RECORDS: usize = 100_000;
 const PARTITIONS: i32 = 3;
@@ -17,17 +18,17 @@ fn random_record(rng: &mut Rng, topic: &str, i: usize) -> ProducerRecord {
     let mut r = ProducerRecord::new(topic).timestamp(1_700_000_000_000 + i as i64);
     // ~10% null keys (round robin), the rest keyed.
     if rng.below(10) != 0 {
-        r.key = Some(Bytes::from(rng.bytes(24)));
+        r.key = Some(Bytes::from(rng.bytes_up_to(24)));
     }
     r.value = match rng.below(20) {
         0 | 1 => None,
         2 => Some(Bytes::new()),
-        _ => Some(Bytes::from(rng.bytes(200))),
+        _ => Some(Bytes::from(rng.bytes_up_to(200))),
     };
     for h in 0..rng.below(4) {
         let value = match rng.below(4) {
             0 => None,
-            _ => Some(Bytes::from(rng.bytes(16))),
+            _ => Some(Bytes::from(rng.bytes_up_to(16))),
         };
         r.headers
             .push(RecordHeader::new(format!("h{h}-{}", rng.below(3)), value));

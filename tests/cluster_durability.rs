@@ -11,8 +11,8 @@ use std::time::Duration;
 use baton::{Acks, Admin, NewTopic, Producer, ProducerRecord};
 use baton_broker::cluster::TruncationMode;
 use baton_broker::Cluster;
-use client_util::topic_name;
-use cluster_util::{check_history, client, init_logging, value};
+use baton_testkit::topic_name;
+use cluster_util::{check_history, client, value};
 
 const LONG: Duration = Duration::from_secs(90);
 
@@ -38,7 +38,7 @@ async fn produce_all(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
-    init_logging();
+    baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::builder()
         .brokers(3)
@@ -130,7 +130,7 @@ async fn returning_node_truncates_its_divergent_suffix_by_offsets_for_leader_epo
 }
 
 async fn divergent_suffix(mode: TruncationMode) {
-    init_logging();
+    baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::builder()
         .brokers(2)

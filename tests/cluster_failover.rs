@@ -16,7 +16,7 @@ use cluster_util::{check_history, client, value};
 use tokio::sync::mpsc;
 
 mod client_util;
-use client_util::topic_name;
+use baton_testkit::topic_name;
 
 const LONG: Duration = Duration::from_secs(90);
 
@@ -85,7 +85,7 @@ async fn wait_acked(load: &Load, at_least: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
-    cluster_util::init_logging();
+    baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::builder()
         .brokers(3)

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use baton::{Acks, Admin, Client, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_broker::Cluster;
+use baton_testkit::topic_name;
 use bytes::Bytes;
-use client_util::topic_name;
 
 const RECORDS: usize = 50_000;
 

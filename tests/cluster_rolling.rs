@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use baton::{Acks, Admin, DeliveryFuture, NewTopic, Producer, ProducerRecord};
 use baton_broker::Cluster;
-use client_util::topic_name;
-use cluster_util::{check_history, client, init_logging, value, LiveConsumer};
+use baton_testkit::topic_name;
+use cluster_util::{check_history, client, value, LiveConsumer};
 use tokio::sync::mpsc;
 
 const LONG: Duration = Duration::from_secs(90);
@@ -25,7 +25,7 @@ const PARTITIONS: i32 = 6;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn graceful_rolling_restart_loses_no_acks_1_record_with_rf_2() {
-    init_logging();
+    baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::builder()
         .brokers(3)
@@ -196,7 +196,7 @@ fn venv_python() -> std::path::PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
-    init_logging();
+    baton_testkit::init_tracing();
     let python = tokio::task::spawn_blocking(venv_python).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::builder()

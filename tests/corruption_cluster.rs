@@ -15,8 +15,8 @@ use baton::{Acks, Admin, Client, NewTopic, Producer, ProducerRecord};
 use baton_broker::cluster::FramingDamage;
 use baton_broker::corruption::{CorruptionEvent, CorruptionKind, Where};
 use baton_broker::Cluster;
-use client_util::topic_name;
-use cluster_util::{client, init_logging, value, LiveConsumer};
+use baton_testkit::topic_name;
+use cluster_util::{client, value, LiveConsumer};
 
 const LONG: Duration = Duration::from_secs(120);
 
@@ -36,7 +36,7 @@ async fn setup(prefix: &str, scrub_rate: u64) -> Setup {
 /// after the repaired former leader rejoins the ISR (otherwise leadership may move
 /// back to it before a test has looked).
 async fn setup_with(prefix: &str, scrub_rate: u64, auto_preferred_leader: bool) -> Setup {
-    init_logging();
+    baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let cluster = Cluster::builder()
         .brokers(3)

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use baton::{Acks, Admin, Client, Consumer, ConsumerError, Producer, ProducerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
-use client_util::topic_name;
+use baton_testkit::topic_name;
 use cluster_util::{parse, value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -102,7 +102,7 @@ async fn proxy(flipper: Arc<Flipper>, target: Arc<Mutex<Option<SocketAddr>>>) ->
 
 /// A broker reachable only through the flipping proxy, and a client on it.
 async fn setup(flips: u64) -> (BrokerHandle, Client, Arc<Flipper>, String) {
-    cluster_util::init_logging();
+    baton_testkit::init_tracing();
     let flipper = Arc::new(Flipper {
         flips: AtomicU64::new(0),
         done: AtomicU64::new(0),

@@ -20,7 +20,7 @@
 //! partition. Baton's own producer writes the same records with each codec
 //! (the script dumps them to a file the test reads), and both Python clients
 //! read them back the same way. The seed is printed by every test and
-//! `BATON_INTEROP_SEED=N` replays it.
+//! `BATON_SEED=N` replays it.
 //!
 //! Consumer groups: three `group-member` processes of one client library
 //! subscribe to a 6-partition topic and commit after every poll; one leaves,
@@ -48,7 +48,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
+
+use baton_testkit::seed;
 
 use baton::producer::partition_for_key;
 use baton::{Compression, ProducerRecord};
@@ -378,10 +380,7 @@ fn with_broker_runtime<T>(
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let _ = tracing_subscriber::fmt()
-        .with_test_writer()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .try_init();
+    baton_testkit::init_tracing();
     let broker = runtime
         .block_on(Broker::start(BrokerConfig {
             listen: "127.0.0.1:0".parse().expect("listen address"),
@@ -393,22 +392,6 @@ fn with_broker_runtime<T>(
     let out = f(&runtime, &bootstrap);
     runtime.block_on(broker.shutdown());
     out
-}
-
-/// A seed from `BATON_INTEROP_SEED`, or a fresh one; printed either way.
-fn seed() -> u64 {
-    let seed = match std::env::var("BATON_INTEROP_SEED") {
-        Ok(s) => s.trim().parse().expect("BATON_INTEROP_SEED is a u64"),
-        Err(_) => {
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            (nanos as u64) % 1_000_000_007
-        }
-    };
-    println!("interop seed = {seed} (set BATON_INTEROP_SEED={seed} to replay)");
-    seed
 }
 
 /// A topic name no other test uses.

@@ -8,7 +8,7 @@
 //! `RESULT {json}` line.
 //!
 //! Records are seeded here (`baton_protocol::testing::Rng`, seed printed,
-//! `BATON_INTEROP_SEED=N` replays): unique keys carrying the record's id, empty,
+//! `BATON_SEED=N` replays): unique keys carrying the record's id, empty,
 //! small and 100 KiB values, headers with repeated, empty and non-ASCII names. A
 //! Go producer sends them to the partitions they name and reports each outcome; a
 //! Go consumer writes back everything it received, and the history checker

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use apache_kafka_util::kafka_version;
 use baton::{Admin, Client, NewTopic};
 use baton_broker::{Broker, BrokerConfig, Cluster};
-use client_util::topic_name;
+use baton_testkit::topic_name;
 use interop_java_util::mixed_group::{self, Strategy};
 use interop_java_util::{field, harness, int, java, Jvm};
 use tokio::runtime::Runtime;

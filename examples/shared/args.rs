@@ -1,5 +1,6 @@
 //! Command-line flags shared by the examples: `--flag value` pairs read one by
-//! one, `-h`/`--help` printing the example's help, and a clock-based default seed.
+//! one and `-h`/`--help` printing the example's help
+//! (the default seed is `baton_testkit::seed()`).
 
 use std::fmt::Display;
 use std::str::FromStr;
@@ -42,15 +43,6 @@ impl Args {
             .ok_or_else(|| format!("{flag} needs a value"))?;
         raw.parse().map_err(|e| format!("{flag}: {e}"))
     }
-}
-
-/// A seed from the clock, for runs that do not name one (each example prints
-/// the seed it used, so a run can be repeated).
-pub fn clock_seed() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(1)
 }
 
 /// The error for a flag the example does not know.

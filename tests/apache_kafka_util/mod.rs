@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use baton::Client;
 
-use crate::client_util::Rng;
+use baton_testkit::Rng;
 
 /// The Maven project that pins the Kafka release.
 const POM: &str = include_str!("../apache-kafka/pom.xml");

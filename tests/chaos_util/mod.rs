@@ -16,50 +16,6 @@ use baton_broker::Cluster;
 /// Partitions of the chaos topic.
 pub const PARTITIONS: i32 = 3;
 
-/// The seed from `BATON_CHAOS_SEED`, else from the clock; printed either way.
-pub fn seed(scenario: &str) -> u64 {
-    let seed = std::env::var("BATON_CHAOS_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
-    eprintln!("[{scenario}] seed = {seed} (replay with BATON_CHAOS_SEED={seed})");
-    seed
-}
-
-/// A small seeded generator (splitmix64).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator for `seed`.
-    pub fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-
-    /// The next value.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A value in `0..n`.
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n.max(1)
-    }
-
-    /// A duration between `lo` and `hi` milliseconds.
-    pub fn millis(&mut self, lo: u64, hi: u64) -> Duration {
-        Duration::from_millis(lo + self.below(hi.saturating_sub(lo) + 1))
-    }
-}
-
 /// A cluster of 3 on disk with a replicated topic (`min.insync.replicas=2`).
 pub struct Setup {
     pub cluster: Cluster,

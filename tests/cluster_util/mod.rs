@@ -74,17 +74,6 @@ impl History {
     }
 }
 
-/// Installs a log subscriber once (filter from `RUST_LOG`, default `warn`).
-pub fn init_logging() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_test_writer()
-        .try_init();
-}
-
 /// Consumes partitions `0..partitions` of `topic` from the start in the background,
 /// while the test does other things (restarts), until [`LiveConsumer::finish`].
 pub struct LiveConsumer {

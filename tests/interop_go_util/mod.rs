@@ -11,7 +11,9 @@ pub mod records;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub use baton_testkit::seed;
+use std::time::Duration;
 
 /// Upper bound for `go build` (it downloads the pinned modules on a fresh machine).
 const BUILD_TIMEOUT: Duration = Duration::from_secs(600);
@@ -56,22 +58,6 @@ pub fn binary() -> &'static Path {
         Ok(bin) => bin,
         Err(e) => panic!("building the Go interop program failed:\n{e}"),
     }
-}
-
-/// A seed from `BATON_INTEROP_SEED`, or a fresh one; printed either way.
-pub fn seed() -> u64 {
-    let seed = match std::env::var("BATON_INTEROP_SEED") {
-        Ok(s) => s.trim().parse().expect("BATON_INTEROP_SEED is a u64"),
-        Err(_) => {
-            let nanos = SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            (nanos as u64) % 1_000_000_007
-        }
-    };
-    println!("interop seed = {seed} (set BATON_INTEROP_SEED={seed} to replay)");
-    seed
 }
 
 /// A scratch directory for one test's record files, removed on drop.

@@ -24,7 +24,7 @@ use baton::group::{CooperativeStickyAssignor, RangeAssignor};
 use baton::{Admin, Client, GroupConsumer, GroupConsumerBuilder, Producer, ProducerRecord};
 
 use super::{field, int, result, start_harness, Jvm};
-use crate::client_util::topic_name;
+use baton_testkit::topic_name;
 
 /// Partitions of the shared topic: two per member while three are in.
 const PARTITIONS: i32 = 6;

@@ -203,19 +203,4 @@ pub fn topic_name(prefix: &str) -> String {
 }
 
 #[allow(unused_imports)] // not every test file that includes this module draws random values
-pub use baton_protocol::testing::Rng;
-
-/// The seed of a randomised test: `BATON_SEED` if set, else the clock. Printed,
-/// so a failure can be replayed.
-pub fn seed() -> u64 {
-    let seed = std::env::var("BATON_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(1, |d| d.as_nanos() as u64)
-        });
-    println!("seed {seed} (replay with BATON_SEED={seed})");
-    seed
-}
+pub use baton_testkit::{seed, Rng};

@@ -1,0 +1,46 @@
+//! Test support shared by Baton's integration tests, the broker's tests and the
+//! examples, so each helper exists once:
+//!
+//! - [`seed()`]: the one seed of a randomised run (`BATON_SEED`), printed for replay;
+//! - [`Rng`]: the one seeded generator (`baton_protocol::testing::Rng`), with
+//!   [`RngExt`] for the draws tests make often;
+//! - [`init_tracing`]: the one log subscriber;
+//! - [`topic_name`]: a topic name no other test uses;
+//! - [`payload`]: the one self-checking payload format (`baton_broker::history`'s),
+//!   written into a reusable buffer too.
+
+#![deny(unsafe_code, rust_2018_idioms)]
+
+pub mod payload;
+mod seed;
+
+pub use baton_protocol::testing::Rng;
+pub use seed::{seed, RngExt, SEED_VAR};
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Installs a log subscriber once per process that writes to the test output:
+/// filter from `RUST_LOG`, default `warn`. Later calls do nothing.
+pub fn init_tracing() {
+    let _ = tracing_subscriber::fmt()
+        .with_test_writer()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .try_init();
+}
+
+/// A topic name no other test uses (`{prefix}-{pid}-{nanos}-{n}`).
+pub fn topic_name(prefix: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!(
+        "{prefix}-{}-{nanos}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
