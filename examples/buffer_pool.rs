@@ -47,9 +47,9 @@ use bytes::{Bytes, BytesMut};
 
 #[path = "shared/args.rs"]
 mod args;
-#[path = "shared/value.rs"]
-mod value;
-use value::{check_value, fill_value};
+use baton_testkit::payload::{
+    fill_payload, parse_payload, payload, History, ProduceOutcome, HEADER_LEN,
+};
 
 const HELP: &str = "\
 buffer_pool: pooled buffers, 2 s send timeouts and typed cancellation during failover
@@ -62,7 +62,7 @@ OPTIONS:
     --failovers K    broker failures while producing (default 3)
     --single-node    restart the single bundled broker instead of killing leaders
                      of a 3-node cluster
-    --seed S         seed for keys and payloads (default: time-based, printed)
+    --seed S         seed naming the topic (default: BATON_SEED or time-based, printed)
     -h, --help       print this help
 ";
 
@@ -104,8 +104,10 @@ fn parse_args() -> Result<Options, String> {
 /// What the application counts.
 #[derive(Debug, Default)]
 struct Stats {
-    /// Sequence numbers acknowledged.
-    acked: Vec<u64>,
+    /// Records acknowledged.
+    acked: u64,
+    /// Every final outcome, for the history check.
+    history: History,
     /// Records whose delivery failed for good (outcome unknown or not written).
     failed: u64,
     /// Sends that hit the 2 s timeout.
@@ -160,21 +162,30 @@ impl App {
     /// Records a final outcome and drops the producer's copy of the record.
     fn settle(&self, seq: u64, result: Result<RecordMetadata, ProduceError>) {
         let mut st = self.stats.lock().unwrap();
-        match result {
-            Ok(_meta) => st.acked.push(seq),
+        let (_, sum) = parse_payload(&payload(seq, VALUE_SIZE - HEADER_LEN)).expect("a payload");
+        let outcome = match result {
+            Ok(meta) => {
+                st.acked += 1;
+                ProduceOutcome::Acked {
+                    partition: meta.partition,
+                    offset: meta.offset,
+                }
+            }
             Err(e) => {
                 st.failed += 1;
                 eprintln!("record {seq} failed: {e}");
+                ProduceOutcome::Unknown
             }
-        }
+        };
+        st.history.produced(seq, sum, outcome);
         // `result` (and the record it hands back) is dropped here.
     }
 
     /// Sends sequence number `seq` until Baton gives it a final outcome, retrying
     /// at application level only what Baton says was never sent.
-    async fn send_one(self: Arc<Self>, seq: u64, seed: u64) {
+    async fn send_one(self: Arc<Self>, seq: u64) {
         let mut buf = self.take_buffer();
-        fill_value(&mut buf, seq, seed, VALUE_SIZE);
+        fill_payload(&mut buf, seq, VALUE_SIZE);
         let value = buf.freeze();
         // The application's own handle on its buffer, as a Go program keeps its slice.
         let mut mine = value.clone();
@@ -360,7 +371,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // this task injects failures.
     let producing = tokio::spawn({
         let app = app.clone();
-        let (records, seed) = (opts.records, opts.seed);
+        let records = opts.records;
         async move {
             let limit = Arc::new(tokio::sync::Semaphore::new(2_000));
             let mut tasks = tokio::task::JoinSet::new();
@@ -368,7 +379,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let permit = limit.clone().acquire_owned().await.expect("never closed");
                 let app = app.clone();
                 tasks.spawn(async move {
-                    app.send_one(seq, seed).await;
+                    app.send_one(seq).await;
                     drop(permit);
                 });
                 // Spread the sends over the failures.
@@ -391,19 +402,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     producer.close().await;
 
     // Read everything back and check it.
-    let acked: Vec<u64> = app.stats.lock().unwrap().acked.clone();
+    let (acked, mut history) = {
+        let st = app.stats.lock().unwrap();
+        (st.acked, st.history.clone())
+    };
     let mut builder = Consumer::builder(&client);
     for p in 0..PARTITIONS {
         builder = builder.assign(topic.clone(), p, StartOffset::Earliest);
     }
     let mut consumer = builder.build().await?;
-    let mut seen: HashMap<u64, u32> = HashMap::new();
     let mut last_offset: HashMap<i32, i64> = HashMap::new();
-    let (mut consumed, mut corrupted, mut reordered) = (0u64, 0u64, 0u64);
+    // Offsets the consumer delivered out of order. (The history's own reorder
+    // count, of ids within a partition, does not apply: sends run concurrently,
+    // so ids do not reach a partition in order.)
+    let (mut consumed, mut out_of_order) = (0u64, 0u64);
     loop {
         // Read until every acknowledged record arrived, then a little longer to see
         // anything extra (a duplicate would show up there).
-        let wait = if consumed < acked.len() as u64 {
+        let wait = if consumed < acked {
             Duration::from_secs(30)
         } else {
             Duration::from_secs(2)
@@ -415,23 +431,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         consumed += 1;
         if let Some(prev) = last_offset.insert(record.partition, record.offset) {
             if record.offset <= prev {
-                reordered += 1;
+                out_of_order += 1;
             }
         }
-        match record.value.as_deref().and_then(check_value) {
-            Some(seq) => *seen.entry(seq).or_default() += 1,
-            None => corrupted += 1,
-        }
+        // A value overwritten by the pool reads as another id or fails its
+        // checksum; one that is no payload names no record produced: corrupted.
+        let (id, sum) = record
+            .value
+            .as_deref()
+            .and_then(parse_payload)
+            .unwrap_or((u64::MAX, 0));
+        history.consumed(record.partition, record.offset, id, sum);
     }
     drop(consumer);
     brokers.shutdown().await;
 
     let st = app.stats.lock().unwrap();
-    let duplicated: u64 = seen.values().map(|&n| n as u64 - 1).sum();
-    let lost = acked.iter().filter(|s| !seen.contains_key(s)).count() as u64;
+    let report = history.check();
     println!();
     println!("records produced            {}", opts.records);
-    println!("records acknowledged        {}", acked.len());
+    println!("records acknowledged        {acked}");
     println!("delivery failures           {}", st.failed);
     println!("send timeouts (2 s)         {}", st.timeouts);
     println!("  never sent, sent again    {}", st.never_sent);
@@ -440,11 +459,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("buffers reclaimed           {}", st.reclaimed);
     println!("reclaims refused (held)     {}", st.refused);
     println!("records consumed            {consumed}");
-    println!("lost                        {lost}");
-    println!("duplicated                  {duplicated}");
-    println!("reordered                   {reordered}");
-    println!("corrupted                   {corrupted}");
-    if lost + duplicated + reordered + corrupted > 0 {
+    println!("lost                        {}", report.lost);
+    println!("duplicated                  {}", report.duplicated);
+    println!("reordered                   {out_of_order}");
+    println!("corrupted                   {}", report.corrupted);
+    if report.lost + report.duplicated + report.corrupted + out_of_order > 0 {
         eprintln!("history check FAILED (seed {})", opts.seed);
         std::process::exit(1);
     }

@@ -22,9 +22,7 @@ use bytes::{Bytes, BytesMut};
 
 #[path = "shared/args.rs"]
 mod args;
-#[path = "shared/value.rs"]
-mod value;
-use value::{check_value, fill_value};
+use baton_testkit::payload::{fill_payload, parse_payload, History, ProduceOutcome};
 
 const HELP: &str = "\
 quickstart: produce and consume through Baton against the bundled broker
@@ -36,7 +34,7 @@ OPTIONS:
     --records N        records to produce (default 200000)
     --partitions P     partitions of the demo topic (default 3)
     --value-size B     bytes per value, at least 24 (default 100)
-    --seed S           seed for keys and payloads (default: time-based, printed)
+    --seed S           seed naming the topic (default: BATON_SEED or time-based, printed)
     -h, --help         print this help
 ";
 
@@ -124,19 +122,30 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (pool_tx, mut pool_rx) = tokio::sync::mpsc::unbounded_channel::<BytesMut>();
     let reclaimer = tokio::spawn(async move {
         let (mut acked, mut failed, mut reclaimed, mut refused) = (0u64, 0u64, 0u64, 0u64);
+        let mut history = History::new();
         while let Some(delivery) = done_rx.recv().await {
             let delivery: baton::DeliveryFuture = delivery;
-            let record = match delivery.await {
+            let (record, outcome) = match delivery.await {
                 Ok(meta) => {
                     acked += 1;
-                    Some(meta.into_record())
+                    let outcome = ProduceOutcome::Acked {
+                        partition: meta.partition,
+                        offset: meta.offset,
+                    };
+                    (Some(meta.into_record()), outcome)
                 }
                 Err(e) => {
                     failed += 1;
                     eprintln!("delivery failed: {e}");
-                    e.into_record()
+                    (e.into_record(), ProduceOutcome::Failed)
                 }
             };
+            // Every value handed back is the application's own payload: its id and
+            // checksum go to the history before the buffer returns to the pool.
+            let sent = record.as_ref().and_then(|r| r.value.as_deref());
+            if let Some((id, sum)) = sent.and_then(parse_payload) {
+                history.produced(id, sum, outcome);
+            }
             if let Some(value) = record.and_then(|r| r.value) {
                 match value.try_into_mut() {
                     Ok(buf) => {
@@ -147,7 +156,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
             }
         }
-        (acked, failed, reclaimed, refused)
+        (acked, failed, reclaimed, refused, history)
     });
 
     let started = Instant::now();
@@ -160,7 +169,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 BytesMut::with_capacity(opts.value_size)
             }
         };
-        fill_value(&mut buf, seq, opts.seed, opts.value_size);
+        fill_payload(&mut buf, seq, opts.value_size);
         let value: Bytes = buf.freeze();
         let record = ProducerRecord::new(topic.clone())
             .key(Bytes::from(format!("key-{}", seq % 1000)))
@@ -170,7 +179,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     drop(done_tx);
     producer.flush().await;
-    let (acked, failed, reclaimed, refused) = reclaimer.await?;
+    let (acked, failed, reclaimed, refused, mut history) = reclaimer.await?;
     let produce_secs = started.elapsed().as_secs_f64();
     println!(
         "produced {} records in {:.2}s ({:.0} records/s), {} buffers allocated, {} reclaimed through try_into_mut, {} refused",
@@ -183,9 +192,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
 
     // Read everything back and check it.
-    let mut seen: HashMap<u64, u32> = HashMap::new();
     let mut last_offset: HashMap<i32, i64> = HashMap::new();
-    let (mut consumed, mut corrupted, mut reordered) = (0u64, 0u64, 0u64);
+    // Offsets a consumer delivered out of order (the history counts records whose
+    // ids are out of order within a partition).
+    let (mut consumed, mut out_of_order) = (0u64, 0u64);
     let consume_start = Instant::now();
     while consumed < acked {
         let record = match tokio::time::timeout(Duration::from_secs(30), consumer.recv()).await {
@@ -198,17 +208,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         consumed += 1;
         if let Some(prev) = last_offset.insert(record.partition, record.offset) {
             if record.offset <= prev {
-                reordered += 1;
+                out_of_order += 1;
             }
         }
-        match record.value.as_deref().and_then(check_value) {
-            Some(seq) => *seen.entry(seq).or_default() += 1,
-            None => corrupted += 1,
-        }
+        // A value that is no payload names no record produced: corrupted.
+        let (id, sum) = record
+            .value
+            .as_deref()
+            .and_then(parse_payload)
+            .unwrap_or((u64::MAX, 0));
+        history.consumed(record.partition, record.offset, id, sum);
     }
     let consume_secs = consume_start.elapsed().as_secs_f64();
-    let duplicated: u64 = seen.values().map(|&n| n as u64 - 1).sum();
-    let lost = acked.saturating_sub(seen.len() as u64);
+    let report = history.check();
     producer.close().await;
     broker.shutdown().await;
 
@@ -221,11 +233,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("records acknowledged {acked}");
     println!("delivery failures    {failed}");
     println!("records consumed     {consumed}");
-    println!("lost                 {lost}");
-    println!("duplicated           {duplicated}");
-    println!("reordered            {reordered}");
-    println!("corrupted            {corrupted}");
-    if lost + duplicated + reordered + corrupted + failed > 0 {
+    println!("lost                 {}", report.lost);
+    println!("duplicated           {}", report.duplicated);
+    println!("reordered            {}", report.reordered);
+    println!("corrupted            {}", report.corrupted);
+    println!("delivered out of order {out_of_order}");
+    println!("history              {report}");
+    if !report.passed() || out_of_order + failed > 0 {
         eprintln!("history check FAILED (seed {})", opts.seed);
         std::process::exit(1);
     }

@@ -55,14 +55,12 @@ use baton::{
 use baton_broker::history::{History, ProduceOutcome};
 use baton_broker::Cluster;
 use baton_testkit::Rng;
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 #[path = "shared/args.rs"]
 mod args;
-#[path = "shared/value.rs"]
-mod value;
-use value::{check_value, fill_value};
+use baton_testkit::payload::{fill_payload, intact_id, parse_payload};
 
 const HELP: &str = "\
 rolling_restart: an application rides a rolling restart, a leader kill and a corrupted
@@ -78,7 +76,7 @@ OPTIONS:
                       until they are over
     --nodes N         broker nodes in the cluster, at least 3 (default 3); the topic
                       has 2 partitions per node and replication factor 3
-    --seed S          seed for payloads and for choosing faults (default: time-based,
+    --seed S          seed for choosing faults (default: BATON_SEED or time-based,
                       printed so that a run can be repeated)
     --rate R          records produced per second (default 10000)
     --out PATH        where to write the SVG timeline chart
@@ -205,7 +203,6 @@ struct ProduceStats {
 /// State shared by the application's tasks, the fault driver and the display.
 struct App {
     t0: Instant,
-    seed: u64,
     topic: String,
     partitions: i32,
     producer: Producer,
@@ -290,10 +287,10 @@ impl App {
     /// value's CRC-32C (what the history checker compares reads against).
     fn record(&self, seq: u64) -> (ProducerRecord, Bytes, u32) {
         let mut buf = self.take_buffer();
-        fill_value(&mut buf, seq, self.seed, VALUE_SIZE);
+        fill_payload(&mut buf, seq, VALUE_SIZE);
         let value = buf.freeze();
         let mine = value.clone();
-        let checksum = crc32c::crc32c(&value);
+        let (_, checksum) = parse_payload(&value).expect("a payload parses");
         let record = ProducerRecord::new(self.topic.clone())
             .partition((seq % self.partitions as u64) as i32)
             .key(Bytes::from(format!("key-{}", seq % 1000)))
@@ -340,16 +337,16 @@ impl App {
     /// the application's own check passes (intact CRC, right partition).
     fn observe(&self, record: &baton::ConsumerRecord) -> bool {
         let value = record.value.as_deref().unwrap_or_default();
-        let checked = check_value(value);
-        // A damaged value still names the record it claims to be.
-        let seq = checked.or_else(|| value.get(..8).map(|mut b| b.get_u64()));
-        let id = seq.map_or(u64::MAX, |s| self.id_of(s));
-        self.history.lock().unwrap().consumed(
-            record.partition,
-            record.offset,
-            id,
-            crc32c::crc32c(value),
-        );
+        let checked = intact_id(value);
+        // A damaged value still names the record it claims to be, and reports a
+        // checksum the producer never recorded.
+        let parsed = parse_payload(value);
+        let id = parsed.map_or(u64::MAX, |(seq, _)| self.id_of(seq));
+        let sum = parsed.map_or(0, |(_, sum)| sum);
+        self.history
+            .lock()
+            .unwrap()
+            .consumed(record.partition, record.offset, id, sum);
         checked.is_some_and(|s| (s % self.partitions as u64) as i32 == record.partition)
     }
 
@@ -1140,7 +1137,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build();
     let app = Arc::new(App {
         t0: Instant::now(),
-        seed: opts.seed,
         topic: topic.clone(),
         partitions,
         producer: producer.clone(),

@@ -250,7 +250,7 @@ async fn idempotence_settings_are_checked() {
 async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
     use baton::{CancelOutcome, NewTopic};
     use baton_broker::Cluster;
-    use bytes::{Buf, BufMut, BytesMut};
+    use baton_testkit::payload::{intact_id, payload};
     use std::collections::{HashMap, HashSet};
 
     const RECORDS: u64 = 6_000;
@@ -280,18 +280,9 @@ async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
         .request_timeout(Duration::from_secs(3))
         .build();
 
-    fn value(seq: u64, seed: u64) -> Bytes {
-        let mut b = BytesMut::with_capacity(32);
-        b.put_u64(seq);
-        b.put_u64(seed ^ seq.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-        b.put_u64(seq.rotate_left(17));
-        let crc = crc32c::crc32c(&b);
-        b.put_u32(crc);
-        b.freeze()
-    }
-    fn check(v: &[u8]) -> Option<u64> {
-        let (body, mut crc) = v.split_at(v.len().checked_sub(4)?);
-        (crc32c::crc32c(body) == crc.get_u32()).then(|| (&body[..8]).get_u64())
+    // The self-checking payload of `baton_broker::history` (id, CRC-32C, filler).
+    fn value(seq: u64) -> Bytes {
+        Bytes::from(payload(seq, 20))
     }
 
     #[derive(Default)]
@@ -311,7 +302,7 @@ async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
             for seq in 0..RECORDS {
                 let record = ProducerRecord::new(topic.clone())
                     .key(Bytes::from(format!("k{}", seq % 31)))
-                    .value(value(seq, seed));
+                    .value(value(seq));
                 // Sends are accepted in sequence order, from this one task.
                 let mut d = producer.send(record).await.expect("accepted");
                 let producer = producer.clone();
@@ -393,7 +384,7 @@ async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
         };
         let r = r.unwrap();
         consumed += 1;
-        let Some(seq) = r.value.as_deref().and_then(check) else {
+        let Some(seq) = r.value.as_deref().and_then(intact_id) else {
             corrupted += 1;
             continue;
         };

@@ -112,9 +112,9 @@ async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
     producer.close().await;
 
     let history = check_history(&client, &topic, 1, &acked, Duration::from_secs(20)).await;
-    assert_eq!(history.lost, 0, "{history:?}");
-    assert_eq!(history.corrupted, 0, "{history:?}");
-    assert_eq!(history.duplicated, 0, "{history:?}");
+    assert_eq!(history.lost(), 0, "{history:?}");
+    assert_eq!(history.corrupted(), 0, "{history:?}");
+    assert_eq!(history.duplicated(), 0, "{history:?}");
     eprintln!("timeline:\n{}", cluster.timeline_text());
     cluster.shutdown().await;
 }

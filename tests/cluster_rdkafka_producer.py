@@ -7,28 +7,24 @@ Produces COUNT self-checking records (acks=all, idempotence off) at a steady pac
 so that the test can restart nodes meanwhile, then prints one
 `RESULT {"acked": [[id, partition, offset], ...], "failed": N}` line.
 
-Values are `id=<10 digits>;pad=<id % 50 x>;sum=<FNV-1a 64 of the rest, 16 hex>`,
-the same format as `tests/cluster_util/mod.rs`.
+Values are the self-checking payloads of `baton_broker::history` (id, CRC-32C,
+`id % 50` filler bytes), written by `tests/interop/history_payload.py`, as
+`tests/cluster_util/mod.rs` writes them.
 """
 
 import json
+import os
 import sys
 import time
 
 from confluent_kafka import Producer
 
-
-def fnv(data):
-    h = 0xCBF29CE484222325
-    for b in data:
-        h ^= b
-        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "interop"))
+import history_payload  # noqa: E402
 
 
 def value(i):
-    body = ("id=%010d;pad=%s" % (i, "x" * (i % 50))).encode()
-    return body + (";sum=%016x" % fnv(body)).encode()
+    return history_payload.payload(i, i % 50)
 
 
 def main():

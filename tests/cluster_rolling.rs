@@ -134,13 +134,13 @@ async fn graceful_rolling_restart_loses_no_acks_1_record_with_rf_2() {
     let (acked, failed) = collector.await.unwrap();
     eprintln!("acknowledged {} records, {failed} failed", acked.len());
     let during = live.finish(&acked).await;
-    assert_eq!(during.lost, 0, "consumed during the restarts: {during:?}");
-    assert_eq!(during.corrupted, 0, "{during:?}");
-    assert_eq!(during.moved, 0, "{during:?}");
+    assert_eq!(during.lost(), 0, "consumed during the restarts: {during:?}");
+    assert_eq!(during.corrupted(), 0, "{during:?}");
+    assert_eq!(during.moved(), 0, "{during:?}");
     let history = check_history(&client, &topic, PARTITIONS, &acked, Duration::from_secs(20)).await;
-    assert_eq!(history.lost, 0, "{history:?}");
-    assert_eq!(history.corrupted, 0, "{history:?}");
-    assert_eq!(history.moved, 0, "{history:?}");
+    assert_eq!(history.lost(), 0, "{history:?}");
+    assert_eq!(history.corrupted(), 0, "{history:?}");
+    assert_eq!(history.moved(), 0, "{history:?}");
     eprintln!("timeline:\n{}", cluster.timeline_text());
     cluster.shutdown().await;
 }
@@ -288,11 +288,11 @@ async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
     eprintln!("librdkafka: {} acknowledged, {failed} failed", acked.len());
     assert!(!acked.is_empty(), "nothing acknowledged\n{stderr}");
     let during = live.finish(&acked).await;
-    assert_eq!(during.lost, 0, "consumed during the restarts: {during:?}");
-    assert_eq!(during.corrupted, 0, "{during:?}");
+    assert_eq!(during.lost(), 0, "consumed during the restarts: {during:?}");
+    assert_eq!(during.corrupted(), 0, "{during:?}");
     let history = check_history(&client, &topic, 3, &acked, Duration::from_secs(20)).await;
-    assert_eq!(history.lost, 0, "{history:?}");
-    assert_eq!(history.corrupted, 0, "{history:?}");
+    assert_eq!(history.lost(), 0, "{history:?}");
+    assert_eq!(history.corrupted(), 0, "{history:?}");
     eprintln!("timeline:\n{}", cluster.timeline_text());
     cluster.shutdown().await;
 }

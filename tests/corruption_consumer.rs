@@ -21,6 +21,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const FETCH: i16 = 1;
+/// Records the tests produce.
+const RECORDS: u64 = 200;
 
 /// Flips one byte of the first record value in Fetch responses, `flips` times.
 struct Flipper {
@@ -81,12 +83,13 @@ async fn proxy(flipper: Arc<Flipper>, target: Arc<Mutex<Option<SocketAddr>>>) ->
                         .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
                     let is_fetch = corr.is_some_and(|c| fetches.lock().unwrap().remove(&c));
                     if is_fetch {
-                        if let Some(at) = resp.windows(4).position(|w| w == b"sum=") {
+                        if let Some(at) = first_value(&resp) {
                             let left = fl.flips.load(Ordering::SeqCst);
                             if left > 0 {
                                 fl.flips.store(left - 1, Ordering::SeqCst);
                                 fl.done.fetch_add(1, Ordering::SeqCst);
-                                resp[at + 4] ^= 0x01;
+                                // A bit of the value's own checksum (after its id).
+                                resp[at + 8] ^= 0x01;
                             }
                         }
                     }
@@ -98,6 +101,15 @@ async fn proxy(flipper: Arc<Flipper>, target: Arc<Mutex<Option<SocketAddr>>>) ->
         }
     });
     addr
+}
+
+/// Where the first of the test's values (`value(id)`, `id < RECORDS`) starts in
+/// `frame`.
+fn first_value(frame: &[u8]) -> Option<usize> {
+    (0..frame.len().saturating_sub(12)).find(|&i| {
+        let id = u64::from_be_bytes(frame[i..i + 8].try_into().unwrap());
+        id < RECORDS && frame[i..].starts_with(&value(id))
+    })
 }
 
 /// A broker reachable only through the flipping proxy, and a client on it.
@@ -125,7 +137,7 @@ async fn setup(flips: u64) -> (BrokerHandle, Client, Arc<Flipper>, String) {
         .expect("topic");
     let producer = Producer::builder(&client).acks(Acks::All).build();
     let mut pending = Vec::new();
-    for id in 0..200u64 {
+    for id in 0..RECORDS {
         let r = ProducerRecord::new(topic.clone()).value(value(id));
         pending.push(producer.send(r).await.expect("accepted"));
     }

@@ -1,14 +1,18 @@
 //! Helpers shared by the `cluster_*` integration tests: a client on an in-process
-//! cluster, self-checking record values and a history checker.
+//! cluster, self-checking record values (the payload of `baton_broker::history`)
+//! and the check of what a consumer read, by that history checker.
 
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::{Client, Consumer, StartOffset};
+use baton::{Client, Consumer, ConsumerRecord, StartOffset};
 use baton_broker::Cluster;
+use baton_testkit::payload::{
+    intact_id, parse_payload, payload, History, HistoryReport, ProduceOutcome,
+};
 use bytes::Bytes;
 
 /// Acknowledged records: id -> (partition, offset).
@@ -24,61 +28,125 @@ pub async fn client(cluster: &Cluster) -> Client {
         .expect("client connects")
 }
 
-/// FNV-1a, to make values self-checking.
-fn fnv(data: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in data {
-        h ^= *b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
-/// The value of record `id`: its id, some padding, and a checksum of both.
+/// The value of record `id`: the self-checking payload of `baton_broker::history`
+/// with `id % 50` filler bytes.
 pub fn value(id: u64) -> Bytes {
-    let body = format!("id={id:010};pad={}", "x".repeat((id % 50) as usize));
-    Bytes::from(format!("{body};sum={:016x}", fnv(body.as_bytes())))
+    Bytes::from(payload(id, (id % 50) as usize))
 }
 
-/// The id in a value, or `None` if the value is not one [`value`] made (corrupted).
+/// The id in a value, or `None` if the value is not an intact [`value`] (corrupted).
 pub fn parse(v: &[u8]) -> Option<u64> {
-    let s = std::str::from_utf8(v).ok()?;
-    let (body, sum) = s.rsplit_once(";sum=")?;
-    if u64::from_str_radix(sum, 16).ok()? != fnv(body.as_bytes()) {
-        return None;
-    }
-    body.strip_prefix("id=")?.split(';').next()?.parse().ok()
+    intact_id(v)
 }
 
-/// Counts from comparing acknowledged records with consumed ones.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct History {
-    /// Records acknowledged to the producer.
-    pub acked: usize,
-    /// Records consumed (all copies).
+/// What a consumer read, checked by `baton_broker::history` against what was
+/// acknowledged.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    /// The history checker's counts.
+    pub report: HistoryReport,
+    /// Records consumed (every read, a re-read of an offset included).
     pub consumed: usize,
-    /// Acknowledged but never consumed.
-    pub lost: usize,
-    /// Consumed more than once.
-    pub duplicated: usize,
-    /// Consumed values that fail their checksum.
-    pub corrupted: usize,
-    /// Consumed at an offset other than the acknowledged one.
-    pub moved: usize,
+    /// Reads of a (partition, offset) already read (a consumer that delivers a
+    /// record twice; counted as duplicates).
+    pub repeated_reads: u64,
 }
 
-impl History {
+impl Checked {
+    /// Acknowledged but never consumed.
+    pub fn lost(&self) -> u64 {
+        self.report.lost
+    }
+
+    /// Extra copies of acknowledged records: at other offsets, or the same offset
+    /// delivered again.
+    pub fn duplicated(&self) -> u64 {
+        self.report.duplicated + self.repeated_reads
+    }
+
+    /// Consumed values that fail their checksum.
+    pub fn corrupted(&self) -> u64 {
+        self.report.corrupted
+    }
+
+    /// Acknowledged records consumed at an offset other than the acknowledged one.
+    pub fn moved(&self) -> u64 {
+        self.report.moved
+    }
+
     /// Whether nothing acknowledged was lost, duplicated, corrupted or moved.
     pub fn is_clean(&self) -> bool {
-        self.lost == 0 && self.duplicated == 0 && self.corrupted == 0 && self.moved == 0
+        self.lost() == 0 && self.duplicated() == 0 && self.corrupted() == 0 && self.moved() == 0
     }
+}
+
+/// One consumed record: partition, offset and its parsed payload.
+type Read = (i32, i64, Option<(u64, u32)>);
+
+/// Records `r` in `reads`, and its id in `seen` if its value is intact.
+fn record(r: &ConsumerRecord, reads: &mut Vec<Read>, seen: &mut HashSet<u64>) {
+    let value = r.value.as_deref();
+    if let Some(id) = value.and_then(parse) {
+        seen.insert(id);
+    }
+    reads.push((r.partition, r.offset, value.and_then(parse_payload)));
+}
+
+/// The checksum a [`value`] of `id` carries.
+fn checksum(id: u64) -> u32 {
+    parse_payload(&value(id)).expect("a payload parses").1
+}
+
+/// Checks `reads` against `acked` with `baton_broker::history`. Intact values of
+/// ids never acknowledged (failed or unknown sends that were written anyway) are
+/// allowed once, as the history's unacknowledged-present; their further copies
+/// are not counted as duplicates. A value that is not a payload counts as corrupted.
+fn compare(acked: &Acked, reads: &[Read]) -> Checked {
+    let mut h = History::new();
+    for (&id, &(partition, offset)) in acked {
+        h.produced(
+            id,
+            checksum(id),
+            ProduceOutcome::Acked { partition, offset },
+        );
+    }
+    let mut positions = HashSet::new();
+    let mut unacked_at: HashMap<u64, (i32, i64)> = HashMap::new();
+    let mut repeated_reads = 0;
+    for &(partition, offset, parsed) in reads {
+        if !positions.insert((partition, offset)) {
+            repeated_reads += 1;
+        }
+        match parsed {
+            Some((id, sum)) if !acked.contains_key(&id) && sum == checksum(id) => {
+                let first = *unacked_at.entry(id).or_insert((partition, offset));
+                if first == (partition, offset) {
+                    h.produced(id, sum, ProduceOutcome::Unknown);
+                    h.consumed(partition, offset, id, sum);
+                }
+            }
+            Some((id, sum)) => h.consumed(partition, offset, id, sum),
+            // Not a payload at all: an id never produced, so corrupted.
+            None => h.consumed(partition, offset, u64::MAX, 0),
+        }
+    }
+    let checked = Checked {
+        report: h.check(),
+        consumed: reads.len(),
+        repeated_reads,
+    };
+    if checked.lost() > 0 {
+        let lost = h.lost_ids();
+        eprintln!("lost ids (first 5): {:?}", &lost[..lost.len().min(5)]);
+    }
+    checked
 }
 
 /// Consumes partitions `0..partitions` of `topic` from the start in the background,
 /// while the test does other things (restarts), until [`LiveConsumer::finish`].
 pub struct LiveConsumer {
     target: Arc<Mutex<Option<Acked>>>,
-    task: tokio::task::JoinHandle<History>,
+    task: tokio::task::JoinHandle<Checked>,
 }
 
 impl LiveConsumer {
@@ -92,8 +160,7 @@ impl LiveConsumer {
         let target: Arc<Mutex<Option<Acked>>> = Arc::new(Mutex::new(None));
         let t = target.clone();
         let task = tokio::spawn(async move {
-            let mut seen: BTreeMap<u64, Vec<(i32, i64)>> = BTreeMap::new();
-            let (mut consumed, mut corrupted) = (0usize, 0usize);
+            let (mut reads, mut seen) = (Vec::new(), HashSet::new());
             let mut idle_since: Option<tokio::time::Instant> = None;
             let deadline_after_target = Duration::from_secs(60);
             let mut target_at: Option<tokio::time::Instant> = None;
@@ -102,20 +169,16 @@ impl LiveConsumer {
                 if let Some(acked) = &acked {
                     let now = tokio::time::Instant::now();
                     let started = *target_at.get_or_insert(now);
-                    let all = acked.keys().all(|id| seen.contains_key(id));
+                    let all = acked.keys().all(|id| seen.contains(id));
                     let idle = idle_since.is_some_and(|s| now - s > Duration::from_secs(2));
                     if (all && idle) || now - started > deadline_after_target {
-                        return compare(acked, &seen, consumed, corrupted);
+                        return compare(acked, &reads);
                     }
                 }
                 match tokio::time::timeout(Duration::from_millis(250), consumer.recv()).await {
                     Ok(Ok(r)) => {
                         idle_since = None;
-                        consumed += 1;
-                        match r.value.as_deref().and_then(parse) {
-                            Some(id) => seen.entry(id).or_default().push((r.partition, r.offset)),
-                            None => corrupted += 1,
-                        }
+                        record(&r, &mut reads, &mut seen);
                     }
                     Ok(Err(e)) => panic!("consumer failed: {e}"),
                     Err(_) => {
@@ -129,43 +192,12 @@ impl LiveConsumer {
 
     /// Tells the consumer what was acknowledged; it returns once it has seen all of it
     /// (and nothing more arrives for 2 s) or 60 s passed.
-    pub async fn finish(self, acked: &HashMap<u64, (i32, i64)>) -> History {
+    pub async fn finish(self, acked: &HashMap<u64, (i32, i64)>) -> Checked {
         *self.target.lock().unwrap() = Some(acked.clone());
         let h = self.task.await.expect("consumer task");
-        eprintln!("live consumer history: {h:?}");
+        eprintln!("live consumer history: {} ({h:?})", h.report);
         h
     }
-}
-
-fn compare(
-    acked: &HashMap<u64, (i32, i64)>,
-    seen: &BTreeMap<u64, Vec<(i32, i64)>>,
-    consumed: usize,
-    corrupted: usize,
-) -> History {
-    let mut h = History {
-        acked: acked.len(),
-        consumed,
-        corrupted,
-        ..Default::default()
-    };
-    for (id, at) in acked {
-        match seen.get(id) {
-            None => h.lost += 1,
-            Some(copies) => {
-                if copies.len() > 1 {
-                    h.duplicated += copies.len() - 1;
-                }
-                if at.1 >= 0 && !copies.contains(at) {
-                    if h.moved < 5 {
-                        eprintln!("record {id} acknowledged at {at:?}, consumed at {copies:?}");
-                    }
-                    h.moved += 1;
-                }
-            }
-        }
-    }
-    h
 }
 
 /// Reads partitions `0..partitions` from the start until every acknowledged id was
@@ -177,39 +209,29 @@ pub async fn check_history(
     partitions: i32,
     acked: &HashMap<u64, (i32, i64)>,
     idle: Duration,
-) -> History {
+) -> Checked {
     let mut builder = Consumer::builder(client);
     for p in 0..partitions {
         builder = builder.assign(topic.to_owned(), p, StartOffset::Earliest);
     }
     let mut consumer = builder.build().await.expect("consumer");
-    let mut seen: BTreeMap<u64, Vec<(i32, i64)>> = BTreeMap::new();
-    let mut h = History {
-        acked: acked.len(),
-        ..Default::default()
-    };
+    let (mut reads, mut seen) = (Vec::new(), HashSet::new());
     // Read everything: until `idle` passes without a record once every acknowledged id
     // was seen (so later duplicates are counted too).
     loop {
-        let all = acked.keys().all(|id| seen.contains_key(id));
+        let all = acked.keys().all(|id| seen.contains(id));
         let wait = if all {
             Duration::from_secs(2).min(idle)
         } else {
             idle
         };
         match tokio::time::timeout(wait, consumer.recv()).await {
-            Ok(Ok(r)) => {
-                h.consumed += 1;
-                match r.value.as_deref().and_then(parse) {
-                    Some(id) => seen.entry(id).or_default().push((r.partition, r.offset)),
-                    None => h.corrupted += 1,
-                }
-            }
+            Ok(Ok(r)) => record(&r, &mut reads, &mut seen),
             Ok(Err(e)) => panic!("consumer failed: {e}"),
             Err(_) => break,
         }
     }
-    let h = compare(acked, &seen, h.consumed, h.corrupted);
-    eprintln!("history: {h:?}");
+    let h = compare(acked, &reads);
+    eprintln!("history: {} ({h:?})", h.report);
     h
 }

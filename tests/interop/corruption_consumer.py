@@ -5,7 +5,8 @@ Usage:
 
 Reads partition PARTITION of TOPIC from the beginning until COUNT distinct
 offsets were received (or the deadline passes), checking every value's own
-checksum (the `id=...;pad=...;sum=<fnv1a-64 hex>` values of the Rust tests).
+checksum (the `baton_broker::history` payloads of the Rust tests, read by
+`history_payload.py`).
 Prints one `RESULT {json}` line: counts, and `pairs`, a string of
 `offset:id` items separated by commas (id -1 for a value that fails its
 checksum). Exits non-zero on failure.
@@ -17,26 +18,13 @@ import sys
 
 from kafka import KafkaConsumer, TopicPartition
 
+import history_payload
+
 TIMEOUT_S = float(os.environ.get("INTEROP_CLIENT_TIMEOUT_S", "120"))
 
 
-def fnv(data):
-    h = 0xCBF29CE484222325
-    for b in data:
-        h ^= b
-        h = (h * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
-    return h
-
-
 def parse(value):
-    try:
-        s = value.decode("utf-8")
-        body, total = s.rsplit(";sum=", 1)
-        if int(total, 16) != fnv(body.encode("utf-8")):
-            return -1
-        return int(body[len("id="):].split(";")[0])
-    except Exception:  # noqa: BLE001 - any malformed value counts as corrupted
-        return -1
+    return history_payload.parse(value)
 
 
 def consume(bootstrap, topic, partition, count):

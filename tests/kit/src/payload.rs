@@ -43,4 +43,15 @@ mod tests {
         assert_eq!(intact_id(&buf), None);
         assert_eq!(intact_id(&[0; 11]), None);
     }
+
+    /// `tests/interop/history_payload.py` writes the same bytes (its output for
+    /// `payload(7, 16)`), so Python tools and Rust tests share one format.
+    #[test]
+    fn python_writes_the_same_bytes() {
+        let hex: String = payload(7, 16).iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            hex,
+            "000000000000000793a150cc0726456483a2c1e0ff1e3d5c7b9ab9d8"
+        );
+    }
 }
