@@ -45,8 +45,7 @@ use baton::{
 use baton_broker::{Broker, BrokerConfig, BrokerHandle, Cluster};
 use bytes::{Bytes, BytesMut};
 
-#[path = "shared/args.rs"]
-mod args;
+use baton_testkit::args;
 use baton_testkit::payload::{
     fill_payload, parse_payload, payload, History, ProduceOutcome, HEADER_LEN,
 };

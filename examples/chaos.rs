@@ -9,15 +9,14 @@
 //! Without `--seed` the seed comes from the clock (or `BATON_SEED`); it is
 //! printed, and the same seed replays the same schedule of faults.
 
-#[path = "../tests/chaos_util/mod.rs"]
-mod chaos_util;
-
 use std::time::{Duration, Instant};
 
 use baton_broker::faults::{Endpoint, RequestFault};
 use baton_protocol::ErrorCode;
+use baton_testkit::chaos::{
+    finish, leader, setup, start_producing, wait_healthy, Setup, PARTITIONS,
+};
 use baton_testkit::{Rng, RngExt};
-use chaos_util::{finish, leader, setup, start_producing, wait_healthy, Setup, PARTITIONS};
 
 /// How long one round produces under faults before it is checked.
 const ROUND: Duration = Duration::from_secs(40);

@@ -20,8 +20,7 @@ use baton::{Acks, Admin, Client, Consumer, Producer, ProducerRecord, StartOffset
 use baton_broker::{Broker, BrokerConfig};
 use bytes::{Bytes, BytesMut};
 
-#[path = "shared/args.rs"]
-mod args;
+use baton_testkit::args;
 use baton_testkit::payload::{fill_payload, parse_payload, History, ProduceOutcome};
 
 const HELP: &str = "\

@@ -58,8 +58,7 @@ use baton_testkit::Rng;
 use bytes::{Bytes, BytesMut};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-#[path = "shared/args.rs"]
-mod args;
+use baton_testkit::args;
 use baton_testkit::payload::{fill_payload, intact_id, parse_payload};
 
 const HELP: &str = "\

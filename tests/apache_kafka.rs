@@ -8,7 +8,6 @@
 //! failure is a bug in Baton, never something to work around in the test.
 
 mod apache_kafka_util;
-mod chaos_util;
 mod client_util;
 mod interop_java_util;
 
@@ -796,15 +795,17 @@ async fn rolling_restart_and_leader_kill_of_a_3_node_cluster_lose_nothing() {
     let client = kafka.client().await;
     let topic = topic_name("ak-rolling");
     Admin::new(&client)
-        .create_topics([NewTopic::new(topic.clone(), chaos_util::PARTITIONS, 3)
-            .config("min.insync.replicas", "2")])
+        .create_topics([
+            NewTopic::new(topic.clone(), baton_testkit::chaos::PARTITIONS, 3)
+                .config("min.insync.replicas", "2"),
+        ])
         .await
         .expect("topic created");
     kafka.wait_fully_replicated(&client).await.unwrap();
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let reader = live_reader(&client, &topic, 0..chaos_util::PARTITIONS, tx).await;
-    let workload = chaos_util::start_producing(&client, &topic, Duration::from_millis(2));
+    let reader = live_reader(&client, &topic, 0..baton_testkit::chaos::PARTITIONS, tx).await;
+    let workload = baton_testkit::chaos::start_producing(&client, &topic, Duration::from_millis(2));
     tokio::time::sleep(Duration::from_secs(2)).await;
     rolling_restart(&kafka, &client, started).await;
     let meta = client.refresh_metadata().await.unwrap();
@@ -868,7 +869,11 @@ async fn field_report_setup_rf2_acks1_partition_consumers_through_rolling_restar
     let client = kafka.client().await;
     let topic = topic_name("ak-field-report");
     Admin::new(&client)
-        .create_topics([NewTopic::new(topic.clone(), chaos_util::PARTITIONS, 2)])
+        .create_topics([NewTopic::new(
+            topic.clone(),
+            baton_testkit::chaos::PARTITIONS,
+            2,
+        )])
         .await
         .expect("topic created");
     kafka.wait_fully_replicated(&client).await.unwrap();
@@ -876,12 +881,16 @@ async fn field_report_setup_rf2_acks1_partition_consumers_through_rolling_restar
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut readers = Vec::new();
-    for p in 0..chaos_util::PARTITIONS {
+    for p in 0..baton_testkit::chaos::PARTITIONS {
         readers.push(live_reader(&client, &topic, [p], tx.clone()).await);
     }
     drop(tx);
-    let workload =
-        chaos_util::start_producing_with(&client, &topic, Duration::from_millis(2), Acks::Leader);
+    let workload = baton_testkit::chaos::start_producing_with(
+        &client,
+        &topic,
+        Duration::from_millis(2),
+        Acks::Leader,
+    );
     tokio::time::sleep(Duration::from_secs(2)).await;
     rolling_restart(&kafka, &client, started).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -899,7 +908,7 @@ async fn field_report_setup_rf2_acks1_partition_consumers_through_rolling_restar
     // A lost record must be missing from Kafka's log too, not only skipped by the
     // live consumers: a fresh consumer reads every partition from the start.
     let mut reread = history.clone();
-    chaos_util::consume_all(&client, &topic, &mut reread).await;
+    baton_testkit::chaos::consume_all(&client, &topic, &mut reread).await;
     assert_eq!(
         reread.lost_ids(),
         lost,
@@ -908,7 +917,7 @@ async fn field_report_setup_rf2_acks1_partition_consumers_through_rolling_restar
     let mut lost_per_partition: BTreeMap<i32, usize> = BTreeMap::new();
     for id in &lost {
         *lost_per_partition
-            .entry((id % chaos_util::PARTITIONS as u64) as i32)
+            .entry((id % baton_testkit::chaos::PARTITIONS as u64) as i32)
             .or_default() += 1;
     }
     let unexplained: Vec<i32> = lost_per_partition

@@ -5,13 +5,11 @@
 //!
 //! Every scenario prints its seed; `BATON_SEED=<seed>` replays the schedule.
 
-mod chaos_util;
-
 use std::time::Duration;
 
 use baton_broker::faults::{Endpoint, RequestFault};
+use baton_testkit::chaos::{finish, leader, setup, start_producing, wait_healthy, PARTITIONS};
 use baton_testkit::{seed, Rng, RngExt};
-use chaos_util::{finish, leader, setup, start_producing, wait_healthy, PARTITIONS};
 
 const PACE: Duration = Duration::from_millis(3);
 
@@ -83,7 +81,7 @@ async fn leader_partitioned_from_followers() {
         .expect("the leader's ISR shrinks to itself");
     s.cluster
         .record(format!("ISR of partition 0 shrank to [{l}]"));
-    let acked_p0 = |w: &chaos_util::Workload| {
+    let acked_p0 = |w: &baton_testkit::chaos::Workload| {
         let h = w.history.lock().unwrap().clone();
         let r = h.check();
         r.acknowledged

@@ -3,7 +3,7 @@
 //! carries the codec, and a retry after a lost response resends the very bytes of
 //! the first attempt.
 //!
-//! The client reaches the broker through `client_util::proxy`, which logs each
+//! The client reaches the broker through `baton_testkit::proxy`, which logs each
 //! Produce request's batches and can drop a response after the broker wrote the
 //! batch.
 
@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use baton::{Compression, Producer, ProducerConfigError, ProducerRecord, RecordHeader};
 use baton_protocol::record::RecordBatch;
+use baton_testkit::proxy::{Proxied, ProxyState};
 use baton_testkit::{seed, Rng, RngExt};
 use bytes::Bytes;
-use client_util::proxy::{Proxied, ProxyState};
 use client_util::{consume_from_start, create_topic};
 
 /// Values that compress like real payloads: JSON-ish text, random bytes, empty and

@@ -12,9 +12,8 @@ mod client_util;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use baton::group::{CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor};
@@ -82,55 +81,6 @@ else:
 out({"closed": True})
 "#;
 
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The interop virtualenv's python, set up once per test binary.
-fn python() -> &'static Result<PathBuf, String> {
-    static PY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    PY.get_or_init(|| {
-        let venv = workspace().join("target").join("interop-venv");
-        let py = venv.join("bin").join("python");
-        let importable = |py: &Path| {
-            Command::new(py)
-                .args(["-c", "import kafka, confluent_kafka"])
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        if py.exists() && importable(&py) {
-            return Ok(py);
-        }
-        if !py.exists() {
-            let ok = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .is_ok_and(|s| s.success());
-            if !ok {
-                return Err(format!("python3 -m venv {} failed", venv.display()));
-            }
-        }
-        let ok = Command::new(&py)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-r",
-            ])
-            .arg(workspace().join("tests/interop/requirements.txt"))
-            .status()
-            .is_ok_and(|s| s.success());
-        if ok && importable(&py) {
-            Ok(py)
-        } else {
-            Err("pip install -r tests/interop/requirements.txt failed".to_string())
-        }
-    })
-}
-
 #[derive(Debug, Default)]
 struct PyLog {
     records: Vec<(i32, i64)>,
@@ -150,7 +100,7 @@ struct PyMember {
 
 impl PyMember {
     fn start(client: &str, bootstrap: &str, group: &str, topic: &str, strategy: &str) -> Self {
-        let py = python().as_ref().expect("interop virtualenv");
+        let py = baton_testkit::tools::python();
         let mut child = Command::new(py)
             .arg("-c")
             .arg(MEMBER)

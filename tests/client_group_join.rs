@@ -4,7 +4,7 @@
 //! failing logs every retry with its reason, warns once it outlasts the rebalance
 //! timeout, and still joins once the coordinator lets it.
 //!
-//! The broker sits behind the recording proxy (`client_util::proxy`), which holds
+//! The broker sits behind the recording proxy (`baton_testkit::proxy`), which holds
 //! or rewrites the coordinator's JoinGroup responses. Log lines are captured per
 //! test with a `tracing` subscriber set as the default on the test's (single)
 //! runtime thread, so every task of the test logs into it.
@@ -19,9 +19,9 @@ use baton::{Client, GroupConsumer, Producer, ProducerRecord};
 use baton_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use baton_protocol::primitives::Decoder;
 use baton_protocol::{ErrorCode, Message, Request, ResponseHeader};
+use baton_testkit::proxy::{Exchange, Proxied, ProxyState};
 use bytes::{Bytes, BytesMut};
 use client_util::create_topic;
-use client_util::proxy::{Exchange, Proxied, ProxyState};
 use tokio::sync::watch;
 
 /// Log output of one test.

@@ -1,6 +1,6 @@
 //! A hostile broker cannot make the client allocate beyond its bounds, nor panic it.
 //!
-//! The real broker runs behind the recording proxy of [`client_util::proxy`], on a
+//! The real broker runs behind the recording proxy of [`baton_testkit::proxy`], on a
 //! runtime of its own; the proxy replaces the responses to chosen API keys with
 //! hostile ones (seeded random bytes, and honest responses whose array counts,
 //! string and bytes lengths lie, cut short or with bytes flipped; for Fetch, record
@@ -36,9 +36,9 @@ use baton::{
 use baton_protocol::messages::*;
 use baton_protocol::record::{Compression, RecordBatchBuilder};
 use baton_protocol::testing::Rng;
+use baton_testkit::proxy::{Exchange, Proxied, ProxyState};
 use baton_testkit::seed;
 use bytes::{BufMut, Bytes, BytesMut};
-use client_util::proxy::{Exchange, Proxied, ProxyState};
 
 // ---------------------------------------------------------------------------------
 // Counting allocator: bytes held by the current thread, and their peak.

@@ -3,7 +3,7 @@
 //! every record appears once, in order, with the offsets the producer reported.
 //!
 //! As in `client_compression.rs`, the client reaches the broker through
-//! `client_util::proxy`; it can forward a Produce request, read the broker's
+//! `baton_testkit::proxy`; it can forward a Produce request, read the broker's
 //! response and then close the connection instead of answering (the batch is
 //! written, the client never hears), or rewrite the answer.
 
@@ -25,9 +25,9 @@ use baton_protocol::messages::{
 use baton_protocol::primitives::Decoder;
 use baton_protocol::record::RecordBatch;
 use baton_protocol::{ErrorCode, Message, Request, ResponseHeader};
+use baton_testkit::proxy::{Exchange, Proxied, ProxyState, SeenBatch};
 use baton_testkit::{seed, Rng};
 use bytes::Bytes;
-use client_util::proxy::{Exchange, Proxied, ProxyState, SeenBatch};
 use client_util::{consume_from_start, create_topic};
 
 /// An ApiVersions response frame (header v0, then the body) minus InitProducerId.

@@ -145,59 +145,12 @@ async fn graceful_rolling_restart_loses_no_acks_1_record_with_rf_2() {
     cluster.shutdown().await;
 }
 
-/// The interop virtualenv's interpreter with confluent-kafka, created as
-/// `tests/interop.rs` and `.ci/run` do (`python3 -m venv`, then the pinned
-/// `tests/interop/requirements.txt`) when it is missing.
-fn venv_python() -> std::path::PathBuf {
-    use std::process::Command;
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let venv = root.join("target/interop-venv");
-    let python = venv.join("bin/python");
-    let ready = |p: &std::path::Path| {
-        Command::new(p)
-            .args(["-c", "import confluent_kafka"])
-            .status()
-            .is_ok_and(|s| s.success())
-    };
-    if !ready(&python) {
-        if !python.exists() {
-            let _ = std::fs::create_dir_all(root.join("target"));
-            let ok = Command::new("python3")
-                .args(["-m", "venv"])
-                .arg(&venv)
-                .status()
-                .is_ok_and(|s| s.success());
-            assert!(
-                ok,
-                "python3 -m venv failed: run .ci/run to set up the clients"
-            );
-        }
-        let ok = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-r",
-            ])
-            .arg(root.join("tests/interop/requirements.txt"))
-            .status()
-            .is_ok_and(|s| s.success());
-        assert!(ok, "pip install failed: run .ci/run to set up the clients");
-    }
-    assert!(
-        ready(&python),
-        "{} cannot import confluent_kafka",
-        python.display()
-    );
-    python
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rolling_restart_under_librdkafka_acks_all_loses_nothing() {
     baton_testkit::init_tracing();
-    let python = tokio::task::spawn_blocking(venv_python).await.unwrap();
+    let python = tokio::task::spawn_blocking(|| baton_testkit::tools::python().to_path_buf())
+        .await
+        .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::builder()
         .brokers(3)

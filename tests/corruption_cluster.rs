@@ -174,26 +174,11 @@ fn assert_identical(cluster: &Cluster, topic: &str, a: i32, b: i32) -> usize {
     left.len()
 }
 
-fn python() -> PathBuf {
-    let ws = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let p = ws
-        .join("target")
-        .join("interop-venv")
-        .join("bin")
-        .join("python");
-    assert!(
-        p.exists(),
-        "{} missing: run .ci/run (or the interop tests) to create the kafka-python venv",
-        p.display()
-    );
-    p
-}
-
 /// Runs the kafka-python consumer until it has `count` offsets; returns its RESULT
 /// line's `pairs` as offset -> ids received (id -1: failed its checksum).
 fn kafka_python_consume(bootstrap: &str, topic: &str, count: usize) -> HashMap<i64, Vec<i64>> {
     let ws = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new(python())
+    let out = std::process::Command::new(baton_testkit::tools::python())
         .arg(
             ws.join("tests")
                 .join("interop")

@@ -6,7 +6,7 @@
 //! through the scripts in `tests/interop/`, which print one `RESULT {json}` line
 //! that the test asserts on.
 //!
-//! The clients are set up once per test binary (see [`tools`]): a virtualenv at
+//! The clients are set up once per test binary (see `baton_testkit::tools`): a virtualenv at
 //! `<workspace>/target/interop-venv` with the versions pinned in
 //! `tests/interop/requirements.txt`, and `kcat` from Debian when it is missing
 //! and the tests run as root. `.ci/run` prepares the same things up front. If
@@ -43,14 +43,14 @@
 //!   never joined (no FindCoordinator, JoinGroup or OffsetCommit is sent).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use baton_testkit::seed;
+use baton_testkit::tools::{drain, kcat, python, run, scripts_dir, tail, take};
 
 use baton::producer::partition_for_key;
 use baton::{Compression, ProducerRecord};
@@ -65,301 +65,6 @@ const PARTITIONS: u32 = 3;
 /// Upper bound for one client command; the scripts give up on their own after
 /// `INTEROP_CLIENT_TIMEOUT_S` (90 s), so this only fires on a hang.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Upper bound for one setup command (apt-get, venv creation, pip install).
-const SETUP_TIMEOUT: Duration = Duration::from_secs(600);
-
-/// Pinned client versions, shared with `.ci/run`.
-const REQUIREMENTS: &str = include_str!("interop/requirements.txt");
-
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn scripts_dir() -> PathBuf {
-    workspace().join("tests").join("interop")
-}
-
-// ---------------------------------------------------------------------------
-// Subprocesses with a deadline.
-
-/// What a finished subprocess printed.
-struct Finished {
-    status: ExitStatus,
-    stdout: String,
-    stderr: String,
-}
-
-impl Finished {
-    fn describe(&self, what: &str) -> String {
-        format!(
-            "{what} exited with {}\n--- stdout ---\n{}\n--- stderr ---\n{}",
-            self.status,
-            tail(&self.stdout),
-            tail(&self.stderr)
-        )
-    }
-}
-
-/// Keeps the end of long output so a failure message stays readable.
-fn tail(s: &str) -> &str {
-    const MAX: usize = 20_000;
-    if s.len() <= MAX {
-        return s;
-    }
-    let mut start = s.len() - MAX;
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
-}
-
-/// Copies a pipe into a shared buffer on its own thread, so a child that
-/// outlives a kill (or leaves grandchildren holding the pipe) cannot block us.
-fn drain(mut pipe: impl Read + Send + 'static) -> Arc<Mutex<Vec<u8>>> {
-    let buf = Arc::new(Mutex::new(Vec::new()));
-    let sink = Arc::clone(&buf);
-    thread::spawn(move || {
-        let mut chunk = [0u8; 8192];
-        loop {
-            match pipe.read(&mut chunk) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => sink.lock().unwrap().extend_from_slice(&chunk[..n]),
-            }
-        }
-    });
-    buf
-}
-
-fn take(buf: &Arc<Mutex<Vec<u8>>>) -> String {
-    String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
-}
-
-/// Runs `cmd` with no stdin, killing it after `timeout`. `Err` if it could not
-/// start or timed out; a non-zero exit is returned as `Ok` for the caller to judge.
-fn run(cmd: &mut Command, what: &str, timeout: Duration) -> Result<Finished, String> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("{what}: could not start {cmd:?}: {e}"))?;
-    let stdout = drain(child.stdout.take().expect("stdout is piped"));
-    let stderr = drain(child.stderr.take().expect("stderr is piped"));
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                thread::sleep(Duration::from_millis(200));
-                return Err(format!(
-                    "{what}: killed after {timeout:?} ({cmd:?})\n--- stdout ---\n{}\n--- stderr ---\n{}",
-                    tail(&take(&stdout)),
-                    tail(&take(&stderr))
-                ));
-            }
-            Ok(None) => thread::sleep(Duration::from_millis(25)),
-            Err(e) => return Err(format!("{what}: waiting for {cmd:?} failed: {e}")),
-        }
-    };
-    // The pipes close when the child exits; give the reader threads a moment
-    // (each holds a clone of its buffer until it has read everything).
-    let drained = Instant::now();
-    while Arc::strong_count(&stdout) + Arc::strong_count(&stderr) > 2
-        && drained.elapsed() < Duration::from_secs(5)
-    {
-        thread::sleep(Duration::from_millis(10));
-    }
-    let finished = Finished {
-        status,
-        stdout: take(&stdout),
-        stderr: take(&stderr),
-    };
-    Ok(finished)
-}
-
-/// Runs a setup command and requires exit status 0.
-fn run_ok(cmd: &mut Command, what: &str) -> Result<Finished, String> {
-    let out = run(cmd, what, SETUP_TIMEOUT)?;
-    if out.status.success() {
-        Ok(out)
-    } else {
-        Err(out.describe(what))
-    }
-}
-
-// ---------------------------------------------------------------------------
-// One-time setup of the third-party clients.
-
-/// Paths of the ready third-party clients.
-struct Tools {
-    /// The venv's interpreter, with kafka-python and confluent-kafka installed.
-    python: PathBuf,
-    /// `kcat` (or Debian's older name `kafkacat`).
-    kcat: String,
-}
-
-/// Sets the clients up on first use and returns them; panics with the reason
-/// if that is impossible, so a machine without them fails loudly.
-fn tools() -> &'static Tools {
-    static TOOLS: OnceLock<Result<Tools, String>> = OnceLock::new();
-    match TOOLS.get_or_init(setup) {
-        Ok(tools) => tools,
-        Err(reason) => panic!(
-            "interop test setup failed (run .ci/run, or install kcat and python3-venv \
-             and let the tests create {}):\n{reason}",
-            venv_dir().display()
-        ),
-    }
-}
-
-fn venv_dir() -> PathBuf {
-    workspace().join("target").join("interop-venv")
-}
-
-fn setup() -> Result<Tools, String> {
-    let python = ensure_venv()?;
-    let kcat = ensure_kcat()?;
-    Ok(Tools { python, kcat })
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-        .unwrap_or(false)
-}
-
-fn apt_get_install(packages: &[&str]) -> Result<(), String> {
-    if !is_root() {
-        return Err(format!(
-            "{} missing and not running as root; install it with apt-get",
-            packages.join(" ")
-        ));
-    }
-    run_ok(
-        Command::new("apt-get")
-            .args(["update", "-qq"])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-        "apt-get update",
-    )?;
-    run_ok(
-        Command::new("apt-get")
-            .args(["install", "-y", "-qq"])
-            .args(packages)
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-        "apt-get install",
-    )?;
-    Ok(())
-}
-
-/// `name==version` pairs from the requirements file.
-fn pins() -> Vec<(&'static str, &'static str)> {
-    REQUIREMENTS
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.split_once("=="))
-        .collect()
-}
-
-/// Prints `name==version` for each pinned package, as installed in the venv.
-const VERSION_PROBE: &str = "\
-import importlib.metadata as m, sys
-for name in sys.argv[1:]:
-    try:
-        print('%s==%s' % (name, m.version(name)))
-    except m.PackageNotFoundError:
-        print('%s==missing' % name)
-import kafka, confluent_kafka
-";
-
-fn venv_matches_pins(python: &Path) -> bool {
-    let pins = pins();
-    let mut cmd = Command::new(python);
-    cmd.arg("-c").arg(VERSION_PROBE);
-    for (name, _) in &pins {
-        cmd.arg(name);
-    }
-    match run(&mut cmd, "venv version probe", SETUP_TIMEOUT) {
-        Ok(out) if out.status.success() => pins
-            .iter()
-            .all(|(name, version)| out.stdout.contains(&format!("{name}=={version}"))),
-        _ => false,
-    }
-}
-
-fn ensure_venv() -> Result<PathBuf, String> {
-    let venv = venv_dir();
-    let python = venv.join("bin").join("python");
-    if python.exists() && venv_matches_pins(&python) {
-        return Ok(python);
-    }
-    if !python.exists() {
-        std::fs::create_dir_all(workspace().join("target"))
-            .map_err(|e| format!("creating target/: {e}"))?;
-        let create = || {
-            run_ok(
-                Command::new("python3").arg("-m").arg("venv").arg(&venv),
-                "python3 -m venv",
-            )
-        };
-        if let Err(first) = create() {
-            // Debian splits venv/ensurepip into python3-venv.
-            apt_get_install(&["python3-venv"])
-                .map_err(|e| format!("{first}\nthen installing python3-venv: {e}"))?;
-            let _ = std::fs::remove_dir_all(&venv);
-            create()?;
-        }
-    }
-    run_ok(
-        Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "-r",
-            ])
-            .arg(scripts_dir().join("requirements.txt")),
-        "pip install -r tests/interop/requirements.txt",
-    )?;
-    if !venv_matches_pins(&python) {
-        return Err(format!(
-            "after pip install, {} still lacks the pinned versions {:?}",
-            venv.display(),
-            pins()
-        ));
-    }
-    Ok(python)
-}
-
-fn find_kcat() -> Option<String> {
-    ["kcat", "kafkacat"].into_iter().find_map(|name| {
-        let ok = run(
-            Command::new(name).arg("-V"),
-            "kcat -V",
-            Duration::from_secs(30),
-        )
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-        ok.then(|| name.to_string())
-    })
-}
-
-fn ensure_kcat() -> Result<String, String> {
-    if let Some(kcat) = find_kcat() {
-        return Ok(kcat);
-    }
-    if apt_get_install(&["kcat"]).is_err() {
-        apt_get_install(&["kafkacat"])?;
-    }
-    find_kcat().ok_or_else(|| "kcat installed but `kcat -V` still fails".to_string())
-}
 
 // ---------------------------------------------------------------------------
 // The broker and the client scripts.
@@ -457,9 +162,8 @@ impl ScriptResult {
 /// Runs a client script and returns its result line; panics with its output
 /// (and the seed) if it fails or hangs.
 fn client(client: Client, args: &[&str], seed: u64) -> ScriptResult {
-    let tools = tools();
     let what = format!("{} {}", client.script(), args.join(" "));
-    let mut cmd = Command::new(&tools.python);
+    let mut cmd = Command::new(python());
     cmd.arg(scripts_dir().join(client.script()))
         .args(args)
         .current_dir(scripts_dir())
@@ -700,7 +404,7 @@ fn generated_records(seed: u64, count: u32) -> Vec<DumpedRecord> {
         std::process::id()
     ));
     let what = "records.py dump";
-    let mut cmd = Command::new(&tools().python);
+    let mut cmd = Command::new(python());
     cmd.arg(scripts_dir().join("records.py"))
         .args(["dump", &seed.to_string(), &count.to_string()])
         .arg(PARTITIONS.to_string())
@@ -822,7 +526,7 @@ struct Member {
 
 impl Member {
     fn start(lib: Client, bootstrap: &str, topic: &str, group: &str, name: &str) -> Member {
-        let mut cmd = Command::new(&tools().python);
+        let mut cmd = Command::new(python());
         cmd.arg(scripts_dir().join(lib.script()))
             .args(["group-member", bootstrap, topic, group, name])
             .current_dir(scripts_dir())
@@ -1263,7 +967,7 @@ fn idempotent_producers_round_trip() {
 fn kcat_lists_topic_and_round_trips() {
     let seed = seed();
     let topic = topic("kcat", seed);
-    let kcat = &tools().kcat;
+    let kcat = kcat();
     with_broker(None, |bootstrap| {
         create_topic(Client::Confluent, bootstrap, &topic, seed);
 

@@ -27,19 +27,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use baton::Client;
 
+pub use baton_testkit::tools::kafka::{kafka_version, libs};
 use baton_testkit::Rng;
-
-/// The Maven project that pins the Kafka release.
-const POM: &str = include_str!("../apache-kafka/pom.xml");
 
 /// How long a node may take to join (JVM start-up on a loaded 2-core machine).
 const READY_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// How long a controlled shutdown may take before the node is killed instead.
 const STOP_TIMEOUT: Duration = Duration::from_secs(90);
-
-/// Upper bound for `mvn dependency:copy-dependencies` on a cold `~/.m2`.
-const MVN_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// Runs `java` with its output appended to the log file `$1` and prints its pid.
 /// A watcher holding the wrapper's stdin SIGKILLs the JVM when that pipe closes
@@ -58,72 +53,7 @@ fn workspace() -> &'static Path {
 }
 
 fn home() -> PathBuf {
-    workspace().join("target").join("apache-kafka")
-}
-
-/// The Kafka version pinned in the pom (`<kafka.version>`).
-pub fn kafka_version() -> &'static str {
-    POM.split_once("<kafka.version>")
-        .and_then(|(_, rest)| rest.split_once("</kafka.version>"))
-        .map(|(v, _)| v.trim())
-        .expect("tests/apache-kafka/pom.xml names <kafka.version>")
-}
-
-// ---------------------------------------------------------------------------
-// Installation.
-
-/// The directory of Kafka's jars, copied from Maven Central on first use; panics
-/// with the reason (and mvn's output) if that is impossible.
-pub fn libs() -> &'static Path {
-    static LIBS: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match LIBS.get_or_init(install) {
-        Ok(dir) => dir,
-        Err(reason) => panic!(
-            "installing Apache Kafka {} failed (needs java and mvn; .ci/run installs it \
-             into {}):\n{reason}",
-            kafka_version(),
-            home().join("libs").display()
-        ),
-    }
-}
-
-/// `libs/` is complete when its marker names the pinned version. A new copy is
-/// made beside it and renamed into place, so concurrent test binaries never see
-/// a partial one.
-fn install() -> Result<PathBuf, String> {
-    let libs = home().join("libs");
-    let marker = libs.join("KAFKA_VERSION");
-    if std::fs::read_to_string(&marker).is_ok_and(|v| v.trim() == kafka_version()) {
-        return Ok(libs);
-    }
-    std::fs::create_dir_all(home()).map_err(|e| format!("creating {}: {e}", home().display()))?;
-    let staging = home().join(format!("libs.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&staging);
-    let pom = workspace()
-        .join("tests")
-        .join("apache-kafka")
-        .join("pom.xml");
-    let mut mvn = Command::new("mvn");
-    mvn.args(["-q", "-B", "-f"])
-        .arg(&pom)
-        .arg("dependency:copy-dependencies")
-        .arg(format!("-DoutputDirectory={}", staging.display()));
-    run_to_end(&mut mvn, MVN_TIMEOUT)?;
-    std::fs::write(staging.join("KAFKA_VERSION"), kafka_version())
-        .map_err(|e| format!("writing the marker: {e}"))?;
-    if std::fs::read_to_string(&marker).is_ok_and(|v| v.trim() == kafka_version()) {
-        // Another process finished first.
-        let _ = std::fs::remove_dir_all(&staging);
-        return Ok(libs);
-    }
-    let _ = std::fs::remove_dir_all(&libs);
-    if let Err(e) = std::fs::rename(&staging, &libs) {
-        let _ = std::fs::remove_dir_all(&staging);
-        if !std::fs::read_to_string(&marker).is_ok_and(|v| v.trim() == kafka_version()) {
-            return Err(format!("moving the jars into {}: {e}", libs.display()));
-        }
-    }
-    Ok(libs)
+    baton_testkit::tools::kafka::home()
 }
 
 /// Runs `cmd` to completion with no stdin; `Err` with its output unless it exits 0

@@ -1,10 +1,8 @@
 //! Helpers shared by the `client_*` integration tests: an in-process broker on
 //! 127.0.0.1:0, a client on it, unique topic names and the seeded generator (from `baton_testkit`), reading
-//! partitions from the start, and (in [`proxy`]) a broker behind a recording proxy.
+//! partitions from the start.
 
 #![allow(dead_code)]
-
-pub mod proxy;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Running the Java client and Kafka's own tools for `tests/interop_java.rs`: the
-//! jars of `tests/apache-kafka/pom.xml` (installed by [`apache_kafka_util::libs`]),
-//! the harness `tests/interop/java/BatonJava.java` compiled once per test binary,
+//! jars of `tests/apache-kafka/pom.xml` and the harness
+//! `tests/interop/java/BatonJava.java` (both set up by `baton_testkit::tools`),
 //! small JVMs with a deadline, and the flat JSON fields of their output lines;
 //! [`mixed_group`] runs Baton's `GroupConsumer`s and the harness's `KafkaConsumer`
 //! in one group (against Apache Kafka and baton-broker alike).
@@ -8,62 +8,18 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::apache_kafka_util::libs;
+use baton_testkit::tools::java::classes;
+use baton_testkit::tools::kafka::libs;
 
 pub mod mixed_group;
 
 /// Upper bound for one JVM; the harness gives up on its own after 60 s.
 pub const JVM_TIMEOUT: Duration = Duration::from_secs(150);
-
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The compiled harness; panics with javac's output if it does not compile.
-fn classes() -> &'static Path {
-    static CLASSES: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let compiled = CLASSES.get_or_init(|| {
-        let root = workspace().join("target").join("interop-java");
-        remove_stale_classes(&root);
-        let dir = root.join(format!("classes-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let source = workspace().join("tests/interop/java/BatonJava.java");
-        let out = Command::new("javac")
-            .arg("-d")
-            .arg(&dir)
-            .arg("-cp")
-            .arg(format!("{}/*", libs().display()))
-            .arg(&source)
-            .output()
-            .map_err(|e| format!("javac: {e}"))?;
-        if !out.status.success() {
-            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
-        }
-        Ok(dir)
-    });
-    match compiled {
-        Ok(dir) => dir,
-        Err(e) => panic!("compiling tests/interop/java/BatonJava.java failed:\n{e}"),
-    }
-}
-
-/// Removes the `classes-<pid>` directories of test processes that are gone.
-fn remove_stale_classes(root: &Path) {
-    for entry in std::fs::read_dir(root).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(pid) = name.strip_prefix("classes-") {
-            if !Path::new("/proc").join(pid).exists() {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    }
-}
 
 /// `java` with a small heap and the Kafka jars plus the harness on the classpath.
 pub fn java(main: &str) -> Command {

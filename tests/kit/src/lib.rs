@@ -7,12 +7,23 @@
 //! - [`init_tracing`]: the one log subscriber;
 //! - [`topic_name`]: a topic name no other test uses;
 //! - [`payload`]: the one self-checking payload format (`baton_broker::history`'s),
-//!   written into a reusable buffer too.
+//!   written into a reusable buffer too;
+//! - [`args`]: the examples' command-line flags;
+//! - [`chaos`]: the chaos workload (a 3-node cluster, an idempotent producer of
+//!   payloads under faults, a history check at the end);
+//! - [`proxy`]: a broker behind a recording (and response-losing, rewriting,
+//!   holding) proxy, with a client connected through it;
+//! - [`tools`]: the interop tools' setup (Python venv, kcat) and subprocesses
+//!   with a deadline.
 
 #![deny(unsafe_code, rust_2018_idioms)]
 
+pub mod args;
+pub mod chaos;
 pub mod payload;
+pub mod proxy;
 mod seed;
+pub mod tools;
 
 pub use baton_protocol::testing::Rng;
 pub use seed::{seed, RngExt, SEED_VAR};

@@ -30,6 +30,7 @@ use tokio::net::{TcpListener, TcpStream};
 pub struct SeenBatch {
     /// Which Produce request (0, 1, ...) carried it.
     pub request: usize,
+    /// The partition the batch is for.
     pub partition: i32,
     /// The batch's bytes as sent.
     pub bytes: Bytes,
@@ -38,7 +39,9 @@ pub struct SeenBatch {
 /// What a response rewrite is told about the exchange.
 #[derive(Debug, Clone, Copy)]
 pub struct Exchange {
+    /// The request's API key.
     pub api_key: i16,
+    /// The request's API version.
     pub version: i16,
     /// The Produce request's number, for Produce requests.
     pub produce: Option<usize>,
@@ -55,8 +58,11 @@ pub type Hold =
 
 /// What the proxy logs and does.
 #[derive(Default)]
+#[allow(missing_debug_implementations)] // holds closures
 pub struct ProxyState {
+    /// Every Produce batch seen, in order.
     pub batches: Vec<SeenBatch>,
+    /// Produce requests seen so far.
     pub produce_requests: usize,
     /// API keys of the requests, in order.
     pub api_keys: Vec<i16>,
@@ -80,9 +86,13 @@ impl ProxyState {
 }
 
 /// A broker behind a recording proxy, and a client connected through it.
+#[allow(missing_debug_implementations)] // holds the proxy's closures
 pub struct Proxied {
+    /// The broker, on 127.0.0.2.
     pub broker: BrokerHandle,
+    /// What the proxy logs and does, shared with its connections.
     pub state: Arc<Mutex<ProxyState>>,
+    /// A client connected through the proxy.
     pub client: Client,
     proxy: tokio::task::JoinHandle<()>,
 }

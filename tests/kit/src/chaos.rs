@@ -1,9 +1,7 @@
-//! The chaos workload shared by tests/chaos*.rs and examples/chaos.rs: an in-process
+//! The chaos workload shared by `tests/chaos*.rs`, `tests/apache_kafka.rs` and `examples/chaos.rs`: an in-process
 //! cluster, Baton's idempotent `acks=all` producer writing self-checking payloads
 //! while faults are applied, then a consumer reading everything back into a
 //! [`History`].
-
-#![allow(dead_code)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,9 +15,13 @@ use baton_broker::Cluster;
 pub const PARTITIONS: i32 = 3;
 
 /// A cluster of 3 on disk with a replicated topic (`min.insync.replicas=2`).
+#[derive(Debug)]
 pub struct Setup {
+    /// The 3 nodes and their controller.
     pub cluster: Cluster,
+    /// A client bootstrapped from every node.
     pub client: Client,
+    /// The replicated topic.
     pub topic: String,
     _dir: tempfile::TempDir,
 }
@@ -69,9 +71,11 @@ pub async fn setup(name: &str, seed: u64) -> Setup {
 }
 
 /// A running producer workload.
+#[derive(Debug)]
 pub struct Workload {
     stop: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<()>,
+    /// Every produce outcome so far.
     pub history: Arc<Mutex<History>>,
     /// The longest time from `send` to acknowledgement so far (the worst stall).
     pub worst_delivery: Arc<Mutex<Duration>>,

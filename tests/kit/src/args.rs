@@ -6,6 +6,7 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 /// The example's arguments after the program name.
+#[derive(Debug)]
 pub struct Args {
     rest: std::iter::Skip<std::env::Args>,
     help: &'static str,
