@@ -9,8 +9,6 @@
 
 #![allow(unsafe_code)]
 
-mod client_util;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -23,8 +21,8 @@ use baton::{
 use baton_broker::BrokerHandle;
 use baton_protocol::messages::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use baton_protocol::record::{Compression, RecordBatch, RecordBatchBuilder};
+use baton_testkit::client::{broker_and_client, create_topic};
 use bytes::Bytes;
-use client_util::{broker_and_client, create_topic};
 
 struct Counting;
 

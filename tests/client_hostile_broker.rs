@@ -19,8 +19,6 @@
 
 #![allow(unsafe_code)]
 
-mod client_util;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::BTreeMap;

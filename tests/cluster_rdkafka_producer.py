@@ -9,7 +9,7 @@ so that the test can restart nodes meanwhile, then prints one
 
 Values are the self-checking payloads of `baton_broker::history` (id, CRC-32C,
 `id % 50` filler bytes), written by `tests/interop/history_payload.py`, as
-`tests/cluster_util/mod.rs` writes them.
+`baton_testkit::cluster` writes them.
 """
 
 import json

@@ -1,4 +1,5 @@
-//! The chaos workload shared by `tests/chaos*.rs`, `tests/apache_kafka.rs` and `examples/chaos.rs`: an in-process
+//! The chaos workload shared by `tests/cluster/chaos*.rs`,
+//! `tests/interop_suite/apache_kafka.rs` and `examples/chaos.rs`: an in-process
 //! cluster, Baton's idempotent `acks=all` producer writing self-checking payloads
 //! while faults are applied, then a consumer reading everything back into a
 //! [`History`].

@@ -11,6 +11,9 @@
 //! - [`args`]: the examples' command-line flags;
 //! - [`chaos`]: the chaos workload (a 3-node cluster, an idempotent producer of
 //!   payloads under faults, a history check at the end);
+//! - [`client`]: a broker and a client on it, topics, reading from the start;
+//! - [`cluster`]: a client on a `Cluster`, and the check of what a consumer read
+//!   against the acknowledged records;
 //! - [`proxy`]: a broker behind a recording (and response-losing, rewriting,
 //!   holding) proxy, with a client connected through it;
 //! - [`tools`]: the interop tools' setup (Python venv, kcat) and subprocesses
@@ -20,6 +23,8 @@
 
 pub mod args;
 pub mod chaos;
+pub mod client;
+pub mod cluster;
 pub mod payload;
 pub mod proxy;
 mod seed;

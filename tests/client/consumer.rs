@@ -1,0 +1,198 @@
+//! Consumer: start positions, cancel-safe `recv`, `Stream`, out-of-range reset.
+
+use std::time::Duration;
+
+use baton::{
+    Consumer, ConsumerError, ConsumerRecord, OffsetReset, Producer, ProducerRecord, StartOffset,
+};
+use baton_testkit::client::{broker_and_client, create_topic};
+use futures_core::Stream;
+
+/// Produces `n` records `v0..v{n-1}` to partition 0 with timestamps 10_000 + 100*i.
+async fn fill(client: &baton::Client, topic: &str, from: usize, n: usize) {
+    let producer = Producer::builder(client).build();
+    let mut ds = Vec::new();
+    for i in from..from + n {
+        let r = ProducerRecord::new(topic)
+            .partition(0)
+            .value(format!("v{i}"))
+            .timestamp(10_000 + 100 * i as i64);
+        ds.push(producer.send(r).await.unwrap());
+    }
+    for d in ds {
+        d.await.unwrap();
+    }
+    producer.close().await;
+}
+
+async fn next(consumer: &mut Consumer) -> ConsumerRecord {
+    tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+        .await
+        .expect("a record arrives")
+        .expect("no error")
+}
+
+async fn consumer_at(client: &baton::Client, topic: &str, start: StartOffset) -> Consumer {
+    Consumer::builder(client)
+        .assign(topic, 0, start)
+        .max_wait(Duration::from_millis(50))
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn start_offsets_resolve() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "start", 1).await;
+    fill(&client, &topic, 0, 10).await;
+
+    let mut c = consumer_at(&client, &topic, StartOffset::Earliest).await;
+    assert_eq!(next(&mut c).await.offset, 0);
+
+    let mut c = consumer_at(&client, &topic, StartOffset::Offset(7)).await;
+    let r = next(&mut c).await;
+    assert_eq!((r.offset, r.value.as_deref()), (7, Some(&b"v7"[..])));
+
+    // First record at or after t = 10_450 is v5 (10_500).
+    let mut c = consumer_at(&client, &topic, StartOffset::Timestamp(10_450)).await;
+    let r = next(&mut c).await;
+    assert_eq!((r.offset, r.timestamp), (5, 10_500));
+
+    // A timestamp after every record starts at the end: only new records.
+    let mut after = consumer_at(&client, &topic, StartOffset::Timestamp(99_999_999)).await;
+    let mut latest = consumer_at(&client, &topic, StartOffset::Latest).await;
+    fill(&client, &topic, 10, 2).await;
+    assert_eq!(next(&mut latest).await.offset, 10);
+    assert_eq!(next(&mut latest).await.offset, 11);
+    assert_eq!(next(&mut after).await.offset, 10);
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn dropped_recv_futures_lose_no_record() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "cancel", 1).await;
+    let mut c = Consumer::builder(&client)
+        .assign(topic.clone(), 0, StartOffset::Earliest)
+        .channel_capacity(4)
+        .max_wait(Duration::from_millis(20))
+        .build()
+        .await
+        .unwrap();
+    // Nothing to read yet: each recv is cancelled by the select.
+    for _ in 0..20 {
+        tokio::select! {
+            biased;
+            r = c.recv() => panic!("unexpected record {r:?}"),
+            _ = tokio::task::yield_now() => {}
+        }
+    }
+    fill(&client, &topic, 0, 100).await;
+    let mut expected = 0;
+    while expected < 100 {
+        // Race every recv against an immediately ready branch; whatever is dropped
+        // must come back on a later call.
+        tokio::select! {
+            biased;
+            _ = tokio::task::yield_now() => {}
+            r = c.recv() => {
+                let r = r.unwrap();
+                assert_eq!(r.offset, expected);
+                expected += 1;
+            }
+        }
+        if expected < 100 {
+            let r = next(&mut c).await;
+            assert_eq!(r.offset, expected);
+            expected += 1;
+        }
+    }
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn consumer_is_a_stream() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "stream", 1).await;
+    fill(&client, &topic, 0, 3).await;
+    let mut c = consumer_at(&client, &topic, StartOffset::Earliest).await;
+    let mut got = Vec::new();
+    while got.len() < 3 {
+        let item = std::future::poll_fn(|cx| std::pin::Pin::new(&mut c).poll_next(cx))
+            .await
+            .expect("stream continues")
+            .unwrap();
+        got.push(item.offset);
+    }
+    assert_eq!(got, vec![0, 1, 2]);
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn out_of_range_offsets_follow_the_reset_policy() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "reset", 1).await;
+    fill(&client, &topic, 0, 3).await;
+
+    let mut c = Consumer::builder(&client)
+        .assign(topic.clone(), 0, StartOffset::Offset(1_000))
+        .offset_reset(OffsetReset::Earliest)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(next(&mut c).await.offset, 0);
+
+    let mut c = Consumer::builder(&client)
+        .assign(topic.clone(), 0, StartOffset::Offset(1_000))
+        .offset_reset(OffsetReset::Fail)
+        .build()
+        .await
+        .unwrap();
+    match tokio::time::timeout(Duration::from_secs(30), c.recv())
+        .await
+        .unwrap()
+    {
+        Err(ConsumerError::OffsetOutOfRange {
+            offset, partition, ..
+        }) => {
+            assert_eq!((offset, partition), (1_000, 0))
+        }
+        other => panic!("expected OffsetOutOfRange, got {other:?}"),
+    }
+    broker.shutdown().await;
+}
+
+/// A consumer's Fetch long poll (the broker holds it up to `max_wait` when there
+/// is nothing to read) does not hold back a producer on the same `Client`: the
+/// broker answers one connection's requests in order, so fetches use their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fetch_long_poll_does_not_delay_a_producer_on_the_same_client() {
+    let (broker, client) = broker_and_client().await;
+    let quiet = create_topic(&client, "quiet", 1).await;
+    let busy = create_topic(&client, "busy", 1).await;
+    let long_poll = Duration::from_secs(20);
+    let consumer = Consumer::builder(&client)
+        .assign(&quiet, 0, StartOffset::Latest)
+        .max_wait(long_poll)
+        .build()
+        .await
+        .unwrap();
+    let producer = Producer::builder(&client).build();
+    // Let the consumer's first Fetch reach the broker and start waiting.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let delivered = tokio::time::timeout(long_poll / 2, async {
+        producer
+            .send(ProducerRecord::new(busy.as_str()).partition(0).value("x"))
+            .await
+            .unwrap()
+            .await
+    })
+    .await
+    .expect("the produce is answered while the fetch is still parked")
+    .expect("delivered");
+    assert_eq!(delivered.offset, 0);
+    producer.close().await;
+    drop(consumer);
+    broker.shutdown().await;
+}

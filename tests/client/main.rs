@@ -1,0 +1,19 @@
+//! Integration tests of the `baton` client against the in-process broker, one
+//! binary so the helpers (`baton_testkit`) compile once. The tests that install
+//! a counting `#[global_allocator]` (`client_consumer_bounds.rs`,
+//! `client_hostile_broker.rs`) stay in binaries of their own.
+
+mod admin;
+mod cancellation;
+mod compression;
+mod connection;
+mod consumer;
+mod group;
+mod group_failover;
+mod group_interop;
+mod group_join;
+mod idempotence;
+mod partitioner;
+mod producer;
+mod retry;
+mod roundtrip;

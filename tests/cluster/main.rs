@@ -1,0 +1,13 @@
+//! Integration tests of the `baton` client against an in-process `Cluster`:
+//! replication, failover, durability, rolling restarts, corruption and the chaos
+//! suite, one binary so the helpers (`baton_testkit`) compile once.
+
+mod chaos;
+mod chaos_faults;
+mod chaos_readme;
+mod corruption_cluster;
+mod corruption_consumer;
+mod durability;
+mod failover;
+mod replication;
+mod rolling;

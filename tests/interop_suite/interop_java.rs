@@ -1,0 +1,390 @@
+//! The Java client (`kafka-clients`) and Kafka's own tools (`kafka-tools`) against
+//! baton-broker: a single in-process `Broker` and the in-process 3-node `Cluster`.
+//!
+//! The release is the one `tests/apache-kafka/pom.xml` pins (installed by
+//! `apache_kafka_util`). The harness `tests/interop/java/BatonJava.java` prints one
+//! `RESULT {json}` line per run; the Verifiable tools print one JSON event per line.
+//! Apache Kafka's clients are the referee: a failure here is a broker bug to fix in
+//! `broker-mock/`, never something to work around in the test. At most two JVMs run
+//! at once, each with a 256 MiB heap.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::apache_kafka_util::kafka_version;
+use crate::interop_java_util::mixed_group::{self, Strategy};
+use crate::interop_java_util::{field, harness, int, java, Jvm};
+use baton::{Admin, Client, NewTopic};
+use baton_broker::{Broker, BrokerConfig, Cluster};
+use baton_testkit::topic_name;
+use tokio::runtime::Runtime;
+
+/// Records per codec in the client tests.
+const PER_CODEC: usize = 2_000;
+/// The codecs of the producer test, `none` first.
+const CODECS: &str = "none,gzip,snappy,lz4,zstd";
+/// Partitions of the client tests' topic.
+const PARTITIONS: i32 = 3;
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
+}
+
+async fn create_topic(bootstrap: Vec<String>, topic: &str, partitions: i32, rf: i16) {
+    let client = Client::builder(bootstrap).build().await.expect("client");
+    Admin::new(&client)
+        .create_topics([NewTopic::new(topic, partitions, rf)])
+        .await
+        .expect("topic created");
+}
+
+/// Produces with every codec, reads everything back with `assign` and with a
+/// classic group (which commits), then runs every AdminClient call; asserts on
+/// the results. `brokers` is how many brokers the Java client must see.
+fn java_client_round(bootstrap: &str, topic: &str, brokers: i64) {
+    let codecs = CODECS.split(',').count();
+    let total = (PER_CODEC * codecs) as i64;
+    let produced = harness(
+        "produce",
+        &[bootstrap, topic, CODECS, &PER_CODEC.to_string()],
+    );
+    assert_eq!(int(&produced, "acked"), Some(total), "{produced}");
+    assert_eq!(int(&produced, "partitions"), Some(PARTITIONS as i64));
+
+    let assigned = harness("assign", &[bootstrap, topic, &total.to_string()]);
+    assert_eq!(
+        int(&assigned, "distinct"),
+        Some(total),
+        "assign: {assigned}"
+    );
+    assert_eq!(int(&assigned, "mismatched"), Some(0), "assign: {assigned}");
+
+    let group = format!("{topic}-group");
+    let subscribed = harness("subscribe", &[bootstrap, topic, &group, &total.to_string()]);
+    assert_eq!(int(&subscribed, "distinct"), Some(total), "{subscribed}");
+    assert_eq!(int(&subscribed, "mismatched"), Some(0), "{subscribed}");
+
+    let admin = harness("admin", &[bootstrap, topic, &group]);
+    let yes = |k: &str| assert_eq!(field(&admin, k), Some("true"), "{k}: {admin}");
+    yes("listed_created");
+    yes("listed_existing");
+    yes("group_listed");
+    yes("deleted");
+    assert_eq!(int(&admin, "described_partitions"), Some(PARTITIONS as i64));
+    assert_eq!(int(&admin, "described_replicas"), Some(brokers), "{admin}");
+    assert_eq!(int(&admin, "cluster_nodes"), Some(brokers), "{admin}");
+    assert_eq!(field(&admin, "group_state"), Some("Empty"), "{admin}");
+    assert_eq!(int(&admin, "group_members"), Some(0), "{admin}");
+    assert_eq!(int(&admin, "committed_sum"), Some(total), "{admin}");
+    assert_eq!(int(&admin, "latest_sum"), Some(total), "{admin}");
+    assert_eq!(int(&admin, "earliest_sum"), Some(0), "{admin}");
+    assert_eq!(field(&admin, "retention_ms"), Some("3600000"), "{admin}");
+    assert_eq!(
+        field(&admin, "retention_source"),
+        Some("DYNAMIC_TOPIC_CONFIG"),
+        "{admin}"
+    );
+    assert_eq!(field(&admin, "cleanup_policy"), Some("delete"), "{admin}");
+    assert_eq!(
+        field(&admin, "cleanup_source"),
+        Some("DEFAULT_CONFIG"),
+        "{admin}"
+    );
+    assert_eq!(
+        field(&admin, "broker_node_id"),
+        field(&admin, "controller"),
+        "{admin}"
+    );
+    println!(
+        "Java client {}: produce ({CODECS}, idempotent, acks=all), assign, subscribe \
+         (classic), admin: {admin}",
+        kafka_version()
+    );
+}
+
+#[test]
+fn java_client_against_a_single_broker() {
+    let rt = runtime();
+    let broker = rt
+        .block_on(Broker::start(BrokerConfig::in_memory()))
+        .expect("broker starts");
+    let topic = topic_name("java-single");
+    rt.block_on(create_topic(
+        vec![broker.bootstrap()],
+        &topic,
+        PARTITIONS,
+        1,
+    ));
+    java_client_round(&broker.bootstrap(), &topic, 1);
+    rt.block_on(broker.shutdown());
+}
+
+#[test]
+fn java_client_against_a_cluster() {
+    let rt = runtime();
+    let cluster = rt
+        .block_on(Cluster::builder().brokers(3).in_memory().start())
+        .expect("cluster starts");
+    let topic = topic_name("java-cluster");
+    rt.block_on(create_topic(
+        cluster.bootstrap_servers(),
+        &topic,
+        PARTITIONS,
+        3,
+    ));
+    java_client_round(&cluster.bootstrap_servers().join(","), &topic, 3);
+    rt.block_on(cluster.shutdown());
+}
+
+/// A group shared by Baton's `GroupConsumer`s and the Java client's
+/// `KafkaConsumer` on baton-broker, as `apache_kafka.rs` runs it on Apache Kafka:
+/// cooperative-sticky and range, each with a Baton and then a Java leader (see
+/// `mixed_group::run`).
+#[test]
+fn group_shared_by_baton_and_java_consumers_on_a_single_broker() {
+    let rt = runtime();
+    let broker = rt
+        .block_on(Broker::start(BrokerConfig::in_memory()))
+        .expect("broker starts");
+    let client = rt
+        .block_on(Client::builder(vec![broker.bootstrap()]).build())
+        .expect("client");
+    for strategy in [Strategy::CooperativeSticky, Strategy::Range] {
+        for java_leads in [false, true] {
+            let summary = rt.block_on(mixed_group::run(
+                &client,
+                &broker.bootstrap(),
+                strategy,
+                java_leads,
+            ));
+            println!("baton-broker: {summary}");
+        }
+    }
+    rt.block_on(broker.shutdown());
+}
+
+/// One acknowledged or consumed record of the Verifiable tools: partition, offset.
+type At = (i64, i64);
+
+/// `producer_send_success` events: where each acknowledged value landed.
+fn acked(lines: &[String]) -> BTreeMap<At, String> {
+    lines
+        .iter()
+        .filter(|l| field(l, "name") == Some("producer_send_success"))
+        .map(|l| {
+            let at = (int(l, "partition").unwrap(), int(l, "offset").unwrap());
+            (at, field(l, "value").unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+/// `record_data` events (`--verbose`): every consumed record, with repeats.
+fn consumed(lines: &[String]) -> Vec<(At, String)> {
+    lines
+        .iter()
+        .filter(|l| field(l, "name") == Some("record_data"))
+        .map(|l| {
+            let at = (int(l, "partition").unwrap(), int(l, "offset").unwrap());
+            (at, field(l, "value").unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+fn count(lines: &[String], name: &str) -> usize {
+    lines
+        .iter()
+        .filter(|l| field(l, "name") == Some(name))
+        .count()
+}
+
+/// Waits (up to `timeout`) until `done` holds for `jvm`'s lines.
+fn wait_lines(jvm: &Jvm, timeout: Duration, done: impl Fn(&[String]) -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    while Instant::now() < deadline {
+        if done(&jvm.lines()) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    done(&jvm.lines())
+}
+
+/// Waits until `producer` has `n` more acknowledgements than now.
+fn acked_at_least(producer: &Jvm, cluster: &Cluster, n: usize) {
+    let base = acked(&producer.lines()).len();
+    assert!(
+        wait_lines(producer, Duration::from_secs(90), |l| acked(l).len()
+            >= base + n),
+        "the producer stalled at {base} acks\n{}\n{}",
+        producer.output(),
+        cluster.timeline_text()
+    );
+}
+
+/// Kafka's replication system tests in miniature: VerifiableProducer (acks=all) and
+/// VerifiableConsumer (classic group, `--verbose`) run while every node of a 3-node
+/// cluster (on disk, `min.insync.replicas=2`) is stopped and restarted in turn, then
+/// one is killed and restarted; every acknowledged record must be consumed, with its
+/// value. VerifiableProducer sets `retries=0` (which also turns idempotence off), so
+/// sends refused while a leader moves are reported as `producer_send_error` and are
+/// expected, as in Kafka's own system tests; only acknowledged records count.
+#[test]
+fn verifiable_tools_lose_nothing_through_rolling_restart_and_kill() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = rt
+        .block_on(
+            Cluster::builder()
+                .brokers(3)
+                .data_dir(dir.path())
+                .default_min_insync_replicas(2)
+                .start(),
+        )
+        .expect("cluster starts");
+    let topic = topic_name("verifiable");
+    rt.block_on(create_topic(
+        cluster.bootstrap_servers(),
+        &topic,
+        PARTITIONS,
+        3,
+    ));
+    let bootstrap = cluster.bootstrap_servers().join(",");
+    let tool = |class: &str, args: &[&str]| {
+        let mut cmd = java(&format!("org.apache.kafka.tools.{class}"));
+        cmd.args(["--bootstrap-server", &bootstrap, "--topic", &topic])
+            .args(args);
+        Jvm::spawn(class, cmd)
+    };
+    let group = format!("{topic}-group");
+    let consumer = tool(
+        "VerifiableConsumer",
+        &[
+            "--group-id",
+            &group,
+            "--group-protocol",
+            "classic",
+            "--verbose",
+        ],
+    );
+    let producer = tool(
+        "VerifiableProducer",
+        &["--throughput", "300", "--acks", "-1"],
+    );
+    acked_at_least(&producer, &cluster, 300);
+    let wait_replicated = |cluster: &Cluster| {
+        rt.block_on(cluster.wait_fully_replicated(&topic, Duration::from_secs(60)))
+            .unwrap_or_else(|e| panic!("{e:?}\n{}", cluster.timeline_text()));
+    };
+    for id in cluster.node_ids() {
+        rt.block_on(cluster.node(id).stop());
+        acked_at_least(&producer, &cluster, 100);
+        rt.block_on(cluster.node(id).restart()).expect("restart");
+        wait_replicated(&cluster);
+    }
+    let victim = cluster.node_ids()[0];
+    cluster.node(victim).kill();
+    acked_at_least(&producer, &cluster, 100);
+    rt.block_on(cluster.node(victim).restart())
+        .expect("restart");
+    wait_replicated(&cluster);
+    acked_at_least(&producer, &cluster, 100);
+    producer.terminate();
+    let produced = producer.wait(false);
+    let acks = acked(&produced);
+    let all_consumed = wait_lines(&consumer, Duration::from_secs(60), |l| {
+        let got: BTreeMap<At, String> = consumed(l).into_iter().collect();
+        acks.keys().all(|at| got.contains_key(at))
+    });
+    consumer.terminate();
+    let consumer_lines = consumer.wait(false);
+    let records = consumed(&consumer_lines);
+    let got: BTreeMap<At, String> = records.iter().cloned().collect();
+    let lost: Vec<&At> = acks.keys().filter(|at| !got.contains_key(at)).collect();
+    let changed = acks
+        .iter()
+        .filter(|(at, v)| got.get(at).is_some_and(|g| g != *v))
+        .count();
+    let report = format!(
+        "Kafka tools {}: acked {}, send errors {}, consumed {} ({} distinct), lost {}, \
+         changed {changed}, rebalances {}",
+        kafka_version(),
+        acks.len(),
+        count(&produced, "producer_send_error"),
+        records.len(),
+        got.len(),
+        lost.len(),
+        count(&consumer_lines, "partitions_assigned"),
+    );
+    println!("{report}");
+    for error in produced
+        .iter()
+        .filter(|l| field(l, "name") == Some("producer_send_error"))
+    {
+        println!("{error}");
+    }
+    assert!(
+        all_consumed && lost.is_empty() && changed == 0,
+        "{report}; first lost {:?}\n{}",
+        lost.first(),
+        cluster.timeline_text()
+    );
+    rt.block_on(cluster.shutdown());
+}
+
+/// ProducerPerformance and ConsumerPerformance run to completion on a single node.
+#[test]
+fn perf_tools_run_to_completion() {
+    const RECORDS: &str = "50000";
+    let rt = runtime();
+    let broker = rt
+        .block_on(Broker::start(BrokerConfig::in_memory()))
+        .expect("broker starts");
+    let topic = topic_name("perf");
+    rt.block_on(create_topic(
+        vec![broker.bootstrap()],
+        &topic,
+        PARTITIONS,
+        1,
+    ));
+    let bootstrap = broker.bootstrap();
+    let mut cmd = java("org.apache.kafka.tools.ProducerPerformance");
+    cmd.args(["--topic", &topic, "--num-records", RECORDS])
+        .args([
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--producer-props",
+        ])
+        .arg(format!("bootstrap.servers={bootstrap}"))
+        .arg("acks=all");
+    let produced = Jvm::spawn("ProducerPerformance", cmd).wait(true);
+    let summary = produced
+        .iter()
+        .find(|l| l.starts_with(&format!("{RECORDS} records sent")))
+        .unwrap_or_else(|| panic!("no summary line in {produced:?}"));
+    println!("ProducerPerformance {}: {summary}", kafka_version());
+
+    let mut cmd = java("org.apache.kafka.tools.ConsumerPerformance");
+    cmd.args(["--bootstrap-server", &bootstrap, "--topic", &topic])
+        .args(["--messages", RECORDS, "--timeout", "30000"]);
+    let consumed = Jvm::spawn("ConsumerPerformance", cmd).wait(true);
+    // The header names the columns; the next line holds the figures.
+    let header = consumed
+        .iter()
+        .position(|l| l.contains("data.consumed.in.nMsg"))
+        .unwrap_or_else(|| panic!("no header in {consumed:?}"));
+    let column = consumed[header]
+        .split(',')
+        .position(|c| c.trim() == "data.consumed.in.nMsg")
+        .unwrap();
+    let figures = &consumed[header + 1];
+    let n = figures.split(',').nth(column).map(str::trim);
+    assert_eq!(n, Some(RECORDS), "{consumed:?}");
+    println!("ConsumerPerformance {}: {figures}", kafka_version());
+    rt.block_on(broker.shutdown());
+}
