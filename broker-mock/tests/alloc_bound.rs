@@ -20,8 +20,6 @@
 
 #![allow(unsafe_code)]
 
-mod common;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
@@ -32,8 +30,8 @@ use baton_protocol::messages::*;
 use baton_protocol::record::RecordBatchBuilder;
 use baton_protocol::testing::{Random, Rng};
 use baton_protocol::{ErrorCode, Message, Request};
+use baton_testkit::wire::{seed, Client};
 use bytes::{BufMut, Bytes, BytesMut};
-use common::{seed, Client};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
@@ -498,7 +496,9 @@ async fn groups_stay_within_the_limits() {
     let _ = conn.call(&FindCoordinatorRequest::default(), 3).await;
     let l = limits();
     // The topic the commits name (commits to unknown topics are refused).
-    let (_, created) = conn.call(&common::create_req("t", 100, &[]), 7).await;
+    let (_, created) = conn
+        .call(&baton_testkit::wire::create_req("t", 100, &[]), 7)
+        .await;
     assert_eq!(created.expect("created").topics[0].error_code, 0);
 
     // One member with 512 KiB of metadata: held in proportion.
@@ -593,7 +593,9 @@ async fn producers_stay_within_the_limits() {
     let broker = start(false).await;
     let mut conn = Conn::open(broker.local_addr()).await;
     let l = limits();
-    let (_, created) = conn.call(&common::create_req("p", 1, &[]), 7).await;
+    let (_, created) = conn
+        .call(&baton_testkit::wire::create_req("p", 1, &[]), 7)
+        .await;
     assert_eq!(created.expect("created").topics[0].error_code, 0);
 
     let m = Measure::begin("InitProducerId: 5,000 requests");
@@ -617,7 +619,7 @@ async fn producers_stay_within_the_limits() {
         let mut b = RecordBatchBuilder::new(0).producer(*pid, 0, 0);
         b.push(0, None, Some(b"v"), &[]);
         let records = b.finish();
-        let req = common::produce_req("p", 0, 1, records);
+        let req = baton_testkit::wire::produce_req("p", 0, 1, records);
         let (n, resp) = conn.call(&req, 9).await;
         sent += n;
         let resp = resp.expect("answered");

@@ -9,16 +9,14 @@
 
 #![allow(unsafe_code)]
 
-mod common;
-
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use baton_broker::{Broker, BrokerConfig, BrokerLimits, Cluster};
 use baton_protocol::messages::*;
 use baton_protocol::{ErrorCode, Message};
+use baton_testkit::wire::*;
 use bytes::Bytes;
-use common::*;
 
 struct Counting;
 

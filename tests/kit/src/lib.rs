@@ -16,6 +16,7 @@
 //!   against the acknowledged records;
 //! - [`proxy`]: a broker behind a recording (and response-losing, rewriting,
 //!   holding) proxy, with a client connected through it;
+//! - [`wire`]: raw request frames to a broker, for the broker's own tests;
 //! - [`tools`]: the interop tools' setup (Python venv, kcat) and subprocesses
 //!   with a deadline.
 
@@ -29,6 +30,7 @@ pub mod payload;
 pub mod proxy;
 mod seed;
 pub mod tools;
+pub mod wire;
 
 pub use baton_protocol::testing::Rng;
 pub use seed::{seed, RngExt, SEED_VAR};

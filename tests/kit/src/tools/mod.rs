@@ -1,5 +1,5 @@
 //! Setup of the third-party tools the interop tests drive, apart from the tests:
-//! the Python clients and kcat ([`python`]), Apache Kafka's jars ([`kafka`]), the Java
+//! the Python clients and kcat ([`python`](mod@python)), Apache Kafka's jars ([`kafka`]), the Java
 //! harness ([`java`]), the Go program ([`go`]),
 //! and subprocesses with a deadline ([`process`]). Each tool is set up once per test binary, on first use.
 

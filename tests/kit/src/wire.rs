@@ -1,7 +1,5 @@
 //! A raw Kafka client over TCP for broker tests, built on the protocol crate only.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 
 use baton_protocol::frame::{begin_frame, finish_frame};
@@ -14,13 +12,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 /// One connection speaking Kafka frames.
+#[derive(Debug)]
 pub struct Client {
+    /// The connection to the broker.
     pub stream: TcpStream,
     next_corr: i32,
     buf: BytesMut,
 }
 
 impl Client {
+    /// Connects to `addr`.
     pub async fn connect(addr: SocketAddr) -> Client {
         let stream = TcpStream::connect(addr).await.expect("connect");
         stream.set_nodelay(true).unwrap();
@@ -41,6 +42,7 @@ impl Client {
         }
     }
 
+    /// The frame of `req` in `version` with correlation id `corr`, length prefix included.
     pub fn encode<R: Request>(corr: i32, req: &R, version: i16) -> Bytes {
         let mut buf = BytesMut::new();
         let at = begin_frame(&mut buf);
@@ -65,6 +67,7 @@ impl Client {
         corr
     }
 
+    /// Writes `bytes` as they are (a frame built by hand, or garbage).
     pub async fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         self.stream.write_all(bytes).await
     }
@@ -92,6 +95,7 @@ impl Client {
         (h.correlation_id, body)
     }
 
+    /// Sends `req` and reads its response.
     pub async fn call<R: Request + Sync>(&mut self, req: &R, version: i16) -> R::Response {
         let corr = self.send(req, version).await;
         let (got, resp) = self.recv::<R>(version).await;
@@ -100,6 +104,7 @@ impl Client {
     }
 }
 
+/// A record batch of `values`, timestamps from `base_ts`.
 pub fn records(base_ts: i64, values: &[&str]) -> Bytes {
     let mut b = RecordBatchBuilder::new(base_ts);
     for (i, v) in values.iter().enumerate() {
@@ -108,6 +113,7 @@ pub fn records(base_ts: i64, values: &[&str]) -> Bytes {
     b.finish()
 }
 
+/// A Produce request of `records` to one partition.
 pub fn produce_req(topic: &str, partition: i32, acks: i16, records: Bytes) -> ProduceRequest {
     ProduceRequest {
         transactional_id: None,
@@ -123,6 +129,7 @@ pub fn produce_req(topic: &str, partition: i32, acks: i16, records: Bytes) -> Pr
     }
 }
 
+/// A Fetch request for one partition.
 pub fn fetch_req(
     topic: &str,
     partition: i32,
@@ -152,6 +159,7 @@ pub fn fetch_req(
     }
 }
 
+/// A CreateTopics request for one topic (the broker's default replication factor).
 pub fn create_req(name: &str, partitions: i32, configs: &[(&str, &str)]) -> CreateTopicsRequest {
     CreateTopicsRequest {
         topics: vec![CreatableTopic {
@@ -172,6 +180,7 @@ pub fn create_req(name: &str, partitions: i32, configs: &[(&str, &str)]) -> Crea
     }
 }
 
+/// Creates topic `name` through `c`, and checks that it worked.
 pub async fn create_topic(c: &mut Client, name: &str, partitions: i32) {
     let resp = c.call(&create_req(name, partitions, &[]), 7).await;
     assert_eq!(
@@ -202,5 +211,4 @@ pub fn topic_name(prefix: &str) -> String {
     format!("{prefix}-{}", N.fetch_add(1, Ordering::Relaxed))
 }
 
-#[allow(unused_imports)] // not every test file that includes this module draws random values
-pub use baton_testkit::{seed, Rng};
+pub use crate::{seed, Rng};

@@ -3,8 +3,6 @@
 //! its data directory, rejoins the ISR; a SIGTERMed leader hands its leadership over
 //! before it exits; records acknowledged with acks=all survive both.
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -12,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use baton_protocol::messages::*;
-use common::*;
+use baton_testkit::wire::*;
 
 const LONG: Duration = Duration::from_secs(60);
 

@@ -3,15 +3,13 @@
 //! watermark and honours the request timeout, and `min.insync.replicas` refuses
 //! writes when the ISR is too small.
 
-mod common;
-
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use baton_broker::Cluster;
 use baton_protocol::messages::*;
 use baton_protocol::ErrorCode;
-use common::*;
+use baton_testkit::wire::*;
 
 const LONG: Duration = Duration::from_secs(60);
 

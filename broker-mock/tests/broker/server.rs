@@ -1,14 +1,12 @@
 //! The broker over real TCP: happy paths of every API, ordering, long-polling, acks=0,
 //! corrupt batches, restarts.
 
-mod common;
-
 use baton_broker::{Broker, BrokerConfig};
 use baton_protocol::messages::*;
 use baton_protocol::record::{RecordBatch, TimestampType};
 use baton_protocol::{ErrorCode, Uuid};
+use baton_testkit::wire::*;
 use bytes::BytesMut;
-use common::*;
 
 #[tokio::test]
 async fn api_versions_and_kip511_fallback() {

@@ -1,13 +1,11 @@
 //! Hostile input closes only the offending connection; the broker keeps serving and
 //! keeps what it accepted.
 
-mod common;
-
 use std::time::Duration;
 
 use baton_broker::{Broker, BrokerConfig};
 use baton_protocol::messages::*;
-use common::*;
+use baton_testkit::wire::*;
 use tokio::io::AsyncWriteExt;
 
 /// One hostile frame (or a fragment of one).

@@ -5,8 +5,6 @@
 //! `max_producers_per_partition` are forgotten; oversized commit metadata is
 //! refused and not stored.
 
-mod common;
-
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
@@ -15,8 +13,8 @@ use baton_broker::{Broker, BrokerConfig, BrokerHandle, BrokerLimits};
 use baton_protocol::messages::*;
 use baton_protocol::record::RecordBatchBuilder;
 use baton_protocol::ErrorCode;
+use baton_testkit::wire::*;
 use bytes::Bytes;
-use common::*;
 use tokio::net::TcpSocket;
 
 async fn start(limits: BrokerLimits, groups: GroupConfig) -> BrokerHandle {

@@ -4,15 +4,13 @@
 //! partitions and batches per request. What is fetched back must be exactly what was
 //! sent, with the base offset and leader epoch filled in and a valid CRC.
 
-mod common;
-
 use std::time::Duration;
 
 use baton_broker::{Broker, BrokerConfig};
 use baton_protocol::messages::*;
 use baton_protocol::record::{batches, RecordBatch, RecordBatchBuilder, TimestampType};
+use baton_testkit::wire::*;
 use bytes::{Bytes, BytesMut};
-use common::*;
 use tokio::io::AsyncWriteExt;
 
 /// A batch of `n` records with values of up to `max_value` bytes.

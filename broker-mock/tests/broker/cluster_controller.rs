@@ -2,12 +2,10 @@
 //! log, comes back with the next controller epoch, and the running nodes carry on
 //! (elections included) without re-creating anything.
 
-mod common;
-
 use std::time::Duration;
 
 use baton_broker::Cluster;
-use common::*;
+use baton_testkit::wire::*;
 
 const LONG: Duration = Duration::from_secs(60);
 

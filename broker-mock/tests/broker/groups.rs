@@ -2,14 +2,12 @@
 //! with the embedded consumer protocol, session expiry, offsets that survive
 //! restarts and crashes, and the group admin APIs.
 
-mod common;
-
 use baton_broker::group::GroupConfig;
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 use baton_protocol::messages::*;
 use baton_protocol::ErrorCode;
+use baton_testkit::wire::*;
 use bytes::Bytes;
-use common::*;
 
 const GROUP: &str = "g";
 

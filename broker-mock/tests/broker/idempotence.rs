@@ -2,14 +2,12 @@
 //! deduplicated with their original offsets, sequence gaps and stale epochs
 //! rejected, and deduplication that survives a restart and a crash.
 
-mod common;
-
 use baton_broker::{Broker, BrokerConfig};
 use baton_protocol::messages::*;
 use baton_protocol::record::RecordBatchBuilder;
 use baton_protocol::ErrorCode;
+use baton_testkit::wire::*;
 use bytes::Bytes;
-use common::*;
 
 /// A batch of `values` from producer `pid` at `epoch`, first sequence `seq`.
 fn idempotent(pid: i64, epoch: i16, seq: i32, values: &[&str]) -> Bytes {

@@ -1,0 +1,15 @@
+//! Tests of `baton-broker` over TCP with raw request frames
+//! (`baton_testkit::wire`): every API, hostile input, limits, groups, idempotence
+//! and the in-process cluster, one binary so the helpers compile once. The tests
+//! that install a counting `#[global_allocator]` (`alloc_bound.rs`,
+//! `create_topics_limits.rs`) stay in binaries of their own.
+
+mod cluster_controller;
+mod cluster_leader;
+mod cluster_processes;
+mod groups;
+mod idempotence;
+mod limits;
+mod malformed;
+mod produce_in_place;
+mod server;
