@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::process::run;
-use super::workspace;
+use super::paths::workspace;
 
 /// Upper bound for `go build` (it downloads the pinned modules on a fresh machine).
 const BUILD_TIMEOUT: Duration = Duration::from_secs(600);

@@ -6,7 +6,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use super::kafka::libs;
-use super::workspace;
+use super::paths::workspace;
 
 /// The compiled harness; panics with javac's output if it does not compile.
 pub fn classes() -> &'static Path {

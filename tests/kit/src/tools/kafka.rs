@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::process::run;
-use super::workspace;
+use super::paths::workspace;
 
 /// The Maven project that pins the Kafka release.
 const POM: &str = include_str!("../../../apache-kafka/pom.xml");
