@@ -28,7 +28,7 @@
 //! assert!(h.check().passed());
 //! ```
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
 /// How a produce attempt ended.
@@ -211,6 +211,32 @@ impl History {
         v.sort_unstable();
         v
     }
+
+    /// Partitions holding a duplicated or reordered record (the partitions of
+    /// every copy of a duplicated id; the partition where an id was read below an
+    /// earlier, higher one), for runs whose semantics allow those only where
+    /// something happened, such as a leader change under a non-idempotent producer.
+    pub fn disordered_partitions(&self) -> BTreeSet<i32> {
+        let mut out = BTreeSet::new();
+        let mut places: HashMap<u64, Vec<i32>> = HashMap::new();
+        let mut max_id: HashMap<i32, u64> = HashMap::new();
+        for (&(partition, _), &(id, _)) in &self.consumed {
+            places.entry(id).or_default().push(partition);
+            let m = max_id.entry(partition).or_insert(id);
+            if id < *m {
+                out.insert(partition);
+            } else {
+                *m = id;
+            }
+        }
+        out.extend(
+            places
+                .into_values()
+                .filter(|partitions| partitions.len() > 1)
+                .flatten(),
+        );
+        out
+    }
 }
 
 /// A payload of `8 + 4 + filler` bytes: the id, a CRC-32C of the id and filler, and
@@ -298,6 +324,25 @@ mod tests {
         assert_eq!(r.moved, 3, "{r}"); // ids 1, 2, and 4 (its offset holds the copy of 3)
         assert!(!r.passed());
         assert_eq!(h.lost_ids(), vec![5]);
+    }
+
+    #[test]
+    fn names_the_partitions_of_duplicates_and_reorders() {
+        let mut h = History::new();
+        for id in 0..8 {
+            acked(&mut h, id, (id / 2) as i32, (id % 2) as i64);
+        }
+        read(&mut h, 1, 0, 0); // partition 0: 1 then 0, reordered
+        read(&mut h, 0, 0, 1);
+        read(&mut h, 2, 1, 0); // id 2 in partitions 1 and 2: duplicated
+        read(&mut h, 2, 2, 5);
+        read(&mut h, 6, 3, 0); // partition 3 in order
+        read(&mut h, 7, 3, 1);
+        assert_eq!(h.disordered_partitions(), BTreeSet::from([0, 1, 2]));
+        let mut clean = History::new();
+        acked(&mut clean, 0, 0, 0);
+        read(&mut clean, 0, 0, 0);
+        assert!(clean.disordered_partitions().is_empty());
     }
 
     #[test]

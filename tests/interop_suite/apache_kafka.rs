@@ -443,9 +443,9 @@ async fn cancellation_outcomes_never_sent_in_flight_delivered() {
         .send(ProducerRecord::new(topic.clone()).partition(0).value(value))
         .await
         .unwrap();
-    assert!(tokio::time::timeout(Duration::from_secs(1), &mut d)
-        .await
-        .is_err());
+    if let Ok(outcome) = tokio::time::timeout(Duration::from_secs(1), &mut d).await {
+        panic!("the send ended while Kafka was stopped: {outcome:?}");
+    }
     let in_flight = match d.cancel() {
         CancelOutcome::InFlight(h) => h,
         other => panic!("expected InFlight, got {other:?}"),
@@ -851,12 +851,17 @@ async fn rolling_restart_and_leader_kill_of_a_3_node_cluster_lose_nothing() {
 /// and the old one truncates it on rejoining: Apache Kafka can lose acknowledged
 /// records then, and that is reported (printed), not failed. Consumers read only
 /// below the high watermark, so they never see a record that is later truncated.
-/// What must hold regardless: no record is corrupted, duplicated or reordered
-/// (`baton_broker::history`); records are lost only on partitions whose leader
-/// changed during the run (a higher leader epoch at the end); and a lost record is
-/// missing from Kafka's log as well (a fresh consumer reading every partition from
-/// the start does not find it), so the live consumers skipped nothing. The
-/// producer must also keep going (over 1000 records acknowledged).
+/// Without idempotence a retried batch may also be written twice (its first
+/// attempt was written but its response lost) or land behind later batches (up
+/// to 5 batches per partition are in flight, as in the Java client's defaults):
+/// duplicates and reordering are reported too, and allowed only on partitions
+/// whose leader changed. What must hold regardless: no record is corrupted
+/// (`baton_broker::history`); records are lost, duplicated or reordered only on
+/// partitions whose leader changed during the run (a higher leader epoch at the
+/// end); and a lost record is missing from Kafka's log as well (a fresh consumer
+/// reading every partition from the start does not find it), so the live
+/// consumers skipped nothing. The producer must also keep going (over 1000
+/// records acknowledged).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn field_report_setup_rf2_acks1_partition_consumers_through_rolling_restart() {
     let started = std::time::Instant::now();
@@ -916,29 +921,27 @@ async fn field_report_setup_rf2_acks1_partition_consumers_through_rolling_restar
             .entry((id % baton_testkit::chaos::PARTITIONS as u64) as i32)
             .or_default() += 1;
     }
+    let disordered = history.disordered_partitions();
     let unexplained: Vec<i32> = lost_per_partition
         .keys()
+        .chain(&disordered)
         .copied()
         .filter(|p| epochs_after.get(p) <= epochs_before.get(p))
         .collect();
     eprintln!(
         "Apache Kafka {} field report setup (RF 2, acks=1, rolling restart): {report} \
-         (a FAIL there counts the loss acks=1 allows; this test judges as documented); \
+         (a FAIL there counts what acks=1 without idempotence allows; this test judges as documented); \
          lost acknowledged records per partition {lost_per_partition:?} (first ids {:?}); \
-         leader epochs {epochs_before:?} -> {epochs_after:?}; worst produce stall \
+         partitions with duplicated or reordered records {disordered:?}; leader epochs {epochs_before:?} -> {epochs_after:?}; worst produce stall \
          {worst:.1?}; total {:.1?}",
         crate::apache_kafka_util::kafka_version(),
         &lost[..lost.len().min(10)],
         started.elapsed()
     );
-    assert_eq!(
-        (report.duplicated, report.reordered, report.corrupted),
-        (0, 0, 0),
-        "duplicated, reordered, corrupted: {report}"
-    );
+    assert_eq!(report.corrupted, 0, "corrupted: {report}");
     assert!(
         unexplained.is_empty(),
-        "records lost on partitions {unexplained:?} whose leader never changed: {report}"
+        "records lost, duplicated or reordered on partitions {unexplained:?} whose leader never changed: {report}"
     );
     assert!(acked > 1000, "the producer kept going: {report}");
 }

@@ -260,6 +260,24 @@ impl Node {
 }
 
 /// `kill -<signal> <pid>`.
+/// Whether every thread of process `pid` is stopped (state `T` in
+/// `/proc/PID/task/*/stat`).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().all(|task| {
+        std::fs::read_to_string(task.path().join("stat"))
+            .ok()
+            // The state follows the parenthesised command name, which may hold spaces.
+            .and_then(|stat| {
+                stat.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim_start().starts_with('T'))
+            })
+            .unwrap_or(true) // a thread that exited meanwhile
+    })
+}
+
 fn signal_pid(pid: u32, signal: &str) {
     let _ = Command::new("kill")
         .arg(format!("-{signal}"))
@@ -610,11 +628,20 @@ impl KafkaCluster {
     }
 
     /// SIGSTOP to node `id`: it keeps its connections but answers nothing until
-    /// [`KafkaCluster::resume`].
+    /// [`KafkaCluster::resume`]. Returns once every thread of the JVM is stopped
+    /// (a signal is delivered to each thread when it next runs, which on a loaded
+    /// machine is not at once), so a request sent afterwards finds it stopped.
     pub fn pause(&self, id: i32) {
-        self.with_node(id, |n| {
-            signal_pid(n.running.as_ref().expect("running").java_pid, "STOP")
-        })
+        let pid = self.with_node(id, |n| n.running.as_ref().expect("running").java_pid);
+        signal_pid(pid, "STOP");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !all_threads_stopped(pid) {
+            assert!(
+                Instant::now() < deadline,
+                "node {id} (pid {pid}) did not stop within 30 s of SIGSTOP"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// SIGCONT to node `id`.

@@ -6,8 +6,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::process::run;
 use super::paths::workspace;
+use super::process::run;
 
 /// Upper bound for `go build` (it downloads the pinned modules on a fresh machine).
 const BUILD_TIMEOUT: Duration = Duration::from_secs(600);

@@ -7,8 +7,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::process::run;
 use super::paths::workspace;
+use super::process::run;
 
 /// The Maven project that pins the Kafka release.
 const POM: &str = include_str!("../../../apache-kafka/pom.xml");

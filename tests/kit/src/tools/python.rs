@@ -7,8 +7,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use super::process::{run, run_ok, SETUP_TIMEOUT};
 use super::paths::{scripts_dir, workspace};
+use super::process::{run, run_ok, SETUP_TIMEOUT};
 
 /// Pinned client versions, shared with `.ci/run`.
 const REQUIREMENTS: &str = include_str!("../../../interop/requirements.txt");
