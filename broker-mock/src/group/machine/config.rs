@@ -1,0 +1,38 @@
+//! The coordinator's settings for the group machine.
+
+/// Group coordinator settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupConfig {
+    /// Extra wait before the first rebalance of an empty group completes, so that
+    /// members starting together land in one generation. Kafka's
+    /// `group.initial.rebalance.delay.ms` defaults to 3000; this broker defaults to
+    /// 100 to keep tests quick. 0 disables the delay.
+    pub initial_rebalance_delay_ms: i64,
+    /// Smallest session timeout a member may ask for (Kafka's
+    /// `group.min.session.timeout.ms`, default 6000 there; 100 here so tests can
+    /// expire members quickly).
+    pub min_session_timeout_ms: i32,
+    /// Largest session timeout a member may ask for (`group.max.session.timeout.ms`).
+    pub max_session_timeout_ms: i32,
+    /// Most members per group (`group.max.size`); joins beyond it fail with
+    /// GROUP_MAX_SIZE_REACHED.
+    pub max_group_size: usize,
+    /// Longest committed metadata string accepted (`offset.metadata.max.bytes`).
+    pub offset_metadata_max_bytes: usize,
+    /// Partitions of the internal `__consumer_offsets` topic when it is created
+    /// (`offsets.topic.num.partitions`, 50 in Kafka).
+    pub offsets_topic_partitions: i32,
+}
+
+impl Default for GroupConfig {
+    fn default() -> Self {
+        GroupConfig {
+            initial_rebalance_delay_ms: 100,
+            min_session_timeout_ms: 100,
+            max_session_timeout_ms: 1_800_000,
+            max_group_size: 1000,
+            offset_metadata_max_bytes: 4096,
+            offsets_topic_partitions: 4,
+        }
+    }
+}
