@@ -20,6 +20,11 @@
 //! per partition are accepted (Kafka takes exactly one from a v2 producer);
 //! compressed batches are stored without decompressing their records; no
 //! `max.message.bytes` limit; a null or empty records field is `CORRUPT_MESSAGE`.
+//!
+//! This handler decodes the request, takes each partition's records out of the
+//! frame, calls [`produce_batch`] per partition and builds the response; the
+//! sequence of checks, the append and the `acks=all` wait live in
+//! `partition/produce.rs`.
 
 use baton_protocol::messages::{
     PartitionProduceResponse, ProduceRequest, ProduceResponse, ProduceResponseLeaderIdAndEpoch,
@@ -29,7 +34,7 @@ use baton_protocol::ErrorCode;
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::sync::oneshot;
 
-use crate::clock::now_ms;
+use crate::partition::{produce_batch, replication_result, ProduceRecords, ProduceSettings};
 use crate::replication::ProduceOutcome;
 use crate::state::BrokerState;
 
@@ -48,14 +53,6 @@ fn failed(index: i32, code: ErrorCode) -> PartitionProduceResponse {
     }
 }
 
-/// One partition's records as taken out of the request.
-enum Input {
-    /// A uniquely owned slice of the request frame: patched and stored in place.
-    Owned(BytesMut),
-    /// Shares memory with something else: the log copies it.
-    Shared(Bytes),
-}
-
 /// A frame's memory is reused for the log only when the frame fills most of its
 /// allocation, so that a small request never pins a large read buffer.
 fn fills_allocation(buf: &BytesMut) -> bool {
@@ -67,8 +64,8 @@ fn fills_allocation(buf: &BytesMut) -> bool {
 /// other holder of their memory and fills its allocation, the records become
 /// disjoint, uniquely owned pieces of it, so the log stores them without a copy;
 /// otherwise they stay shared slices and the log copies them.
-fn take_records(req: &mut ProduceRequest, frame: Bytes) -> Vec<Vec<Option<Input>>> {
-    let mut out: Vec<Vec<Option<Input>>> = Vec::with_capacity(req.topic_data.len());
+fn take_records(req: &mut ProduceRequest, frame: Bytes) -> Vec<Vec<Option<ProduceRecords>>> {
+    let mut out: Vec<Vec<Option<ProduceRecords>>> = Vec::with_capacity(req.topic_data.len());
     // (start in the frame, length, topic index, partition index)
     let mut spans = Vec::new();
     let base = frame.as_ptr() as usize;
@@ -88,7 +85,7 @@ fn take_records(req: &mut ProduceRequest, frame: Bytes) -> Vec<Vec<Option<Input>
                     all_in_frame = false;
                 }
             }
-            row.push(records.map(Input::Shared));
+            row.push(records.map(ProduceRecords::Shared));
         }
         out.push(row);
     }
@@ -108,7 +105,7 @@ fn take_records(req: &mut ProduceRequest, frame: Bytes) -> Vec<Vec<Option<Input>
             let mut consumed = 0;
             for &(start, len, ti, pi) in &spans {
                 whole.advance(start - consumed);
-                out[ti][pi] = Some(Input::Owned(whole.split_to(len)));
+                out[ti][pi] = Some(ProduceRecords::Owned(whole.split_to(len)));
                 consumed = start + len;
             }
             return out;
@@ -117,7 +114,7 @@ fn take_records(req: &mut ProduceRequest, frame: Bytes) -> Vec<Vec<Option<Input>
         Err(frame) => frame,
     };
     for &(start, len, ti, pi) in &spans {
-        out[ti][pi] = Some(Input::Shared(frame.slice(start..start + len)));
+        out[ti][pi] = Some(ProduceRecords::Shared(frame.slice(start..start + len)));
     }
     out
 }
@@ -131,75 +128,49 @@ pub(crate) fn handle(
     _version: i16,
 ) -> (Option<ProduceResponse>, Vec<Wait>) {
     let inputs = take_records(&mut req, frame);
-    let acks_ok = (-1..=1).contains(&req.acks);
+    let settings = ProduceSettings {
+        acks: req.acks,
+        deadline_ms: state
+            .mode
+            .replica()
+            .map_or(0, |c| c.now_ms() + req.timeout_ms.max(0) as u64),
+    };
     let mut appended = false;
     let mut waits = Vec::new();
     let mut responses = Vec::with_capacity(req.topic_data.len());
-    let deadline_ms = state
-        .mode
-        .replica()
-        .map_or(0, |c| c.now_ms() + req.timeout_ms.max(0) as u64);
     for (ti, (topic_data, topic_inputs)) in req.topic_data.into_iter().zip(inputs).enumerate() {
-        let topic = if acks_ok {
+        let topic = if settings.acks_valid() {
             state.topic_or_auto_create(&topic_data.name, true)
         } else {
             None
         };
+        let timestamp_type = topic
+            .as_ref()
+            .map(|t| t.config.timestamp_type())
+            .unwrap_or_default();
         let partition_responses = topic_data
             .partition_data
             .into_iter()
             .zip(topic_inputs)
             .enumerate()
-            .map(|(pi, (pd, input))| {
-                if !acks_ok {
-                    return failed(pd.index, ErrorCode::InvalidRequiredAcks);
-                }
-                let Some(partition) = topic.as_ref().and_then(|t| t.partition(pd.index)) else {
-                    return failed(pd.index, ErrorCode::UnknownTopicOrPartition);
-                };
-                let Some(records) = input else {
-                    return failed(pd.index, ErrorCode::CorruptMessage);
-                };
-                let ts_type = topic
-                    .as_ref()
-                    .map(|t| t.config.timestamp_type())
-                    .unwrap_or_default();
-                let mut st = partition.lock();
-                if !st.is_leader() {
-                    return failed(pd.index, ErrorCode::NotLeaderOrFollower);
-                }
-                if let Some(l) = st.leader_state() {
-                    if let Err(r) = l.check_produce(req.acks == -1) {
-                        return failed(pd.index, r.error_code());
-                    }
-                }
-                let result = match records {
-                    Input::Owned(b) => st.append_owned(b, ts_type, now_ms()),
-                    Input::Shared(b) => st.append_records(&b, ts_type, now_ms()),
-                };
-                if result.is_ok() && req.acks == -1 {
-                    let leo = st.log_end_offset();
-                    if let Some(rx) = st.await_replication(leo, deadline_ms) {
-                        waits.push((ti, pi, rx));
-                    }
-                }
-                drop(st);
-                match result {
-                    Ok(info) => {
+            .map(|(pi, (pd, records))| {
+                let partition = topic.as_ref().and_then(|t| t.partition(pd.index));
+                match produce_batch(partition.map(|p| &**p), records, timestamp_type, settings) {
+                    Ok(batch) => {
                         appended = true;
+                        if let Some(rx) = batch.replicated {
+                            waits.push((ti, pi, rx));
+                        }
                         PartitionProduceResponse {
                             index: pd.index,
                             error_code: 0,
-                            base_offset: info.base_offset,
-                            log_append_time_ms: info.log_append_time_ms,
-                            log_start_offset: info.log_start_offset,
+                            base_offset: batch.info.base_offset,
+                            log_append_time_ms: batch.info.log_append_time_ms,
+                            log_start_offset: batch.info.log_start_offset,
                             ..Default::default()
                         }
                     }
-                    Err(code) => {
-                        tracing::debug!(topic = %topic_data.name, partition = pd.index, ?code, "produce rejected");
-                        failed(pd.index, code)
-                    }
+                    Err(code) => failed(pd.index, code),
                 }
             })
             .collect();
@@ -281,16 +252,8 @@ pub(crate) async fn finish(
     waits: Vec<Wait>,
     timeout_ms: i32,
 ) -> ProduceResponse {
-    // The leader times waits out itself; this bound only guards against a leader that
-    // stopped ticking.
-    let bound = std::time::Duration::from_millis(timeout_ms.max(0) as u64 + 5_000);
     for (ti, pi, rx) in waits {
-        let outcome = match tokio::time::timeout(bound, rx).await {
-            Ok(Ok(o)) => o,
-            Ok(Err(_)) => ProduceOutcome::NotLeader,
-            Err(_) => ProduceOutcome::TimedOut,
-        };
-        let code = outcome.error_code();
+        let code = replication_result(rx, timeout_ms).await;
         if code != ErrorCode::None {
             if let Some(p) = response
                 .responses
@@ -361,15 +324,15 @@ mod tests {
     /// Per topic, per partition: (owned?, bytes).
     type Seen = Vec<Vec<Option<(bool, Vec<u8>)>>>;
 
-    fn contents(inputs: &[Vec<Option<Input>>]) -> Seen {
+    fn contents(inputs: &[Vec<Option<ProduceRecords>>]) -> Seen {
         inputs
             .iter()
             .map(|row| {
                 row.iter()
                     .map(|i| {
                         i.as_ref().map(|i| match i {
-                            Input::Owned(b) => (true, b.to_vec()),
-                            Input::Shared(b) => (false, b.to_vec()),
+                            ProduceRecords::Owned(b) => (true, b.to_vec()),
+                            ProduceRecords::Shared(b) => (false, b.to_vec()),
                         })
                     })
                     .collect()

@@ -108,7 +108,7 @@ pub(super) struct Group {
     pub(super) rebalance_deadline: Option<i64>,
     pub(super) initial_delay: Option<InitialDelay>,
     pub(super) offsets: BTreeMap<(String, i32), CommittedOffset>,
-    /// The last generation handed out by [`Groups::take_new_generations`] (or
+    /// The last generation handed out by [`Groups::take_new_generations`](super::registry::Groups::take_new_generations) (or
     /// replayed), so each generation is persisted once.
     pub(super) persisted_generation: i32,
 }

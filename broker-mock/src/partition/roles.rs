@@ -1,0 +1,211 @@
+//! The roles a partition plays: becoming leader, follower or no replica, driving the
+//! leader state machine (HW moves, completed `acks=all` waits, reports to the
+//! controller) and a follower's appends of the leader's batches.
+
+use baton_protocol::record::RecordBatch;
+use bytes::Bytes;
+use tokio::sync::{mpsc, oneshot};
+
+use super::state::{LeaderReport, PartitionState, Role};
+use crate::error::LogError;
+use crate::replication::{LeaderAction, LeaderState, ProduceOutcome};
+
+impl PartitionState {
+    /// What this node does for the partition.
+    pub fn role(&self) -> &Role {
+        &self.role
+    }
+
+    /// The leader state machine, when leading in a cluster.
+    pub fn leader_state(&self) -> Option<&LeaderState> {
+        match &self.role {
+            Role::Leader(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// Whether this node serves clients' produce and fetch for the partition.
+    pub fn is_leader(&self) -> bool {
+        matches!(self.role, Role::Standalone | Role::Leader(_))
+    }
+
+    /// The HW moves with the log end on a standalone node; a cluster leader tells its
+    /// state machine and applies what follows.
+    pub(super) fn after_local_append(&mut self) {
+        let leo = self.log_end_offset();
+        match &mut self.role {
+            Role::Leader(l) => {
+                if let Err(e) = l.on_local_append(leo) {
+                    tracing::error!(error = %e, "leader state refused an append");
+                }
+                self.drive_leader();
+            }
+            _ => self.set_high_watermark(leo),
+        }
+    }
+
+    /// Applies the leader machine's pending actions: HW moves, completed waits and
+    /// reports for the controller. Returns whether the HW moved.
+    pub(crate) fn drive_leader(&mut self) -> bool {
+        let actions = match &mut self.role {
+            Role::Leader(l) => l.take_actions(),
+            _ => return false,
+        };
+        self.apply_leader_actions(actions)
+    }
+
+    fn apply_leader_actions(&mut self, actions: Vec<LeaderAction>) -> bool {
+        let mut moved = false;
+        for a in actions {
+            match a {
+                LeaderAction::HighWatermarkAdvanced { to, .. } => {
+                    let to = to.min(self.log_end_offset());
+                    if to > self.high_watermark {
+                        self.set_high_watermark(to);
+                        moved = true;
+                    }
+                }
+                LeaderAction::ProduceCompleted { wait_id, outcome } => {
+                    if let Some(tx) = self.waiters.remove(&wait_id) {
+                        let _ = tx.send(outcome);
+                    }
+                }
+                LeaderAction::ProposeIsr {
+                    isr,
+                    leader_epoch,
+                    partition_epoch,
+                    ..
+                } => self.report(|topic, partition| LeaderReport::AlterIsr {
+                    topic,
+                    partition,
+                    leader_epoch,
+                    partition_epoch,
+                    isr,
+                }),
+                LeaderAction::SuccessorCaughtUp {
+                    successor,
+                    log_end_offset,
+                } => self.report(|topic, partition| LeaderReport::SuccessorCaughtUp {
+                    topic,
+                    partition,
+                    successor,
+                    log_end_offset,
+                }),
+            }
+        }
+        moved
+    }
+
+    fn report(&self, make: impl FnOnce(String, i32) -> LeaderReport) {
+        if let (Some(tx), Some((topic, partition))) = (&self.reports, &self.ident) {
+            let _ = tx.send(make(topic.to_string(), *partition));
+        }
+    }
+
+    /// Tells the controller a planned move stopped writes at the current log end.
+    pub(crate) fn report_drain_started(&self) {
+        let leo = self.log_end_offset();
+        self.report(|topic, partition| LeaderReport::DrainStarted {
+            topic,
+            partition,
+            log_end_offset: leo,
+        });
+    }
+
+    /// Takes the leadership under `leader_epoch`: assignment from the controller, the
+    /// local log end starts the epoch. Any previous role ends first.
+    pub(crate) fn become_leader(
+        &mut self,
+        init: crate::replication::LeaderInit,
+        config: crate::replication::LeaderConfig,
+        reports: mpsc::UnboundedSender<LeaderReport>,
+    ) -> Result<(), crate::replication::LeaderError> {
+        let epoch = init.leader_epoch;
+        let leader = LeaderState::new(init, config)?;
+        self.end_role();
+        if epoch > self.leader_epoch {
+            self.leader_epoch = epoch;
+        }
+        self.leader = leader.local_id();
+        self.reports = Some(reports);
+        self.role = Role::Leader(Box::new(leader));
+        self.drive_leader();
+        Ok(())
+    }
+
+    /// Follows `leader` (or waits for one when `-1`) at `leader_epoch`.
+    pub(crate) fn become_follower(&mut self, leader: i32, leader_epoch: i32) {
+        self.end_role();
+        if leader_epoch > self.leader_epoch {
+            self.leader_epoch = leader_epoch;
+        }
+        self.leader = leader;
+        self.role = Role::Follower { leader };
+    }
+
+    /// Stops hosting the partition as a replica.
+    pub(crate) fn become_not_replica(&mut self, leader: i32, leader_epoch: i32) {
+        self.end_role();
+        if leader_epoch > self.leader_epoch {
+            self.leader_epoch = leader_epoch;
+        }
+        self.leader = leader;
+        self.role = Role::NotReplica;
+    }
+
+    /// Ends a leadership: waiting produces fail with NOT_LEADER_OR_FOLLOWER.
+    pub(super) fn end_role(&mut self) {
+        if let Role::Leader(l) = std::mem::replace(&mut self.role, Role::NotReplica) {
+            let actions = l.resign();
+            self.apply_leader_actions(actions);
+        }
+        self.reports = None;
+        for (_, tx) in std::mem::take(&mut self.waiters) {
+            let _ = tx.send(ProduceOutcome::NotLeader);
+        }
+    }
+
+    /// Mutable access to the leader machine; call [`drive_leader`](Self::drive_leader)
+    /// after using it.
+    pub(crate) fn leader_state_mut(&mut self) -> Option<&mut LeaderState> {
+        match &mut self.role {
+            Role::Leader(l) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// Registers an `acks=all` produce that needs the HW at `required_offset`.
+    pub(crate) fn await_replication(
+        &mut self,
+        required_offset: i64,
+        deadline_ms: u64,
+    ) -> Option<oneshot::Receiver<ProduceOutcome>> {
+        let Role::Leader(l) = &mut self.role else {
+            return None;
+        };
+        let id = self.next_wait_id;
+        self.next_wait_id += 1;
+        let (tx, rx) = oneshot::channel();
+        self.waiters.insert(id, tx);
+        l.await_replication(id, required_offset, deadline_ms);
+        self.drive_leader();
+        Some(rx)
+    }
+
+    /// Appends a batch fetched from the leader as it is (offsets and epoch already
+    /// assigned). The caller checked its CRC and contiguity.
+    pub(crate) fn append_replica_batch(&mut self, batch: Bytes) -> Result<(), LogError> {
+        let parsed = RecordBatch::parse(batch.clone()).ok();
+        self.log.append(batch)?;
+        if let Some(b) = parsed {
+            self.producers.record_stored(&b);
+        }
+        Ok(())
+    }
+
+    /// Sets a follower's HW (bounded by the log end).
+    pub(crate) fn set_follower_high_watermark(&mut self, hw: i64) {
+        let hw = hw.min(self.log_end_offset()).max(self.log_start_offset());
+        self.high_watermark = hw;
+    }
+}
