@@ -6,11 +6,11 @@
 //! request, and [`replication_result`] the end of its `acks=all` wait; the handler
 //! only decodes the request, calls them per partition and builds the response.
 
+use std::time::Duration;
+
 use baton_protocol::record::{
     set_base_offset, set_log_append_time, set_partition_leader_epoch, TimestampType,
 };
-use std::time::Duration;
-
 use baton_protocol::ErrorCode;
 use bytes::{Bytes, BytesMut};
 use tokio::sync::oneshot;
