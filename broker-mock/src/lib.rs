@@ -20,7 +20,8 @@
 //! [`BrokerError`] for one node; [`cluster`] ([`Cluster`], node and controller
 //! handles) for a replicated cluster; [`faults`] (fault injection), [`history`]
 //! (the history checker), [`corruption`] (corruption events), [`group`] (group
-//! settings), and the I/O-free [`replication`] and [`controller`] state machines.
+//! settings), [`rpc`] (a request/response [`rpc::Channel`] for tools and
+//! tests), and the I/O-free [`replication`] and [`controller`] state machines.
 //! Internals (server loop, one handler per API key, partitions, logs, topics,
 //! producer state) are crate-private; `docs/ARCHITECTURE.md` maps them.
 
@@ -41,7 +42,7 @@ mod node_mode;
 pub(crate) mod partition;
 pub(crate) mod producer_state;
 pub mod replication;
-mod rpc;
+pub mod rpc;
 pub(crate) mod server;
 mod state;
 mod topic_limits;

@@ -1,21 +1,39 @@
-//! A minimal request/response connection for broker-to-broker and broker-to-controller
-//! traffic: one request at a time, reconnecting after any failure.
+//! Request/response connections built on [`baton_protocol::envelope`].
+//!
+//! [`Channel`] is one Kafka connection that writes request frames and reads
+//! response frames, one exchange at a time or several written ahead; tests drive
+//! it directly (`baton_testkit::wire` is built on it). `Rpc`, the broker-to-broker
+//! and broker-to-controller client, wraps a channel with a timeout and reconnects
+//! after any failure.
+//!
+//! ```no_run
+//! # async fn demo(addr: std::net::SocketAddr) -> Result<(), baton_broker::rpc::RpcError> {
+//! use baton_broker::rpc::Channel;
+//! use baton_protocol::messages::ApiVersionsRequest;
+//!
+//! let mut channel = Channel::connect(addr, "tool").await?;
+//! let versions = channel.call(&ApiVersionsRequest::default(), 3).await?;
+//! println!("{} APIs", versions.api_keys.len());
+//! # Ok(()) }
+//! ```
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use baton_protocol::frame::{begin_frame, finish_frame, DEFAULT_MAX_FRAME};
-use baton_protocol::primitives::Decoder;
-use baton_protocol::{FrameCodec, Request, RequestHeader, ResponseHeader};
-use bytes::BytesMut;
+use baton_protocol::frame::DEFAULT_MAX_FRAME;
+use baton_protocol::{envelope, FrameCodec, Request, ResponseHeader};
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-/// Why a call failed. The connection is dropped after any of these.
+/// The most a [`Channel`] grows its read buffer by for one read.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// Why a call failed. A connection is dropped after any of these.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RpcError {
-    /// Connecting, writing or reading failed.
+    /// Connecting, writing or reading failed (end of stream included).
     #[error("i/o error talking to {addr}: {source}")]
     Io {
         /// The peer.
@@ -36,24 +54,174 @@ pub enum RpcError {
     },
 }
 
-/// One connection to a peer, opened on first use.
+/// One Kafka connection: request frames out, response frames in, in order.
+///
+/// Each request carries the next correlation id and the channel's client id;
+/// responses are read in the order the peer writes them. Frames over
+/// [`DEFAULT_MAX_FRAME`] are refused before they are buffered, and the read buffer
+/// grows only with the bytes received.
+#[derive(Debug)]
+pub struct Channel {
+    /// The connection.
+    stream: TcpStream,
+    /// The peer, named in errors.
+    addr: SocketAddr,
+    /// Sent in every request header.
+    client_id: String,
+    /// The correlation id of the next request.
+    next_correlation_id: i32,
+    /// Splits response frames off `buf`.
+    codec: FrameCodec,
+    /// Bytes read but not yet handed out as frames.
+    buf: BytesMut,
+}
+
+impl Channel {
+    /// Connects to `addr` (asking for `TCP_NODELAY`); requests name `client_id`.
+    ///
+    /// Cancel safety: cancelling drops the half-open connection.
+    pub async fn connect(addr: SocketAddr, client_id: impl Into<String>) -> Result<Self, RpcError> {
+        let io = |source| RpcError::Io { addr, source };
+        let stream = TcpStream::connect(addr).await.map_err(io)?;
+        let _ = stream.set_nodelay(true);
+        Ok(Channel::over(stream, addr, client_id.into()))
+    }
+
+    /// A channel over a stream the caller connected (e.g. from a chosen source
+    /// address).
+    pub fn from_stream(stream: TcpStream, client_id: impl Into<String>) -> Result<Self, RpcError> {
+        let addr = stream.peer_addr().map_err(|source| RpcError::Io {
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            source,
+        })?;
+        Ok(Channel::over(stream, addr, client_id.into()))
+    }
+
+    fn over(stream: TcpStream, addr: SocketAddr, client_id: String) -> Self {
+        Channel {
+            stream,
+            addr,
+            client_id,
+            next_correlation_id: 1,
+            codec: FrameCodec::new(DEFAULT_MAX_FRAME),
+            buf: BytesMut::new(),
+        }
+    }
+
+    /// The underlying stream, for writing bytes around the framing.
+    pub fn stream_mut(&mut self) -> &mut TcpStream {
+        &mut self.stream
+    }
+
+    /// The peer's address.
+    pub fn peer(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Writes `req` in `version` with the next correlation id, and returns that id.
+    ///
+    /// Cancel safety: not cancel safe; a cancelled write may leave part of a frame
+    /// on the connection, which should then be dropped.
+    pub async fn send<R: Request + Sync>(
+        &mut self,
+        req: &R,
+        version: i16,
+    ) -> Result<i32, RpcError> {
+        let correlation_id = self.next_correlation_id;
+        self.next_correlation_id = correlation_id.wrapping_add(1);
+        let frame = envelope::encode_request(correlation_id, Some(&self.client_id), req, version)
+            .map_err(|e| self.protocol(e.to_string()))?;
+        self.send_raw(&frame).await.map_err(|source| RpcError::Io {
+            addr: self.addr,
+            source,
+        })?;
+        Ok(correlation_id)
+    }
+
+    /// Writes `bytes` as they are (a frame built by hand, or garbage).
+    ///
+    /// Cancel safety: as [`Channel::send`].
+    pub async fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.stream.write_all(bytes).await
+    }
+
+    /// Reads the next frame (without its size prefix).
+    ///
+    /// Cancel safety: cancel safe; bytes read so far stay buffered for the next call.
+    pub async fn recv_frame(&mut self) -> Result<Bytes, RpcError> {
+        loop {
+            let frame = self
+                .codec
+                .decode(&mut self.buf)
+                .map_err(|e| self.protocol(e.to_string()))?;
+            if let Some(frame) = frame {
+                return Ok(frame);
+            }
+            self.buf
+                .reserve(self.codec.wanted(&self.buf).min(READ_CHUNK));
+            let io = |source| RpcError::Io {
+                addr: self.addr,
+                source,
+            };
+            if self.stream.read_buf(&mut self.buf).await.map_err(io)? == 0 {
+                return Err(io(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+        }
+    }
+
+    /// Reads the next frame as the response to an `R` request in `version`.
+    ///
+    /// Cancel safety: as [`Channel::recv_frame`].
+    pub async fn recv<R: Request>(
+        &mut self,
+        version: i16,
+    ) -> Result<(ResponseHeader, R::Response), RpcError> {
+        let frame = self.recv_frame().await?;
+        envelope::decode_response::<R>(frame, version).map_err(|e| self.protocol(e.to_string()))
+    }
+
+    /// Sends `req` in `version` and reads its response, which must carry the
+    /// request's correlation id.
+    ///
+    /// Cancel safety: as [`Channel::send`].
+    pub async fn call<R: Request + Sync>(
+        &mut self,
+        req: &R,
+        version: i16,
+    ) -> Result<R::Response, RpcError> {
+        let correlation_id = self.send(req, version).await?;
+        let (header, response) = self.recv::<R>(version).await?;
+        if header.correlation_id != correlation_id {
+            return Err(self.protocol(format!(
+                "correlation id {} instead of {correlation_id}",
+                header.correlation_id
+            )));
+        }
+        Ok(response)
+    }
+
+    fn protocol(&self, reason: String) -> RpcError {
+        RpcError::Protocol {
+            addr: self.addr,
+            reason,
+        }
+    }
+}
+
+/// One connection to a peer, opened on first use, dropped after any failure.
 #[derive(Debug)]
 pub(crate) struct Rpc {
     addr: SocketAddr,
-    conn: Option<TcpStream>,
-    correlation_id: i32,
+    channel: Option<Channel>,
     client_id: String,
-    codec: FrameCodec,
 }
 
 impl Rpc {
     pub(crate) fn new(addr: SocketAddr, client_id: impl Into<String>) -> Self {
         Rpc {
             addr,
-            conn: None,
-            correlation_id: 0,
+            channel: None,
             client_id: client_id.into(),
-            codec: FrameCodec::new(DEFAULT_MAX_FRAME),
         }
     }
 
@@ -68,76 +236,22 @@ impl Rpc {
         timeout: Duration,
     ) -> Result<R::Response, RpcError> {
         let addr = self.addr;
-        let conn = self.conn.take();
-        let res = tokio::time::timeout(timeout, self.exchange(conn, req, version)).await;
-        match res {
-            Ok(Ok((resp, conn))) => {
-                self.conn = Some(conn);
-                Ok(resp)
+        let channel = self.channel.take();
+        let exchange = async {
+            let mut channel = match channel {
+                Some(c) => c,
+                None => Channel::connect(addr, self.client_id.as_str()).await?,
+            };
+            let response = channel.call(req, version).await?;
+            Ok::<_, RpcError>((response, channel))
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(Ok((response, channel))) => {
+                self.channel = Some(channel);
+                Ok(response)
             }
             Ok(Err(e)) => Err(e),
             Err(_) => Err(RpcError::Timeout(addr)),
         }
-    }
-
-    async fn exchange<R: Request + Sync>(
-        &mut self,
-        conn: Option<TcpStream>,
-        req: &R,
-        version: i16,
-    ) -> Result<(R::Response, TcpStream), RpcError> {
-        let addr = self.addr;
-        let io = |source| RpcError::Io { addr, source };
-        let proto = |reason: String| RpcError::Protocol { addr, reason };
-        let mut conn = match conn {
-            Some(c) => c,
-            None => {
-                let c = TcpStream::connect(addr).await.map_err(io)?;
-                let _ = c.set_nodelay(true);
-                c
-            }
-        };
-        self.correlation_id = self.correlation_id.wrapping_add(1);
-        let correlation_id = self.correlation_id;
-        let mut buf = BytesMut::new();
-        let at = begin_frame(&mut buf);
-        RequestHeader {
-            api_key: R::API_KEY,
-            api_version: version,
-            correlation_id,
-            client_id: Some(self.client_id.clone()),
-        }
-        .encode(&mut buf, R::request_header_version(version));
-        req.encode_body(&mut buf, version)
-            .map_err(|e| proto(e.to_string()))?;
-        finish_frame(&mut buf, at);
-        conn.write_all(&buf).await.map_err(io)?;
-        let mut rbuf = BytesMut::new();
-        let frame = loop {
-            if let Some(f) = self
-                .codec
-                .decode(&mut rbuf)
-                .map_err(|e| proto(e.to_string()))?
-            {
-                break f;
-            }
-            rbuf.reserve(self.codec.wanted(&rbuf).min(64 * 1024));
-            let n = conn.read_buf(&mut rbuf).await.map_err(io)?;
-            if n == 0 {
-                return Err(io(std::io::ErrorKind::UnexpectedEof.into()));
-            }
-        };
-        let mut d = Decoder::new(frame);
-        let header = ResponseHeader::decode(&mut d, R::response_header_version(version))
-            .map_err(|e| proto(e.to_string()))?;
-        if header.correlation_id != correlation_id {
-            return Err(proto(format!(
-                "correlation id {} instead of {correlation_id}",
-                header.correlation_id
-            )));
-        }
-        let resp = <R::Response as baton_protocol::Message>::decode_body(d.take_rest(), version)
-            .map_err(|e| proto(e.to_string()))?;
-        Ok((resp, conn))
     }
 }

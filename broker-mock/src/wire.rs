@@ -3,10 +3,9 @@
 //! the in-order [`Reply`] a handler gives the connection's writer.
 //! [`DispatchError`] says why a request closes its connection instead.
 
-use baton_protocol::frame::{begin_frame, finish_frame};
-use baton_protocol::primitives::Decoder;
-use baton_protocol::{DecodeError, EncodeError, Message, Request, RequestHeader, ResponseHeader};
-use bytes::{Bytes, BytesMut};
+use baton_protocol::envelope;
+use baton_protocol::{DecodeError, EncodeError, Request, RequestHeader};
+use bytes::Bytes;
 use tokio::sync::oneshot;
 use tokio::task::JoinError;
 
@@ -70,63 +69,51 @@ pub(crate) enum Reply {
     Later(oneshot::Receiver<Option<Bytes>>),
 }
 
-/// Decodes a whole request frame (header and body) in `version`.
-///
-/// Bytes left after the body are ignored, as Apache Kafka does: librdkafka 2.x
-/// sends Metadata v12 "all topics" requests with 3 stray bytes after the body
-/// (an unshrunk 4-byte placeholder for the null topics array).
+/// Decodes a whole request frame (header and body) in `version` through
+/// [`envelope`]; bytes left after the body are ignored, as Apache Kafka does.
 pub(crate) fn decode<R: Request>(
     frame: Bytes,
     version: i16,
 ) -> Result<(RequestHeader, R), DispatchError> {
-    if !R::supports(version) {
-        return Err(DispatchError::UnsupportedVersion {
-            api_key: R::API_KEY,
-            version,
-        });
-    }
-    let mut d = Decoder::new(frame);
-    let header =
-        RequestHeader::decode(&mut d, R::request_header_version(version)).map_err(|source| {
-            DispatchError::BadHeader {
+    let (header, body) =
+        envelope::split_request::<R>(frame, version).map_err(|source| match source {
+            DecodeError::UnsupportedVersion { api_key, version } => {
+                DispatchError::UnsupportedVersion { api_key, version }
+            }
+            source => DispatchError::BadHeader {
                 api_key: R::API_KEY,
                 source,
-            }
+            },
         })?;
-    let body = R::decode(&mut d, version, R::is_flexible(version)).map_err(|source| {
+    let (body, trailing) = envelope::decode_request_body::<R>(body, version).map_err(|source| {
         DispatchError::BadRequest {
             api_key: R::API_KEY,
             version,
             source,
         }
     })?;
-    if !d.is_empty() {
+    if trailing > 0 {
         tracing::debug!(
             api_key = R::API_KEY,
             version,
-            trailing = d.remaining(),
+            trailing,
             "ignoring bytes after the request body"
         );
     }
     Ok((header, body))
 }
 
-/// Encodes a response frame: size, response header, body.
+/// Encodes a response frame (size, response header, body) through [`envelope`].
 pub(crate) fn encode<R: Request>(
     correlation_id: i32,
     version: i16,
     response: &R::Response,
 ) -> Result<Bytes, DispatchError> {
-    let mut buf = BytesMut::new();
-    let at = begin_frame(&mut buf);
-    ResponseHeader { correlation_id }.encode(&mut buf, R::response_header_version(version));
-    response
-        .encode_body(&mut buf, version)
-        .map_err(|source| DispatchError::Encode {
+    envelope::encode_response::<R>(correlation_id, version, response).map_err(|source| {
+        DispatchError::Encode {
             api_key: R::API_KEY,
             version,
             source,
-        })?;
-    finish_frame(&mut buf, at);
-    Ok(buf.freeze())
+        }
+    })
 }

@@ -28,12 +28,11 @@ use std::io::{self, IoSlice};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton_protocol::frame::{begin_frame, finish_segmented_frame, DEFAULT_MAX_FRAME};
+use baton_protocol::envelope;
+use baton_protocol::frame::DEFAULT_MAX_FRAME;
 use baton_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, Message, Request};
-use baton_protocol::primitives::{Decoder, Encoder, DEFAULT_MIN_SEGMENT};
-use baton_protocol::{
-    DecodeError, EncodeError, ErrorCode, FrameCodec, RequestHeader, ResponseHeader,
-};
+use baton_protocol::primitives::DEFAULT_MIN_SEGMENT;
+use baton_protocol::{DecodeError, EncodeError, ErrorCode, FrameCodec, ResponseHeader};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -617,25 +616,21 @@ impl Connection {
                 }
             }
         };
-        let header = RequestHeader {
-            api_key: R::API_KEY,
-            api_version: version,
+        let frame = envelope::encode_request_segmented(
             correlation_id,
-            client_id: self.inner.config.client_id.clone(),
-        };
-        let mut enc = Encoder::segmented(BytesMut::with_capacity(256), DEFAULT_MIN_SEGMENT);
-        let at = begin_frame(enc.buf_mut());
-        header.encode(enc.buf_mut(), R::request_header_version(version));
-        req.encode_body_to(&mut enc, version)?;
-        let size = enc.len() - 4;
-        if size > self.inner.config.max_frame_size || size > i32::MAX as usize {
+            self.inner.config.client_id.as_deref(),
+            req,
+            version,
+            DEFAULT_MIN_SEGMENT,
+        )?;
+        let size = frame.iter().map(Bytes::len).sum::<usize>() - 4;
+        if size > self.inner.config.max_frame_size {
             return Err(ConnectionError::RequestTooLarge {
                 size,
                 max: self.inner.config.max_frame_size,
             });
         }
-        finish_segmented_frame(&mut enc, at);
-        Ok((enc.finish(), correlation_id))
+        Ok((frame, correlation_id))
     }
 
     async fn enqueue(&self, out: Outgoing) -> Result<(), ConnectionError> {
@@ -690,10 +685,9 @@ impl Connection {
                 })
             }
         };
-        let mut d = Decoder::new(frame);
-        ResponseHeader::decode(&mut d, R::response_header_version(version))
+        let (_, body) = envelope::split_response::<R>(frame, version)
             .map_err(|source| self.decode_error(R::API_KEY, version, source))?;
-        Ok(d.take_rest())
+        Ok(body)
     }
 }
 
@@ -916,20 +910,16 @@ mod tests {
                 }
                 continue;
             };
-            let (api_key, version, correlation_id) = RequestHeader::peek(&frame).unwrap();
+            let (api_key, version, correlation_id) =
+                baton_protocol::RequestHeader::peek(&frame).unwrap();
             assert_eq!(api_key, ApiVersionsRequest::API_KEY);
-            let mut body = BytesMut::new();
-            ResponseHeader { correlation_id }.encode(
-                &mut body,
-                ApiVersionsRequest::response_header_version(version),
-            );
             let resp = ApiVersionsResponse {
                 api_keys: api_keys.clone(),
                 ..Default::default()
             };
-            resp.encode_body(&mut body, version).unwrap();
-            let mut out = BytesMut::new();
-            codec.encode(&body, &mut out);
+            let out =
+                envelope::encode_response::<ApiVersionsRequest>(correlation_id, version, &resp)
+                    .unwrap();
             io.write_all(&out).await.unwrap();
             answered += 1;
         }

@@ -21,15 +21,14 @@ pub struct RequestHeader {
 impl RequestHeader {
     /// Appends the header in `header_version` (0, 1 or 2).
     pub fn encode(&self, buf: &mut BytesMut, header_version: i16) {
-        buf.put_i16(self.api_key);
-        buf.put_i16(self.api_version);
-        buf.put_i32(self.correlation_id);
-        if header_version >= 1 {
-            put_nullable_string(buf, self.client_id.as_deref(), false);
-        }
-        if header_version >= 2 {
-            put_uvarint(buf, 0);
-        }
+        encode_request_header(
+            buf,
+            self.api_key,
+            self.api_version,
+            self.correlation_id,
+            self.client_id.as_deref(),
+            header_version,
+        );
     }
 
     /// Reads the fixed prefix (api key, version, correlation id) without consuming.
@@ -66,6 +65,27 @@ impl RequestHeader {
             correlation_id,
             client_id,
         })
+    }
+}
+
+/// Appends a request header in `header_version` (0, 1 or 2) from its fields, so
+/// that encoding needs no owned [`RequestHeader`].
+pub(crate) fn encode_request_header(
+    buf: &mut BytesMut,
+    api_key: i16,
+    api_version: i16,
+    correlation_id: i32,
+    client_id: Option<&str>,
+    header_version: i16,
+) {
+    buf.put_i16(api_key);
+    buf.put_i16(api_version);
+    buf.put_i32(correlation_id);
+    if header_version >= 1 {
+        put_nullable_string(buf, client_id, false);
+    }
+    if header_version >= 2 {
+        put_uvarint(buf, 0);
     }
 }
 

@@ -21,6 +21,7 @@
 #![deny(unsafe_code)]
 
 mod codec;
+pub mod envelope;
 pub mod error;
 pub mod frame;
 pub mod header;

@@ -19,7 +19,8 @@ use baton_protocol::messages::{
     FetchRequest, FetchResponse, FetchResponsePartitionData, FetchableTopicResponse,
     PartitionProduceResponse, ProduceRequest, ProduceResponse, TopicProduceResponse,
 };
-use baton_protocol::{FrameCodec, Message};
+use baton_protocol::primitives::Decoder;
+use baton_protocol::{envelope, FrameCodec, Message, RequestHeader};
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -234,15 +235,15 @@ async fn read_frame(
 
 /// The source of a connection, from the client id of its first request.
 fn classify(frame: &[u8]) -> Peer {
-    let body = &frame[4.min(frame.len())..];
-    if body.len() < 10 {
+    let body = Bytes::copy_from_slice(&frame[4.min(frame.len())..]);
+    // Every request header from v1 on names the client first; v1 reads v2's too.
+    let Ok(RequestHeader {
+        client_id: Some(id),
+        ..
+    }) = RequestHeader::decode(&mut Decoder::new(body), 1)
+    else {
         return Peer::Client;
-    }
-    let len = i16::from_be_bytes([body[8], body[9]]);
-    if len <= 0 || body.len() < 10 + len as usize {
-        return Peer::Client;
-    }
-    let id = String::from_utf8_lossy(&body[10..10 + len as usize]);
+    };
     let rest = id
         .strip_prefix("replica-")
         .or_else(|| id.strip_prefix("node-"))
@@ -358,7 +359,7 @@ fn route_request(
     pending: &mpsc::UnboundedSender<Pending>,
 ) {
     let body = frame.slice(4..);
-    let Ok((api_key, version, correlation_id)) = baton_protocol::RequestHeader::peek(&body) else {
+    let Ok((api_key, version, correlation_id)) = RequestHeader::peek(&body) else {
         let _ = to_server.send((at, frame));
         return;
     };
@@ -398,21 +399,21 @@ fn route_request(
 }
 
 fn produce_acks(body: &Bytes, version: i16) -> Option<i16> {
-    let (_, req) = crate::wire::decode::<ProduceRequest>(body.clone(), version).ok()?;
+    let (_, req) = envelope::decode_request::<ProduceRequest>(body.clone(), version).ok()?;
     Some(req.acks)
 }
 
 /// Whether a Produce or Fetch request names `topic`/`partition` (other APIs: never).
 fn request_touches(api_key: i16, body: &Bytes, version: i16, topic: &str, partition: i32) -> bool {
     if api_key == ProduceRequest::API_KEY {
-        if let Ok((_, req)) = crate::wire::decode::<ProduceRequest>(body.clone(), version) {
+        if let Ok((_, req)) = envelope::decode_request::<ProduceRequest>(body.clone(), version) {
             return req
                 .topic_data
                 .iter()
                 .any(|t| t.name == topic && t.partition_data.iter().any(|p| p.index == partition));
         }
     } else if api_key == FetchRequest::API_KEY {
-        if let Ok((_, req)) = crate::wire::decode::<FetchRequest>(body.clone(), version) {
+        if let Ok((_, req)) = envelope::decode_request::<FetchRequest>(body.clone(), version) {
             return req.topics.iter().any(|t| {
                 t.topic == topic && t.partitions.iter().any(|p| p.partition == partition)
             });
@@ -430,7 +431,7 @@ fn error_response(
     code: i16,
 ) -> Option<Bytes> {
     if api_key == ProduceRequest::API_KEY {
-        let (_, req) = crate::wire::decode::<ProduceRequest>(body.clone(), version).ok()?;
+        let (_, req) = envelope::decode_request::<ProduceRequest>(body.clone(), version).ok()?;
         let resp = ProduceResponse {
             responses: req
                 .topic_data
@@ -451,10 +452,10 @@ fn error_response(
                 .collect(),
             ..Default::default()
         };
-        return crate::wire::encode::<ProduceRequest>(correlation_id, version, &resp).ok();
+        return envelope::encode_response::<ProduceRequest>(correlation_id, version, &resp).ok();
     }
     if api_key == FetchRequest::API_KEY {
-        let (_, req) = crate::wire::decode::<FetchRequest>(body.clone(), version).ok()?;
+        let (_, req) = envelope::decode_request::<FetchRequest>(body.clone(), version).ok()?;
         let resp = FetchResponse {
             responses: req
                 .topics
@@ -476,7 +477,7 @@ fn error_response(
                 .collect(),
             ..Default::default()
         };
-        return crate::wire::encode::<FetchRequest>(correlation_id, version, &resp).ok();
+        return envelope::encode_response::<FetchRequest>(correlation_id, version, &resp).ok();
     }
     None
 }
@@ -484,7 +485,6 @@ fn error_response(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_protocol::RequestHeader;
 
     fn frame(client_id: Option<&str>) -> Vec<u8> {
         let mut b = BytesMut::new();

@@ -84,7 +84,7 @@ async fn write_frame(c: &mut Client, rng: &mut Rng, frame: &[u8], trickle: bool)
     while at < frame.len() {
         let n = (1 + rng.below(30_000) as usize).min(frame.len() - at);
         c.send_raw(&frame[at..at + n]).await.unwrap();
-        c.stream.flush().await.unwrap();
+        c.stream().flush().await.unwrap();
         at += n;
         tokio::time::sleep(Duration::from_millis(1)).await;
     }

@@ -19,8 +19,7 @@ use std::time::Duration;
 use baton::Client;
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 use baton_protocol::messages::ProduceRequest;
-use baton_protocol::primitives::Decoder;
-use baton_protocol::{Message, Request, RequestHeader};
+use baton_protocol::{envelope, Message, RequestHeader};
 use bytes::Bytes;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -185,11 +184,9 @@ async fn relay(
         let mut lose = false;
         state.lock().unwrap().api_keys.push(api_key);
         if api_key == ProduceRequest::API_KEY {
-            let mut d = Decoder::new(Bytes::from(request.clone()));
-            RequestHeader::decode(&mut d, ProduceRequest::request_header_version(version))
-                .expect("produce header");
-            let produce =
-                ProduceRequest::decode_body(d.take_rest(), version).expect("produce body");
+            let (_, produce) =
+                envelope::decode_request::<ProduceRequest>(Bytes::from(request.clone()), version)
+                    .expect("produce request");
             let mut st = state.lock().unwrap();
             let n = st.produce_requests;
             st.produce_requests += 1;

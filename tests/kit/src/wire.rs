@@ -1,34 +1,32 @@
-//! A raw Kafka client over TCP for broker tests, built on the protocol crate only.
+//! A raw Kafka client over TCP for broker tests: the broker's [`Channel`] with
+//! panicking conveniences, and request builders.
 
 use std::net::SocketAddr;
 
-use baton_protocol::frame::{begin_frame, finish_frame};
+use baton_broker::rpc::{Channel, RpcError};
+use baton_protocol::envelope;
 use baton_protocol::messages::*;
-use baton_protocol::primitives::Decoder;
 use baton_protocol::record::{RecordBatch, RecordBatchBuilder};
-use baton_protocol::{FrameCodec, Message, Request, RequestHeader, ResponseHeader, Uuid};
-use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use baton_protocol::{Request, Uuid};
+use bytes::Bytes;
 use tokio::net::TcpStream;
 
-/// One connection speaking Kafka frames.
+/// The client id of the kit's requests.
+const CLIENT_ID: &str = "broker-test";
+
+/// One connection speaking Kafka frames: a [`Channel`] whose failures panic, as
+/// tests want.
 #[derive(Debug)]
 pub struct Client {
     /// The connection to the broker.
-    pub stream: TcpStream,
-    next_corr: i32,
-    buf: BytesMut,
+    pub channel: Channel,
 }
 
 impl Client {
     /// Connects to `addr`.
     pub async fn connect(addr: SocketAddr) -> Client {
-        let stream = TcpStream::connect(addr).await.expect("connect");
-        stream.set_nodelay(true).unwrap();
         Client {
-            stream,
-            next_corr: 1,
-            buf: BytesMut::new(),
+            channel: Channel::connect(addr, CLIENT_ID).await.expect("connect"),
         }
     }
 
@@ -36,71 +34,49 @@ impl Client {
     /// address).
     pub fn from_stream(stream: TcpStream) -> Client {
         Client {
-            stream,
-            next_corr: 1,
-            buf: BytesMut::new(),
+            channel: Channel::from_stream(stream, CLIENT_ID).expect("connected stream"),
         }
+    }
+
+    /// The connection's stream, for writing around the framing.
+    pub fn stream(&mut self) -> &mut TcpStream {
+        self.channel.stream_mut()
     }
 
     /// The frame of `req` in `version` with correlation id `corr`, length prefix included.
     pub fn encode<R: Request>(corr: i32, req: &R, version: i16) -> Bytes {
-        let mut buf = BytesMut::new();
-        let at = begin_frame(&mut buf);
-        RequestHeader {
-            api_key: R::API_KEY,
-            api_version: version,
-            correlation_id: corr,
-            client_id: Some("broker-test".into()),
-        }
-        .encode(&mut buf, R::request_header_version(version));
-        req.encode_body(&mut buf, version).unwrap();
-        finish_frame(&mut buf, at);
-        buf.freeze()
+        envelope::encode_request(corr, Some(CLIENT_ID), req, version).expect("encode request")
     }
 
     /// Sends a request and returns its correlation id.
     pub async fn send<R: Request + Sync>(&mut self, req: &R, version: i16) -> i32 {
-        let corr = self.next_corr;
-        self.next_corr += 1;
-        let frame = Self::encode(corr, req, version);
-        self.stream.write_all(&frame).await.expect("write");
-        corr
+        self.channel.send(req, version).await.expect("write")
     }
 
     /// Writes `bytes` as they are (a frame built by hand, or garbage).
     pub async fn send_raw(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.stream.write_all(bytes).await
+        self.channel.send_raw(bytes).await
     }
 
-    /// Reads the next response frame, or `None` at end of stream.
+    /// Reads the next response frame, or `None` at end of stream (or a failed read).
     pub async fn recv_frame(&mut self) -> Option<Bytes> {
-        let codec = FrameCodec::default();
-        loop {
-            if let Some(f) = codec.decode(&mut self.buf).expect("frame") {
-                return Some(f);
-            }
-            match self.stream.read_buf(&mut self.buf).await {
-                Ok(0) | Err(_) => return None,
-                Ok(_) => {}
-            }
+        match self.channel.recv_frame().await {
+            Ok(frame) => Some(frame),
+            Err(RpcError::Io { .. }) => None,
+            Err(e) => panic!("frame: {e}"),
         }
     }
 
     /// Reads the next response as `R::Response` in `version`; returns its correlation id.
     pub async fn recv<R: Request>(&mut self, version: i16) -> (i32, R::Response) {
         let frame = self.recv_frame().await.expect("response");
-        let mut d = Decoder::new(frame);
-        let h = ResponseHeader::decode(&mut d, R::response_header_version(version)).unwrap();
-        let body = R::Response::decode_body(d.take_rest(), version).unwrap();
-        (h.correlation_id, body)
+        let (header, body) = envelope::decode_response::<R>(frame, version).expect("response");
+        (header.correlation_id, body)
     }
 
     /// Sends `req` and reads its response.
     pub async fn call<R: Request + Sync>(&mut self, req: &R, version: i16) -> R::Response {
-        let corr = self.send(req, version).await;
-        let (got, resp) = self.recv::<R>(version).await;
-        assert_eq!(got, corr, "correlation id");
-        resp
+        self.channel.call(req, version).await.expect("call")
     }
 }
 
