@@ -6,7 +6,9 @@
 //!   shutdown, through [`Controller`]'s decisions;
 //! - AlterPartition (56) v2–3: ISR changes proposed by leaders;
 //! - LeaderMoveReport (Baton-private, see [`super::move_report`]): planned-move steps;
-//! - CreateTopics (19), DeleteTopics (20): forwarded by brokers;
+//! - CreateTopics (19), DeleteTopics (20): forwarded by brokers, checked and answered
+//!   by the same path as a standalone node's (`handlers/create_topics.rs`,
+//!   `delete_topics.rs`), applied here as controller records;
 //! - Fetch (1) of `__cluster_metadata` partition 0: the metadata log itself, which
 //!   brokers replay as KRaft brokers do. Deviation: the `records` bytes are this
 //!   crate's metadata entry framing ([`crate::controller::records`]), not record
@@ -27,10 +29,9 @@ use baton_protocol::frame::DEFAULT_MAX_FRAME;
 use baton_protocol::messages::{
     AlterPartitionRequest, AlterPartitionResponse, AlterPartitionResponsePartitionData,
     AlterPartitionResponseTopicData, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    BrokerRegistrationRequest, BrokerRegistrationResponse, CreatableTopicResult,
-    CreateTopicsRequest, CreateTopicsResponse, DeletableTopicResult, DeleteTopicsRequest,
-    DeleteTopicsResponse, FetchRequest, FetchResponse, FetchResponsePartitionData,
-    FetchableTopicResponse,
+    BrokerRegistrationRequest, BrokerRegistrationResponse, CreatableReplicaAssignment,
+    CreatableTopicResult, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest, FetchResponse,
+    FetchResponsePartitionData, FetchableTopicResponse,
 };
 use baton_protocol::{ErrorCode, Message, RequestHeader, Uuid};
 use bytes::{Bytes, BytesMut};
@@ -47,9 +48,13 @@ use crate::controller::{
     decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
 };
 use crate::error::{BrokerError, LogError};
+use crate::handlers::create_topics::{create_topics, CheckedTopic, TopicCreator};
+use crate::handlers::delete_topics::{delete_topics, TopicDeleter};
+use crate::limits::BrokerLimits;
 use crate::server::{serve, Dispatch, ServeOptions};
-use crate::topic_limits::{check_totals, RequestBudget, Usage};
-use crate::topics::{random_uuid, validate_config, validate_topic_name};
+use crate::state::Creation;
+use crate::topic_limits::{check_totals, Refusal, Usage};
+use crate::topics::random_uuid;
 use crate::wire::{decode, encode, DispatchError, Reply};
 
 /// The metadata log's topic name in Fetch requests.
@@ -394,12 +399,18 @@ async fn handle(
         }
         CreateTopicsRequest::API_KEY => {
             let (h, req) = decode::<CreateTopicsRequest>(frame, version)?;
-            let resp = blocking(core, move |c, inner| create_topics(c, inner, req)).await?;
+            let resp = blocking(core, move |core, inner| {
+                create_topics(&mut ControllerTopics { core, inner }, req)
+            })
+            .await?;
             encode::<CreateTopicsRequest>(h.correlation_id, version, &resp)
         }
         DeleteTopicsRequest::API_KEY => {
             let (h, req) = decode::<DeleteTopicsRequest>(frame, version)?;
-            let resp = blocking(core, move |_, inner| delete_topics(inner, req, version)).await?;
+            let resp = blocking(core, move |core, inner| {
+                delete_topics(&mut ControllerTopics { core, inner }, req, version)
+            })
+            .await?;
             encode::<DeleteTopicsRequest>(h.correlation_id, version, &resp)
         }
         FetchRequest::API_KEY => {
@@ -601,156 +612,101 @@ fn move_report(inner: &mut Inner, req: LeaderMoveReportRequest) -> LeaderMoveRep
     }
 }
 
-fn create_topics(core: &Core, inner: &mut Inner, req: CreateTopicsRequest) -> CreateTopicsResponse {
-    let fail = |name: String, code: ErrorCode, msg: String| CreatableTopicResult {
-        name,
-        error_code: code.code(),
-        error_message: Some(msg),
-        num_partitions: -1,
-        replication_factor: -1,
-        configs: None,
-        ..Default::default()
-    };
-    let limits = &core.options.limits;
-    let mut budget = RequestBudget::default();
-    let topics = req
-        .topics
-        .into_iter()
-        .map(|t| {
-            if let Err(m) = validate_topic_name(&t.name) {
-                return fail(t.name, ErrorCode::InvalidTopicException, m);
-            }
-            if !t.assignments.is_empty() {
-                return fail(
-                    t.name,
-                    ErrorCode::InvalidReplicaAssignment,
-                    "explicit assignments are not supported by this cluster".into(),
-                );
-            }
-            let mut configs = Vec::new();
-            for c in &t.configs {
-                if let Err(m) = validate_config(&c.name, c.value.as_deref()) {
-                    return fail(t.name, ErrorCode::InvalidConfig, m);
-                }
-                configs.push((c.name.clone(), c.value.clone().unwrap_or_default()));
-            }
-            let partitions = match t.num_partitions {
-                -1 => core.options.default_num_partitions,
-                n => n,
-            };
-            let live = inner.ctl.state().eligible_brokers().len();
-            let rf = match t.replication_factor {
-                -1 => (core.options.default_replication_factor as usize).min(live.max(1)) as i32,
-                n => n as i32,
-            };
-            if partitions < 1 {
-                return fail(
-                    t.name,
-                    ErrorCode::InvalidPartitions,
-                    "Number of partitions must be larger than 0.".into(),
-                );
-            }
-            let wanted = partitions as usize;
-            if let Err((code, msg)) = budget.check(limits, wanted) {
-                return fail(t.name, code, msg);
-            }
-            let state = inner.ctl.state();
-            if state.topic_by_name(&t.name).is_some() {
-                return fail(
-                    t.name.clone(),
-                    ErrorCode::TopicAlreadyExists,
-                    format!("Topic '{}' already exists.", t.name),
-                );
-            }
-            let mut exists = Usage {
-                topics: state.topic_count(),
-                partitions: state.partition_count(),
-            };
-            if req.validate_only {
-                exists = exists.plus(budget.used());
-            }
-            if let Err((code, msg)) = check_totals(limits, exists, wanted) {
-                return fail(t.name, code, msg);
-            }
-            if req.validate_only {
-                budget.charge(wanted);
-                return CreatableTopicResult {
-                    name: t.name,
-                    num_partitions: partitions,
-                    replication_factor: rf as i16,
-                    configs: Some(Vec::new()),
-                    ..Default::default()
-                };
-            }
-            let id = random_uuid();
-            match inner.ctl.create_topic(&t.name, id, partitions, rf, configs) {
-                Ok(()) => {
-                    budget.charge(wanted);
-                    CreatableTopicResult {
-                        name: t.name,
-                        topic_id: id,
-                        num_partitions: partitions,
-                        replication_factor: rf as i16,
-                        configs: Some(Vec::new()),
-                        ..Default::default()
-                    }
-                }
-                Err(e) => {
-                    let msg = e.to_string();
-                    fail(t.name, e.error_code(), msg)
-                }
-            }
+/// The controller's side of CreateTopics and DeleteTopics: checked topics become
+/// controller records, their replicas placed round-robin over the eligible brokers.
+struct ControllerTopics<'a> {
+    core: &'a Core,
+    inner: &'a mut Inner,
+}
+
+impl TopicCreator for ControllerTopics<'_> {
+    fn limits(&self) -> &BrokerLimits {
+        &self.core.options.limits
+    }
+
+    fn default_num_partitions(&self) -> i32 {
+        self.core.options.default_num_partitions
+    }
+
+    /// -1 is the default capped at the eligible brokers; any other factor is
+    /// checked against the brokers when the topic is created.
+    fn replication_factor(&self, requested: i16) -> Result<i16, Refusal> {
+        let live = self.inner.ctl.state().eligible_brokers().len();
+        Ok(match requested {
+            -1 => (self.core.options.default_replication_factor as usize).min(live.max(1)) as i16,
+            n => n,
         })
-        .collect();
-    CreateTopicsResponse {
-        throttle_time_ms: 0,
-        topics,
+    }
+
+    fn assigned_replication(&self, _: &[CreatableReplicaAssignment]) -> Result<i16, Refusal> {
+        Err((
+            ErrorCode::InvalidReplicaAssignment,
+            "explicit assignments are not supported by this cluster".into(),
+        ))
+    }
+
+    fn create(
+        &mut self,
+        topic: &CheckedTopic,
+        creation: Creation,
+    ) -> Result<CreatableTopicResult, Refusal> {
+        let CheckedTopic {
+            name,
+            partitions,
+            replication_factor,
+            config,
+        } = topic;
+        let (partitions, replication_factor) = (*partitions, *replication_factor);
+        let state = self.inner.ctl.state();
+        if state.topic_by_name(name).is_some() {
+            return Err((
+                ErrorCode::TopicAlreadyExists,
+                format!("Topic '{name}' already exists."),
+            ));
+        }
+        let mut exists = Usage {
+            topics: state.topic_count(),
+            partitions: state.partition_count(),
+        };
+        if let Creation::ValidateOnly { earlier } = creation {
+            exists = exists.plus(earlier);
+        }
+        check_totals(self.limits(), exists, partitions as usize)?;
+        let mut result = CreatableTopicResult {
+            name: name.to_owned(),
+            num_partitions: partitions,
+            replication_factor,
+            configs: Some(Vec::new()),
+            ..Default::default()
+        };
+        if let Creation::ValidateOnly { .. } = creation {
+            return Ok(result);
+        }
+        let id = random_uuid();
+        let configs = config
+            .entries
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        self.inner
+            .ctl
+            .create_topic(name, id, partitions, replication_factor.into(), configs)
+            .map_err(|e| (e.error_code(), e.to_string()))?;
+        result.topic_id = id;
+        Ok(result)
     }
 }
 
-fn delete_topics(
-    inner: &mut Inner,
-    req: DeleteTopicsRequest,
-    version: i16,
-) -> DeleteTopicsResponse {
-    let names: Vec<(Option<String>, Uuid)> = if version >= 6 {
-        req.topics
-            .into_iter()
-            .map(|t| (t.name, t.topic_id))
-            .collect()
-    } else {
-        req.topic_names
-            .into_iter()
-            .map(|n| (Some(n), Uuid::ZERO))
-            .collect()
-    };
-    let responses = names
-        .into_iter()
-        .map(|(name, id)| {
-            let name = name.or_else(|| inner.ctl.state().topic(id).map(|t| t.name.clone()));
-            let result = match &name {
-                Some(n) => inner.ctl.delete_topic(n).map_err(|e| e.error_code()),
-                None => Err(ErrorCode::UnknownTopicId),
-            };
-            match result {
-                Ok(topic_id) => DeletableTopicResult {
-                    name,
-                    topic_id,
-                    error_code: 0,
-                    error_message: None,
-                },
-                Err(code) => DeletableTopicResult {
-                    name,
-                    topic_id: id,
-                    error_code: code.code(),
-                    error_message: Some(format!("{code:?}")),
-                },
-            }
-        })
-        .collect();
-    DeleteTopicsResponse {
-        throttle_time_ms: 0,
-        responses,
+impl TopicDeleter for ControllerTopics<'_> {
+    fn topic_name(&self, id: Uuid) -> Option<String> {
+        self.inner.ctl.state().topic(id).map(|t| t.name.clone())
+    }
+
+    fn delete(&mut self, name: &str) -> Result<Uuid, ErrorCode> {
+        self.inner
+            .ctl
+            .delete_topic(name)
+            .map_err(|e| e.error_code())
     }
 }
 

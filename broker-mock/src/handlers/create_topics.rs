@@ -11,10 +11,14 @@
 //! creates nothing. v5+ results carry the partition count, replication factor and the
 //! topic's configs; v7 the topic id.
 //!
-//! On a cluster node this handler is not used: the request is forwarded to the
-//! controller (`cluster/forward.rs`), which places replicas round-robin over the
-//! unfenced brokers (replication factor -1 means min(3, brokers)); explicit
-//! assignments are refused there with `INVALID_REPLICA_ASSIGNMENT`.
+//! One path serves both places that create topics: [`create_topics`] validates the
+//! request and builds its response, and a [`TopicCreator`] applies each checked
+//! topic. On a standalone node that is the node's topic table ([`handle`]); on a
+//! cluster the request is forwarded to the controller (`handlers/forward.rs`), whose
+//! creator proposes controller records and places replicas round-robin over the
+//! unfenced brokers (replication factor -1 means min(3, brokers), checked against
+//! the brokers only when the topic is created); explicit assignments are refused
+//! there with `INVALID_REPLICA_ASSIGNMENT`.
 //!
 //! Deviations from Apache Kafka: creation is synchronous (the timeout is not needed);
 //! the configs returned are the overrides plus the defaults of the few keys this
@@ -31,13 +35,14 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use baton_protocol::messages::{
-    CreatableTopic, CreatableTopicConfigs, CreatableTopicResult, CreateTopicsRequest,
-    CreateTopicsResponse,
+    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfigs, CreatableTopicResult,
+    CreateTopicsRequest, CreateTopicsResponse,
 };
 use baton_protocol::ErrorCode;
 
+use crate::limits::BrokerLimits;
 use crate::state::{BrokerState, Creation};
-use crate::topic_limits::RequestBudget;
+use crate::topic_limits::{Refusal, RequestBudget};
 use crate::topics::{validate_config, validate_topic_name, Topic, TopicConfig};
 
 /// Kafka's `ConfigSource.TOPIC_CONFIG`.
@@ -45,28 +50,61 @@ const SOURCE_TOPIC: i8 = 1;
 /// Kafka's `ConfigSource.DEFAULT_CONFIG`.
 const SOURCE_DEFAULT: i8 = 5;
 
-type Fail = (ErrorCode, String);
+/// A topic whose name, counts and configs passed the checks.
+#[derive(Debug)]
+pub(crate) struct CheckedTopic {
+    /// The topic's name.
+    pub name: String,
+    /// Its partition count.
+    pub partitions: i32,
+    /// Its replication factor.
+    pub replication_factor: i16,
+    /// Its config overrides.
+    pub config: TopicConfig,
+}
 
-fn plan(
-    state: &BrokerState,
-    budget: &RequestBudget,
-    t: &CreatableTopic,
-) -> Result<(i32, i16, TopicConfig), Fail> {
-    let limits = &state.config.limits;
-    validate_topic_name(&t.name).map_err(|m| (ErrorCode::InvalidTopicException, m))?;
-    let (partitions, rf) = if t.assignments.is_empty() {
-        let partitions = match t.num_partitions {
-            -1 => state.config.default_num_partitions,
-            n => n,
-        };
-        if partitions < 1 {
-            return Err((
-                ErrorCode::InvalidPartitions,
-                "Number of partitions must be larger than 0.".into(),
-            ));
-        }
-        budget.check(limits, partitions as usize)?;
-        let rf = match t.replication_factor {
+/// Where a CreateTopics request's checked topics go, and what that side decides
+/// alone: a standalone node's topic table or the cluster controller.
+pub(crate) trait TopicCreator {
+    /// The ceilings on partitions and topics.
+    fn limits(&self) -> &BrokerLimits;
+
+    /// The partition count of a topic asking for -1.
+    fn default_num_partitions(&self) -> i32;
+
+    /// The replication factor of a topic asking for `requested` (-1: the default).
+    fn replication_factor(&self, requested: i16) -> Result<i16, Refusal>;
+
+    /// Checks explicit assignments (already numbered 0..n, each once) and returns
+    /// the replication factor they give.
+    fn assigned_replication(
+        &self,
+        assignments: &[CreatableReplicaAssignment],
+    ) -> Result<i16, Refusal>;
+
+    /// Creates a checked topic (or, with [`Creation::ValidateOnly`], checks that it
+    /// could be) within the broker-wide limits, and returns its result.
+    fn create(
+        &mut self,
+        topic: &CheckedTopic,
+        creation: Creation,
+    ) -> Result<CreatableTopicResult, Refusal>;
+}
+
+/// A standalone node's topic table.
+struct LocalTopics<'a>(&'a BrokerState);
+
+impl TopicCreator for LocalTopics<'_> {
+    fn limits(&self) -> &BrokerLimits {
+        &self.0.config.limits
+    }
+
+    fn default_num_partitions(&self) -> i32 {
+        self.0.config.default_num_partitions
+    }
+
+    fn replication_factor(&self, requested: i16) -> Result<i16, Refusal> {
+        let rf = match requested {
             -1 => 1,
             n => n,
         };
@@ -82,7 +120,66 @@ fn plan(
                 format!("Replication factor: {rf} larger than available brokers: 1."),
             ));
         }
-        (partitions, rf)
+        Ok(rf)
+    }
+
+    fn assigned_replication(
+        &self,
+        assignments: &[CreatableReplicaAssignment],
+    ) -> Result<i16, Refusal> {
+        let me = self.0.config.node_id;
+        match assignments.iter().find(|a| a.broker_ids != [me]) {
+            Some(a) => Err((
+                ErrorCode::InvalidReplicaAssignment,
+                format!(
+                    "Partition {} must be assigned to exactly broker {me}.",
+                    a.partition_index
+                ),
+            )),
+            None => Ok(1),
+        }
+    }
+
+    fn create(
+        &mut self,
+        topic: &CheckedTopic,
+        creation: Creation,
+    ) -> Result<CreatableTopicResult, Refusal> {
+        let created = self.0.create_topic(
+            &topic.name,
+            topic.partitions,
+            topic.replication_factor,
+            topic.config.clone(),
+            creation,
+        )?;
+        Ok(success(self.0, &created, topic.partitions))
+    }
+}
+
+/// Checks `t`'s name, counts and configs before anything is created.
+fn plan(
+    creator: &impl TopicCreator,
+    budget: &RequestBudget,
+    t: &CreatableTopic,
+) -> Result<CheckedTopic, Refusal> {
+    let limits = creator.limits();
+    validate_topic_name(&t.name).map_err(|m| (ErrorCode::InvalidTopicException, m))?;
+    let (partitions, rf) = if t.assignments.is_empty() {
+        let partitions = match t.num_partitions {
+            -1 => creator.default_num_partitions(),
+            n => n,
+        };
+        if partitions < 1 {
+            return Err((
+                ErrorCode::InvalidPartitions,
+                "Number of partitions must be larger than 0.".into(),
+            ));
+        }
+        budget.check(limits, partitions as usize)?;
+        (
+            partitions,
+            creator.replication_factor(t.replication_factor)?,
+        )
     } else {
         if t.num_partitions != -1 || t.replication_factor != -1 {
             return Err((
@@ -102,17 +199,8 @@ fn plan(
                 ));
             };
             seen[idx] = true;
-            if a.broker_ids != [state.config.node_id] {
-                return Err((
-                    ErrorCode::InvalidReplicaAssignment,
-                    format!(
-                        "Partition {} must be assigned to exactly broker {}.",
-                        a.partition_index, state.config.node_id
-                    ),
-                ));
-            }
         }
-        (n as i32, 1)
+        (n as i32, creator.assigned_replication(&t.assignments)?)
     };
     let mut config = TopicConfig::default();
     for c in &t.configs {
@@ -121,7 +209,12 @@ fn plan(
             .entries
             .insert(c.name.clone(), c.value.clone().unwrap_or_default());
     }
-    Ok((partitions, rf, config))
+    Ok(CheckedTopic {
+        name: t.name.clone(),
+        partitions,
+        replication_factor: rf,
+        config,
+    })
 }
 
 fn describe_configs(state: &BrokerState, config: &TopicConfig) -> Vec<CreatableTopicConfigs> {
@@ -156,7 +249,8 @@ fn success(state: &BrokerState, topic: &Topic, partitions: i32) -> CreatableTopi
     }
 }
 
-fn failure(name: String, (code, message): Fail) -> CreatableTopicResult {
+/// The result of a topic refused with `code` and `message`.
+pub(crate) fn failure(name: String, (code, message): Refusal) -> CreatableTopicResult {
     CreatableTopicResult {
         name,
         error_code: code.code(),
@@ -168,10 +262,21 @@ fn failure(name: String, (code, message): Fail) -> CreatableTopicResult {
     }
 }
 
+/// Serves CreateTopics on a standalone node.
 pub(crate) fn handle(
     state: &BrokerState,
     req: CreateTopicsRequest,
     _version: i16,
+) -> CreateTopicsResponse {
+    create_topics(&mut LocalTopics(state), req)
+}
+
+/// Checks every topic of `req` in order (duplicates, names, counts, the request's
+/// partition budget, configs), hands each checked one to `creator`, and builds the
+/// response.
+pub(crate) fn create_topics(
+    creator: &mut impl TopicCreator,
+    req: CreateTopicsRequest,
 ) -> CreateTopicsResponse {
     let mut counts: HashMap<&str, usize> = HashMap::new();
     for t in &req.topics {
@@ -201,15 +306,12 @@ pub(crate) fn handle(
             } else {
                 Creation::Create
             };
-            let result = plan(state, &budget, &t).and_then(|(partitions, rf, config)| {
-                let topic = state.create_topic(&t.name, partitions, rf, config, creation)?;
-                budget.charge(partitions as usize);
-                Ok((topic, partitions))
+            let result = plan(creator, &budget, &t).and_then(|checked| {
+                let result = creator.create(&checked, creation)?;
+                budget.charge(checked.partitions as usize);
+                Ok(result)
             });
-            match result {
-                Ok((topic, partitions)) => success(state, &topic, partitions),
-                Err(fail) => failure(t.name, fail),
-            }
+            result.unwrap_or_else(|refusal| failure(t.name, refusal))
         })
         .collect();
     CreateTopicsResponse {

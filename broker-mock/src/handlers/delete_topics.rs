@@ -5,8 +5,12 @@
 //! `UNKNOWN_TOPIC_OR_PARTITION`, unknown ids `UNKNOWN_TOPIC_ID`; an entry with both a
 //! name and a non-zero id is `INVALID_REQUEST`.
 //!
-//! On a cluster node the request is forwarded to the controller
-//! (`cluster/forward.rs`) and answered once this node's metadata shows the deletion.
+//! One path serves both places that delete topics: [`delete_topics`] reads the
+//! entries and builds the response, and a [`TopicDeleter`] removes each topic. On a
+//! standalone node that is the node's topic table ([`handle`]); on a cluster node the
+//! request is forwarded to the controller (`handlers/forward.rs`), whose deleter
+//! proposes controller records, and answered once this node's metadata shows the
+//! deletion.
 //!
 //! Deviations from Apache Kafka: deletion is immediate and synchronous (the timeout is
 //! not needed); no authorization.
@@ -16,8 +20,39 @@ use baton_protocol::{ErrorCode, Uuid};
 
 use crate::state::BrokerState;
 
+/// Where a DeleteTopics request's topics are removed: a standalone node's topic
+/// table or the cluster controller.
+pub(crate) trait TopicDeleter {
+    /// The name of the topic with id `id`, if there is one.
+    fn topic_name(&self, id: Uuid) -> Option<String>;
+
+    /// Deletes the topic named `name` and returns its id.
+    fn delete(&mut self, name: &str) -> Result<Uuid, ErrorCode>;
+}
+
+impl TopicDeleter for &BrokerState {
+    fn topic_name(&self, id: Uuid) -> Option<String> {
+        self.topic_by_id(id).map(|t| t.name.clone())
+    }
+
+    fn delete(&mut self, name: &str) -> Result<Uuid, ErrorCode> {
+        self.delete_topic(name).map(|t| t.id)
+    }
+}
+
+/// Serves DeleteTopics on a standalone node.
 pub(crate) fn handle(
     state: &BrokerState,
+    req: DeleteTopicsRequest,
+    version: i16,
+) -> DeleteTopicsResponse {
+    delete_topics(&mut &*state, req, version)
+}
+
+/// Deletes the topics `req` names (by name, or by id in v6 entries without one)
+/// through `deleter`, and builds the response.
+pub(crate) fn delete_topics(
+    deleter: &mut impl TopicDeleter,
     req: DeleteTopicsRequest,
     version: i16,
 ) -> DeleteTopicsResponse {
@@ -35,16 +70,16 @@ pub(crate) fn handle(
     let responses = entries
         .into_iter()
         .map(|(name, id)| {
-            let result = match (&name, id) {
-                (Some(_), id) if id != Uuid::ZERO => Err((ErrorCode::InvalidRequest, name.clone())),
-                (Some(n), _) => state
-                    .delete_topic(n)
-                    .map(|t| (t.name.clone(), t.id))
-                    .map_err(|c| (c, name.clone())),
-                (None, id) => match state.topic_by_id(id) {
-                    Some(t) => state
-                        .delete_topic(&t.name)
-                        .map(|t| (t.name.clone(), t.id))
+            let result = match name {
+                Some(n) if id != Uuid::ZERO => Err((ErrorCode::InvalidRequest, Some(n))),
+                Some(n) => match deleter.delete(&n) {
+                    Ok(topic_id) => Ok((n, topic_id)),
+                    Err(code) => Err((code, Some(n))),
+                },
+                None => match deleter.topic_name(id) {
+                    Some(n) => deleter
+                        .delete(&n)
+                        .map(|topic_id| (n, topic_id))
                         .map_err(|_| (ErrorCode::UnknownTopicId, None)),
                     None => Err((ErrorCode::UnknownTopicId, None)),
                 },

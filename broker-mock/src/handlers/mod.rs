@@ -7,9 +7,9 @@
 //! connection. ApiVersions is the exception: a too-new version is answered (KIP-511).
 
 pub mod api_versions;
-pub mod create_topics;
+pub(crate) mod create_topics;
 pub mod delete_groups;
-pub mod delete_topics;
+pub(crate) mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
