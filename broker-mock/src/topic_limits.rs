@@ -1,6 +1,6 @@
 //! The partition and topic ceilings of [`BrokerLimits`], checked one way for both
 //! places that create topics: a standalone broker (`state.rs`, under its topic table's
-//! write lock) and a cluster's controller (`cluster/controller_node.rs`, under its
+//! write lock) and a cluster's controller (`cluster/controller_server.rs`, under its
 //! state lock), so that the check and the creation are one step.
 //!
 //! A CreateTopics request is checked topic by topic, in order: a topic asking for more

@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::kinds::{Direction, Flow, Peer, RequestFault, RequestFaultAction};
-use crate::cluster::node::AbortOnDrop;
+use crate::cluster::driver::node::AbortOnDrop;
 use crate::error::BrokerError;
 
 /// The rules of one proxy, shared with its connections.

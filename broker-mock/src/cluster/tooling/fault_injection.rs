@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use super::Cluster;
+use crate::cluster::Cluster;
 use crate::faults::*;
 
 impl Cluster {

@@ -5,7 +5,7 @@
 use std::fs::OpenOptions;
 use std::path::PathBuf;
 
-use super::{Cluster, NodeRef};
+use crate::cluster::{Cluster, NodeRef};
 use crate::corruption::CorruptionEvent;
 use crate::error::BrokerError;
 use crate::faults::FramingDamage;

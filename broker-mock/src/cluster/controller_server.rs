@@ -5,7 +5,8 @@
 //! - BrokerRegistration (62), BrokerHeartbeat (63): sessions, fencing and controlled
 //!   shutdown, through [`Controller`]'s decisions;
 //! - AlterPartition (56) v2–3: ISR changes proposed by leaders;
-//! - LeaderMoveReport (Baton-private, see [`super::move_report`]): planned-move steps;
+//! - LeaderMoveReport (Baton-private, see [`super::messages::move_report`]):
+//!   planned-move steps;
 //! - CreateTopics (19), DeleteTopics (20): forwarded by brokers, checked and answered
 //!   by the same path as a standalone node's (`handlers/create_topics.rs`,
 //!   `delete_topics.rs`), applied here as controller records;
@@ -38,10 +39,10 @@ use bytes::{Bytes, BytesMut};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use super::corrupt_report::{
+use super::messages::corrupt_report::{
     CorruptReplicaReportRequest, CorruptReplicaReportResponse, CORRUPT_REPLICA_REPORT_KEY,
 };
-use super::move_report::{
+use super::messages::move_report::{
     LeaderMoveReportRequest, LeaderMoveReportResponse, LEADER_MOVE_REPORT_KEY, PHASE_CAUGHT_UP,
 };
 use crate::controller::{
@@ -82,7 +83,7 @@ pub struct ControllerOptions {
     /// the eligible brokers).
     pub default_replication_factor: i16,
     /// Ceilings on partitions and topics (and partitions per CreateTopics request);
-    /// see [`BrokerLimits`](crate::BrokerLimits).
+    /// see [`BrokerLimits`].
     pub limits: crate::limits::BrokerLimits,
 }
 

@@ -28,10 +28,12 @@ use baton_protocol::ErrorCode;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-use super::controller_node::METADATA_TOPIC;
-use super::corrupt_report::CorruptReplicaReportRequest;
 use super::fetcher::run_fetcher;
-use super::move_report::{LeaderMoveReportRequest, PHASE_CAUGHT_UP, PHASE_DRAIN_STARTED};
+use crate::cluster::controller_server::METADATA_TOPIC;
+use crate::cluster::messages::corrupt_report::CorruptReplicaReportRequest;
+use crate::cluster::messages::move_report::{
+    LeaderMoveReportRequest, PHASE_CAUGHT_UP, PHASE_DRAIN_STARTED,
+};
 use crate::controller::{ControllerState, MetadataLogEntry, NO_LEADER};
 use crate::corruption::CorruptionKind;
 use crate::error::BrokerError;
@@ -101,7 +103,7 @@ impl Node {
                 reports_rx,
             ))),
             AbortOnDrop(tokio::spawn(tick_loop(state.clone(), link.clone()))),
-            AbortOnDrop(tokio::spawn(crate::cluster::scrubber::scrub_loop(
+            AbortOnDrop(tokio::spawn(super::scrubber::scrub_loop(
                 state,
                 link.clone(),
             ))),

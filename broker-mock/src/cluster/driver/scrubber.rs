@@ -1,5 +1,5 @@
 //! The background scrubber of a cluster node: re-reads every local replica's stored
-//! batches at a configured rate ([`super::NodeOptions::scrub_bytes_per_sec`]) and checks
+//! batches at a configured rate ([`crate::cluster::NodeOptions::scrub_bytes_per_sec`]) and checks
 //! each one's framing, CRC and offsets, so that corruption is found even in data nobody
 //! reads. A bad batch goes through the same path as one found while serving: the
 //! replica is marked corrupt, reported, resigns if it leads, and is repaired by its
