@@ -1,6 +1,6 @@
-//! The request/response framing that the broker's server, its handlers and the
-//! cluster's private RPC share: decode a request frame, encode a response frame, and
-//! the in-order [`Reply`] a handler gives the connection's writer.
+//! The broker's side of [`envelope`], shared by its server, its handlers and the
+//! controller: decode a request frame, encode a response frame, and the in-order
+//! [`Reply`] a handler gives the connection's writer.
 //! [`DispatchError`] says why a request closes its connection instead.
 
 use baton_protocol::envelope;

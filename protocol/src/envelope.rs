@@ -42,8 +42,9 @@ use crate::header::{encode_request_header, RequestHeader, ResponseHeader};
 use crate::messages::{Message, Request};
 use crate::primitives::{Decoder, Encoder};
 
-/// Room reserved for a frame's size prefix and header before the body is encoded.
-const HEADER_ROOM: usize = 64;
+/// The inline buffer's first allocation: a size prefix, a header and a small body
+/// fit without growing it.
+const HEADER_ROOM: usize = 256;
 
 /// Encodes the frame of request `req` in `version`: size prefix, request header
 /// (API key and version from `R`), body.
