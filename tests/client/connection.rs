@@ -1,23 +1,25 @@
 //! The connection layer against peers that misbehave on purpose (a raw
-//! `TcpListener` speaking just enough Kafka) and against the real broker.
+//! `TcpListener`, or an in-memory stream, speaking just enough Kafka) and against
+//! the real broker. Timeouts are checked on an in-memory stream with tokio's clock
+//! paused, so they fire at their exact moment and take no real time.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use baton::connection::{BrokenCause, Connection, ConnectionConfig, ConnectionError};
+use baton_protocol::envelope;
 use baton_protocol::messages::{
-    ApiVersion, ApiVersionsRequest, ApiVersionsResponse, Message, MetadataRequest, ProduceRequest,
+    ApiVersion, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest,
 };
-use baton_protocol::{ErrorCode, RequestHeader};
-use bytes::{BufMut, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use baton_protocol::{ErrorCode, Message, RequestHeader};
+use bytes::Bytes;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 /// Reads one request frame; returns (api key, version, correlation id).
-async fn read_request(s: &mut TcpStream) -> Option<(i16, i16, i32)> {
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).await.ok()?;
-    let mut body = vec![0u8; i32::from_be_bytes(len) as usize];
+async fn read_request<S: AsyncRead + Unpin>(s: &mut S) -> Option<(i16, i16, i32)> {
+    let len = s.read_u32().await.ok()?;
+    let mut body = vec![0u8; len as usize];
     s.read_exact(&mut body).await.ok()?;
     RequestHeader::peek(&body).ok()
 }
@@ -29,7 +31,7 @@ fn api_versions_frame(
     code: ErrorCode,
     apis: &[(i16, i16, i16)],
     throttle: i32,
-) -> Vec<u8> {
+) -> Bytes {
     let resp = ApiVersionsResponse {
         error_code: code.code(),
         api_keys: apis
@@ -43,18 +45,26 @@ fn api_versions_frame(
         throttle_time_ms: throttle,
         ..Default::default()
     };
-    let mut body = BytesMut::new();
-    body.put_i32(correlation_id);
-    resp.encode_body(&mut body, version).unwrap();
-    let mut frame = Vec::new();
-    frame.extend_from_slice(&(body.len() as i32).to_be_bytes());
-    frame.extend_from_slice(&body);
-    frame
+    envelope::encode_response::<ApiVersionsRequest>(correlation_id, version, &resp).unwrap()
 }
 
 const APIS: &[(i16, i16, i16)] = &[(18, 0, 3), (3, 0, 12), (0, 0, 2)];
 
-/// A peer that answers the connect-time ApiVersions and then runs `then`.
+/// Answers the connect-time ApiVersions on `s`, then runs `then` with it.
+async fn answer_then<S, F, Fut>(mut s: S, then: F)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    F: FnOnce(S) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (_, version, id) = read_request(&mut s).await.unwrap();
+    s.write_all(&api_versions_frame(id, version, ErrorCode::None, APIS, 0))
+        .await
+        .unwrap();
+    then(s).await;
+}
+
+/// A TCP peer that answers the connect-time ApiVersions and then runs `then`.
 async fn peer<F, Fut>(then: F) -> String
 where
     F: FnOnce(TcpStream) -> Fut + Send + 'static,
@@ -63,14 +73,25 @@ where
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     tokio::spawn(async move {
-        let (mut s, _) = listener.accept().await.unwrap();
-        let (_, version, id) = read_request(&mut s).await.unwrap();
-        s.write_all(&api_versions_frame(id, version, ErrorCode::None, APIS, 0))
-            .await
-            .unwrap();
-        then(s).await;
+        let (s, _) = listener.accept().await.unwrap();
+        answer_then(s, then).await;
     });
     addr
+}
+
+/// A connection to an in-memory peer that answers the connect-time ApiVersions
+/// and then runs `then`. Nothing here waits on the OS, so with tokio's clock
+/// paused time moves only when every task waits on a timer.
+async fn in_memory_peer<F, Fut>(then: F) -> Connection
+where
+    F: FnOnce(tokio::io::DuplexStream) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let (client_end, peer_end) = tokio::io::duplex(64 * 1024);
+    tokio::spawn(answer_then(peer_end, then));
+    Connection::from_stream(client_end, "in-memory", &ConnectionConfig::default())
+        .await
+        .unwrap()
 }
 
 fn probe() -> ApiVersionsRequest {
@@ -159,36 +180,73 @@ async fn a_dropped_request_does_not_desync_the_connection() {
     assert!(!conn.is_poisoned());
 }
 
-#[tokio::test]
+#[tokio::test(start_paused = true)]
 async fn request_timeout_keeps_the_connection_usable() {
-    let addr = peer(|mut s| async move {
+    let (ids_tx, ids_rx) = tokio::sync::oneshot::channel();
+    let conn = in_memory_peer(|mut s| async move {
         let (_, v1, id1) = read_request(&mut s).await.unwrap();
-        let (_, v2, id2) = read_request(&mut s).await.unwrap();
-        // Answer the timed-out request late, then the second one.
+        // Answer the first request at 45 s, after its 30 s timeout.
+        tokio::time::sleep(Duration::from_secs(45)).await;
         s.write_all(&api_versions_frame(id1, v1, ErrorCode::None, APIS, id1))
             .await
             .unwrap();
+        let (_, v2, id2) = read_request(&mut s).await.unwrap();
         s.write_all(&api_versions_frame(id2, v2, ErrorCode::None, APIS, id2))
+            .await
+            .unwrap();
+        let _ = ids_tx.send((id1, id2));
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest).await;
+    })
+    .await;
+    let req = probe();
+    let started = tokio::time::Instant::now();
+    match conn.send(&req).await {
+        Err(ConnectionError::Timeout {
+            api_key: 18,
+            timeout,
+            ..
+        }) => assert_eq!(
+            timeout,
+            Duration::from_secs(30),
+            "the default request timeout"
+        ),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert_eq!(started.elapsed(), Duration::from_secs(30));
+    assert!(
+        !conn.is_poisoned(),
+        "a timeout leaves the connection usable"
+    );
+    // The second request is answered once the peer wakes at 45 s; the late answer
+    // to the first one, which comes before it, is discarded.
+    let ok = conn.send(&req).await.unwrap();
+    assert_eq!(started.elapsed(), Duration::from_secs(45));
+    let (id1, id2) = ids_rx.await.unwrap();
+    assert_ne!(id1, id2);
+    assert_eq!(
+        ok.throttle_time_ms, id2,
+        "the second request got its own answer"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_just_inside_the_request_timeout_is_taken() {
+    let just_inside = Duration::from_secs(30) - Duration::from_millis(1);
+    let conn = in_memory_peer(move |mut s| async move {
+        let (_, version, id) = read_request(&mut s).await.unwrap();
+        tokio::time::sleep(just_inside).await;
+        s.write_all(&api_versions_frame(id, version, ErrorCode::None, APIS, id))
             .await
             .unwrap();
         let mut rest = Vec::new();
         let _ = s.read_to_end(&mut rest).await;
     })
     .await;
-    let conn = Connection::connect(&addr, &ConnectionConfig::default())
-        .await
-        .unwrap();
-    let req = probe();
-    let err = conn
-        .send_with_timeout(&req, Duration::from_millis(1))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(err, ConnectionError::Timeout { api_key: 18, .. }),
-        "{err:?}"
-    );
-    let ok = conn.send(&req).await.unwrap();
-    assert!(ok.throttle_time_ms > 0);
+    let started = tokio::time::Instant::now();
+    let answer = conn.send(&probe()).await.expect("answered in time");
+    assert!(answer.throttle_time_ms > 0);
+    assert_eq!(started.elapsed(), just_inside);
 }
 
 #[tokio::test]
