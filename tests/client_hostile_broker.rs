@@ -31,6 +31,7 @@ use baton::{
     Acks, Admin, Client, Consumer, GroupConsumer, OffsetSpec, Producer, ProducerRecord,
     StartOffset, TopicPartition,
 };
+use baton_protocol::envelope;
 use baton_protocol::messages::*;
 use baton_protocol::record::{Compression, RecordBatchBuilder};
 use baton_protocol::testing::Rng;
@@ -182,13 +183,16 @@ impl Hostile {
     }
 }
 
-/// The response header's length: correlation id, plus an empty tagged-field
-/// section in header v1 (which the broker writes as one zero byte).
-fn header_len(api_key: i16, version: i16) -> usize {
+/// The length of the response header at the start of the honest `frame`, a
+/// response to `api_key` at `version`.
+fn header_len(api_key: i16, version: i16, frame: &[u8]) -> usize {
     macro_rules! by_key {
         ($($r:ty),*) => {
             $(if api_key == <$r>::API_KEY {
-                return if <$r>::response_header_version(version) == 1 { 5 } else { 4 };
+                let frame = Bytes::copy_from_slice(frame);
+                let (_, body) = envelope::split_response::<$r>(frame.clone(), version)
+                    .expect("the broker's response header");
+                return frame.len() - body.len();
             })*
         };
     }
@@ -214,7 +218,7 @@ fn header_len(api_key: i16, version: i16) -> usize {
 
 /// A hostile response frame (header and body) in place of the honest `frame`.
 fn hostile_frame(rng: &mut Rng, ex: Exchange, frame: Vec<u8>) -> Vec<u8> {
-    let at = header_len(ex.api_key, ex.version).min(frame.len());
+    let at = header_len(ex.api_key, ex.version, &frame);
     let (head, honest) = frame.split_at(at);
     let mut body = honest.to_vec();
     match rng.below(if ex.api_key == FetchRequest::API_KEY {

@@ -222,10 +222,9 @@ impl Conn {
         let frame = self.frame(req, version);
         let answer = self.exchange(&frame).await;
         let response = answer.and_then(|f| {
-            let mut d = baton_protocol::primitives::Decoder::new(f);
-            baton_protocol::ResponseHeader::decode(&mut d, R::response_header_version(version))
-                .ok()?;
-            R::Response::decode_body(d.take_rest(), version).ok()
+            baton_protocol::envelope::decode_response::<R>(f, version)
+                .ok()
+                .map(|(_, r)| r)
         });
         (frame.len(), response)
     }

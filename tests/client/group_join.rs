@@ -15,11 +15,10 @@ use std::time::Duration;
 
 use baton::{Client, GroupConsumer, Producer, ProducerRecord};
 use baton_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
-use baton_protocol::primitives::Decoder;
-use baton_protocol::{ErrorCode, Message, Request, ResponseHeader};
+use baton_protocol::{envelope, ErrorCode, Message};
 use baton_testkit::client::create_topic;
 use baton_testkit::proxy::{Exchange, Proxied, ProxyState};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use tokio::sync::watch;
 
 /// Log output of one test.
@@ -81,22 +80,21 @@ impl Logs {
     }
 }
 
-/// The JoinGroup response in `frame` (header and body) at `version`.
-fn join_response(frame: &[u8], version: i16) -> (Vec<u8>, JoinGroupResponse) {
-    let mut d = Decoder::new(Bytes::copy_from_slice(frame));
-    ResponseHeader::decode(&mut d, JoinGroupRequest::response_header_version(version))
-        .expect("response header");
-    let body = d.take_rest();
-    let head = frame[..frame.len() - body.len()].to_vec();
-    let resp = JoinGroupResponse::decode_body(body, version).expect("JoinGroup response");
-    (head, resp)
+/// The JoinGroup response in `frame` (header and body) at `version`, with its
+/// correlation id.
+fn join_response(frame: &[u8], version: i16) -> (i32, JoinGroupResponse) {
+    let (header, resp) =
+        envelope::decode_response::<JoinGroupRequest>(Bytes::copy_from_slice(frame), version)
+            .expect("JoinGroup response");
+    (header.correlation_id, resp)
 }
 
-/// `resp` behind `head`, as a response frame at `version`.
-fn join_frame(head: Vec<u8>, resp: &JoinGroupResponse, version: i16) -> Vec<u8> {
-    let mut buf = BytesMut::from(&head[..]);
-    resp.encode_body(&mut buf, version).expect("encodes");
-    buf.to_vec()
+/// `resp` as a response frame (without size prefix) to request `correlation_id`
+/// at `version`.
+fn join_frame(correlation_id: i32, resp: &JoinGroupResponse, version: i16) -> Vec<u8> {
+    envelope::encode_response::<JoinGroupRequest>(correlation_id, version, resp).expect("encodes")
+        [4..]
+        .to_vec()
 }
 
 /// Whether the frame is a successful JoinGroup response (not MEMBER_ID_REQUIRED
@@ -211,9 +209,9 @@ async fn a_join_that_keeps_failing_logs_each_retry_and_warns() {
                 if !*refusing.lock().unwrap() || !is_joined(ex, &frame) {
                     return frame;
                 }
-                let (head, mut resp) = join_response(&frame, ex.version);
+                let (correlation_id, mut resp) = join_response(&frame, ex.version);
                 resp.error_code = ErrorCode::RebalanceInProgress.code();
-                join_frame(head, &resp, ex.version)
+                join_frame(correlation_id, &resp, ex.version)
             })),
             ..ProxyState::default()
         },

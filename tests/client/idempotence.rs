@@ -17,37 +17,37 @@ use baton::{
 };
 use baton_broker::{Broker, BrokerConfig};
 use baton_protocol::messages::{
-    ApiVersionsRequest, ApiVersionsResponse, InitProducerIdRequest, MetadataRequest,
-    ProduceRequest, ProduceResponse, ProduceResponseNodeEndpoint,
+    ApiVersionsRequest, InitProducerIdRequest, MetadataRequest, ProduceRequest,
+    ProduceResponseNodeEndpoint,
 };
-use baton_protocol::primitives::Decoder;
 use baton_protocol::record::RecordBatch;
-use baton_protocol::{ErrorCode, Message, Request, ResponseHeader};
+use baton_protocol::{envelope, ErrorCode, Message};
 use baton_testkit::client::{consume_from_start, create_topic};
 use baton_testkit::proxy::{Exchange, Proxied, ProxyState, SeenBatch};
 use baton_testkit::{seed, Rng};
 use bytes::Bytes;
 
-/// An ApiVersions response frame (header v0, then the body) minus InitProducerId.
+/// An ApiVersions response frame (header, then the body) minus InitProducerId.
 fn without_init_producer_id(frame: &[u8], version: i16) -> Vec<u8> {
-    let (header, body) = frame.split_at(4);
-    let mut resp = ApiVersionsResponse::decode_body(Bytes::copy_from_slice(body), version)
-        .expect("ApiVersions response");
+    let (header, mut resp) =
+        envelope::decode_response::<ApiVersionsRequest>(Bytes::copy_from_slice(frame), version)
+            .expect("ApiVersions response");
     resp.api_keys
         .retain(|k| k.api_key != InitProducerIdRequest::API_KEY);
-    let mut out = bytes::BytesMut::from(header);
-    resp.encode_body(&mut out, version).expect("re-encode");
-    out.to_vec()
+    unframed(envelope::encode_response::<ApiVersionsRequest>(
+        header.correlation_id,
+        version,
+        &resp,
+    ))
 }
 
 /// A Produce response frame with every partition turned into
 /// NOT_LEADER_OR_FOLLOWER plus a KIP-951 hint: leader `node` at a high epoch,
 /// reachable at 127.0.0.1:`port`.
 fn with_leader_hint(frame: &[u8], version: i16, node: i32, port: u16) -> Vec<u8> {
-    let header_version = ProduceRequest::response_header_version(version);
-    let mut d = Decoder::new(Bytes::copy_from_slice(frame));
-    let header = ResponseHeader::decode(&mut d, header_version).expect("response header");
-    let mut resp = ProduceResponse::decode_body(d.take_rest(), version).expect("produce response");
+    let (header, mut resp) =
+        envelope::decode_response::<ProduceRequest>(Bytes::copy_from_slice(frame), version)
+            .expect("produce response");
     for t in &mut resp.responses {
         for p in &mut t.partition_responses {
             p.error_code = ErrorCode::NotLeaderOrFollower.code();
@@ -62,10 +62,17 @@ fn with_leader_hint(frame: &[u8], version: i16, node: i32, port: u16) -> Vec<u8>
         port: i32::from(port),
         rack: None,
     }];
-    let mut out = bytes::BytesMut::new();
-    header.encode(&mut out, header_version);
-    resp.encode_body(&mut out, version).expect("re-encode");
-    out.to_vec()
+    unframed(envelope::encode_response::<ProduceRequest>(
+        header.correlation_id,
+        version,
+        &resp,
+    ))
+}
+
+/// An encoded response frame without its size prefix, as the proxy's rewrite
+/// returns it.
+fn unframed(frame: Result<Bytes, baton_protocol::EncodeError>) -> Vec<u8> {
+    frame.expect("re-encode")[4..].to_vec()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,11 +3,12 @@
 //! cluster's timeline.
 //!
 //! The network faults act on the real TCP path. Each node's listener and the
-//! controller's listener sit behind a small proxy (`proxy`); nodes advertise their
+//! controller's listener sit behind a small proxy ([`proxy`]); nodes advertise their
 //! proxy's port and dial the controller through its proxy, and clients bootstrap
 //! through the node proxies. A proxy knows which node a connection comes from (by the
 //! client id of its first request), so "between node 1 and node 2" holds only the
-//! frames flowing between those two nodes.
+//! frames flowing between those two nodes. The same proxy, with a [`proxy::Tap`],
+//! watches and doctors a standalone broker's traffic for tests.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), baton_broker::BrokerError> {
@@ -27,7 +28,7 @@
 
 pub mod disk;
 mod kinds;
-pub(crate) mod proxy;
+pub mod proxy;
 
 use std::collections::HashMap;
 

@@ -269,9 +269,9 @@ pub(crate) async fn finish(
 
 #[cfg(test)]
 mod tests {
+    use baton_protocol::envelope;
     use baton_protocol::messages::{PartitionProduceData, TopicProduceData};
     use baton_protocol::record::RecordBatchBuilder;
-    use baton_protocol::{Message, Request, RequestHeader};
 
     use super::*;
 
@@ -310,14 +310,8 @@ mod tests {
                 })
                 .collect(),
         };
-        RequestHeader {
-            api_key: ProduceRequest::API_KEY,
-            api_version: 9,
-            correlation_id: 1,
-            client_id: Some("test".into()),
-        }
-        .encode(buf, ProduceRequest::request_header_version(9));
-        req.encode_body(buf, 9).unwrap();
+        let frame = envelope::encode_request(1, Some("test"), &req, 9).unwrap();
+        buf.extend_from_slice(&frame[4..]);
         records
     }
 

@@ -4,7 +4,7 @@
 use baton_broker::{Broker, BrokerConfig};
 use baton_protocol::messages::*;
 use baton_protocol::record::{RecordBatch, TimestampType};
-use baton_protocol::{ErrorCode, Uuid};
+use baton_protocol::{ErrorCode, Message, RequestHeader, Uuid};
 use baton_testkit::wire::*;
 use bytes::BytesMut;
 
@@ -19,7 +19,13 @@ async fn api_versions_and_kip511_fallback() {
     // A too-new version still gets a v0 answer listing the APIs.
     let mut frame = BytesMut::new();
     let at = baton_protocol::frame::begin_frame(&mut frame);
-    frame.extend_from_slice(&[0, 18, 0, 99, 0, 0, 0, 42, 0, 0]);
+    RequestHeader {
+        api_key: ApiVersionsRequest::API_KEY,
+        api_version: 99,
+        correlation_id: 42,
+        client_id: Some(String::new()),
+    }
+    .encode(&mut frame, 1);
     frame.extend_from_slice(&[0xde, 0xad]);
     baton_protocol::frame::finish_frame(&mut frame, at);
     c.send_raw(&frame).await.unwrap();

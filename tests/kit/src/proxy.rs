@@ -2,27 +2,26 @@
 //!
 //! The broker listens on 127.0.0.2 and advertises 127.0.0.1 on the same port,
 //! where the proxy listens: every connection the client makes (bootstrap and the
-//! advertised address alike) goes through the proxy. It relays each connection in
-//! lock step (a request, then its response; every request must expect one, so
-//! tests produce with acks above 0), logs every request's API key and each
-//! Produce request's batches, can lose the response to chosen Produce requests
-//! after the broker wrote them, can rewrite responses and can hold them back
-//! (as a coordinator that parks a JoinGroup does). (All of 127.0.0.0/8 is
-//! loopback on Linux; macOS needs `ifconfig lo0 alias 127.0.0.2` first.)
+//! advertised address alike) goes through the proxy. The proxy is
+//! [`baton_broker::faults::proxy`] in lock step (a request, then its response),
+//! with a [`Tap`] that logs every request's API key and each Produce request's
+//! batches, loses the response to chosen Produce requests after the broker wrote
+//! them, rewrites responses and holds them back (as a coordinator that parks a
+//! JoinGroup does). (All of 127.0.0.0/8 is loopback on Linux; macOS needs
+//! `ifconfig lo0 alias 127.0.0.2` first.)
 
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use baton::Client;
+use baton_broker::faults::proxy::{
+    self, HoldFuture, Proxy, ProxyOptions, Reply, RequestFrame, Tap, Verdict,
+};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 use baton_protocol::messages::ProduceRequest;
-use baton_protocol::{envelope, Message, RequestHeader};
+use baton_protocol::{envelope, Message};
 use bytes::Bytes;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 /// One batch of one Produce request, as the proxy saw it.
 #[derive(Debug, Clone)]
@@ -52,8 +51,7 @@ pub type Rewrite = Box<dyn FnMut(Exchange, Vec<u8>) -> Vec<u8> + Send>;
 /// Decides from the exchange and the (rewritten) response frame whether the
 /// response waits before reaching the client: it is relayed once the returned
 /// future completes.
-pub type Hold =
-    Box<dyn FnMut(Exchange, &[u8]) -> Option<Pin<Box<dyn Future<Output = ()> + Send>>> + Send>;
+pub type Hold = Box<dyn FnMut(Exchange, &[u8]) -> Option<HoldFuture> + Send>;
 
 /// What the proxy logs and does.
 #[derive(Default)]
@@ -93,7 +91,7 @@ pub struct Proxied {
     pub state: Arc<Mutex<ProxyState>>,
     /// A client connected through the proxy.
     pub client: Client,
-    proxy: tokio::task::JoinHandle<()>,
+    proxy: Proxy,
 }
 
 impl Proxied {
@@ -110,11 +108,14 @@ impl Proxied {
         .expect("broker starts on 127.0.0.2");
         let upstream = broker.local_addr();
         let proxy_addr = SocketAddr::new("127.0.0.1".parse().unwrap(), upstream.port());
-        let listener = TcpListener::bind(proxy_addr)
+        let state = Arc::new(Mutex::new(state));
+        let recorder = Recorder {
+            state: state.clone(),
+        };
+        let options = ProxyOptions::default().tap(Arc::new(recorder)).lock_step();
+        let proxy = Proxy::start_with(proxy_addr, upstream, options)
             .await
             .expect("proxy binds the broker's port on 127.0.0.1");
-        let state = Arc::new(Mutex::new(state));
-        let proxy = tokio::spawn(run_proxy(listener, upstream, state.clone()));
         let client = Client::builder([proxy_addr.to_string()])
             .client_id(client_id)
             .request_timeout(Duration::from_secs(10))
@@ -136,90 +137,54 @@ impl Proxied {
 
     /// Stops the proxy and the broker.
     pub async fn shutdown(self) {
-        self.proxy.abort();
+        drop(self.proxy);
         self.broker.shutdown().await;
     }
 }
 
-async fn run_proxy(listener: TcpListener, upstream: SocketAddr, state: Arc<Mutex<ProxyState>>) {
-    loop {
-        let Ok((client, _)) = listener.accept().await else {
-            return;
-        };
-        let state = state.clone();
-        tokio::spawn(async move {
-            if let Ok(broker) = TcpStream::connect(upstream).await {
-                let _ = relay(client, broker, state).await;
-            }
-        });
-    }
-}
-
-async fn read_frame(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let len = s.read_u32().await? as usize;
-    let mut frame = vec![0; len];
-    s.read_exact(&mut frame).await?;
-    Ok(frame)
-}
-
-async fn write_frame(s: &mut TcpStream, frame: &[u8]) -> std::io::Result<()> {
-    s.write_u32(frame.len() as u32).await?;
-    s.write_all(frame).await
-}
-
-/// Relays one connection in lock step, logging and losing as `state` says.
-async fn relay(
-    mut client: TcpStream,
-    mut broker: TcpStream,
+/// The proxy's tap: logs and loses as the state says, then rewrites and holds.
+struct Recorder {
     state: Arc<Mutex<ProxyState>>,
-) -> std::io::Result<()> {
-    loop {
-        let request = read_frame(&mut client).await?;
-        let (api_key, version, _) = RequestHeader::peek(&request).expect("request header");
-        let mut exchange = Exchange {
-            api_key,
-            version,
-            produce: None,
-        };
-        let mut lose = false;
-        state.lock().unwrap().api_keys.push(api_key);
-        if api_key == ProduceRequest::API_KEY {
-            let (_, produce) =
-                envelope::decode_request::<ProduceRequest>(Bytes::from(request.clone()), version)
-                    .expect("produce request");
-            let mut st = state.lock().unwrap();
-            let n = st.produce_requests;
-            st.produce_requests += 1;
-            exchange.produce = Some(n);
-            lose = st.lose_responses.contains(&n);
-            for topic in produce.topic_data {
-                for p in topic.partition_data {
-                    st.batches.push(SeenBatch {
-                        request: n,
-                        partition: p.index,
-                        bytes: p.records.unwrap_or_default(),
-                    });
-                }
+}
+
+impl Tap for Recorder {
+    fn request(&self, request: &RequestFrame) -> Verdict {
+        let mut st = self.state.lock().unwrap();
+        st.api_keys.push(request.api_key);
+        if request.api_key != ProduceRequest::API_KEY {
+            return Verdict::default();
+        }
+        let n = st.produce_requests;
+        st.produce_requests += 1;
+        let decoded =
+            envelope::decode_request::<ProduceRequest>(request.frame.clone(), request.version);
+        for topic in decoded.map(|(_, r)| r.topic_data).unwrap_or_default() {
+            for p in topic.partition_data {
+                st.batches.push(SeenBatch {
+                    request: n,
+                    partition: p.index,
+                    bytes: p.records.unwrap_or_default(),
+                });
             }
         }
-        write_frame(&mut broker, &request).await?;
-        let mut response = read_frame(&mut broker).await?;
-        if lose {
-            // The broker wrote the batch; the client never hears of it.
-            return Ok(());
+        Verdict {
+            lose_response: st.lose_responses.contains(&n),
+            tag: Some(n as u64),
         }
-        if let Some(rewrite) = state.lock().unwrap().rewrite.as_mut() {
-            response = rewrite(exchange, response);
-        }
-        let held = state
-            .lock()
-            .unwrap()
-            .hold
-            .as_mut()
-            .and_then(|hold| hold(exchange, &response));
-        if let Some(held) = held {
-            held.await;
-        }
-        write_frame(&mut client, &response).await?;
+    }
+
+    fn response(&self, exchange: proxy::Exchange, frame: Bytes) -> Reply {
+        let exchange = Exchange {
+            api_key: exchange.api_key,
+            version: exchange.version,
+            produce: exchange.tag.map(|n| n as usize),
+        };
+        let mut st = self.state.lock().unwrap();
+        let frame = match st.rewrite.as_mut() {
+            Some(rewrite) => Bytes::from(rewrite(exchange, frame.to_vec())),
+            None => frame,
+        };
+        let hold = st.hold.as_mut().and_then(|hold| hold(exchange, &frame));
+        Reply { frame, hold }
     }
 }
