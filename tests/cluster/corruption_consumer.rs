@@ -1,23 +1,25 @@
 //! The `baton` consumer's defence against corrupt batches on the wire: a proxy
-//! between the client and a real broker flips a byte inside a record value of Fetch
-//! responses. The consumer never yields a damaged record: it re-fetches (after a
+//! (`baton_broker::faults::proxy`, with a tap) between the client and a real broker
+//! flips a byte inside a record value of Fetch responses. The consumer never yields a damaged record: it re-fetches (after a
 //! metadata refresh), and a damage that persists becomes a typed error naming the
 //! partition and offset. Turning CRC checks off is possible only explicitly.
 
-use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use baton::{Acks, Admin, Client, Consumer, ConsumerError, Producer, ProducerRecord, StartOffset};
+use baton_broker::faults::proxy::{
+    Exchange, Proxy, ProxyOptions, Reply, RequestFrame, Tap, Verdict,
+};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_protocol::messages::FetchRequest;
+use baton_protocol::Message;
 use baton_testkit::cluster::{parse, value};
 use baton_testkit::topic_name;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use bytes::Bytes;
 
-const FETCH: i16 = 1;
 /// Records the tests produce.
 const RECORDS: u64 = 200;
 
@@ -27,77 +29,29 @@ struct Flipper {
     done: AtomicU64,
 }
 
-async fn read_frame(r: &mut (impl AsyncReadExt + Unpin)) -> Option<Vec<u8>> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len).await.ok()?;
-    let n = i32::from_be_bytes(len);
-    if !(0..=64 << 20).contains(&n) {
-        return None;
+impl Tap for Flipper {
+    fn request(&self, _: &RequestFrame) -> Verdict {
+        Verdict::default()
     }
-    let mut body = vec![0u8; n as usize];
-    r.read_exact(&mut body).await.ok()?;
-    Some(body)
-}
 
-async fn write_frame(w: &mut (impl AsyncWriteExt + Unpin), body: &[u8]) -> bool {
-    w.write_all(&(body.len() as i32).to_be_bytes())
-        .await
-        .is_ok()
-        && w.write_all(body).await.is_ok()
-}
-
-/// Starts the proxy; returns its address. `target` is filled in once the broker runs.
-async fn proxy(flipper: Arc<Flipper>, target: Arc<Mutex<Option<SocketAddr>>>) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((client, _)) = listener.accept().await {
-            let to = target.lock().unwrap().expect("broker started");
-            let Ok(server) = TcpStream::connect(to).await else {
-                continue;
-            };
-            let fetches: Arc<Mutex<HashSet<i32>>> = Arc::default();
-            let (mut cr, mut cw) = client.into_split();
-            let (mut sr, mut sw) = server.into_split();
-            let f = fetches.clone();
-            tokio::spawn(async move {
-                while let Some(req) = read_frame(&mut cr).await {
-                    if req.len() >= 8 && i16::from_be_bytes([req[0], req[1]]) == FETCH {
-                        f.lock()
-                            .unwrap()
-                            .insert(i32::from_be_bytes([req[4], req[5], req[6], req[7]]));
-                    }
-                    if !write_frame(&mut sw, &req).await {
-                        return;
-                    }
-                }
-            });
-            let fl = flipper.clone();
-            tokio::spawn(async move {
-                while let Some(mut resp) = read_frame(&mut sr).await {
-                    let corr = resp
-                        .get(..4)
-                        .map(|b| i32::from_be_bytes([b[0], b[1], b[2], b[3]]));
-                    let is_fetch = corr.is_some_and(|c| fetches.lock().unwrap().remove(&c));
-                    if is_fetch {
-                        if let Some(at) = first_value(&resp) {
-                            let left = fl.flips.load(Ordering::SeqCst);
-                            if left > 0 {
-                                fl.flips.store(left - 1, Ordering::SeqCst);
-                                fl.done.fetch_add(1, Ordering::SeqCst);
-                                // A bit of the value's own checksum (after its id).
-                                resp[at + 8] ^= 0x01;
-                            }
-                        }
-                    }
-                    if !write_frame(&mut cw, &resp).await {
-                        return;
-                    }
-                }
-            });
+    fn response(&self, exchange: Exchange, frame: Bytes) -> Reply {
+        if exchange.api_key != FetchRequest::API_KEY {
+            return Reply::now(frame);
         }
-    });
-    addr
+        let Some(at) = first_value(&frame) else {
+            return Reply::now(frame);
+        };
+        let left = self.flips.load(Ordering::SeqCst);
+        if left == 0 {
+            return Reply::now(frame);
+        }
+        self.flips.store(left - 1, Ordering::SeqCst);
+        self.done.fetch_add(1, Ordering::SeqCst);
+        let mut resp = frame.to_vec();
+        // A bit of the value's own checksum (after its id).
+        resp[at + 8] ^= 0x01;
+        Reply::now(resp.into())
+    }
 }
 
 /// Where the first of the test's values (`value(id)`, `id < RECORDS`) starts in
@@ -109,19 +63,25 @@ fn first_value(frame: &[u8]) -> Option<usize> {
     })
 }
 
-/// A broker reachable only through the flipping proxy, and a client on it.
-async fn setup(flips: u64) -> (BrokerHandle, Client, Arc<Flipper>, String) {
+/// A broker reachable only through the flipping proxy (both live as long as the
+/// returned pair), and a client on it.
+async fn setup(flips: u64) -> ((BrokerHandle, Proxy), Client, Arc<Flipper>, String) {
     baton_testkit::init_tracing();
     let flipper = Arc::new(Flipper {
         flips: AtomicU64::new(0),
         done: AtomicU64::new(0),
     });
-    let target = Arc::new(Mutex::new(None));
-    let addr = proxy(flipper.clone(), target.clone()).await;
+    // The broker advertises the proxy's port, so the proxy starts first and is
+    // pointed at the broker once it runs (no client connects before that).
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let proxy = Proxy::start_with(any, any, ProxyOptions::default().tap(flipper.clone()))
+        .await
+        .expect("proxy starts");
+    let addr = proxy.local_addr();
     let mut cfg = BrokerConfig::in_memory();
     cfg.advertised_port = Some(addr.port());
     let broker = Broker::start(cfg).await.expect("broker starts");
-    *target.lock().unwrap() = Some(broker.local_addr());
+    proxy.set_target(broker.local_addr());
     let client = Client::builder([addr.to_string()])
         .client_id("corruption-consumer-tests")
         .build()
@@ -144,7 +104,7 @@ async fn setup(flips: u64) -> (BrokerHandle, Client, Arc<Flipper>, String) {
     producer.close().await;
     // Damage starts only now, for the consumer's fetches.
     flipper.flips.store(flips, Ordering::SeqCst);
-    (broker, client, flipper, topic)
+    ((broker, proxy), client, flipper, topic)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

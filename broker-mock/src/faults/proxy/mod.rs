@@ -160,6 +160,13 @@ impl Proxy {
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
     }
+
+    /// Forwards connections accepted from now on to `target` (a target that
+    /// restarted elsewhere, or one started after the proxy because it advertises
+    /// the proxy's port).
+    pub fn set_target(&self, target: SocketAddr) {
+        self.shared.set_target(target);
+    }
 }
 
 async fn accept_loop(listener: TcpListener, shared: Arc<ProxyShared>) {
