@@ -12,4 +12,5 @@ mod idempotence;
 mod limits;
 mod malformed;
 mod produce_in_place;
+mod proxy;
 mod server;

@@ -424,18 +424,9 @@ fn route_request(
 mod tests {
     use super::*;
 
-    fn frame(client_id: Option<&str>) -> Vec<u8> {
-        let mut b = BytesMut::new();
-        RequestHeader {
-            api_key: 1,
-            api_version: 12,
-            correlation_id: 7,
-            client_id: client_id.map(str::to_owned),
-        }
-        .encode(&mut b, 2);
-        let mut out = (b.len() as i32).to_be_bytes().to_vec();
-        out.extend_from_slice(&b);
-        out
+    fn frame(client_id: Option<&str>) -> Bytes {
+        let req = baton_protocol::messages::MetadataRequest::default();
+        baton_protocol::envelope::encode_request(7, client_id, &req, 12).unwrap()
     }
 
     #[test]
