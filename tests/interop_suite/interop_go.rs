@@ -29,7 +29,7 @@
 use std::time::{Duration, Instant};
 
 use crate::interop_go_util::check::{check, Report};
-use crate::interop_go_util::process::{arg, go_command, go_run, Running, RUN_TIMEOUT};
+use crate::interop_go_util::process::{arg, go_command, go_result, go_run, Running, RUN_TIMEOUT};
 use crate::interop_go_util::records::{
     decode_consumed, decode_outcomes, encode_records, generate, Rec,
 };
@@ -283,7 +283,7 @@ async fn failover(lib: &str, consume_role: &str, producer_args: &[&str]) -> Fail
     let consumed = dir.path().join("consumed.bin");
     let group = format!("interop-go-{lib}-failover-{seed}");
 
-    let consumer = go_command(&[
+    let mut consumer_cmd = go_command(&[
         lib,
         consume_role,
         "-bootstrap",
@@ -299,7 +299,7 @@ async fn failover(lib: &str, consume_role: &str, producer_args: &[&str]) -> Fail
         "-deadline",
         "100s",
     ]);
-    let mut consumer = Running::start(consumer, &format!("{lib} {consume_role}")).unwrap();
+    let mut consumer = Running::start(&mut consumer_cmd, &format!("{lib} {consume_role}")).unwrap();
     let mut args = vec![
         lib,
         "produce",
@@ -320,7 +320,7 @@ async fn failover(lib: &str, consume_role: &str, producer_args: &[&str]) -> Fail
         "100s",
     ];
     args.extend_from_slice(producer_args);
-    let mut producer = Running::start(go_command(&args), &format!("{lib} produce")).unwrap();
+    let mut producer = Running::start(&mut go_command(&args), &format!("{lib} produce")).unwrap();
 
     sent_more(&mut producer, FAILOVER_STEP, "before the failover", seed).await;
     let leader = cluster.partition_state(&topic, 0).unwrap().leader;
@@ -355,7 +355,7 @@ async fn failover(lib: &str, consume_role: &str, producer_args: &[&str]) -> Fail
         .await
         .unwrap()
         .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-    let produced_result = produced.result(&format!("{lib} produce"));
+    let produced_result = go_result(&produced, &format!("{lib} produce"));
     assert!(
         produced.status.success()
             && produced_result.bool("ok")
@@ -371,7 +371,7 @@ async fn failover(lib: &str, consume_role: &str, producer_args: &[&str]) -> Fail
         .await
         .unwrap()
         .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-    let consumed_result = finished.result(&what);
+    let consumed_result = go_result(&finished, &what);
     assert!(
         finished.status.success() && consumed_result.bool("ok"),
         "seed {seed}: {}\ntimeline:\n{}",

@@ -1,8 +1,9 @@
-//! Subprocesses with a deadline: output drained on threads (a child that outlives
-//! a kill cannot block the test) and kept readable in failure messages.
+//! Subprocesses with a deadline, run to completion or driven through stdin:
+//! output drained on threads (a child that outlives a kill cannot block the test)
+//! and kept readable in failure messages.
 
-use std::io::Read;
-use std::process::{Command, ExitStatus, Stdio};
+use std::io::{Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -68,49 +69,123 @@ pub fn take(buf: &Arc<Mutex<Vec<u8>>>) -> String {
     String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
 }
 
-/// Runs `cmd` with no stdin, killing it after `timeout`. `Err` if it could not
-/// start or timed out; a non-zero exit is returned as `Ok` for the caller to judge.
-pub fn run(cmd: &mut Command, what: &str, timeout: Duration) -> Result<Finished, String> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| format!("{what}: could not start {cmd:?}: {e}"))?;
-    let stdout = drain(child.stdout.take().expect("stdout is piped"));
-    let stderr = drain(child.stderr.take().expect("stderr is piped"));
-    let started = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() >= timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                thread::sleep(Duration::from_millis(200));
-                return Err(format!(
-                    "{what}: killed after {timeout:?} ({cmd:?})\n--- stdout ---\n{}\n--- stderr ---\n{}",
-                    tail(&take(&stdout)),
-                    tail(&take(&stderr))
-                ));
-            }
-            Ok(None) => thread::sleep(Duration::from_millis(25)),
-            Err(e) => return Err(format!("{what}: waiting for {cmd:?} failed: {e}")),
-        }
-    };
-    // The pipes close when the child exits; give the reader threads a moment
-    // (each holds a clone of its buffer until it has read everything).
-    let drained = Instant::now();
-    while Arc::strong_count(&stdout) + Arc::strong_count(&stderr) > 2
-        && drained.elapsed() < Duration::from_secs(5)
-    {
-        thread::sleep(Duration::from_millis(10));
+/// A running child with piped stdin, stdout and stderr (drained on threads);
+/// killed on drop.
+#[derive(Debug)]
+pub struct Running {
+    what: String,
+    command: String,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Arc<Mutex<Vec<u8>>>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Running {
+    /// Starts `cmd` with stdin, stdout and stderr piped; `what` names it in
+    /// messages.
+    pub fn start(cmd: &mut Command, what: &str) -> Result<Running, String> {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("{what}: could not start {cmd:?}: {e}"))?;
+        Ok(Running {
+            what: what.to_string(),
+            command: format!("{cmd:?}"),
+            stdout: drain(child.stdout.take().expect("stdout is piped")),
+            stderr: drain(child.stderr.take().expect("stderr is piped")),
+            stdin: child.stdin.take(),
+            child,
+        })
     }
-    let finished = Finished {
-        status,
-        stdout: take(&stdout),
-        stderr: take(&stderr),
-    };
-    Ok(finished)
+
+    /// The complete stdout lines so far.
+    pub fn output(&self) -> String {
+        let mut out = take(&self.stdout);
+        out.truncate(out.rfind('\n').map_or(0, |i| i + 1));
+        out
+    }
+
+    /// Whether the child has exited.
+    pub fn exited(&mut self) -> bool {
+        !matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Writes one line to the child's stdin (ignored once stdin is closed).
+    pub fn send_line(&mut self, line: &str) {
+        if let Some(stdin) = self.stdin.as_mut() {
+            let _ = writeln!(stdin, "{line}");
+            let _ = stdin.flush();
+        }
+    }
+
+    /// Closes the child's stdin.
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
+    /// Closes stdin and waits up to `timeout` for the child to exit, then gives
+    /// what it printed. `Err` (the child killed) if it did not exit in time; a
+    /// non-zero exit is `Ok` for the caller to judge.
+    pub fn wait(mut self, timeout: Duration) -> Result<Finished, String> {
+        self.close_stdin();
+        let started = Instant::now();
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if started.elapsed() >= timeout => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    thread::sleep(Duration::from_millis(200));
+                    return Err(format!(
+                        "{}: killed after {timeout:?} ({})\n--- stdout ---\n{}\n--- stderr ---\n{}",
+                        self.what,
+                        self.command,
+                        tail(&take(&self.stdout)),
+                        tail(&take(&self.stderr))
+                    ));
+                }
+                Ok(None) => thread::sleep(Duration::from_millis(20)),
+                Err(e) => {
+                    return Err(format!(
+                        "{}: waiting for {} failed: {e}",
+                        self.what, self.command
+                    ))
+                }
+            }
+        };
+        // The pipes close when the child exits; give the reader threads a moment
+        // (each holds a clone of its buffer until it has read everything).
+        let drained = Instant::now();
+        while Arc::strong_count(&self.stdout) + Arc::strong_count(&self.stderr) > 2
+            && drained.elapsed() < Duration::from_secs(5)
+        {
+            thread::sleep(Duration::from_millis(10));
+        }
+        Ok(Finished {
+            status,
+            stdout: take(&self.stdout),
+            stderr: take(&self.stderr),
+        })
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `cmd` with its stdin closed, killing it after `timeout`. `Err` if it
+/// could not start or timed out; a non-zero exit is returned as `Ok` for the
+/// caller to judge.
+pub fn run(cmd: &mut Command, what: &str, timeout: Duration) -> Result<Finished, String> {
+    Running::start(cmd, what)?.wait(timeout)
 }
 
 /// Runs a setup command (at most [`SETUP_TIMEOUT`]) and requires exit status 0.
