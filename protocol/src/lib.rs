@@ -30,6 +30,8 @@ pub mod macros;
 pub mod messages;
 pub mod primitives;
 pub mod record;
+#[cfg(feature = "sasl")]
+pub mod sasl;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 

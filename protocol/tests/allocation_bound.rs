@@ -151,7 +151,11 @@ macro_rules! for_each_message {
             DescribeConfigsRequest,
             DescribeConfigsResponse,
             DescribeClusterRequest,
-            DescribeClusterResponse
+            DescribeClusterResponse,
+            SaslHandshakeRequest,
+            SaslHandshakeResponse,
+            SaslAuthenticateRequest,
+            SaslAuthenticateResponse
         )
     };
 }

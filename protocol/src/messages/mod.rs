@@ -32,6 +32,8 @@ pub mod offset_commit;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub mod sasl_authenticate;
+pub mod sasl_handshake;
 pub mod sync_group;
 
 pub use alter_partition::*;
@@ -58,6 +60,8 @@ pub use offset_commit::*;
 pub use offset_fetch::*;
 pub use offset_for_leader_epoch::*;
 pub use produce::*;
+pub use sasl_authenticate::*;
+pub use sasl_handshake::*;
 pub use sync_group::*;
 
 /// A top-level request or response body.
@@ -244,6 +248,10 @@ mod tests {
             $f::<DescribeConfigsResponse>($arg);
             $f::<DescribeClusterRequest>($arg);
             $f::<DescribeClusterResponse>($arg);
+            $f::<SaslHandshakeRequest>($arg);
+            $f::<SaslHandshakeResponse>($arg);
+            $f::<SaslAuthenticateRequest>($arg);
+            $f::<SaslAuthenticateResponse>($arg);
         };
     }
 
