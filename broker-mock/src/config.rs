@@ -7,6 +7,7 @@ use baton_protocol::frame::DEFAULT_MAX_FRAME;
 
 use crate::group::GroupConfig;
 use crate::limits::BrokerLimits;
+use crate::security::ListenerSecurity;
 
 /// Default size at which the active segment is rolled: 64 MiB (Kafka uses 1 GiB; a
 /// test broker keeps segments smaller so rolls happen in practice).
@@ -46,6 +47,9 @@ pub struct BrokerConfig {
     /// Ceilings on partitions, topics, groups, producers and connections (see
     /// [`BrokerLimits`](crate::BrokerLimits)).
     pub limits: BrokerLimits,
+    /// The listener's security protocol and SASL users (plaintext by default).
+    /// `Debug` prints user names, never passwords or keys.
+    pub security: ListenerSecurity,
 }
 
 impl Default for BrokerConfig {
@@ -63,6 +67,7 @@ impl Default for BrokerConfig {
             index_interval_bytes: DEFAULT_INDEX_INTERVAL_BYTES,
             groups: GroupConfig::default(),
             limits: BrokerLimits::default(),
+            security: ListenerSecurity::default(),
         }
     }
 }
@@ -126,6 +131,12 @@ impl BrokerConfig {
     /// Sets the resource limits.
     pub fn with_limits(mut self, limits: BrokerLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// Sets the listener's security (protocol, SASL mechanisms and users).
+    pub fn with_security(mut self, security: ListenerSecurity) -> Self {
+        self.security = security;
         self
     }
 

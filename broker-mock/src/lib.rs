@@ -21,7 +21,8 @@
 //! handles) for a replicated cluster; [`faults`] (fault injection), [`history`]
 //! (the history checker), [`corruption`] (corruption events), [`group`] (group
 //! settings), [`rpc`] (a request/response [`rpc::Channel`] for tools and
-//! tests), and the I/O-free [`replication`] and [`controller`] state machines.
+//! tests), [`security`] (a listener's security protocol, SASL mechanisms and
+//! users), and the I/O-free [`replication`] and [`controller`] state machines.
 //! Internals (server loop, one handler per API key, partitions, logs, topics,
 //! producer state) are crate-private; `docs/ARCHITECTURE.md` maps them.
 
@@ -43,6 +44,7 @@ pub(crate) mod partition;
 pub(crate) mod producer_state;
 pub mod replication;
 pub mod rpc;
+pub mod security;
 pub(crate) mod server;
 mod state;
 mod topic_limits;
@@ -55,4 +57,5 @@ pub use error::{BrokerError, LogError};
 pub use limits::BrokerLimits;
 pub use log::Log;
 pub use partition::Partition;
+pub use security::{ListenerSecurity, SaslSettings, SecurityProtocol};
 pub use server::{Broker, BrokerHandle};

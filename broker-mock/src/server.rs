@@ -34,6 +34,7 @@ use crate::connections::{ConnectionLimiter, RefusalLog};
 use crate::error::BrokerError;
 use crate::handlers;
 use crate::node_mode::NodeMode;
+use crate::security::{Admission, ConnectionAuth, ListenerSecurity};
 use crate::state::BrokerState;
 use crate::wire::{DispatchError, Reply};
 
@@ -70,6 +71,7 @@ impl Broker {
         config: BrokerConfig,
         mode: NodeMode,
     ) -> Result<BrokerHandle, BrokerError> {
+        config.security.validate()?;
         if config.default_num_partitions < 1 {
             return Err(BrokerError::Config(
                 "default_num_partitions must be at least 1".into(),
@@ -105,10 +107,16 @@ impl Broker {
             max_connections: config.limits.max_connections,
             max_connections_per_ip: config.limits.max_connections_per_ip,
             shutdown_grace: SHUTDOWN_GRACE,
+            security: Arc::new(config.security.clone()),
         };
         let dispatch = Arc::new(BrokerDispatch(state.clone()));
         let accept = tokio::spawn(serve(listener, dispatch, options, stop_rx));
-        tracing::info!(addr = %local_addr, node_id = config.node_id, "broker listening");
+        tracing::info!(
+            addr = %local_addr,
+            node_id = config.node_id,
+            security = %config.security.protocol,
+            "broker listening"
+        );
         Ok(BrokerHandle {
             local_addr,
             state,
@@ -197,7 +205,7 @@ impl Dispatch for BrokerDispatch {
 }
 
 /// How a [`serve`] loop treats its connections.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct ServeOptions {
     /// Names the server in logs (`"broker"`, `"controller"`).
     pub name: &'static str,
@@ -209,6 +217,9 @@ pub(crate) struct ServeOptions {
     pub max_connections_per_ip: usize,
     /// How long a stopping server lets connections send the replies they owe.
     pub shutdown_grace: Duration,
+    /// The listener's security protocol and SASL settings; every connection's
+    /// requests pass its authentication gate (`security::ConnectionAuth`).
+    pub security: Arc<ListenerSecurity>,
 }
 
 /// Accepts connections on `listener` until `stop` turns true, within the
@@ -237,7 +248,7 @@ pub(crate) async fn serve<D: Dispatch>(
                         }
                     };
                     let _ = stream.set_nodelay(true);
-                    let serve = serve_connection(stream, peer, dispatch.clone(), options, stop.clone());
+                    let serve = serve_connection(stream, peer, dispatch.clone(), options.clone(), stop.clone());
                     conns.spawn(async move {
                         // Held for as long as the connection's task lives; dropped
                         // however it ends, panics and aborts included.
@@ -275,20 +286,35 @@ async fn serve_connection<D: Dispatch>(
     let (tx, rx) = mpsc::channel::<Reply>(MAX_IN_FLIGHT);
     let reader = async move {
         let mut buf = BytesMut::new();
+        let mut auth = ConnectionAuth::new(&options.security);
         loop {
             match next_frame(&codec, &mut buf) {
-                Ok(Some(frame)) => match dispatch.dispatch(frame, &stop).await {
-                    Ok(reply) => {
+                Ok(Some(frame)) => {
+                    let (reply, close) = match auth.admit(frame) {
+                        Ok(Admission::Dispatch(frame)) => {
+                            match dispatch.dispatch(frame, &stop).await {
+                                Ok(reply) => (Some(reply), None),
+                                Err(reason) => (None, Some(reason.to_string())),
+                            }
+                        }
+                        Ok(Admission::Answer(bytes)) => (Some(Reply::Now(Some(bytes))), None),
+                        Ok(Admission::AnswerAndClose(bytes, reason)) => {
+                            (Some(Reply::Now(Some(bytes))), Some(reason))
+                        }
+                        Ok(Admission::Close(reason)) => (None, Some(reason)),
+                        Err(reason) => (None, Some(reason.to_string())),
+                    };
+                    if let Some(reply) = reply {
                         if tx.send(reply).await.is_err() {
                             return;
                         }
-                        continue;
                     }
-                    Err(reason) => {
+                    if let Some(reason) = close {
                         tracing::warn!(server = options.name, %peer, %reason, "closing connection");
                         return;
                     }
-                },
+                    continue;
+                }
                 Ok(None) => {}
                 Err(e) => {
                     tracing::warn!(server = options.name, %peer, reason = %e, "closing connection: bad frame");

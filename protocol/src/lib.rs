@@ -32,6 +32,7 @@ pub mod primitives;
 pub mod record;
 #[cfg(feature = "sasl")]
 pub mod sasl;
+pub mod security;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 

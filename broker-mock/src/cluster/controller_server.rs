@@ -52,6 +52,7 @@ use crate::error::{BrokerError, LogError};
 use crate::handlers::create_topics::{create_topics, CheckedTopic, TopicCreator};
 use crate::handlers::delete_topics::{delete_topics, TopicDeleter};
 use crate::limits::BrokerLimits;
+use crate::security::ListenerSecurity;
 use crate::server::{serve, Dispatch, ServeOptions};
 use crate::state::Creation;
 use crate::topic_limits::{check_totals, Refusal, Usage};
@@ -197,6 +198,8 @@ impl ControllerServer {
             max_connections_per_ip: limits.max_connections_per_ip,
             // Connections are closed at once, with nothing owed to finish.
             shutdown_grace: Duration::ZERO,
+            // The controller's listener is plaintext for now.
+            security: Arc::new(ListenerSecurity::default()),
         };
         let dispatch = Arc::new(ControllerDispatch(core.clone()));
         let accept = tokio::spawn(serve(listener, dispatch, serve_options, stop_rx.clone()));

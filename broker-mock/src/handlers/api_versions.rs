@@ -19,6 +19,7 @@ use baton_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
+use baton_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use bytes::Bytes;
 
@@ -67,6 +68,8 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DeleteGroupsRequest>(),
         entry::<DescribeConfigsRequest>(),
         entry::<DescribeClusterRequest>(),
+        ranged::<SaslHandshakeRequest>(1, 1),
+        entry::<SaslAuthenticateRequest>(),
     ]
 }
 

@@ -5,6 +5,8 @@
 //! handlers touch files), and encodes the response with its header. Anything that
 //! cannot be decoded or is not supported is an `Err` with a reason, which closes the
 //! connection. ApiVersions is the exception: a too-new version is answered (KIP-511).
+//! SaslHandshake and SaslAuthenticate never reach `dispatch`: the connection's
+//! authentication gate (`security::gate`) answers them with their handlers here.
 
 pub mod api_versions;
 pub(crate) mod create_topics;
@@ -27,6 +29,8 @@ pub mod offset_commit;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
+pub(crate) mod sasl_authenticate;
+pub(crate) mod sasl_handshake;
 pub mod sync_group;
 mod topic_defaults;
 

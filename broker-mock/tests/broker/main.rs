@@ -13,4 +13,5 @@ mod limits;
 mod malformed;
 mod produce_in_place;
 mod proxy;
+mod sasl;
 mod server;
