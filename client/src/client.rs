@@ -10,6 +10,8 @@ use tokio::task::AbortHandle;
 use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::metadata::{BrokerMetadata, ClusterMetadata, LeaderHint, MetadataCache, Scope};
 use crate::pool::{BrokerPool, PoolKey};
+use crate::sasl::SaslCredentials;
+use baton_protocol::security::SecurityProtocol;
 use baton_protocol::ErrorCode;
 
 /// Errors of the cluster layer (broker pool and metadata), wrapping the connection
@@ -119,6 +121,20 @@ impl ClientBuilder {
     /// The largest frame accepted or sent (default 100 MiB).
     pub fn max_frame_size(mut self, bytes: usize) -> Self {
         self.connection.max_frame_size = bytes;
+        self
+    }
+
+    /// How connections are secured (Kafka's `security.protocol`; default
+    /// `PLAINTEXT`). The SASL protocols need [`sasl`](Self::sasl) credentials.
+    pub fn security_protocol(mut self, protocol: SecurityProtocol) -> Self {
+        self.connection.security_protocol = protocol;
+        self
+    }
+
+    /// The SASL mechanism and credentials every connection authenticates with
+    /// under `SASL_PLAINTEXT` or `SASL_SSL`.
+    pub fn sasl(mut self, credentials: SaslCredentials) -> Self {
+        self.connection.sasl = Some(credentials);
         self
     }
 
@@ -286,6 +302,13 @@ impl Client {
                     let live: Vec<i32> = installed.0.brokers.keys().copied().collect();
                     self.inner.pool.retain_nodes(&live);
                     return Ok(installed);
+                }
+                Err(
+                    e @ (ConnectionError::Authentication { .. }
+                    | ConnectionError::SecurityConfig(_)),
+                ) => {
+                    // The same settings fail on every broker: say so at once.
+                    return Err(e.into());
                 }
                 Err(e) => {
                     tracing::debug!(%addr, error = %e, "metadata request failed");

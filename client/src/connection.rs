@@ -32,12 +32,15 @@ use baton_protocol::envelope;
 use baton_protocol::frame::DEFAULT_MAX_FRAME;
 use baton_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, Message, Request};
 use baton_protocol::primitives::DEFAULT_MIN_SEGMENT;
+use baton_protocol::security::SecurityProtocol;
 use baton_protocol::{DecodeError, EncodeError, ErrorCode, FrameCodec, ResponseHeader};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
+
+use crate::sasl::{self, SaslCredentials};
 
 /// Initial read buffer size, and the least room made for each read.
 const READ_CHUNK: usize = 64 * 1024;
@@ -69,6 +72,12 @@ pub struct ConnectionConfig {
     pub client_software_name: String,
     /// Reported to the broker in ApiVersions v3+ (KIP-511).
     pub client_software_version: String,
+    /// How the connection is secured (Kafka's `security.protocol`). Default
+    /// `PLAINTEXT`.
+    pub security_protocol: SecurityProtocol,
+    /// The SASL mechanism and credentials; required by `SASL_PLAINTEXT` and
+    /// `SASL_SSL`, ignored otherwise. `Debug` never shows the password.
+    pub sasl: Option<SaslCredentials>,
 }
 
 impl Default for ConnectionConfig {
@@ -80,6 +89,8 @@ impl Default for ConnectionConfig {
             connect_timeout: Duration::from_secs(10),
             client_software_name: "baton".to_string(),
             client_software_version: env!("CARGO_PKG_VERSION").to_string(),
+            security_protocol: SecurityProtocol::Plaintext,
+            sasl: None,
         }
     }
 }
@@ -184,6 +195,22 @@ pub enum ConnectionError {
         /// The error code the broker sent.
         code: ErrorCode,
     },
+    /// SASL authentication failed: the broker refused the mechanism or the
+    /// credentials, or the exchange broke its rules (for SCRAM, a server signature
+    /// that does not match). Not retriable: the same credentials fail again.
+    #[error("SASL {mechanism} authentication with {addr} failed: {message}")]
+    Authentication {
+        /// The broker's address.
+        addr: String,
+        /// The mechanism (`SCRAM-SHA-512`...).
+        mechanism: String,
+        /// The broker's error message, or what went wrong on this side.
+        message: String,
+    },
+    /// The connection's security settings cannot work (for example a SASL
+    /// protocol without credentials). Not retriable.
+    #[error("invalid security settings: {0}")]
+    SecurityConfig(String),
     /// The request could not be encoded.
     #[error("could not encode request: {0}")]
     Encode(#[from] EncodeError),
@@ -426,6 +453,15 @@ impl Connection {
         Arc::get_mut(&mut conn.inner)
             .expect("connection not shared during negotiation")
             .versions = versions;
+        if config.security_protocol.uses_sasl() {
+            let Some(credentials) = &config.sasl else {
+                return Err(ConnectionError::SecurityConfig(format!(
+                    "{} needs SASL credentials",
+                    config.security_protocol
+                )));
+            };
+            sasl::authenticate(&conn, credentials).await?;
+        }
         Ok(conn)
     }
 

@@ -59,9 +59,12 @@ pub mod metadata;
 mod offsets;
 mod pool;
 pub mod producer;
+mod sasl;
 
 pub use admin::{Admin, AdminError, ListedOffset, NewTopic, OffsetSpec, TopicError};
 pub use baton_protocol::record::RecordHeader;
+pub use baton_protocol::sasl::{Mechanism as SaslMechanism, Secret};
+pub use baton_protocol::security::SecurityProtocol;
 pub use client::{Client, ClientBuilder, ClientError};
 pub use consumer::{
     Consumer, ConsumerBuilder, ConsumerError, ConsumerRecord, OffsetReset, StartOffset,
@@ -74,6 +77,7 @@ pub use producer::{
     Acks, AttemptError, CancelOutcome, Compression, DeliveryFuture, FlushTimeout, InFlight,
     ProduceError, Producer, ProducerBuilder, ProducerConfigError, ProducerRecord, RecordMetadata,
 };
+pub use sasl::SaslCredentials;
 pub use tokio_util::sync::CancellationToken;
 
 /// The README's code examples, compiled as doctests so they stay true.

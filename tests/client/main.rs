@@ -17,3 +17,4 @@ mod partitioner;
 mod producer;
 mod retry;
 mod roundtrip;
+mod security;
