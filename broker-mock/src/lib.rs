@@ -57,5 +57,5 @@ pub use error::{BrokerError, LogError};
 pub use limits::BrokerLimits;
 pub use log::Log;
 pub use partition::Partition;
-pub use security::{ListenerSecurity, SaslSettings, SecurityProtocol};
+pub use security::{ClientAuth, ListenerSecurity, SaslSettings, SecurityProtocol, TlsSettings};
 pub use server::{Broker, BrokerHandle};

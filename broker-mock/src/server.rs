@@ -23,11 +23,12 @@ use std::time::Duration;
 
 use baton_protocol::{DecodeError, FrameCodec};
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
+use tokio_rustls::server::TlsStream;
+use tokio_rustls::TlsAcceptor;
 
 use crate::config::BrokerConfig;
 use crate::connections::{ConnectionLimiter, RefusalLog};
@@ -48,6 +49,8 @@ const READ_CHUNK: usize = 64 * 1024;
 const FRAME_GROWTH: usize = 32;
 /// Reads into the shared buffer ask for at least this much.
 const MIN_READ: usize = 4096;
+/// How long a TLS handshake may take before the connection is closed.
+pub(crate) const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for connections to send what they owe.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -71,7 +74,7 @@ impl Broker {
         config: BrokerConfig,
         mode: NodeMode,
     ) -> Result<BrokerHandle, BrokerError> {
-        config.security.validate()?;
+        let tls = config.security.validate()?;
         if config.default_num_partitions < 1 {
             return Err(BrokerError::Config(
                 "default_num_partitions must be at least 1".into(),
@@ -108,6 +111,7 @@ impl Broker {
             max_connections_per_ip: config.limits.max_connections_per_ip,
             shutdown_grace: SHUTDOWN_GRACE,
             security: Arc::new(config.security.clone()),
+            tls,
         };
         let dispatch = Arc::new(BrokerDispatch(state.clone()));
         let accept = tokio::spawn(serve(listener, dispatch, options, stop_rx));
@@ -220,6 +224,9 @@ pub(crate) struct ServeOptions {
     /// The listener's security protocol and SASL settings; every connection's
     /// requests pass its authentication gate (`security::ConnectionAuth`).
     pub security: Arc<ListenerSecurity>,
+    /// The TLS configuration of an `SSL` or `SASL_SSL` listener; the handshake
+    /// runs in the connection's task, within [`TLS_HANDSHAKE_TIMEOUT`].
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Accepts connections on `listener` until `stop` turns true, within the
@@ -248,12 +255,26 @@ pub(crate) async fn serve<D: Dispatch>(
                         }
                     };
                     let _ = stream.set_nodelay(true);
-                    let serve = serve_connection(stream, peer, dispatch.clone(), options.clone(), stop.clone());
+                    let (dispatch, options, stop) = (dispatch.clone(), options.clone(), stop.clone());
                     conns.spawn(async move {
                         // Held for as long as the connection's task lives; dropped
                         // however it ends, panics and aborts included.
                         let _slot = slot;
-                        serve.await
+                        match options.tls.clone() {
+                            None => {
+                                // TCP splits into owned halves without a lock between them.
+                                let (rd, wr) = stream.into_split();
+                                serve_connection(rd, wr, peer, dispatch, options, stop).await;
+                            }
+                            Some(config) => {
+                                let acceptor = TlsAcceptor::from(config);
+                                let Some(tls) = accept_tls(&acceptor, stream, peer, options.name).await else {
+                                    return;
+                                };
+                                let (rd, wr) = tokio::io::split(tls);
+                                serve_connection(rd, wr, peer, dispatch, options, stop).await;
+                            }
+                        }
                     });
                 }
                 Err(e) => {
@@ -274,15 +295,41 @@ pub(crate) async fn serve<D: Dispatch>(
     }
 }
 
-async fn serve_connection<D: Dispatch>(
+/// Runs the TLS handshake of a new connection; `None` (after a log line) when it
+/// fails or times out, the connection then being dropped.
+async fn accept_tls(
+    acceptor: &TlsAcceptor,
     stream: TcpStream,
+    peer: SocketAddr,
+    server: &'static str,
+) -> Option<TlsStream<TcpStream>> {
+    match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
+        Ok(Ok(tls)) => Some(tls),
+        Ok(Err(e)) => {
+            tracing::warn!(server, %peer, reason = %e, "closing connection: TLS handshake failed");
+            None
+        }
+        Err(_) => {
+            tracing::warn!(server, %peer, "closing connection: TLS handshake timed out");
+            None
+        }
+    }
+}
+
+/// Serves one connection over its read and write halves (TCP's or a TLS stream's).
+async fn serve_connection<D, R, W>(
+    mut rd: R,
+    wr: W,
     peer: SocketAddr,
     dispatch: Arc<D>,
     options: ServeOptions,
     mut stop: watch::Receiver<bool>,
-) {
+) where
+    D: Dispatch,
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
     let codec = FrameCodec::new(options.max_frame_bytes);
-    let (mut rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::channel::<Reply>(MAX_IN_FLIGHT);
     let reader = async move {
         let mut buf = BytesMut::new();
@@ -383,7 +430,11 @@ fn make_room(codec: &FrameCodec, buf: &mut BytesMut) {
     }
 }
 
-async fn write_replies(mut wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Reply>, peer: SocketAddr) {
+async fn write_replies<W: AsyncWrite + Unpin>(
+    mut wr: W,
+    mut rx: mpsc::Receiver<Reply>,
+    peer: SocketAddr,
+) {
     while let Some(reply) = rx.recv().await {
         let bytes = match reply {
             Reply::Now(b) => b,

@@ -11,6 +11,7 @@ use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::metadata::{BrokerMetadata, ClusterMetadata, LeaderHint, MetadataCache, Scope};
 use crate::pool::{BrokerPool, PoolKey};
 use crate::sasl::SaslCredentials;
+use crate::tls::TlsConfig;
 use baton_protocol::security::SecurityProtocol;
 use baton_protocol::ErrorCode;
 
@@ -135,6 +136,13 @@ impl ClientBuilder {
     /// under `SASL_PLAINTEXT` or `SASL_SSL`.
     pub fn sasl(mut self, credentials: SaslCredentials) -> Self {
         self.connection.sasl = Some(credentials);
+        self
+    }
+
+    /// TLS settings for `SSL` and `SASL_SSL` (default: the operating system's
+    /// roots, the broker's host name verified).
+    pub fn tls(mut self, tls: TlsConfig) -> Self {
+        self.connection.tls = Some(tls);
         self
     }
 
@@ -305,6 +313,7 @@ impl Client {
                 }
                 Err(
                     e @ (ConnectionError::Authentication { .. }
+                    | ConnectionError::Tls { .. }
                     | ConnectionError::SecurityConfig(_)),
                 ) => {
                     // The same settings fail on every broker: say so at once.

@@ -41,6 +41,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 use crate::sasl::{self, SaslCredentials};
+use crate::tls::{self, TlsConfig};
 
 /// Initial read buffer size, and the least room made for each read.
 const READ_CHUNK: usize = 64 * 1024;
@@ -78,6 +79,9 @@ pub struct ConnectionConfig {
     /// The SASL mechanism and credentials; required by `SASL_PLAINTEXT` and
     /// `SASL_SSL`, ignored otherwise. `Debug` never shows the password.
     pub sasl: Option<SaslCredentials>,
+    /// TLS settings for `SSL` and `SASL_SSL`; `None` there means the operating
+    /// system's roots and the broker's host name verified.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for ConnectionConfig {
@@ -91,6 +95,7 @@ impl Default for ConnectionConfig {
             client_software_version: env!("CARGO_PKG_VERSION").to_string(),
             security_protocol: SecurityProtocol::Plaintext,
             sasl: None,
+            tls: None,
         }
     }
 }
@@ -205,6 +210,17 @@ pub enum ConnectionError {
         /// The mechanism (`SCRAM-SHA-512`...).
         mechanism: String,
         /// The broker's error message, or what went wrong on this side.
+        message: String,
+    },
+    /// The TLS handshake failed; `message` names the problem (for example an
+    /// unknown issuer, a certificate not valid for the host name, an expired
+    /// certificate, or the broker refusing the client's certificate). Not
+    /// retriable.
+    #[error("TLS with {addr} failed: {message}")]
+    Tls {
+        /// The broker's address.
+        addr: String,
+        /// What went wrong, from rustls.
         message: String,
     },
     /// The connection's security settings cannot work (for example a SASL
@@ -391,9 +407,25 @@ impl Connection {
                 source: Arc::new(e),
             })?;
         let _ = stream.set_nodelay(true);
-        // TCP splits into owned halves without a lock between them.
-        let (read, write) = stream.into_split();
-        Self::start(read, write, addr, config).await
+        if !config.security_protocol.uses_tls() {
+            // TCP splits into owned halves without a lock between them.
+            let (read, write) = stream.into_split();
+            return Self::start(read, write, addr, config).await;
+        }
+        let tls = config.tls.clone().unwrap_or_default();
+        let stream = tls.connect(addr, stream).await?;
+        let (read, write) = tokio::io::split(stream);
+        Self::start(read, write, addr, config)
+            .await
+            .map_err(|e| match &e {
+                // TLS 1.3 clients learn of a refused client certificate from the
+                // broker's alert on the first read.
+                ConnectionError::Broken { cause, .. } => match &**cause {
+                    BrokenCause::Io(io) => tls::tls_error(addr, io).unwrap_or(e),
+                    _ => e,
+                },
+                _ => e,
+            })
     }
 
     /// Runs the connection over `stream`, an already open byte stream to a broker

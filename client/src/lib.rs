@@ -60,6 +60,7 @@ mod offsets;
 mod pool;
 pub mod producer;
 mod sasl;
+mod tls;
 
 pub use admin::{Admin, AdminError, ListedOffset, NewTopic, OffsetSpec, TopicError};
 pub use baton_protocol::record::RecordHeader;
@@ -78,6 +79,7 @@ pub use producer::{
     ProduceError, Producer, ProducerBuilder, ProducerConfigError, ProducerRecord, RecordMetadata,
 };
 pub use sasl::SaslCredentials;
+pub use tls::TlsConfig;
 pub use tokio_util::sync::CancellationToken;
 
 /// The README's code examples, compiled as doctests so they stay true.

@@ -1,18 +1,30 @@
 //! Security against the in-process broker: SASL_PLAINTEXT with PLAIN,
-//! SCRAM-SHA-256 and SCRAM-SHA-512 (produce and consume round trips); wrong
-//! password, unknown user and unknown mechanism as typed, non-retriable errors;
-//! a raw connection sending Produce before authenticating is closed while an
-//! authenticated client keeps working.
+//! SCRAM-SHA-256 and SCRAM-SHA-512, SSL, SASL_SSL with SCRAM-SHA-512 and mTLS
+//! (produce and consume round trips); wrong password, unknown user and unknown
+//! mechanism as typed, non-retriable errors; TLS failures (unknown CA, wrong host
+//! name, missing client certificate) naming the certificate problem; a raw
+//! connection sending Produce before authenticating is closed while an
+//! authenticated client keeps working. Certificates are generated in-process
+//! (rcgen) into a temporary directory.
+
+use std::path::PathBuf;
 
 use baton::connection::ConnectionError;
 use baton::{
-    Client, ClientError, Producer, ProducerRecord, SaslCredentials, SaslMechanism, SecurityProtocol,
+    Client, ClientError, Producer, ProducerRecord, SaslCredentials, SaslMechanism,
+    SecurityProtocol, TlsConfig,
 };
-use baton_broker::{Broker, BrokerConfig, BrokerHandle, ListenerSecurity, SaslSettings};
+use baton_broker::{
+    Broker, BrokerConfig, BrokerHandle, ClientAuth, ListenerSecurity, SaslSettings, TlsSettings,
+};
 use baton_testkit::client::{consume_from_start, create_topic};
 use baton_testkit::seed;
 use baton_testkit::wire::{produce_req, records, Client as RawClient};
 use bytes::Bytes;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair,
+};
 
 const RECORDS: usize = 50;
 
@@ -151,5 +163,185 @@ async fn produce_before_authentication_closes_only_that_connection() {
     round_trip(&client).await;
     let got = consume_from_start(&client, &topic, 1, 0, seed()).await;
     assert!(got.is_empty());
+    broker.shutdown().await;
+}
+
+/// PEM files of a test PKI in a temporary directory: a CA, a broker certificate
+/// for `localhost` and `127.0.0.1`, a client certificate, and a second CA that
+/// signed nothing the broker presents.
+struct Pki {
+    _dir: tempfile::TempDir,
+    ca: PathBuf,
+    other_ca: PathBuf,
+    broker_cert: PathBuf,
+    broker_key: PathBuf,
+    client_cert: PathBuf,
+    client_key: PathBuf,
+}
+
+fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(DnType::CommonName, name);
+    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
+}
+
+fn pki() -> Pki {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: String| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let issuer = ca("baton test CA");
+    let other = ca("another CA");
+    let leaf = |sans: Vec<String>, usage: ExtendedKeyUsagePurpose, cn: &str| {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(sans).unwrap();
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.extended_key_usages = vec![usage];
+        let cert = params.signed_by(&key, &issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    let (broker_cert, broker_key) = leaf(
+        vec!["localhost".into(), "127.0.0.1".into()],
+        ExtendedKeyUsagePurpose::ServerAuth,
+        "broker",
+    );
+    let (client_cert, client_key) = leaf(Vec::new(), ExtendedKeyUsagePurpose::ClientAuth, "app");
+    Pki {
+        ca: write("ca.pem", issuer.pem()),
+        other_ca: write("other-ca.pem", other.pem()),
+        broker_cert: write("broker.pem", broker_cert),
+        broker_key: write("broker.key", broker_key),
+        client_cert: write("client.pem", client_cert),
+        client_key: write("client.key", client_key),
+        _dir: dir,
+    }
+}
+
+async fn tls_broker(
+    pki: &Pki,
+    protocol: SecurityProtocol,
+    client_auth: ClientAuth,
+) -> BrokerHandle {
+    let mut tls = TlsSettings::from_pem_files(&pki.broker_cert, &pki.broker_key).unwrap();
+    if client_auth != ClientAuth::None {
+        tls = tls
+            .with_client_auth(client_auth, &std::fs::read(&pki.ca).unwrap())
+            .unwrap();
+    }
+    let security = ListenerSecurity::new(protocol)
+        .with_sasl(users(&[SaslMechanism::ScramSha512]))
+        .with_tls(tls);
+    Broker::start(BrokerConfig::in_memory().with_security(security))
+        .await
+        .expect("broker starts")
+}
+
+async fn tls_client(
+    broker: &BrokerHandle,
+    protocol: SecurityProtocol,
+    tls: TlsConfig,
+) -> Result<Client, ClientError> {
+    Client::builder([broker.bootstrap()])
+        .client_id("baton-security-tests")
+        .security_protocol(protocol)
+        .tls(tls)
+        .sasl(SaslCredentials::scram_sha512("carol", "carol-secret"))
+        .build()
+        .await
+}
+
+fn tls_error(result: Result<Client, ClientError>) -> String {
+    match result {
+        Err(ClientError::Connection(ConnectionError::Tls { message, .. })) => message,
+        Err(other) => panic!("expected a TLS error, got {other:?}"),
+        Ok(_) => panic!("expected a TLS error, the client connected"),
+    }
+}
+
+#[tokio::test]
+async fn ssl_round_trips() {
+    let pki = pki();
+    let broker = tls_broker(&pki, SecurityProtocol::Ssl, ClientAuth::None).await;
+    let tls = TlsConfig::with_ca_pem_file(&pki.ca).unwrap();
+    let client = tls_client(&broker, SecurityProtocol::Ssl, tls)
+        .await
+        .unwrap();
+    round_trip(&client).await;
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn sasl_ssl_with_scram_sha512_round_trips() {
+    let pki = pki();
+    let broker = tls_broker(&pki, SecurityProtocol::SaslSsl, ClientAuth::None).await;
+    let tls = TlsConfig::with_ca_pem_file(&pki.ca).unwrap();
+    let client = tls_client(&broker, SecurityProtocol::SaslSsl, tls)
+        .await
+        .unwrap();
+    round_trip(&client).await;
+
+    // Wrong password over TLS: the same typed error as over plain TCP.
+    let result = Client::builder([broker.bootstrap()])
+        .security_protocol(SecurityProtocol::SaslSsl)
+        .tls(TlsConfig::with_ca_pem_file(&pki.ca).unwrap())
+        .sasl(SaslCredentials::scram_sha512("carol", "wrong"))
+        .build()
+        .await;
+    authentication_error(result);
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn mutual_tls_round_trips_and_requires_a_client_certificate() {
+    let pki = pki();
+    let broker = tls_broker(&pki, SecurityProtocol::Ssl, ClientAuth::Required).await;
+    let with_cert = TlsConfig::with_ca_pem_file(&pki.ca)
+        .unwrap()
+        .client_cert_pem_files(&pki.client_cert, &pki.client_key)
+        .unwrap();
+    let client = tls_client(&broker, SecurityProtocol::Ssl, with_cert)
+        .await
+        .unwrap();
+    round_trip(&client).await;
+
+    let without = TlsConfig::with_ca_pem_file(&pki.ca).unwrap();
+    let message = tls_error(tls_client(&broker, SecurityProtocol::Ssl, without).await);
+    assert!(message.to_lowercase().contains("certificate"), "{message}");
+    round_trip(&client).await;
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn tls_failures_name_the_certificate_problem() {
+    let pki = pki();
+    let broker = tls_broker(&pki, SecurityProtocol::Ssl, ClientAuth::None).await;
+
+    let untrusted = TlsConfig::with_ca_pem_file(&pki.other_ca).unwrap();
+    let message = tls_error(tls_client(&broker, SecurityProtocol::Ssl, untrusted).await);
+    assert!(message.contains("UnknownIssuer"), "{message}");
+
+    let wrong_name = TlsConfig::with_ca_pem_file(&pki.ca)
+        .unwrap()
+        .server_name("kafka.example.com");
+    let message = tls_error(tls_client(&broker, SecurityProtocol::Ssl, wrong_name).await);
+    assert!(
+        message.contains("not valid for name \"kafka.example.com\""),
+        "{message}"
+    );
+
+    // A plaintext client on the TLS port gets no Kafka answer; the broker stays up.
+    let result = Client::builder([broker.bootstrap()])
+        .connect_timeout(std::time::Duration::from_secs(2))
+        .build()
+        .await;
+    assert!(result.is_err());
+    let tls = TlsConfig::with_ca_pem_file(&pki.ca).unwrap();
+    let client = tls_client(&broker, SecurityProtocol::Ssl, tls)
+        .await
+        .unwrap();
+    round_trip(&client).await;
     broker.shutdown().await;
 }

@@ -200,6 +200,7 @@ impl ControllerServer {
             shutdown_grace: Duration::ZERO,
             // The controller's listener is plaintext for now.
             security: Arc::new(ListenerSecurity::default()),
+            tls: None,
         };
         let dispatch = Arc::new(ControllerDispatch(core.clone()));
         let accept = tokio::spawn(serve(listener, dispatch, serve_options, stop_rx.clone()));

@@ -3,7 +3,9 @@
 
 pub use baton_protocol::security::SecurityProtocol;
 
-use super::SaslSettings;
+use super::{SaslSettings, TlsSettings};
+use std::sync::Arc;
+
 use crate::error::BrokerError;
 
 /// The security of one listener: its protocol and, for SASL protocols, the
@@ -14,6 +16,9 @@ pub struct ListenerSecurity {
     pub protocol: SecurityProtocol,
     /// Mechanisms and users; used when `protocol` is a SASL one.
     pub sasl: SaslSettings,
+    /// Certificate, key and client authentication; required when `protocol` is
+    /// `SSL` or `SASL_SSL`.
+    pub tls: Option<TlsSettings>,
 }
 
 impl ListenerSecurity {
@@ -22,7 +27,14 @@ impl ListenerSecurity {
         ListenerSecurity {
             protocol,
             sasl: SaslSettings::default(),
+            tls: None,
         }
+    }
+
+    /// Sets the TLS settings.
+    pub fn with_tls(mut self, tls: TlsSettings) -> ListenerSecurity {
+        self.tls = Some(tls);
+        self
     }
 
     /// Sets the SASL settings.
@@ -31,20 +43,25 @@ impl ListenerSecurity {
         self
     }
 
-    /// Checks that the settings can serve `protocol`.
-    pub(crate) fn validate(&self) -> Result<(), BrokerError> {
-        if self.protocol.uses_tls() {
-            return Err(BrokerError::Config(format!(
-                "security protocol {} needs TLS, which this broker does not serve yet",
-                self.protocol
-            )));
-        }
+    /// Checks that the settings can serve `protocol` and builds the TLS server
+    /// configuration (`None` for a listener without TLS).
+    pub(crate) fn validate(&self) -> Result<Option<Arc<rustls::ServerConfig>>, BrokerError> {
+        let acceptor = match (&self.tls, self.protocol.uses_tls()) {
+            (Some(tls), true) => Some(tls.server_config()?),
+            (None, true) => {
+                return Err(BrokerError::Config(format!(
+                    "security protocol {} needs TLS settings (certificate and key)",
+                    self.protocol
+                )))
+            }
+            (_, false) => None,
+        };
         if self.protocol.uses_sasl() && self.sasl.mechanisms().is_empty() {
             return Err(BrokerError::Config(format!(
                 "security protocol {} needs at least one enabled SASL mechanism",
                 self.protocol
             )));
         }
-        Ok(())
+        Ok(acceptor)
     }
 }

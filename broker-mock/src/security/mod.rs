@@ -4,12 +4,15 @@
 //!
 //! - `listener.rs`: [`SecurityProtocol`] and [`ListenerSecurity`].
 //! - `sasl.rs`: [`SaslSettings`], the enabled mechanisms and the users.
+//! - `tls.rs`: [`TlsSettings`], certificate, key and [`ClientAuth`].
 //! - `gate.rs`: `ConnectionAuth`, one connection's authentication state.
 
 mod gate;
 mod listener;
 mod sasl;
+mod tls;
 
 pub(crate) use gate::{Admission, ConnectionAuth};
 pub use listener::{ListenerSecurity, SecurityProtocol};
 pub use sasl::SaslSettings;
+pub use tls::{ClientAuth, TlsSettings};
