@@ -3,15 +3,19 @@
 //! [`TlsConfig`] says whom to trust (the operating system's roots by default, or a
 //! CA bundle in PEM), which name to verify (the host of the broker's address
 //! unless overridden; sent as SNI), and an optional client certificate (mTLS).
-//! The broker's certificate is always verified, host name included. A handshake
-//! failure is [`ConnectionError::Tls`] naming the certificate problem.
+//! The broker's certificate chain is always verified; its host name too, unless
+//! [`TlsConfig::verify_hostname`] turns that off (Kafka's
+//! `ssl.endpoint.identification.algorithm=`). A handshake failure is
+//! [`ConnectionError::Tls`] naming the certificate problem.
 
 use std::io;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-use rustls::pki_types::ServerName;
-use rustls::RootCertStore;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::pki_types::{ServerName, UnixTime};
+use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpStream;
@@ -42,6 +46,7 @@ pub struct TlsConfig {
     roots: Roots,
     client_cert: Option<ClientCert>,
     server_name: Option<String>,
+    verify_hostname: bool,
     /// The rustls configuration, built on first use and shared by every connection.
     built: Arc<OnceLock<Result<Arc<rustls::ClientConfig>, String>>>,
 }
@@ -56,6 +61,7 @@ impl std::fmt::Debug for TlsConfig {
             .field("roots", &roots)
             .field("client_certificate", &self.client_cert.is_some())
             .field("server_name", &self.server_name)
+            .field("verify_hostname", &self.verify_hostname)
             .finish()
     }
 }
@@ -73,6 +79,7 @@ impl TlsConfig {
             roots: Roots::System,
             client_cert: None,
             server_name: None,
+            verify_hostname: true,
             built: Arc::default(),
         }
     }
@@ -125,6 +132,17 @@ impl TlsConfig {
         self
     }
 
+    /// Whether the broker's certificate must be valid for its host name (default
+    /// `true`). With `false` the chain is still verified against the trusted
+    /// CAs, but any host name is accepted, as Kafka clients do with an empty
+    /// `ssl.endpoint.identification.algorithm`; use it only where names cannot
+    /// match (brokers reached through addresses their certificates do not list).
+    pub fn verify_hostname(mut self, verify: bool) -> TlsConfig {
+        self.verify_hostname = verify;
+        self.built = Arc::default();
+        self
+    }
+
     fn client_config(&self) -> Result<Arc<rustls::ClientConfig>, ConnectionError> {
         self.built
             .get_or_init(|| self.build().map(Arc::new))
@@ -154,10 +172,19 @@ impl TlsConfig {
             }
         }
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = rustls::ClientConfig::builder_with_provider(provider)
+        let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| format!("TLS: {e}"))?
-            .with_root_certificates(roots);
+            .map_err(|e| format!("TLS: {e}"))?;
+        let builder = if self.verify_hostname {
+            builder.with_root_certificates(roots)
+        } else {
+            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .map_err(|e| format!("certificate verifier: {e}"))?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AnyHostName(webpki)))
+        };
         match &self.client_cert {
             None => Ok(builder.with_no_client_auth()),
             Some(cert) => builder
@@ -189,6 +216,55 @@ impl TlsConfig {
                     source: Arc::new(e),
                 })
             })
+    }
+}
+
+/// rustls' WebPKI verification with the host name check alone waived: the chain,
+/// validity dates and signatures are verified exactly as by default (rustls checks
+/// the name last, after the chain).
+#[derive(Debug)]
+struct AnyHostName(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for AnyHostName {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
     }
 }
 

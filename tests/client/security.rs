@@ -331,6 +331,20 @@ async fn tls_failures_name_the_certificate_problem() {
         message.contains("not valid for name \"kafka.example.com\""),
         "{message}"
     );
+    // With host name verification off the same name is accepted, the chain still
+    // verified: an untrusted CA is refused all the same.
+    let any_name = TlsConfig::with_ca_pem_file(&pki.ca)
+        .unwrap()
+        .server_name("kafka.example.com")
+        .verify_hostname(false);
+    tls_client(&broker, SecurityProtocol::Ssl, any_name)
+        .await
+        .unwrap();
+    let untrusted = TlsConfig::with_ca_pem_file(&pki.other_ca)
+        .unwrap()
+        .verify_hostname(false);
+    let message = tls_error(tls_client(&broker, SecurityProtocol::Ssl, untrusted).await);
+    assert!(message.contains("UnknownIssuer"), "{message}");
 
     // A plaintext client on the TLS port gets no Kafka answer; the broker stays up.
     let result = Client::builder([broker.bootstrap()])
