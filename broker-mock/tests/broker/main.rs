@@ -15,3 +15,4 @@ mod produce_in_place;
 mod proxy;
 mod sasl;
 mod server;
+mod tls;

@@ -196,3 +196,43 @@ async fn sasl_listener_needs_a_mechanism() {
             .is_err()
     );
 }
+
+#[tokio::test]
+async fn oversized_and_unframed_sasl_bytes_close_only_their_connection() {
+    let sasl = SaslSettings::new([Mechanism::ScramSha512])
+        .with_scram_user(Mechanism::ScramSha512, "carol", "carol-secret")
+        .unwrap();
+    let security = ListenerSecurity::new(SecurityProtocol::SaslPlaintext).with_sasl(sasl);
+    let config = BrokerConfig::in_memory()
+        .with_security(security)
+        .with_max_frame_bytes(64 * 1024);
+    let broker = Broker::start(config).await.unwrap();
+    let mut good = Client::connect(broker.local_addr()).await;
+    assert_eq!(
+        login(&mut good, Mechanism::ScramSha512, "carol", "carol-secret").await,
+        None
+    );
+
+    // A SaslAuthenticate over the frame limit, after a valid handshake.
+    let mut big = Client::connect(broker.local_addr()).await;
+    let handshake = SaslHandshakeRequest {
+        mechanism: "SCRAM-SHA-512".into(),
+    };
+    assert_eq!(big.call(&handshake, 1).await.error_code, 0);
+    let oversized = SaslAuthenticateRequest {
+        auth_bytes: Bytes::from(vec![b'n'; 1 << 20]),
+    };
+    let _ = big.send_raw(&Client::encode(9, &oversized, 2)).await;
+    assert!(big.recv_frame().await.is_none());
+
+    // SASL bytes with no Kafka framing and no handshake (as a v0 client would send).
+    let mut raw = Client::connect(broker.local_addr()).await;
+    raw.send_raw(b"n,,n=carol,r=abcdef").await.unwrap();
+    assert!(raw.recv_frame().await.is_none());
+
+    assert!(
+        metadata_works(&mut good).await,
+        "the authenticated connection is unharmed"
+    );
+    broker.shutdown().await;
+}
