@@ -12,6 +12,12 @@
 //! `max_connections_per_ip` from one address, are closed as soon as they are
 //! accepted, before anything is read (see `connections`), as Kafka does.
 //!
+//! A TLS listener (`SSL`, `SASL_SSL`) runs each connection's handshake in that
+//! connection's task, within a timeout. Every request frame then passes the
+//! connection's authentication gate (`security::ConnectionAuth`) before dispatch:
+//! on a SASL listener nothing but ApiVersions and the SASL exchange is served
+//! until authentication completes.
+//!
 //! Small frames share a read buffer; a frame larger than 64 KiB is read into a
 //! buffer of its own, sized to the frame, so that the Produce handler can own it and
 //! the log can keep its batches without copying them.

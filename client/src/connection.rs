@@ -9,7 +9,9 @@
 //! At connect the connection asks the broker for its supported API versions
 //! (ApiVersions v3, falling back to v0 when the broker answers UNSUPPORTED_VERSION)
 //! and from then on [`Connection::send`] picks, for each API, the highest version
-//! both sides support.
+//! both sides support. Under `SSL` and `SASL_SSL` the TCP stream is wrapped in
+//! TLS first (`tls.rs`); under `SASL_PLAINTEXT` and `SASL_SSL` the connection
+//! authenticates right after ApiVersions (`sasl.rs`) before it is handed out.
 //!
 //! **Failure is sticky.** When the socket fails (I/O error, the peer closes it, a frame
 //! over the configured maximum), every request in flight fails with the same

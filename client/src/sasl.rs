@@ -112,10 +112,16 @@ pub(crate) async fn authenticate(
             let message = response.error_message.unwrap_or_else(|| code.to_string());
             return Err(failed(message));
         }
-        match session
-            .step(&response.auth_bytes)
-            .map_err(|e| failed(e.to_string()))?
-        {
+        // SCRAM's PBKDF2 (thousands of HMACs) runs off the async workers.
+        let server_bytes = response.auth_bytes;
+        let (back, step) = tokio::task::spawn_blocking(move || {
+            let step = session.step(&server_bytes);
+            (session, step)
+        })
+        .await
+        .map_err(|e| failed(format!("SASL computation failed: {e}")))?;
+        session = back;
+        match step.map_err(|e| failed(e.to_string()))? {
             Some(next) => outgoing = next,
             None => return Ok(()),
         }
