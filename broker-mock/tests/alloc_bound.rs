@@ -303,7 +303,7 @@ async fn every_api_stays_within_its_bound() {
         DescribeGroupsRequest, ListGroupsRequest, ApiVersionsRequest,
         CreateTopicsRequest, DeleteTopicsRequest, InitProducerIdRequest,
         OffsetForLeaderEpochRequest, DeleteGroupsRequest, DescribeConfigsRequest,
-        DescribeClusterRequest,
+        DescribeClusterRequest, SaslHandshakeRequest, SaslAuthenticateRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;
