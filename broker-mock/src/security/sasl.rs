@@ -44,7 +44,7 @@ impl SaslSettings {
     }
 
     /// Adds a SCRAM user for `mechanism` (SCRAM-SHA-256 or SCRAM-SHA-512), salted
-    /// with fresh random bytes and iterated [`DEFAULT_SCRAM_ITERATIONS`] times; only
+    /// with fresh random bytes and iterated 4,096 times (Kafka's default); only
     /// the derived keys are kept.
     pub fn with_scram_user(
         self,
