@@ -6,8 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_protocol::messages::{CreateTopicsRequest, DeleteTopicsRequest};
+use baton_protocol::{Request, RequestHeader};
 use bytes::Bytes;
 
+use crate::node_mode::ClusterLink;
 use crate::rpc::Rpc;
 use crate::state::BrokerState;
 use crate::wire::{decode, encode, DispatchError, Reply};
@@ -33,15 +35,18 @@ async fn wait_until(state: &Arc<BrokerState>, done: impl Fn(&BrokerState) -> boo
     }
 }
 
-pub(crate) async fn create_topics(
+/// Decodes `frame` as an `R` and sends it to the controller in this node's name;
+/// gives back the link, the request's header and the controller's response.
+async fn to_controller<R: Request + Sync>(
     state: &Arc<BrokerState>,
     frame: Bytes,
     version: i16,
-) -> Result<Reply, DispatchError> {
+    api: &'static str,
+) -> Result<(Arc<ClusterLink>, RequestHeader, R, R::Response), DispatchError> {
     let Some(link) = state.mode.replica().cloned() else {
         return Err(DispatchError::NotAClusterNode);
     };
-    let (header, req) = decode::<CreateTopicsRequest>(frame, version)?;
+    let (header, req) = decode::<R>(frame, version)?;
     let mut rpc = Rpc::new(
         link.options.controller,
         format!("node-{}-admin", link.node_id),
@@ -49,10 +54,17 @@ pub(crate) async fn create_topics(
     let resp = rpc
         .call(&req, version, Duration::from_secs(30))
         .await
-        .map_err(|source| DispatchError::Forward {
-            api: "CreateTopics",
-            source,
-        })?;
+        .map_err(|source| DispatchError::Forward { api, source })?;
+    Ok((link, header, req, resp))
+}
+
+pub(crate) async fn create_topics(
+    state: &Arc<BrokerState>,
+    frame: Bytes,
+    version: i16,
+) -> Result<Reply, DispatchError> {
+    let (link, header, req, resp) =
+        to_controller::<CreateTopicsRequest>(state, frame, version, "CreateTopics").await?;
     let created: Vec<String> = resp
         .topics
         .iter()
@@ -83,21 +95,8 @@ pub(crate) async fn delete_topics(
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
-    let Some(link) = state.mode.replica().cloned() else {
-        return Err(DispatchError::NotAClusterNode);
-    };
-    let (header, req) = decode::<DeleteTopicsRequest>(frame, version)?;
-    let mut rpc = Rpc::new(
-        link.options.controller,
-        format!("node-{}-admin", link.node_id),
-    );
-    let resp = rpc
-        .call(&req, version, Duration::from_secs(30))
-        .await
-        .map_err(|source| DispatchError::Forward {
-            api: "DeleteTopics",
-            source,
-        })?;
+    let (link, header, _req, resp) =
+        to_controller::<DeleteTopicsRequest>(state, frame, version, "DeleteTopics").await?;
     let deleted: Vec<String> = resp
         .responses
         .iter()
