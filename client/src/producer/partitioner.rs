@@ -275,48 +275,8 @@ impl Partitioner for RoundRobinPartitioner {
 mod tests {
     use super::*;
 
-    #[test]
-    fn murmur2_matches_kafka_and_librdkafka_vectors() {
-        // Apache Kafka, clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java
-        // (testMurmur2).
-        let kafka: [(&[u8], i32); 6] = [
-            (b"21", -973_932_308),
-            (b"foobar", -790_332_482),
-            (b"a-little-bit-long-string", -985_981_536),
-            (b"a-little-bit-longer-string", -1_486_304_829),
-            (
-                b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8",
-                -58_897_971,
-            ),
-            (b"abc", 479_470_107),
-        ];
-        for (key, want) in kafka {
-            assert_eq!(murmur2(key), want, "{:?}", String::from_utf8_lossy(key));
-        }
-        // librdkafka, src/rdmurmur2.c (unittest_murmur2).
-        let unaligned = b"PreAmbleWillBeRemoved,ThePrePartThatIs";
-        let rdkafka: [(&[u8], u32); 11] = [
-            (b"kafka", 0xd067_cf64),
-            (b"giberish123456789", 0x8f55_2b0c),
-            (b"1234", 0x9fc9_7b14),
-            (b"234", 0xe7c0_09ca),
-            (b"34", 0x8739_30da),
-            (b"4", 0x5a4b_5ca1),
-            (&unaligned[..], 0x7842_4f1c),
-            (&unaligned[1..], 0x4a62_b377),
-            (&unaligned[2..], 0xe0e4_e09e),
-            (&unaligned[3..], 0x62b8_b43f),
-            (b"", 0x106e_08d9),
-        ];
-        for (key, want) in rdkafka {
-            assert_eq!(
-                murmur2(key) as u32,
-                want,
-                "{:?}",
-                String::from_utf8_lossy(key)
-            );
-        }
-    }
+    // murmur2 against Kafka's and librdkafka's published vectors:
+    // tests/client/partitioner.rs (murmur2_matches_published_vectors).
 
     #[test]
     fn keyed_records_follow_the_java_formula() {
