@@ -155,7 +155,13 @@ macro_rules! for_each_message {
             SaslHandshakeRequest,
             SaslHandshakeResponse,
             SaslAuthenticateRequest,
-            SaslAuthenticateResponse
+            SaslAuthenticateResponse,
+            DescribeAclsRequest,
+            DescribeAclsResponse,
+            CreateAclsRequest,
+            CreateAclsResponse,
+            DeleteAclsRequest,
+            DeleteAclsResponse
         )
     };
 }

@@ -13,9 +13,12 @@ pub mod api_versions;
 pub mod broker_heartbeat;
 pub mod broker_registration;
 pub mod consumer_protocol;
+pub mod create_acls;
 pub mod create_topics;
+pub mod delete_acls;
 pub mod delete_groups;
 pub mod delete_topics;
+pub mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
@@ -41,9 +44,12 @@ pub use api_versions::*;
 pub use broker_heartbeat::*;
 pub use broker_registration::*;
 pub use consumer_protocol::*;
+pub use create_acls::*;
 pub use create_topics::*;
+pub use delete_acls::*;
 pub use delete_groups::*;
 pub use delete_topics::*;
+pub use describe_acls::*;
 pub use describe_cluster::*;
 pub use describe_configs::*;
 pub use describe_groups::*;
@@ -252,6 +258,12 @@ mod tests {
             $f::<SaslHandshakeResponse>($arg);
             $f::<SaslAuthenticateRequest>($arg);
             $f::<SaslAuthenticateResponse>($arg);
+            $f::<DescribeAclsRequest>($arg);
+            $f::<DescribeAclsResponse>($arg);
+            $f::<CreateAclsRequest>($arg);
+            $f::<CreateAclsResponse>($arg);
+            $f::<DeleteAclsRequest>($arg);
+            $f::<DeleteAclsResponse>($arg);
         };
     }
 
@@ -348,6 +360,45 @@ mod tests {
             0x00,                               // no tagged fields
         ];
         check_golden(&msg, 3, &golden);
+    }
+
+    #[test]
+    fn golden_create_acls_request_v1_and_v2() {
+        let msg = CreateAclsRequest {
+            creations: vec![AclCreation {
+                resource_type: 2,
+                resource_name: "t".into(),
+                resource_pattern_type: 4,
+                principal: "User:a".into(),
+                host: "*".into(),
+                operation: 3,
+                permission_type: 3,
+            }],
+        };
+        #[rustfmt::skip]
+        let v1 = [
+            0, 0, 0, 1,                      // one creation
+            2,                               // topic
+            0, 1, b't',                      // name
+            4,                               // prefixed
+            0, 6, b'U', b's', b'e', b'r', b':', b'a',
+            0, 1, b'*',
+            3, 3,                            // read, allow
+        ];
+        check_golden(&msg, 1, &v1);
+        #[rustfmt::skip]
+        let v2 = [
+            2,                               // compact array: 1 + 1
+            2,
+            2, b't',
+            4,
+            7, b'U', b's', b'e', b'r', b':', b'a',
+            2, b'*',
+            3, 3,
+            0,                               // the creation's tagged fields
+            0,                               // the request's tagged fields
+        ];
+        check_golden(&msg, 2, &v2);
     }
 
     fn one_partition_produce(
