@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use baton_protocol::frame::DEFAULT_MAX_FRAME;
 
+use crate::acl::AuthorizerConfig;
 use crate::group::GroupConfig;
 use crate::limits::BrokerLimits;
 use crate::security::ListenerSecurity;
@@ -50,6 +51,9 @@ pub struct BrokerConfig {
     /// The listener's security protocol and SASL users (plaintext by default).
     /// `Debug` prints user names, never passwords or keys.
     pub security: ListenerSecurity,
+    /// ACL authorization (StandardAuthorizer semantics); `None`, the default,
+    /// allows every request and answers the ACL APIs with SECURITY_DISABLED.
+    pub authorizer: Option<AuthorizerConfig>,
 }
 
 impl Default for BrokerConfig {
@@ -68,6 +72,7 @@ impl Default for BrokerConfig {
             groups: GroupConfig::default(),
             limits: BrokerLimits::default(),
             security: ListenerSecurity::default(),
+            authorizer: None,
         }
     }
 }
@@ -137,6 +142,12 @@ impl BrokerConfig {
     /// Sets the listener's security (protocol, SASL mechanisms and users).
     pub fn with_security(mut self, security: ListenerSecurity) -> Self {
         self.security = security;
+        self
+    }
+
+    /// Turns ACL authorization on with `authorizer`'s super users and fallback.
+    pub fn with_authorizer(mut self, authorizer: AuthorizerConfig) -> Self {
+        self.authorizer = Some(authorizer);
         self
     }
 

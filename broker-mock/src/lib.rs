@@ -26,6 +26,7 @@
 //! Internals (server loop, one handler per API key, partitions, logs, topics,
 //! producer state) are crate-private; `docs/ARCHITECTURE.md` maps them.
 
+pub(crate) mod acl;
 mod clock;
 pub mod cluster;
 pub(crate) mod config;
@@ -51,6 +52,7 @@ mod topic_limits;
 pub(crate) mod topics;
 mod wire;
 
+pub use acl::AuthorizerConfig;
 pub use cluster::{Cluster, ClusterBuilder};
 pub use config::BrokerConfig;
 pub use error::{BrokerError, LogError};

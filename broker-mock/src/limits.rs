@@ -24,6 +24,8 @@ pub const DEFAULT_MAX_PARTITIONS_PER_REQUEST: usize = 10_000;
 pub const DEFAULT_MAX_GROUPS: usize = 10_000;
 /// Default of [`BrokerLimits::max_producers_per_partition`].
 pub const DEFAULT_MAX_PRODUCERS_PER_PARTITION: usize = 10_000;
+/// Default of [`BrokerLimits::max_acls`].
+pub const DEFAULT_MAX_ACLS: usize = 10_000;
 /// Default of [`BrokerLimits::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Default of [`BrokerLimits::max_connections_per_ip`].
@@ -58,6 +60,9 @@ pub struct BrokerLimits {
     /// Most open client connections from one IP address (Kafka's
     /// `max.connections.per.ip`); beyond it the new connection is closed at once.
     pub max_connections_per_ip: usize,
+    /// Most ACL bindings a node holds. A CreateAcls creation beyond it fails with
+    /// `POLICY_VIOLATION`, naming the limit; Kafka has no such ceiling.
+    pub max_acls: usize,
 }
 
 impl Default for BrokerLimits {
@@ -70,6 +75,7 @@ impl Default for BrokerLimits {
             max_producers_per_partition: DEFAULT_MAX_PRODUCERS_PER_PARTITION,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
+            max_acls: DEFAULT_MAX_ACLS,
         }
     }
 }

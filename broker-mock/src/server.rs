@@ -36,6 +36,7 @@ use tokio::task::JoinSet;
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
 
+use crate::acl::RequestContext;
 use crate::config::BrokerConfig;
 use crate::connections::{ConnectionLimiter, RefusalLog};
 use crate::error::BrokerError;
@@ -192,10 +193,12 @@ impl Drop for BrokerHandle {
 /// handlers, or the controller's.
 pub(crate) trait Dispatch: Send + Sync + 'static {
     /// Handles one request frame; `Err` closes the connection with its reason.
-    /// `stop` turns true when the server stops (long polls end early).
+    /// `stop` turns true when the server stops (long polls end early); `ctx` names
+    /// the connection's principal and client address.
     fn dispatch(
         &self,
         frame: Bytes,
+        ctx: &RequestContext,
         stop: &watch::Receiver<bool>,
     ) -> impl Future<Output = Result<Reply, DispatchError>> + Send;
 }
@@ -208,9 +211,10 @@ impl Dispatch for BrokerDispatch {
     async fn dispatch(
         &self,
         frame: Bytes,
+        ctx: &RequestContext,
         stop: &watch::Receiver<bool>,
     ) -> Result<Reply, DispatchError> {
-        handlers::dispatch(&self.0, frame, stop).await
+        handlers::dispatch(&self.0, frame, ctx, stop).await
     }
 }
 
@@ -340,12 +344,18 @@ async fn serve_connection<D, R, W>(
     let reader = async move {
         let mut buf = BytesMut::new();
         let mut auth = ConnectionAuth::new(&options.security);
+        let mut ctx = RequestContext::anonymous(peer.ip());
         loop {
             match next_frame(&codec, &mut buf) {
                 Ok(Some(frame)) => {
                     let (reply, close) = match auth.admit(frame) {
                         Ok(Admission::Dispatch(frame)) => {
-                            match dispatch.dispatch(frame, &stop).await {
+                            if let Some(user) = auth.principal() {
+                                if ctx.principal.strip_prefix("User:") != Some(user) {
+                                    ctx = RequestContext::new(&format!("User:{user}"), peer.ip());
+                                }
+                            }
+                            match dispatch.dispatch(frame, &ctx, &stop).await {
                                 Ok(reply) => (Some(reply), None),
                                 Err(reason) => (None, Some(reason.to_string())),
                             }

@@ -6,6 +6,9 @@ use std::sync::{Arc, RwLock};
 use baton_protocol::{ErrorCode, Uuid};
 use tokio::sync::watch;
 
+use baton_protocol::acl::{AclOperation, ResourceType, CLUSTER_RESOURCE_NAME};
+
+use crate::acl::{Authorizer, RequestContext};
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::group::GroupCoordinator;
@@ -69,6 +72,8 @@ pub(crate) struct BrokerState {
     pub groups: Arc<GroupCoordinator>,
     /// Standalone, or a replica in a cluster (with its link to the cluster).
     pub mode: NodeMode,
+    /// The ACLs and their settings, when authorization is on.
+    pub authorizer: Option<Authorizer>,
 }
 
 impl BrokerState {
@@ -96,7 +101,12 @@ impl BrokerState {
             config.groups.clone(),
             config.limits.max_groups,
         ));
+        let authorizer = config
+            .authorizer
+            .clone()
+            .map(|a| Authorizer::new(a, config.limits.max_acls));
         Ok(BrokerState {
+            authorizer,
             config,
             cluster_id,
             advertised_host,
@@ -107,6 +117,25 @@ impl BrokerState {
             groups,
             mode,
         })
+    }
+
+    /// Whether `ctx`'s principal may do `op` on `(resource_type, name)`; always
+    /// when authorization is off.
+    pub fn allowed(
+        &self,
+        ctx: &RequestContext,
+        op: AclOperation,
+        resource_type: ResourceType,
+        name: &str,
+    ) -> bool {
+        self.authorizer
+            .as_ref()
+            .is_none_or(|a| a.allowed(ctx, op, resource_type, name))
+    }
+
+    /// Whether `ctx`'s principal may do `op` on the cluster.
+    pub fn allowed_on_cluster(&self, ctx: &RequestContext, op: AclOperation) -> bool {
+        self.allowed(ctx, op, ResourceType::Cluster, CLUSTER_RESOURCE_NAME)
     }
 
     fn read_topics(&self) -> std::sync::RwLockReadGuard<'_, TopicTable> {

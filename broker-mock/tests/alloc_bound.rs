@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Duration;
 
 use baton_broker::group::GroupConfig;
-use baton_broker::{Broker, BrokerConfig, BrokerHandle, BrokerLimits};
+use baton_broker::{AuthorizerConfig, Broker, BrokerConfig, BrokerHandle, BrokerLimits};
 use baton_protocol::messages::*;
 use baton_protocol::record::RecordBatchBuilder;
 use baton_protocol::testing::{Random, Rng};
@@ -86,6 +86,7 @@ const GROUP_COST: isize = 4096;
 const MEMBER_COST: isize = 2048;
 const PRODUCER_COST: isize = 1024;
 const CONNECTION_COST: isize = 256 << 10;
+const ACL_COST: isize = 1024;
 
 fn limits() -> BrokerLimits {
     BrokerLimits {
@@ -96,6 +97,7 @@ fn limits() -> BrokerLimits {
         max_producers_per_partition: 100,
         max_connections: 40,
         max_connections_per_ip: 40,
+        max_acls: 100,
     }
 }
 
@@ -108,6 +110,12 @@ async fn start(auto_create: bool) -> BrokerHandle {
             max_group_size: 20,
             ..GroupConfig::default()
         },
+        // Authorization on, with the test's anonymous connections as super user,
+        // so that random CreateAcls requests store ACLs (up to `max_acls`).
+        authorizer: Some(AuthorizerConfig {
+            super_users: vec!["User:ANONYMOUS".into()],
+            allow_everyone_if_no_acl_found: false,
+        }),
         ..BrokerConfig::in_memory()
     };
     Broker::start(config).await.expect("broker starts")
@@ -284,6 +292,7 @@ fn all_limits_allowance() -> isize {
     let l = limits();
     l.max_partitions as isize * (PARTITION_COST + PRODUCER_COST)
         + l.max_groups as isize * (GROUP_COST + 20 * MEMBER_COST)
+        + l.max_acls as isize * ACL_COST
 }
 
 #[tokio::test]
@@ -304,6 +313,7 @@ async fn every_api_stays_within_its_bound() {
         CreateTopicsRequest, DeleteTopicsRequest, InitProducerIdRequest,
         OffsetForLeaderEpochRequest, DeleteGroupsRequest, DescribeConfigsRequest,
         DescribeClusterRequest, SaslHandshakeRequest, SaslAuthenticateRequest,
+        DescribeAclsRequest, CreateAclsRequest, DeleteAclsRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

@@ -20,6 +20,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod acl;
 mod codec;
 pub mod envelope;
 pub mod error;

@@ -45,6 +45,7 @@ use super::messages::corrupt_report::{
 use super::messages::move_report::{
     LeaderMoveReportRequest, LeaderMoveReportResponse, LEADER_MOVE_REPORT_KEY, PHASE_CAUGHT_UP,
 };
+use crate::acl::RequestContext;
 use crate::controller::{
     decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
 };
@@ -347,6 +348,7 @@ impl Dispatch for ControllerDispatch {
     async fn dispatch(
         &self,
         frame: Bytes,
+        _ctx: &RequestContext,
         stop: &watch::Receiver<bool>,
     ) -> Result<Reply, DispatchError> {
         let bytes = handle(&self.0, frame, &mut stop.clone()).await?;

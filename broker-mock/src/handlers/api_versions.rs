@@ -14,6 +14,7 @@ use baton_protocol::messages::{
     FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest,
     OffsetForLeaderEpochRequest, ProduceRequest,
 };
+use baton_protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
 use baton_protocol::messages::{
     DeleteGroupsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
@@ -70,6 +71,9 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DescribeClusterRequest>(),
         ranged::<SaslHandshakeRequest>(1, 1),
         entry::<SaslAuthenticateRequest>(),
+        entry::<DescribeAclsRequest>(),
+        entry::<CreateAclsRequest>(),
+        entry::<DeleteAclsRequest>(),
     ]
 }
 

@@ -40,6 +40,9 @@ use baton_protocol::messages::{
 };
 use baton_protocol::ErrorCode;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::limits::BrokerLimits;
 use crate::state::{BrokerState, Creation};
 use crate::topic_limits::{Refusal, RequestBudget};
@@ -66,6 +69,12 @@ pub(crate) struct CheckedTopic {
 /// Where a CreateTopics request's checked topics go, and what that side decides
 /// alone: a standalone node's topic table or the cluster controller.
 pub(crate) trait TopicCreator {
+    /// Whether the requester may create the topic `name` (checked first, as
+    /// Kafka does); the controller applies what nodes already authorized.
+    fn authorized(&self, _name: &str) -> bool {
+        true
+    }
+
     /// The ceilings on partitions and topics.
     fn limits(&self) -> &BrokerLimits;
 
@@ -91,10 +100,17 @@ pub(crate) trait TopicCreator {
     ) -> Result<CreatableTopicResult, Refusal>;
 }
 
-/// A standalone node's topic table.
-struct LocalTopics<'a>(&'a BrokerState);
+/// A standalone node's topic table, and who asks.
+struct LocalTopics<'a>(&'a BrokerState, &'a RequestContext);
 
 impl TopicCreator for LocalTopics<'_> {
+    fn authorized(&self, name: &str) -> bool {
+        self.0.allowed_on_cluster(self.1, AclOperation::Create)
+            || self
+                .0
+                .allowed(self.1, AclOperation::Create, ResourceType::Topic, name)
+    }
+
     fn limits(&self) -> &BrokerLimits {
         &self.0.config.limits
     }
@@ -265,10 +281,11 @@ pub(crate) fn failure(name: String, (code, message): Refusal) -> CreatableTopicR
 /// Serves CreateTopics on a standalone node.
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: CreateTopicsRequest,
     _version: i16,
 ) -> CreateTopicsResponse {
-    create_topics(&mut LocalTopics(state), req)
+    create_topics(&mut LocalTopics(state, ctx), req)
 }
 
 /// Checks every topic of `req` in order (duplicates, names, counts, the request's
@@ -298,6 +315,10 @@ pub(crate) fn create_topics(
                     t.name
                 );
                 return failure(t.name, (ErrorCode::InvalidRequest, msg));
+            }
+            if !creator.authorized(&t.name) {
+                let msg = "Authorization failed.".to_owned();
+                return failure(t.name, (ErrorCode::TopicAuthorizationFailed, msg));
             }
             let creation = if req.validate_only {
                 Creation::ValidateOnly {

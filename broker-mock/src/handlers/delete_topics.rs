@@ -12,12 +12,18 @@
 //! proposes controller records, and answered once this node's metadata shows the
 //! deletion.
 //!
+//! With an authorizer, each topic needs Delete (else `TOPIC_AUTHORIZATION_FAILED`),
+//! as in Kafka.
+//!
 //! Deviations from Apache Kafka: deletion is immediate and synchronous (the timeout is
-//! not needed); no authorization.
+//! not needed).
 
 use baton_protocol::messages::{DeletableTopicResult, DeleteTopicsRequest, DeleteTopicsResponse};
 use baton_protocol::{ErrorCode, Uuid};
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::state::BrokerState;
 
 /// Where a DeleteTopics request's topics are removed: a standalone node's topic
@@ -30,23 +36,33 @@ pub(crate) trait TopicDeleter {
     fn delete(&mut self, name: &str) -> Result<Uuid, ErrorCode>;
 }
 
-impl TopicDeleter for &BrokerState {
+/// A standalone node's topic table, and who asks.
+struct LocalDeleter<'a>(&'a BrokerState, &'a RequestContext);
+
+impl TopicDeleter for LocalDeleter<'_> {
     fn topic_name(&self, id: Uuid) -> Option<String> {
-        self.topic_by_id(id).map(|t| t.name.clone())
+        self.0.topic_by_id(id).map(|t| t.name.clone())
     }
 
     fn delete(&mut self, name: &str) -> Result<Uuid, ErrorCode> {
-        self.delete_topic(name).map(|t| t.id)
+        if !self
+            .0
+            .allowed(self.1, AclOperation::Delete, ResourceType::Topic, name)
+        {
+            return Err(ErrorCode::TopicAuthorizationFailed);
+        }
+        self.0.delete_topic(name).map(|t| t.id)
     }
 }
 
 /// Serves DeleteTopics on a standalone node.
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: DeleteTopicsRequest,
     version: i16,
 ) -> DeleteTopicsResponse {
-    delete_topics(&mut &*state, req, version)
+    delete_topics(&mut LocalDeleter(state, ctx), req, version)
 }
 
 /// Deletes the topics `req` names (by name, or by id in v6 entries without one)
@@ -80,7 +96,10 @@ pub(crate) fn delete_topics(
                     Some(n) => deleter
                         .delete(&n)
                         .map(|topic_id| (n, topic_id))
-                        .map_err(|_| (ErrorCode::UnknownTopicId, None)),
+                        .map_err(|code| match code {
+                            ErrorCode::TopicAuthorizationFailed => (code, None),
+                            _ => (ErrorCode::UnknownTopicId, None),
+                        }),
                     None => Err((ErrorCode::UnknownTopicId, None)),
                 },
             };

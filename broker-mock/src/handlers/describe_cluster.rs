@@ -7,14 +7,20 @@
 //! listener). Endpoint type 2 (controllers, KIP-919) is
 //! `UNSUPPORTED_ENDPOINT_TYPE`, as Kafka answers it on a broker listener.
 //!
-//! Deviations from Apache Kafka: no authorization, so the cluster's authorized
-//! operations are never reported; no racks.
+//! With an authorizer, Describe on the cluster is needed (else
+//! `CLUSTER_AUTHORIZATION_FAILED`), as in Kafka.
+//!
+//! Deviations from Apache Kafka: the cluster's authorized operations are never
+//! reported; no racks.
 
 use baton_protocol::messages::{
     DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse,
 };
 use baton_protocol::ErrorCode;
 
+use baton_protocol::acl::AclOperation;
+
+use crate::acl::RequestContext;
 use crate::state::BrokerState;
 
 /// `endpoint_type` of brokers.
@@ -44,6 +50,7 @@ fn brokers(state: &BrokerState) -> Vec<DescribeClusterBroker> {
 
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: DescribeClusterRequest,
     _version: i16,
 ) -> DescribeClusterResponse {
@@ -57,6 +64,11 @@ pub(crate) fn handle(
         controller_id: state.config.node_id,
         ..Default::default()
     };
+    if !state.allowed_on_cluster(ctx, AclOperation::Describe) {
+        response.error_code = ErrorCode::ClusterAuthorizationFailed.code();
+        response.error_message = Some("Cluster authorization failed.".into());
+        return response;
+    }
     if req.endpoint_type != BROKERS {
         response.error_code = ErrorCode::UnsupportedEndpointType.code();
         response.error_message = Some(format!(

@@ -10,7 +10,9 @@
 //! resource type `INVALID_REQUEST`, each in that resource's result only. A resource
 //! named twice is answered once and its repeats are `INVALID_REQUEST`, so a request
 //! repeating one resource cannot make the answer grow faster than its own size
-//! allows.
+//! allows. With an authorizer, a topic needs DescribeConfigs on it (else
+//! `TOPIC_AUTHORIZATION_FAILED`) and a broker DescribeConfigs on the cluster (else
+//! `CLUSTER_AUTHORIZATION_FAILED`), as in Kafka.
 //!
 //! Deviations from Apache Kafka: only the configs this broker has are listed (Kafka
 //! lists every topic and broker config); synonyms (with `include_synonyms`) name
@@ -21,12 +23,15 @@
 
 use std::collections::HashSet;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
 use baton_protocol::messages::{
     DescribeConfigsRequest, DescribeConfigsResource, DescribeConfigsResourceResult,
     DescribeConfigsResponse, DescribeConfigsResult, DescribeConfigsSynonym, CONFIG_SOURCE_DEFAULT,
     CONFIG_SOURCE_STATIC_BROKER, CONFIG_SOURCE_TOPIC, RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC,
 };
 use baton_protocol::ErrorCode;
+
+use crate::acl::RequestContext;
 
 use crate::state::BrokerState;
 use crate::topics::validate_topic_name;
@@ -193,6 +198,7 @@ fn describe_broker(
 
 fn describe(
     state: &BrokerState,
+    ctx: &RequestContext,
     r: DescribeConfigsResource,
     synonyms: bool,
     seen: &mut HashSet<(i8, String)>,
@@ -203,6 +209,25 @@ fn describe(
             ErrorCode::InvalidRequest,
             format!("Resource {} is named more than once", r.resource_name),
         )),
+        RESOURCE_TYPE_TOPIC
+            if !state.allowed(
+                ctx,
+                AclOperation::DescribeConfigs,
+                ResourceType::Topic,
+                &r.resource_name,
+            ) =>
+        {
+            Err((
+                ErrorCode::TopicAuthorizationFailed,
+                "Topic authorization failed.".into(),
+            ))
+        }
+        RESOURCE_TYPE_BROKER if !state.allowed_on_cluster(ctx, AclOperation::DescribeConfigs) => {
+            Err((
+                ErrorCode::ClusterAuthorizationFailed,
+                "Cluster authorization failed.".into(),
+            ))
+        }
         RESOURCE_TYPE_TOPIC => describe_topic(state, &r.resource_name, synonyms),
         RESOURCE_TYPE_BROKER => describe_broker(state, &r.resource_name, synonyms),
         other => Err((
@@ -230,6 +255,7 @@ fn describe(
 
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: DescribeConfigsRequest,
     _version: i16,
 ) -> DescribeConfigsResponse {
@@ -240,7 +266,7 @@ pub(crate) fn handle(
         results: req
             .resources
             .into_iter()
-            .map(|r| describe(state, r, synonyms, &mut seen))
+            .map(|r| describe(state, ctx, r, synonyms, &mut seen))
             .collect(),
     }
 }

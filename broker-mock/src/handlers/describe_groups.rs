@@ -5,22 +5,38 @@
 //! groups are described as `Dead` without an error (Kafka answers
 //! GROUP_ID_NOT_FOUND only from v6).
 //!
+//! With an authorizer, each group needs Describe (else
+//! `GROUP_AUTHORIZATION_FAILED` for it).
+//!
 //! Deviations from Apache Kafka: authorized operations (v3+) are never computed
 //! (`i32::MIN`, "not requested"); members' `client_host` is empty.
 
 use baton_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, DescribedGroup};
+use baton_protocol::ErrorCode;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::state::BrokerState;
 
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: DescribeGroupsRequest,
     _version: i16,
 ) -> DescribeGroupsResponse {
     let groups = req
         .groups
         .iter()
-        .map(|g| match state.groups.describe(state, g) {
+        .map(|g| {
+            if state.allowed(ctx, AclOperation::Describe, ResourceType::Group, g) {
+                state.groups.describe(state, g)
+            } else {
+                Err(ErrorCode::GroupAuthorizationFailed)
+            }
+        })
+        .zip(&req.groups)
+        .map(|(described, g)| match described {
             Err(code) => DescribedGroup {
                 error_code: code.code(),
                 group_id: g.clone(),

@@ -18,6 +18,10 @@
 //! `acks=all` produces), and, from v12, is answered with `diverging_epoch` instead of
 //! records when its `last_fetched_epoch` shows its log parted from the leader's.
 //!
+//! With an authorizer, a consumer's fetch needs Read on each topic and a
+//! follower's fetch ClusterAction on the cluster; refused topics answer
+//! `TOPIC_AUTHORIZATION_FAILED` on each partition, as in Kafka.
+//!
 //! Deviations from Apache Kafka: fetch sessions (KIP-227) are never created; every
 //! response has `session_id` 0, so clients keep sending full fetches, and a request
 //! naming a non-zero session is `FETCH_SESSION_ID_NOT_FOUND`. `preferred_read_replica` is always -1; rack ids
@@ -33,6 +37,9 @@ use baton_protocol::ErrorCode;
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{oneshot, watch};
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::partition::{Isolation, ReadError};
 use crate::state::BrokerState;
 use crate::topics::Topic;
@@ -361,24 +368,83 @@ async fn long_poll(
     }
 }
 
+/// Takes the topics `ctx` may not fetch out of `req`, answered
+/// `TOPIC_AUTHORIZATION_FAILED`: every topic of a follower without ClusterAction,
+/// else the topics without Read. A topic id that names no topic stays (it is
+/// answered `UNKNOWN_TOPIC_ID`).
+fn take_refused(
+    state: &BrokerState,
+    ctx: &RequestContext,
+    req: &mut FetchRequest,
+    version: i16,
+) -> Vec<FetchableTopicResponse> {
+    if state.authorizer.is_none() {
+        return Vec::new();
+    }
+    let follower_refused =
+        req.replica_id >= 0 && !state.allowed_on_cluster(ctx, AclOperation::ClusterAction);
+    let (refused, kept): (Vec<_>, Vec<_>) =
+        std::mem::take(&mut req.topics).into_iter().partition(|t| {
+            if follower_refused {
+                return true;
+            }
+            if req.replica_id >= 0 {
+                return false;
+            }
+            let name = if version >= 13 {
+                match state.topic_by_id(t.topic_id) {
+                    Some(topic) => topic.name.clone(),
+                    None => return false,
+                }
+            } else {
+                t.topic.clone()
+            };
+            !state.allowed(ctx, AclOperation::Read, ResourceType::Topic, &name)
+        });
+    req.topics = kept;
+    refused
+        .into_iter()
+        .map(|t| FetchableTopicResponse {
+            partitions: t
+                .partitions
+                .iter()
+                .map(|p| partition_error(p, ErrorCode::TopicAuthorizationFailed))
+                .collect(),
+            topic: t.topic,
+            topic_id: t.topic_id,
+        })
+        .collect()
+}
+
 /// Starts a fetch; its response is delivered through the returned [`Reply::Later`].
 pub(crate) fn start(
     state: Arc<BrokerState>,
-    req: FetchRequest,
+    ctx: &RequestContext,
+    mut req: FetchRequest,
     version: i16,
     correlation_id: i32,
     stop: watch::Receiver<bool>,
 ) -> Reply {
     let (tx, rx) = oneshot::channel();
+    let refused = take_refused(&state, ctx, &mut req, version);
     tokio::spawn(async move {
         let mut tx = tx;
-        let work = long_poll(state, req, version, stop);
+        let refused_all = !refused.is_empty() && req.topics.is_empty();
+        let work = async {
+            if refused_all {
+                // Nothing left to wait for.
+                FetchResponse::default()
+            } else {
+                long_poll(state, req, version, stop).await
+            }
+        };
         tokio::pin!(work);
-        let response = tokio::select! {
+        let mut response = tokio::select! {
             r = &mut work => r,
             // The connection went away; nobody will read the response.
             _ = tx.closed() => return,
         };
+        response.responses.extend(refused);
         let bytes = match encode::<FetchRequest>(correlation_id, version, &response) {
             Ok(b) => Some(b),
             Err(e) => {

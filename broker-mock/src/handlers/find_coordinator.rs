@@ -7,6 +7,10 @@
 //! first lookup) or the partition has no leader the answer is
 //! COORDINATOR_NOT_AVAILABLE, as in Kafka. v4+ answers every key of the batch.
 //!
+//! With an authorizer, a group key needs Describe on the group (else
+//! `GROUP_AUTHORIZATION_FAILED`) and a transactional id Describe on it (else
+//! `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`), as in Kafka.
+//!
 //! Deviations from Apache Kafka: there is no transaction coordinator, so
 //! transactional ids (key type 1) are answered with the node that was asked;
 //! share-group keys (type 2, v6) and unknown types are INVALID_REQUEST.
@@ -14,14 +18,33 @@
 use baton_protocol::messages::{Coordinator, FindCoordinatorRequest, FindCoordinatorResponse};
 use baton_protocol::ErrorCode;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::state::BrokerState;
 
 /// The coordinator node for `key`: node id, host and port.
 fn coordinator_for(
     state: &BrokerState,
+    ctx: &RequestContext,
     key_type: i8,
     key: &str,
 ) -> Result<(i32, String, i32), ErrorCode> {
+    let refused = match key_type {
+        0 => (!state.allowed(ctx, AclOperation::Describe, ResourceType::Group, key))
+            .then_some(ErrorCode::GroupAuthorizationFailed),
+        1 => (!state.allowed(
+            ctx,
+            AclOperation::Describe,
+            ResourceType::TransactionalId,
+            key,
+        ))
+        .then_some(ErrorCode::TransactionalIdAuthorizationFailed),
+        _ => None,
+    };
+    if let Some(code) = refused {
+        return Err(code);
+    }
     let this_node = || {
         (
             state.config.node_id,
@@ -44,6 +67,7 @@ fn coordinator_for(
 
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: FindCoordinatorRequest,
     version: i16,
 ) -> FindCoordinatorResponse {
@@ -51,7 +75,7 @@ pub(crate) fn handle(
         let coordinators = req
             .coordinator_keys
             .iter()
-            .map(|key| match coordinator_for(state, req.key_type, key) {
+            .map(|key| match coordinator_for(state, ctx, req.key_type, key) {
                 Ok((node_id, host, port)) => Coordinator {
                     key: key.clone(),
                     node_id,
@@ -78,7 +102,7 @@ pub(crate) fn handle(
             ..Default::default()
         };
     }
-    match coordinator_for(state, req.key_type, &req.key) {
+    match coordinator_for(state, ctx, req.key_type, &req.key) {
         Ok((node_id, host, port)) => FindCoordinatorResponse {
             error_code: 0,
             node_id,

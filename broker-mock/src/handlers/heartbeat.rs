@@ -5,17 +5,30 @@
 //! instance id now belongs to another member id, ILLEGAL_GENERATION for another
 //! generation and REBALANCE_IN_PROGRESS while the group waits for members to rejoin.
 //!
+//! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED`).
+//!
 //! Deviations from Apache Kafka: none known.
 
 use baton_protocol::messages::{HeartbeatRequest, HeartbeatResponse};
+use baton_protocol::ErrorCode;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::state::BrokerState;
 
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: HeartbeatRequest,
     _version: i16,
 ) -> HeartbeatResponse {
+    if !state.allowed(ctx, AclOperation::Read, ResourceType::Group, &req.group_id) {
+        return HeartbeatResponse {
+            throttle_time_ms: 0,
+            error_code: ErrorCode::GroupAuthorizationFailed.code(),
+        };
+    }
     let code = state.groups.heartbeat(
         state,
         &req.group_id,

@@ -19,10 +19,18 @@
 //! code when transactions are disabled). An empty transactional id is
 //! `INVALID_REQUEST`, as in Kafka. A failure to persist the id block is
 //! `UNKNOWN_SERVER_ERROR`.
+//!
+//! With an authorizer, as in Kafka: a transactional id needs Write on it (else
+//! `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`); an idempotent producer needs
+//! IdempotentWrite on the cluster or Write on some topic (else
+//! `CLUSTER_AUTHORIZATION_FAILED`).
 
 use baton_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
 use baton_protocol::ErrorCode;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::producer_state::ProducerIdAllocator;
 use crate::state::BrokerState;
 
@@ -40,10 +48,24 @@ const CLUSTER_NODE_ID_LIMIT: i64 = 1024;
 
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: InitProducerIdRequest,
     _version: i16,
 ) -> InitProducerIdResponse {
     match req.transactional_id.as_deref() {
+        Some(id)
+            if !id.is_empty()
+                && !state.allowed(ctx, AclOperation::Write, ResourceType::TransactionalId, id) =>
+        {
+            return failed(ErrorCode::TransactionalIdAuthorizationFailed)
+        }
+        None if !state.allowed_on_cluster(ctx, AclOperation::IdempotentWrite)
+            && !state.authorizer.as_ref().is_none_or(|a| {
+                a.allowed_on_any(ctx, AclOperation::Write, ResourceType::Topic)
+            }) =>
+        {
+            return failed(ErrorCode::ClusterAuthorizationFailed)
+        }
         None => {}
         Some("") => return failed(ErrorCode::InvalidRequest),
         Some(_) => return failed(ErrorCode::UnsupportedVersion),

@@ -8,6 +8,8 @@
 //! (`group_instance_id`, v5+) rejoining a stable group unchanged get the current
 //! generation without a rebalance; v9 leaders doing so get `skip_assignment`.
 //!
+//! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED`).
+//!
 //! Deviations from Apache Kafka: `client_host` (shown by DescribeGroups) is empty,
 //! since handlers do not see the peer address; the join reason (v8+) is only logged;
 //! membership and assignments are kept in memory only (only each group's generation
@@ -30,6 +32,9 @@ use baton_protocol::{ErrorCode, Request};
 use bytes::Bytes;
 use tokio::sync::{oneshot, watch};
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::group::machine::JoinRequest;
 use crate::state::BrokerState;
 use crate::wire::{decode, encode, DispatchError, Reply};
@@ -101,12 +106,14 @@ fn fix(mut r: JoinGroupResponse, version: i16) -> JoinGroupResponse {
 /// [`Reply::Later`].
 pub(crate) fn start(
     state: Arc<BrokerState>,
+    ctx: &RequestContext,
     frame: Bytes,
     version: i16,
     stop: &watch::Receiver<bool>,
 ) -> Result<Reply, DispatchError> {
     let (header, req) = decode::<JoinGroupRequest>(frame, version)?;
     state.groups.ensure_driver(&state, stop);
+    let allowed = state.allowed(ctx, AclOperation::Read, ResourceType::Group, &req.group_id);
     if let Some(reason) = &req.reason {
         tracing::debug!(group = %req.group_id, member = %req.member_id, %reason, "join");
     }
@@ -135,7 +142,12 @@ pub(crate) fn start(
         state,
         header.correlation_id,
         version,
-        move |st| st.groups.join(st, join),
+        move |st| {
+            if !allowed {
+                return Err(ErrorCode::GroupAuthorizationFailed);
+            }
+            st.groups.join(st, join)
+        },
         error,
         fix,
     ))

@@ -6,18 +6,31 @@
 //! per member. Member ids handed out by MEMBER_ID_REQUIRED that never joined may
 //! leave too. The rest of the group rebalances.
 //!
+//! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED`).
+//!
 //! Deviations from Apache Kafka: the leave reason (v5+) is only logged.
 
 use baton_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse, LeaveGroupResponseMember};
+use baton_protocol::ErrorCode;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::group::machine::LeavingMember;
 use crate::state::BrokerState;
 
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: LeaveGroupRequest,
     version: i16,
 ) -> LeaveGroupResponse {
+    if !state.allowed(ctx, AclOperation::Read, ResourceType::Group, &req.group_id) {
+        return LeaveGroupResponse {
+            error_code: ErrorCode::GroupAuthorizationFailed.code(),
+            ..Default::default()
+        };
+    }
     let leaving: Vec<LeavingMember> = if version >= 3 {
         req.members
             .iter()

@@ -9,6 +9,8 @@
 //! checked when >= 0.
 //!
 //! In a cluster only the leader answers (`NOT_LEADER_OR_FOLLOWER` elsewhere).
+//! With an authorizer, each topic needs Describe (else `TOPIC_AUTHORIZATION_FAILED`
+//! per partition), as in Kafka.
 //!
 //! Deviations from Apache Kafka: the leader epoch returned is the partition's current
 //! epoch rather than the epoch of the batch holding the offset (identical while there
@@ -22,6 +24,9 @@ use baton_protocol::messages::{
 use baton_protocol::ErrorCode;
 
 use crate::partition::Isolation;
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::state::BrokerState;
 
 const LATEST: i64 = -1;
@@ -31,6 +36,7 @@ const EARLIEST_LOCAL: i64 = -4;
 
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: ListOffsetsRequest,
     version: i16,
 ) -> ListOffsetsResponse {
@@ -40,6 +46,7 @@ pub(crate) fn handle(
         .into_iter()
         .map(|t| {
             let topic = state.topic(&t.name);
+            let authorized = state.allowed(ctx, AclOperation::Describe, ResourceType::Topic, &t.name);
             let partitions = t
                 .partitions
                 .into_iter()
@@ -51,6 +58,10 @@ pub(crate) fn handle(
                         offset: -1,
                         leader_epoch: -1,
                     };
+                    if !authorized {
+                        out.error_code = ErrorCode::TopicAuthorizationFailed.code();
+                        return out;
+                    }
                     let Some(partition) = topic.as_ref().and_then(|t| t.partition(p.partition_index)) else {
                         out.error_code = ErrorCode::UnknownTopicOrPartition.code();
                         return out;

@@ -15,8 +15,14 @@
 //! `LEADER_NOT_AVAILABLE` while offline), leader epoch, replicas, ISR and the replicas
 //! on fenced brokers as offline replicas. Topics are never auto-created there.
 //!
-//! Deviations from Apache Kafka: no authorization, so authorized-operations fields
-//! keep their "not requested" value; auto-created topics are reported as ready at
+//! With an authorizer, as in Kafka: a request for all topics lists only those
+//! the principal may Describe; a named topic (or id) it may not Describe is
+//! answered `TOPIC_AUTHORIZATION_FAILED`, whether it exists or not; an
+//! auto-creation needs Create on the cluster or the topic (else
+//! `TOPIC_AUTHORIZATION_FAILED`).
+//!
+//! Deviations from Apache Kafka: authorized-operations fields keep their "not
+//! requested" value; auto-created topics are reported as ready at
 //! once (Kafka first answers `LEADER_NOT_AVAILABLE`); no internal topics exist.
 
 use baton_protocol::messages::{
@@ -25,6 +31,9 @@ use baton_protocol::messages::{
 };
 use baton_protocol::{ErrorCode, Uuid};
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::controller::{ControllerState, TopicInfo};
 use crate::node_mode::ClusterLink;
 use crate::state::BrokerState;
@@ -100,8 +109,18 @@ fn describe_cluster_topic(img: &ControllerState, t: &TopicInfo) -> MetadataRespo
     }
 }
 
+/// Whether `ctx` may see the topic `name`.
+fn describable(state: &BrokerState, ctx: &RequestContext, name: &str) -> bool {
+    state.allowed(ctx, AclOperation::Describe, ResourceType::Topic, name)
+}
+
+fn refused(name: Option<String>) -> MetadataResponseTopic {
+    error_topic(ErrorCode::TopicAuthorizationFailed, name, Uuid::ZERO)
+}
+
 fn handle_cluster(
     state: &BrokerState,
+    ctx: &RequestContext,
     link: &ClusterLink,
     req: MetadataRequest,
     version: i16,
@@ -113,6 +132,7 @@ fn handle_cluster(
     };
     let topics = if all {
         img.topics()
+            .filter(|t| describable(state, ctx, &t.name))
             .map(|t| describe_cluster_topic(&img, t))
             .collect()
     } else {
@@ -128,6 +148,9 @@ fn handle_cluster(
                             Uuid::ZERO,
                         );
                     }
+                    if !describable(state, ctx, &name) {
+                        return refused(Some(name));
+                    }
                     match img.topic_by_name(&name) {
                         Some(topic) => describe_cluster_topic(&img, topic),
                         None => {
@@ -136,6 +159,7 @@ fn handle_cluster(
                     }
                 }
                 None => match img.topic(t.topic_id) {
+                    Some(topic) if !describable(state, ctx, &topic.name) => refused(None),
                     Some(topic) => describe_cluster_topic(&img, topic),
                     None => error_topic(ErrorCode::UnknownTopicId, None, t.topic_id),
                 },
@@ -162,16 +186,26 @@ fn handle_cluster(
     }
 }
 
-pub(crate) fn handle(state: &BrokerState, req: MetadataRequest, version: i16) -> MetadataResponse {
+pub(crate) fn handle(
+    state: &BrokerState,
+    ctx: &RequestContext,
+    req: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
     if let Some(link) = state.mode.replica() {
-        return handle_cluster(state, link, req, version);
+        return handle_cluster(state, ctx, link, req, version);
     }
     let all = match &req.topics {
         None => true,
         Some(t) => t.is_empty() && version == 0,
     };
     let topics = if all {
-        state.all_topics().iter().map(|t| describe(t)).collect()
+        state
+            .all_topics()
+            .iter()
+            .filter(|t| describable(state, ctx, &t.name))
+            .map(|t| describe(t))
+            .collect()
     } else {
         let auto = req.allow_auto_topic_creation || version < 4;
         req.topics
@@ -186,6 +220,20 @@ pub(crate) fn handle(state: &BrokerState, req: MetadataRequest, version: i16) ->
                             Uuid::ZERO,
                         );
                     }
+                    if !describable(state, ctx, &name) {
+                        return refused(Some(name));
+                    }
+                    let creatable = || {
+                        state.allowed_on_cluster(ctx, AclOperation::Create)
+                            || state.allowed(ctx, AclOperation::Create, ResourceType::Topic, &name)
+                    };
+                    if auto
+                        && state.config.auto_create_topics
+                        && state.topic(&name).is_none()
+                        && !creatable()
+                    {
+                        return refused(Some(name));
+                    }
                     match state.topic_or_auto_create(&name, auto) {
                         Some(topic) => describe(&topic),
                         None => {
@@ -194,6 +242,7 @@ pub(crate) fn handle(state: &BrokerState, req: MetadataRequest, version: i16) ->
                     }
                 }
                 None => match state.topic_by_id(t.topic_id) {
+                    Some(topic) if !describable(state, ctx, &topic.name) => refused(None),
                     Some(topic) => describe(&topic),
                     None => error_topic(ErrorCode::UnknownTopicId, None, t.topic_id),
                 },

@@ -9,9 +9,12 @@
 //! authentication gate (`security::gate`) answers them with their handlers here.
 
 pub mod api_versions;
+mod create_acls;
 pub(crate) mod create_topics;
+mod delete_acls;
 pub mod delete_groups;
 pub(crate) mod delete_topics;
+mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
@@ -42,6 +45,7 @@ use baton_protocol::messages::{
     InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
     ProduceRequest, ProduceResponse,
 };
+use baton_protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
 use baton_protocol::messages::{
     DeleteGroupsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
@@ -51,6 +55,7 @@ use baton_protocol::{Message, Request, RequestHeader};
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use crate::acl::RequestContext;
 use crate::state::BrokerState;
 use crate::wire::{decode, encode, DispatchError, Reply};
 
@@ -58,6 +63,7 @@ use crate::wire::{decode, encode, DispatchError, Reply};
 /// means the request gets no response).
 async fn run<R, F>(
     state: &Arc<BrokerState>,
+    ctx: &RequestContext,
     frame: Bytes,
     version: i16,
     handler: F,
@@ -65,11 +71,12 @@ async fn run<R, F>(
 where
     R: Request + Send + 'static,
     R::Response: Send + 'static,
-    F: FnOnce(&BrokerState, R, i16) -> Option<R::Response> + Send + 'static,
+    F: FnOnce(&BrokerState, &RequestContext, R, i16) -> Option<R::Response> + Send + 'static,
 {
     let (header, request) = decode::<R>(frame, version)?;
     let st = state.clone();
-    let response = tokio::task::spawn_blocking(move || handler(&st, request, version))
+    let ctx = ctx.clone();
+    let response = tokio::task::spawn_blocking(move || handler(&st, &ctx, request, version))
         .await
         .map_err(|source| DispatchError::Handler {
             api_key: R::API_KEY,
@@ -117,6 +124,7 @@ fn handing_over(state: &BrokerState, response: &ProduceResponse) -> Vec<(String,
 /// it refuses writes, so its refusals always can.
 async fn produce_request(
     state: &Arc<BrokerState>,
+    ctx: &RequestContext,
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
@@ -128,8 +136,9 @@ async fn produce_request(
         link.await_reconciled(RECONCILE_WAIT).await;
     }
     let st = state.clone();
+    let ctx = ctx.clone();
     let (response, waits) =
-        tokio::task::spawn_blocking(move || produce::handle(&st, request, frame, version))
+        tokio::task::spawn_blocking(move || produce::handle(&st, &ctx, request, frame, version))
             .await
             .map_err(DispatchError::ProduceHandler)?;
     let Some(mut response) = response else {
@@ -166,6 +175,7 @@ async fn produce_request(
 pub(crate) async fn dispatch(
     state: &Arc<BrokerState>,
     frame: Bytes,
+    ctx: &RequestContext,
     stop: &watch::Receiver<bool>,
 ) -> Result<Reply, DispatchError> {
     let (api_key, version, _) = RequestHeader::peek(&frame).map_err(DispatchError::Peek)?;
@@ -174,16 +184,17 @@ pub(crate) async fn dispatch(
             api_versions::handle(frame, version).map(|b| Reply::Now(Some(b)))
         }
         MetadataRequest::API_KEY => {
-            run::<MetadataRequest, _>(state, frame, version, |s, r, v| {
-                Some(metadata::handle(s, r, v))
+            run::<MetadataRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(metadata::handle(s, c, r, v))
             })
             .await
         }
-        ProduceRequest::API_KEY => produce_request(state, frame, version).await,
+        ProduceRequest::API_KEY => produce_request(state, ctx, frame, version).await,
         FetchRequest::API_KEY => {
             let (header, request) = decode::<FetchRequest>(frame, version)?;
             Ok(fetch::start(
                 state.clone(),
+                ctx,
                 request,
                 version,
                 header.correlation_id,
@@ -191,14 +202,14 @@ pub(crate) async fn dispatch(
             ))
         }
         ListOffsetsRequest::API_KEY => {
-            run::<ListOffsetsRequest, _>(state, frame, version, |s, r, v| {
-                Some(list_offsets::handle(s, r, v))
+            run::<ListOffsetsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(list_offsets::handle(s, c, r, v))
             })
             .await
         }
         OffsetForLeaderEpochRequest::API_KEY => {
-            run::<OffsetForLeaderEpochRequest, _>(state, frame, version, |s, r, v| {
-                Some(offset_for_leader_epoch::handle(s, r, v))
+            run::<OffsetForLeaderEpochRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(offset_for_leader_epoch::handle(s, c, r, v))
             })
             .await
         }
@@ -209,82 +220,100 @@ pub(crate) async fn dispatch(
             forward::delete_topics(state, frame, version).await
         }
         CreateTopicsRequest::API_KEY => {
-            run::<CreateTopicsRequest, _>(state, frame, version, |s, r, v| {
-                Some(create_topics::handle(s, r, v))
+            run::<CreateTopicsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(create_topics::handle(s, c, r, v))
             })
             .await
         }
         DeleteTopicsRequest::API_KEY => {
-            run::<DeleteTopicsRequest, _>(state, frame, version, |s, r, v| {
-                Some(delete_topics::handle(s, r, v))
+            run::<DeleteTopicsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(delete_topics::handle(s, c, r, v))
             })
             .await
         }
         InitProducerIdRequest::API_KEY => {
-            run::<InitProducerIdRequest, _>(state, frame, version, |s, r, v| {
-                Some(init_producer_id::handle(s, r, v))
+            run::<InitProducerIdRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(init_producer_id::handle(s, c, r, v))
             })
             .await
         }
         FindCoordinatorRequest::API_KEY => {
-            run::<FindCoordinatorRequest, _>(state, frame, version, |s, r, v| {
-                Some(find_coordinator::handle(s, r, v))
+            run::<FindCoordinatorRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(find_coordinator::handle(s, c, r, v))
             })
             .await
         }
-        JoinGroupRequest::API_KEY => join_group::start(state.clone(), frame, version, stop),
-        SyncGroupRequest::API_KEY => sync_group::start(state.clone(), frame, version, stop),
+        JoinGroupRequest::API_KEY => join_group::start(state.clone(), ctx, frame, version, stop),
+        SyncGroupRequest::API_KEY => sync_group::start(state.clone(), ctx, frame, version, stop),
         HeartbeatRequest::API_KEY => {
-            run::<HeartbeatRequest, _>(state, frame, version, |s, r, v| {
-                Some(heartbeat::handle(s, r, v))
+            run::<HeartbeatRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(heartbeat::handle(s, c, r, v))
             })
             .await
         }
         LeaveGroupRequest::API_KEY => {
-            run::<LeaveGroupRequest, _>(state, frame, version, |s, r, v| {
-                Some(leave_group::handle(s, r, v))
+            run::<LeaveGroupRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(leave_group::handle(s, c, r, v))
             })
             .await
         }
         OffsetCommitRequest::API_KEY => {
-            run::<OffsetCommitRequest, _>(state, frame, version, |s, r, v| {
-                Some(offset_commit::handle(s, r, v))
+            run::<OffsetCommitRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(offset_commit::handle(s, c, r, v))
             })
             .await
         }
         OffsetFetchRequest::API_KEY => {
-            run::<OffsetFetchRequest, _>(state, frame, version, |s, r, v| {
-                Some(offset_fetch::handle(s, r, v))
+            run::<OffsetFetchRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(offset_fetch::handle(s, c, r, v))
             })
             .await
         }
         DescribeGroupsRequest::API_KEY => {
-            run::<DescribeGroupsRequest, _>(state, frame, version, |s, r, v| {
-                Some(describe_groups::handle(s, r, v))
+            run::<DescribeGroupsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(describe_groups::handle(s, c, r, v))
             })
             .await
         }
         ListGroupsRequest::API_KEY => {
-            run::<ListGroupsRequest, _>(state, frame, version, |s, r, v| {
-                Some(list_groups::handle(s, r, v))
+            run::<ListGroupsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(list_groups::handle(s, c, r, v))
             })
             .await
         }
         DeleteGroupsRequest::API_KEY => {
-            run::<DeleteGroupsRequest, _>(state, frame, version, |s, r, v| {
-                Some(delete_groups::handle(s, r, v))
+            run::<DeleteGroupsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(delete_groups::handle(s, c, r, v))
             })
             .await
         }
         DescribeConfigsRequest::API_KEY => {
-            run::<DescribeConfigsRequest, _>(state, frame, version, |s, r, v| {
-                Some(describe_configs::handle(s, r, v))
+            run::<DescribeConfigsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(describe_configs::handle(s, c, r, v))
             })
             .await
         }
         DescribeClusterRequest::API_KEY => {
-            run::<DescribeClusterRequest, _>(state, frame, version, |s, r, v| {
-                Some(describe_cluster::handle(s, r, v))
+            run::<DescribeClusterRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(describe_cluster::handle(s, c, r, v))
+            })
+            .await
+        }
+        DescribeAclsRequest::API_KEY => {
+            run::<DescribeAclsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(describe_acls::handle(s, c, r, v))
+            })
+            .await
+        }
+        CreateAclsRequest::API_KEY => {
+            run::<CreateAclsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(create_acls::handle(s, c, r, v))
+            })
+            .await
+        }
+        DeleteAclsRequest::API_KEY => {
+            run::<DeleteAclsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(delete_acls::handle(s, c, r, v))
             })
             .await
         }

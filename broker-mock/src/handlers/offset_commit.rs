@@ -16,6 +16,10 @@
 //! its own; a commit that would create one group more than
 //! `BrokerLimits::max_groups` fails with POLICY_VIOLATION on every partition not
 //! already refused (Kafka has no group count limit).
+//!
+//! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED` on
+//! every partition) and each topic Read (else `TOPIC_AUTHORIZATION_FAILED` on its
+//! partitions), as in Kafka.
 
 use baton_protocol::messages::{
     OffsetCommitRequest, OffsetCommitResponse, OffsetCommitResponsePartition,
@@ -23,15 +27,22 @@ use baton_protocol::messages::{
 };
 use baton_protocol::ErrorCode;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::clock::now_ms;
 use crate::group::{CommittedOffset, OffsetToCommit};
 use crate::state::BrokerState;
 
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: OffsetCommitRequest,
     version: i16,
 ) -> OffsetCommitResponse {
+    if !state.allowed(ctx, AclOperation::Read, ResourceType::Group, &req.group_id) {
+        return refused(&req, ErrorCode::GroupAuthorizationFailed);
+    }
     let now = now_ms();
     let max_metadata = state.config.groups.offset_metadata_max_bytes;
     // Per partition: Ok(index into `to_commit`) or an error decided up front.
@@ -39,13 +50,16 @@ pub(crate) fn handle(
     let mut to_commit = Vec::new();
     for t in &req.topics {
         let topic = state.topic(&t.name);
+        let readable = state.allowed(ctx, AclOperation::Read, ResourceType::Topic, &t.name);
         let mut parts = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
             let known = topic
                 .as_ref()
                 .is_some_and(|tp| tp.partition(p.partition_index).is_some());
             let metadata = p.committed_metadata.clone().unwrap_or_default();
-            let result = if !known {
+            let result = if !readable {
+                Err(ErrorCode::TopicAuthorizationFailed)
+            } else if !known {
                 Err(ErrorCode::UnknownTopicOrPartition)
             } else if metadata.len() > max_metadata {
                 Err(ErrorCode::OffsetMetadataTooLarge)
@@ -102,5 +116,27 @@ pub(crate) fn handle(
     OffsetCommitResponse {
         throttle_time_ms: 0,
         topics,
+    }
+}
+
+/// Every partition of `req` answered `code`.
+fn refused(req: &OffsetCommitRequest, code: ErrorCode) -> OffsetCommitResponse {
+    OffsetCommitResponse {
+        throttle_time_ms: 0,
+        topics: req
+            .topics
+            .iter()
+            .map(|t| OffsetCommitResponseTopic {
+                name: t.name.clone(),
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| OffsetCommitResponsePartition {
+                        partition_index: p.partition_index,
+                        error_code: code.code(),
+                    })
+                    .collect(),
+            })
+            .collect(),
     }
 }

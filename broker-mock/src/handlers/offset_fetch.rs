@@ -6,6 +6,11 @@
 //! reads several groups; coordinator errors are per group (v8+), top-level (v2–7) or
 //! per partition (v0–1).
 //!
+//! With an authorizer, as in Kafka: the group needs Describe (else
+//! `GROUP_AUTHORIZATION_FAILED`); topics the principal may not Describe are left
+//! out of an all-topics answer, and named ones answer `TOPIC_AUTHORIZATION_FAILED`
+//! on their partitions.
+//!
 //! Deviations from Apache Kafka: `require_stable` (v7+) has nothing to wait for, as
 //! there are no transactional offset commits; the KIP-848 member id and epoch (v9+)
 //! are ignored (all groups are classic).
@@ -17,17 +22,39 @@ use baton_protocol::messages::{
 };
 use baton_protocol::ErrorCode;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::group::{CommittedOffset, TopicOffsets};
 use crate::state::BrokerState;
 
+/// Named topics the principal may not Describe, with their partitions.
+type Refused = Vec<(String, Vec<i32>)>;
+
+/// The offsets of `group_id` that `ctx` may see, and the named topics it may not.
 fn lookup(
     state: &BrokerState,
+    ctx: &RequestContext,
     group_id: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
-) -> Result<TopicOffsets, ErrorCode> {
-    state
+) -> Result<(TopicOffsets, Refused), ErrorCode> {
+    if !state.allowed(ctx, AclOperation::Describe, ResourceType::Group, group_id) {
+        return Err(ErrorCode::GroupAuthorizationFailed);
+    }
+    let describable =
+        |name: &str| state.allowed(ctx, AclOperation::Describe, ResourceType::Topic, name);
+    let (wanted, refused) = match wanted {
+        None => (None, Vec::new()),
+        Some(ts) => {
+            let (ok, refused): (Vec<_>, Vec<_>) = ts.into_iter().partition(|(n, _)| describable(n));
+            (Some(ok), refused)
+        }
+    };
+    let mut found = state
         .groups
-        .fetch_offsets(state, group_id, wanted.as_deref())
+        .fetch_offsets(state, group_id, wanted.as_deref())?;
+    found.retain(|(name, _)| describable(name));
+    Ok((found, refused))
 }
 
 fn parts(o: Option<CommittedOffset>) -> (i64, i32, String) {
@@ -37,8 +64,26 @@ fn parts(o: Option<CommittedOffset>) -> (i64, i32, String) {
     }
 }
 
+/// One partition's answer: index, committed offset (if any), error code.
+type Answer = (i32, Option<CommittedOffset>, i16);
+
+/// The found topics with no error, then the refused ones.
+fn answers(found: TopicOffsets, refused: Refused) -> Vec<(String, Vec<Answer>)> {
+    let denied = ErrorCode::TopicAuthorizationFailed.code();
+    found
+        .into_iter()
+        .map(|(name, ps)| (name, ps.into_iter().map(|(i, o)| (i, o, 0)).collect()))
+        .chain(
+            refused
+                .into_iter()
+                .map(|(name, ps)| (name, ps.into_iter().map(|i| (i, None, denied)).collect())),
+        )
+        .collect()
+}
+
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     req: OffsetFetchRequest,
     version: i16,
 ) -> OffsetFetchResponse {
@@ -52,28 +97,28 @@ pub(crate) fn handle(
                         .map(|t| (t.name, t.partition_indexes))
                         .collect()
                 });
-                match lookup(state, &g.group_id, wanted) {
+                match lookup(state, ctx, &g.group_id, wanted) {
                     Err(code) => OffsetFetchResponseGroup {
                         group_id: g.group_id,
                         topics: Vec::new(),
                         error_code: code.code(),
                     },
-                    Ok(found) => OffsetFetchResponseGroup {
+                    Ok((found, refused)) => OffsetFetchResponseGroup {
                         group_id: g.group_id,
-                        topics: found
+                        topics: answers(found, refused)
                             .into_iter()
                             .map(|(name, ps)| OffsetFetchResponseTopics {
                                 name,
                                 partitions: ps
                                     .into_iter()
-                                    .map(|(index, o)| {
+                                    .map(|(index, o, error_code)| {
                                         let (offset, epoch, metadata) = parts(o);
                                         OffsetFetchResponsePartitions {
                                             partition_index: index,
                                             committed_offset: offset,
                                             committed_leader_epoch: epoch,
                                             metadata: Some(metadata),
-                                            error_code: 0,
+                                            error_code,
                                         }
                                     })
                                     .collect(),
@@ -94,22 +139,22 @@ pub(crate) fn handle(
             .map(|t| (t.name.clone(), t.partition_indexes.clone()))
             .collect()
     });
-    match lookup(state, &req.group_id, wanted.clone()) {
-        Ok(found) => OffsetFetchResponse {
-            topics: found
+    match lookup(state, ctx, &req.group_id, wanted.clone()) {
+        Ok((found, refused)) => OffsetFetchResponse {
+            topics: answers(found, refused)
                 .into_iter()
                 .map(|(name, ps)| OffsetFetchResponseTopic {
                     name,
                     partitions: ps
                         .into_iter()
-                        .map(|(index, o)| {
+                        .map(|(index, o, error_code)| {
                             let (offset, epoch, metadata) = parts(o);
                             OffsetFetchResponsePartition {
                                 partition_index: index,
                                 committed_offset: offset,
                                 committed_leader_epoch: epoch,
                                 metadata: Some(metadata),
-                                error_code: 0,
+                                error_code,
                             }
                         })
                         .collect(),

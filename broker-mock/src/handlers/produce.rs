@@ -15,6 +15,11 @@
 //! not appended again and gets its original base offset; a sequence gap is
 //! `OUT_OF_ORDER_SEQUENCE_NUMBER`, a stale epoch `INVALID_PRODUCER_EPOCH`.
 //!
+//! With an authorizer, every topic needs Write (else `TOPIC_AUTHORIZATION_FAILED`
+//! on each of its partitions, and an unknown topic is not auto-created), and a
+//! transactional id needs Write on it (else `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`
+//! on every partition), as in Kafka.
+//!
 //! Deviations from Apache Kafka: no transaction checks (`transactional_id` is
 //! ignored, transactional batches are treated as idempotent ones); several batches
 //! per partition are accepted (Kafka takes exactly one from a v2 producer);
@@ -34,6 +39,9 @@ use baton_protocol::ErrorCode;
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::sync::oneshot;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
+use crate::acl::RequestContext;
 use crate::partition::{produce_batch, replication_result, ProduceRecords, ProduceSettings};
 use crate::replication::ProduceOutcome;
 use crate::state::BrokerState;
@@ -123,11 +131,15 @@ fn take_records(req: &mut ProduceRequest, frame: Bytes) -> Vec<Vec<Option<Produc
 /// decoded from (its records are slices of it).
 pub(crate) fn handle(
     state: &BrokerState,
+    ctx: &RequestContext,
     mut req: ProduceRequest,
     frame: Bytes,
     _version: i16,
 ) -> (Option<ProduceResponse>, Vec<Wait>) {
     let inputs = take_records(&mut req, frame);
+    let transaction_refused = req.transactional_id.as_ref().is_some_and(|id| {
+        !state.allowed(ctx, AclOperation::Write, ResourceType::TransactionalId, id)
+    });
     let settings = ProduceSettings {
         acks: req.acks,
         deadline_ms: state
@@ -139,6 +151,29 @@ pub(crate) fn handle(
     let mut waits = Vec::new();
     let mut responses = Vec::with_capacity(req.topic_data.len());
     for (ti, (topic_data, topic_inputs)) in req.topic_data.into_iter().zip(inputs).enumerate() {
+        let refusal = if transaction_refused {
+            Some(ErrorCode::TransactionalIdAuthorizationFailed)
+        } else if !state.allowed(
+            ctx,
+            AclOperation::Write,
+            ResourceType::Topic,
+            &topic_data.name,
+        ) {
+            Some(ErrorCode::TopicAuthorizationFailed)
+        } else {
+            None
+        };
+        if let Some(code) = refusal {
+            responses.push(TopicProduceResponse {
+                partition_responses: topic_data
+                    .partition_data
+                    .iter()
+                    .map(|p| failed(p.index, code))
+                    .collect(),
+                name: topic_data.name,
+            });
+            continue;
+        }
         let topic = if settings.acks_valid() {
             state.topic_or_auto_create(&topic_data.name, true)
         } else {

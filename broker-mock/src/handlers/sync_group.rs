@@ -6,6 +6,8 @@
 //! a protocol type or name (v5+) that differs from the group's is
 //! INCONSISTENT_GROUP_PROTOCOL.
 //!
+//! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED`).
+//!
 //! Deviations from Apache Kafka: assignments are kept in memory only (Kafka also
 //! writes them to `__consumer_offsets` before answering).
 
@@ -16,7 +18,10 @@ use baton_protocol::ErrorCode;
 use bytes::Bytes;
 use tokio::sync::watch;
 
+use baton_protocol::acl::{AclOperation, ResourceType};
+
 use super::join_group::deferred;
+use crate::acl::RequestContext;
 use crate::group::machine::SyncRequest;
 use crate::state::BrokerState;
 use crate::wire::{decode, DispatchError, Reply};
@@ -36,12 +41,14 @@ fn fix(r: SyncGroupResponse, _version: i16) -> SyncGroupResponse {
 /// [`Reply::Later`].
 pub(crate) fn start(
     state: Arc<BrokerState>,
+    ctx: &RequestContext,
     frame: Bytes,
     version: i16,
     stop: &watch::Receiver<bool>,
 ) -> Result<Reply, DispatchError> {
     let (header, req) = decode::<SyncGroupRequest>(frame, version)?;
     state.groups.ensure_driver(&state, stop);
+    let allowed = state.allowed(ctx, AclOperation::Read, ResourceType::Group, &req.group_id);
     let sync = SyncRequest {
         group_id: req.group_id,
         generation_id: req.generation_id,
@@ -59,7 +66,12 @@ pub(crate) fn start(
         state,
         header.correlation_id,
         version,
-        move |st| st.groups.sync(st, sync),
+        move |st| {
+            if !allowed {
+                return Err(ErrorCode::GroupAuthorizationFailed);
+            }
+            st.groups.sync(st, sync)
+        },
         error,
         fix,
     ))

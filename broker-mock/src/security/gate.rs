@@ -47,6 +47,8 @@ enum State {
 pub(crate) struct ConnectionAuth {
     sasl: SaslSettings,
     state: State,
+    /// The SASL user name once authenticated.
+    principal: Option<String>,
 }
 
 impl std::fmt::Debug for ConnectionAuth {
@@ -74,7 +76,13 @@ impl ConnectionAuth {
         ConnectionAuth {
             sasl: security.sasl.clone(),
             state,
+            principal: None,
         }
+    }
+
+    /// The SASL user name this connection authenticated as, if it did.
+    pub(crate) fn principal(&self) -> Option<&str> {
+        self.principal.as_deref()
     }
 
     /// Decides what happens to `frame`. `Err` closes the connection (a frame that
@@ -127,6 +135,7 @@ impl ConnectionAuth {
                     Round::Authenticated(principal) => {
                         tracing::debug!(%principal, mechanism = %session.mechanism(), "SASL authentication succeeded");
                         self.state = State::Authenticated;
+                        self.principal = Some(principal);
                         Ok(Admission::Answer(answer))
                     }
                     Round::Failed(reason) => Ok(Admission::AnswerAndClose(answer, reason)),
