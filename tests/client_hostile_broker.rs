@@ -28,8 +28,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use baton::{
-    Acks, Admin, Client, Consumer, GroupConsumer, OffsetSpec, Producer, ProducerRecord,
-    StartOffset, TopicPartition,
+    Acks, AclBinding, AclBindingFilter, AclOperation, AclPermissionType, Admin, Client, Consumer,
+    GroupConsumer, OffsetSpec, PatternType, Producer, ProducerRecord, ResourcePattern,
+    ResourceType, StartOffset, TopicPartition,
 };
 use baton_protocol::envelope;
 use baton_protocol::messages::*;
@@ -211,7 +212,10 @@ fn header_len(api_key: i16, version: i16, frame: &[u8]) -> usize {
         HeartbeatRequest,
         LeaveGroupRequest,
         OffsetCommitRequest,
-        OffsetFetchRequest
+        OffsetFetchRequest,
+        DescribeAclsRequest,
+        CreateAclsRequest,
+        DeleteAclsRequest
     );
     panic!("the client sent api key {api_key}, which this test does not cover");
 }
@@ -378,10 +382,13 @@ const K_API_VERSIONS: i16 = ApiVersionsRequest::API_KEY;
 const K_CREATE_TOPICS: i16 = CreateTopicsRequest::API_KEY;
 const K_DELETE_TOPICS: i16 = DeleteTopicsRequest::API_KEY;
 const K_INIT_PRODUCER_ID: i16 = InitProducerIdRequest::API_KEY;
+const K_DESCRIBE_ACLS: i16 = DescribeAclsRequest::API_KEY;
+const K_CREATE_ACLS: i16 = CreateAclsRequest::API_KEY;
+const K_DELETE_ACLS: i16 = DeleteAclsRequest::API_KEY;
 
 /// Every API key the client sends; the test fails if one of them never got a
 /// hostile answer.
-const CLIENT_KEYS: [i16; 15] = [
+const CLIENT_KEYS: [i16; 18] = [
     K_PRODUCE,
     K_FETCH,
     K_LIST_OFFSETS,
@@ -397,6 +404,9 @@ const CLIENT_KEYS: [i16; 15] = [
     K_CREATE_TOPICS,
     K_DELETE_TOPICS,
     K_INIT_PRODUCER_ID,
+    K_DESCRIBE_ACLS,
+    K_CREATE_ACLS,
+    K_DELETE_ACLS,
 ];
 
 fn client_for(addr: &str) -> baton::ClientBuilder {
@@ -431,6 +441,31 @@ async fn round(run: &mut Run, addr: &str, client: &Client, topic: &str, n: usize
     .await;
     run.measure("describe_cluster", &[K_METADATA], 0, limit, async {
         let _ = admin.describe_cluster().await;
+    })
+    .await;
+    let binding = AclBinding {
+        pattern: ResourcePattern {
+            resource_type: ResourceType::Topic,
+            name: topic.to_string(),
+            pattern_type: PatternType::Literal,
+        },
+        entry: baton::AccessControlEntry {
+            principal: "User:alice".into(),
+            host: "*".into(),
+            operation: AclOperation::Read,
+            permission_type: AclPermissionType::Allow,
+        },
+    };
+    run.measure("create_acls", &[K_CREATE_ACLS], 0, limit, async {
+        let _ = admin.create_acls([binding]).await;
+    })
+    .await;
+    run.measure("describe_acls", &[K_DESCRIBE_ACLS], 0, limit, async {
+        let _ = admin.describe_acls(&AclBindingFilter::any()).await;
+    })
+    .await;
+    run.measure("delete_acls", &[K_DELETE_ACLS], 0, limit, async {
+        let _ = admin.delete_acls([AclBindingFilter::any()]).await;
     })
     .await;
     for (idempotent, keys) in [(true, K_INIT_PRODUCER_ID), (false, K_PRODUCE)] {

@@ -1,11 +1,13 @@
-//! [`Admin`]: create and delete topics, list partition offsets, describe the cluster.
+//! [`Admin`]: create and delete topics, list partition offsets, describe the
+//! cluster, and create, describe and delete ACLs.
 
 use std::time::Duration;
 
+use baton_protocol::acl::{AclBinding, AclBindingFilter};
 use baton_protocol::messages::Request;
 use baton_protocol::messages::{
-    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, DeleteTopicState,
-    DeleteTopicsRequest,
+    CreatableTopic, CreatableTopicConfig, CreateAclsRequest, CreateTopicsRequest,
+    DeleteAclsRequest, DeleteTopicState, DeleteTopicsRequest,
 };
 use baton_protocol::{ErrorCode, Uuid};
 use tokio::time::Instant;
@@ -31,6 +33,15 @@ pub enum AdminError {
     /// The broker refused the operation for some topics; the others succeeded.
     #[error("{} topic(s) failed: {}", .0.len(), describe(.0))]
     Topics(Vec<TopicError>),
+    /// The broker refused some ACL creations or filters (or, for
+    /// [`Admin::describe_acls`], the one filter): CLUSTER_AUTHORIZATION_FAILED
+    /// without Alter (Describe) on the cluster, SECURITY_DISABLED without an
+    /// authorizer, INVALID_REQUEST for a malformed binding. The others succeeded.
+    #[error("{} ACL operation(s) failed: {}", .0.len(), describe_acl_failures(.0))]
+    Acls(Vec<AclFailure>),
+    /// The broker described an ACL with a code this client does not know.
+    #[error("the broker described an ACL this client cannot read: {0}")]
+    InvalidAclResponse(#[from] baton_protocol::acl::AclError),
     /// Topics were created but some partitions still had no leader when the
     /// operation timeout elapsed.
     #[error("topics created, but partitions of {topics:?} had no leader after {timeout:?}")]
@@ -51,6 +62,39 @@ fn describe(errors: &[TopicError]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+fn describe_acl_failures(errors: &[AclFailure]) -> String {
+    errors
+        .iter()
+        .map(|e| match &e.message {
+            Some(m) => format!("#{}: {} ({m})", e.index, e.code),
+            None => format!("#{}: {}", e.index, e.code),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One failed ACL creation or deletion filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AclFailure {
+    /// Its position in the list the call was given (0 for `describe_acls`).
+    pub index: usize,
+    /// The error code the broker sent.
+    pub code: ErrorCode,
+    /// The broker's message, if it sent one.
+    pub message: Option<String>,
+}
+
+impl AclFailure {
+    fn of(index: usize, code: i16, message: Option<String>) -> Option<AclFailure> {
+        (code != 0).then(|| AclFailure {
+            index,
+            code: ErrorCode::from_code(code),
+            message,
+        })
+    }
 }
 
 /// One topic's failure in a create or delete.
@@ -342,5 +386,106 @@ impl Admin {
     pub async fn describe_cluster(&self) -> Result<ClusterMetadata, AdminError> {
         let meta = self.client.refresh_metadata().await?;
         Ok((*meta).clone())
+    }
+
+    /// Creates ACL bindings (CreateAcls). The principal needs Alter on the
+    /// cluster. Creating a binding that exists already succeeds.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe in effect: if the future is dropped after the request was
+    /// sent, the bindings may or may not be created.
+    pub async fn create_acls(
+        &self,
+        acls: impl IntoIterator<Item = AclBinding>,
+    ) -> Result<(), AdminError> {
+        let req = CreateAclsRequest {
+            creations: acls.into_iter().map(|b| b.to_creation()).collect(),
+        };
+        if req.creations.is_empty() {
+            return Ok(());
+        }
+        let resp = self.to_controller(&req).await?;
+        let failures: Vec<AclFailure> = resp
+            .results
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, r)| AclFailure::of(i, r.error_code, r.error_message))
+            .collect();
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(AdminError::Acls(failures))
+        }
+    }
+
+    /// The ACL bindings that `filter` selects (DescribeAcls). The principal needs
+    /// Describe on the cluster.
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: this only reads.
+    pub async fn describe_acls(
+        &self,
+        filter: &AclBindingFilter,
+    ) -> Result<Vec<AclBinding>, AdminError> {
+        let resp = self.to_controller(&filter.to_describe()).await?;
+        if let Some(failure) = AclFailure::of(0, resp.error_code, resp.error_message) {
+            return Err(AdminError::Acls(vec![failure]));
+        }
+        let mut out = Vec::new();
+        for r in &resp.resources {
+            for acl in &r.acls {
+                out.push(AclBinding::from_description(
+                    r.resource_type,
+                    &r.resource_name,
+                    r.pattern_type,
+                    acl,
+                )?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Deletes the ACL bindings that any of `filters` selects (DeleteAcls) and
+    /// returns them. The principal needs Alter on the cluster. When some filters
+    /// fail ([`AdminError::Acls`]), the others have still deleted what they
+    /// selected.
+    ///
+    /// # Cancel safety
+    ///
+    /// Not cancel safe in effect: if the future is dropped after the request was
+    /// sent, the bindings may or may not be deleted.
+    pub async fn delete_acls(
+        &self,
+        filters: impl IntoIterator<Item = AclBindingFilter>,
+    ) -> Result<Vec<AclBinding>, AdminError> {
+        let req = DeleteAclsRequest {
+            filters: filters.into_iter().map(|f| f.to_delete()).collect(),
+        };
+        if req.filters.is_empty() {
+            return Ok(Vec::new());
+        }
+        let resp = self.to_controller(&req).await?;
+        let mut failures = Vec::new();
+        let mut deleted = Vec::new();
+        for (i, r) in resp.filter_results.into_iter().enumerate() {
+            if let Some(f) = AclFailure::of(i, r.error_code, r.error_message) {
+                failures.push(f);
+                continue;
+            }
+            for m in &r.matching_acls {
+                if let Some(f) = AclFailure::of(i, m.error_code, m.error_message.clone()) {
+                    failures.push(f);
+                    continue;
+                }
+                deleted.push(AclBinding::from_matching_acl(m)?);
+            }
+        }
+        if failures.is_empty() {
+            Ok(deleted)
+        } else {
+            Err(AdminError::Acls(failures))
+        }
     }
 }

@@ -41,6 +41,13 @@ pub enum ClientError {
         /// The topic.
         topic: String,
     },
+    /// The broker refused to describe the topic to this client's principal
+    /// (TOPIC_AUTHORIZATION_FAILED: no Describe ACL). Not retriable.
+    #[error("not authorized to access topic {topic}")]
+    TopicAuthorizationFailed {
+        /// The topic.
+        topic: String,
+    },
     /// The topic exists but has no such partition.
     #[error("topic {topic} has no partition {partition}")]
     UnknownPartition {
@@ -351,6 +358,11 @@ impl Client {
             let (meta, generation) = self
                 .refresh(Scope::Topics(vec![topic.to_string()]), None)
                 .await?;
+            if meta.unauthorized_topics.contains(topic) {
+                return Err(ClientError::TopicAuthorizationFailed {
+                    topic: topic.to_string(),
+                });
+            }
             if meta.topic(topic).is_none() {
                 return Err(ClientError::UnknownTopic {
                     topic: topic.to_string(),

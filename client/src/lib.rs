@@ -62,7 +62,11 @@ pub mod producer;
 mod sasl;
 mod tls;
 
-pub use admin::{Admin, AdminError, ListedOffset, NewTopic, OffsetSpec, TopicError};
+pub use admin::{AclFailure, Admin, AdminError, ListedOffset, NewTopic, OffsetSpec, TopicError};
+pub use baton_protocol::acl::{
+    AccessControlEntry, AclBinding, AclBindingFilter, AclError, AclOperation, AclPermissionType,
+    PatternType, ResourcePattern, ResourceType,
+};
 pub use baton_protocol::record::RecordHeader;
 pub use baton_protocol::sasl::{Mechanism as SaslMechanism, Secret};
 pub use baton_protocol::security::SecurityProtocol;

@@ -105,6 +105,9 @@ pub struct ClusterMetadata {
     /// Topics by name. After a partial refresh this holds the topics the client has
     /// asked about; after a full refresh, every topic.
     pub topics: BTreeMap<String, TopicMetadata>,
+    /// Topics the broker refused to describe (TOPIC_AUTHORIZATION_FAILED) when
+    /// they were last asked about.
+    pub(crate) unauthorized_topics: BTreeSet<String>,
 }
 
 impl ClusterMetadata {
@@ -291,6 +294,7 @@ impl MetadataCache {
             Scope::All => ClusterMetadata::default(),
             Scope::Topics(_) => ClusterMetadata {
                 topics: c.meta.topics.clone(),
+                unauthorized_topics: c.meta.unauthorized_topics.clone(),
                 ..ClusterMetadata::default()
             },
         };
@@ -314,6 +318,12 @@ impl MetadataCache {
         for t in resp.topics {
             let Some(name) = t.name else { continue };
             let code = ErrorCode::from_code(t.error_code);
+            if code == ErrorCode::TopicAuthorizationFailed {
+                meta.topics.remove(&name);
+                meta.unauthorized_topics.insert(name);
+                continue;
+            }
+            meta.unauthorized_topics.remove(&name);
             if !code.is_ok() {
                 // An unknown topic is gone; other errors (LEADER_NOT_AVAILABLE while a
                 // topic is being created) leave it without usable partitions.

@@ -3,6 +3,7 @@
 //! a counting `#[global_allocator]` (`client_consumer_bounds.rs`,
 //! `client_hostile_broker.rs`) stay in binaries of their own.
 
+mod acl;
 mod admin;
 mod cancellation;
 mod compression;

@@ -609,16 +609,19 @@ async fn handle(
                 }
                 code => {
                     part.stopped = true;
-                    emit(
-                        tx,
-                        part.epoch,
-                        ConsumerError::Broker {
-                            topic: part.topic.to_string(),
-                            partition: part.partition,
+                    let topic = part.topic.to_string();
+                    let partition = part.partition;
+                    let error = match code {
+                        ErrorCode::TopicAuthorizationFailed => {
+                            ConsumerError::TopicAuthorizationFailed { topic, partition }
+                        }
+                        code => ConsumerError::Broker {
+                            topic,
+                            partition,
                             code,
                         },
-                    )
-                    .await?;
+                    };
+                    emit(tx, part.epoch, error).await?;
                 }
             }
         }

@@ -117,6 +117,15 @@ pub enum ConsumerError {
         /// The offset that was out of range.
         offset: i64,
     },
+    /// The client's principal may not read the topic (TOPIC_AUTHORIZATION_FAILED:
+    /// no Read ACL); the partition is no longer fetched.
+    #[error("not authorized to read topic {topic} (partition {partition})")]
+    TopicAuthorizationFailed {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+    },
     /// The broker answered a non-retriable error for a partition; the partition is
     /// no longer fetched.
     #[error("fetching {topic}/{partition} failed: {code}")]

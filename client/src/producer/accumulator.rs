@@ -473,12 +473,38 @@ impl Topics {
     }
 }
 
+/// Why an idempotent producer can never get a producer id.
+#[derive(Debug, Clone)]
+pub(crate) enum InitBlocked {
+    /// The cluster does not support idempotent producers.
+    Unsupported(crate::connection::ConnectionError),
+    /// The broker refused InitProducerId to this principal (an authorization
+    /// error code).
+    Unauthorized(baton_protocol::ErrorCode),
+}
+
+impl InitBlocked {
+    /// The error that hands `record` back.
+    pub(crate) fn error(&self, record: Box<ProducerRecord>) -> ProduceError {
+        match self {
+            InitBlocked::Unsupported(source) => ProduceError::IdempotenceUnsupported {
+                source: source.clone(),
+                record,
+            },
+            InitBlocked::Unauthorized(code) => ProduceError::IdempotenceUnauthorized {
+                code: *code,
+                record,
+            },
+        }
+    }
+}
+
 /// Why the producer takes no records.
 pub(crate) enum Refusal {
     /// It is closed.
     Closed,
-    /// The cluster does not support idempotent producers.
-    Unsupported(crate::connection::ConnectionError),
+    /// It can never get a producer id.
+    Blocked(InitBlocked),
 }
 
 impl Refusal {
@@ -488,10 +514,7 @@ impl Refusal {
             Refusal::Closed => ProduceError::Closed {
                 record: Some(Box::new(record)),
             },
-            Refusal::Unsupported(source) => ProduceError::IdempotenceUnsupported {
-                source,
-                record: Box::new(record),
-            },
+            Refusal::Blocked(why) => why.error(Box::new(record)),
         }
     }
 }
@@ -601,8 +624,9 @@ pub(crate) struct Idempotence {
     pub(crate) retry_at: Option<Instant>,
     /// Failed InitProducerId attempts in a row (for the backoff).
     pub(crate) failures: u32,
-    /// The cluster does not offer InitProducerId; set once, never cleared.
-    pub(crate) unsupported: Option<crate::connection::ConnectionError>,
+    /// The cluster does not offer InitProducerId, or refuses it to this
+    /// principal; set once, never cleared.
+    pub(crate) unsupported: Option<InitBlocked>,
 }
 
 impl Idempotence {
@@ -624,8 +648,8 @@ pub(crate) struct Drained {
     pub(crate) expired: Vec<Batch>,
     /// Sent-before batches taken out because their partition's sequence broke.
     pub(crate) reset: Vec<Batch>,
-    /// Never-sent batches that cannot be sent because the cluster does not support
-    /// idempotence.
+    /// Never-sent batches that cannot be sent because the producer can never get a
+    /// producer id (see [`InitBlocked`]).
     pub(crate) unsupported: Vec<Batch>,
     /// When something next becomes ready or expires.
     pub(crate) next: Option<Instant>,
@@ -690,7 +714,7 @@ impl Accumulator {
         if self.closed {
             return Some(Refusal::Closed);
         }
-        self.idem.unsupported.clone().map(Refusal::Unsupported)
+        self.idem.unsupported.clone().map(Refusal::Blocked)
     }
 
     /// The queue of `topic`/`partition`, if it exists.

@@ -99,6 +99,29 @@ pub enum ProduceError {
         /// The record.
         record: Box<ProducerRecord>,
     },
+    /// The client's principal may not write to the topic: the broker refused to
+    /// describe it (`partition` is `None`; the record was never sent) or refused
+    /// the batch with TOPIC_AUTHORIZATION_FAILED. Not retried: an ACL must change.
+    #[error("not authorized to write to topic {topic}")]
+    TopicAuthorizationFailed {
+        /// The topic.
+        topic: String,
+        /// The partition, if the batch reached the broker.
+        partition: Option<i32>,
+        /// The record.
+        record: Box<ProducerRecord>,
+    },
+    /// The broker refused InitProducerId to this client's principal
+    /// (CLUSTER_AUTHORIZATION_FAILED: an idempotent producer needs IdempotentWrite
+    /// on the cluster or Write on some topic). The record was never sent; build
+    /// the producer with `.idempotence(false)` to produce without a producer id.
+    #[error("not authorized to get a producer id ({code}); grant IdempotentWrite on the cluster or Write on a topic, or build the producer with `.idempotence(false)`")]
+    IdempotenceUnauthorized {
+        /// The error code of InitProducerId.
+        code: ErrorCode,
+        /// The record.
+        record: Box<ProducerRecord>,
+    },
     /// The broker rejected the record's batch with a non-retriable error.
     #[error("broker rejected the batch for {topic}/{partition}: {code}{}", .message.as_ref().map(|m| format!(" ({m})")).unwrap_or_default())]
     Rejected {
@@ -186,6 +209,8 @@ impl ProduceError {
             | ProduceError::DeliveryTimeout { record, .. }
             | ProduceError::Cancelled { record }
             | ProduceError::IdempotenceUnsupported { record, .. }
+            | ProduceError::TopicAuthorizationFailed { record, .. }
+            | ProduceError::IdempotenceUnauthorized { record, .. }
             | ProduceError::IdempotenceReset { record, .. } => Some(record),
         }
     }
@@ -201,6 +226,8 @@ impl ProduceError {
             | ProduceError::DeliveryTimeout { record, .. }
             | ProduceError::Cancelled { record }
             | ProduceError::IdempotenceUnsupported { record, .. }
+            | ProduceError::TopicAuthorizationFailed { record, .. }
+            | ProduceError::IdempotenceUnauthorized { record, .. }
             | ProduceError::IdempotenceReset { record, .. } => Some(*record),
         }
     }

@@ -349,6 +349,13 @@ impl Producer {
                 })
             }
             Some(Ok(n)) => n,
+            Some(Err(ClientError::TopicAuthorizationFailed { topic })) => {
+                return Err(ProduceError::TopicAuthorizationFailed {
+                    topic,
+                    partition: None,
+                    record: Box::new(record),
+                })
+            }
             Some(Err(source)) => {
                 return Err(ProduceError::Client {
                     topic: record.topic.clone(),

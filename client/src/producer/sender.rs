@@ -13,7 +13,7 @@ use baton_protocol::messages::{
 use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
-use super::accumulator::{add_sequence, sequence_after, Batch, ProducerIdentity};
+use super::accumulator::{add_sequence, sequence_after, Batch, InitBlocked, ProducerIdentity};
 use super::{Acks, AttemptError, ProduceError, ProducerRecord, Shared};
 use crate::backoff::Backoff;
 use crate::client::ClientError;
@@ -68,17 +68,14 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             fail_reset(batch, &cause);
         }
         if !drained.unsupported.is_empty() {
-            let source = shared
+            let why = shared
                 .lock()
                 .idem
                 .unsupported
                 .clone()
                 .expect("set before batches are failed for it");
             for batch in drained.unsupported {
-                fail_records(batch, |record| ProduceError::IdempotenceUnsupported {
-                    source: source.clone(),
-                    record,
-                });
+                fail_records(batch, |record| why.error(record));
             }
         }
         if done {
@@ -108,6 +105,8 @@ pub(crate) async fn run(shared: Arc<Shared>) {
 enum InitError {
     /// The cluster does not offer it (or no version this client speaks).
     Unsupported(ConnectionError),
+    /// The broker refused it to this principal (CLUSTER_AUTHORIZATION_FAILED).
+    Unauthorized(ErrorCode),
     /// Worth trying again after a backoff.
     Retry(String),
 }
@@ -144,7 +143,11 @@ async fn init_identity(shared: &Arc<Shared>) {
         }
         Err(InitError::Unsupported(e)) => {
             tracing::warn!(error = %e, "the cluster does not support idempotent producers");
-            acc.idem.unsupported = Some(e);
+            acc.idem.unsupported = Some(InitBlocked::Unsupported(e));
+        }
+        Err(InitError::Unauthorized(code)) => {
+            tracing::warn!(%code, "the broker refused InitProducerId to this principal");
+            acc.idem.unsupported = Some(InitBlocked::Unauthorized(code));
         }
         Err(InitError::Retry(e)) => {
             acc.idem.failures += 1;
@@ -188,6 +191,10 @@ async fn request_identity(
                     tracing::debug!(%code, "epoch bump refused; asking for a new producer id");
                     ask = None;
                 }
+                Err(InitAttempt::Refused(
+                    code @ (ErrorCode::ClusterAuthorizationFailed
+                    | ErrorCode::TransactionalIdAuthorizationFailed),
+                )) => return Err(InitError::Unauthorized(code)),
                 Err(InitAttempt::Refused(code)) => {
                     last = format!("InitProducerId answered {code}");
                     break;
@@ -780,6 +787,17 @@ fn settle_failure_with(
         Verdict::Fail | Verdict::FailAndReset => {
             let topic_s = topic.to_string();
             fail_records(batch, |record| match &error {
+                AttemptError::Broker {
+                    code: ErrorCode::TopicAuthorizationFailed,
+                    ..
+                }
+                | AttemptError::Client(ClientError::TopicAuthorizationFailed { .. }) => {
+                    ProduceError::TopicAuthorizationFailed {
+                        topic: topic_s.clone(),
+                        partition: Some(partition),
+                        record,
+                    }
+                }
                 AttemptError::Client(source) => ProduceError::Client {
                     topic: topic_s.clone(),
                     partition: Some(partition),
