@@ -42,7 +42,9 @@ use crate::connections::{ConnectionLimiter, RefusalLog};
 use crate::error::BrokerError;
 use crate::handlers;
 use crate::node_mode::NodeMode;
-use crate::security::{Admission, ConnectionAuth, ListenerSecurity};
+use crate::security::{
+    certificate_principal, Admission, ConnectionAuth, ListenerSecurity, SecurityProtocol,
+};
 use crate::state::BrokerState;
 use crate::wire::{DispatchError, Reply};
 
@@ -274,15 +276,16 @@ pub(crate) async fn serve<D: Dispatch>(
                             None => {
                                 // TCP splits into owned halves without a lock between them.
                                 let (rd, wr) = stream.into_split();
-                                serve_connection(rd, wr, peer, dispatch, options, stop).await;
+                                serve_connection(rd, wr, peer, None, dispatch, options, stop).await;
                             }
                             Some(config) => {
                                 let acceptor = TlsAcceptor::from(config);
                                 let Some(tls) = accept_tls(&acceptor, stream, peer, options.name).await else {
                                     return;
                                 };
+                                let principal = certificate_user(&tls, &options.security);
                                 let (rd, wr) = tokio::io::split(tls);
-                                serve_connection(rd, wr, peer, dispatch, options, stop).await;
+                                serve_connection(rd, wr, peer, principal, dispatch, options, stop).await;
                             }
                         }
                     });
@@ -326,11 +329,23 @@ async fn accept_tls(
     }
 }
 
-/// Serves one connection over its read and write halves (TCP's or a TLS stream's).
+/// On an `SSL` listener, the principal of the client's certificate, if it sent
+/// one (on `SASL_SSL` the SASL user is the principal, as in Kafka).
+fn certificate_user(tls: &TlsStream<TcpStream>, security: &ListenerSecurity) -> Option<String> {
+    if security.protocol != SecurityProtocol::Ssl {
+        return None;
+    }
+    let certificate = tls.get_ref().1.peer_certificates()?.first()?;
+    certificate_principal(certificate.as_ref())
+}
+
+/// Serves one connection over its read and write halves (TCP's or a TLS stream's);
+/// `principal` is its certificate's, if any (else anonymous until SASL).
 async fn serve_connection<D, R, W>(
     mut rd: R,
     wr: W,
     peer: SocketAddr,
+    principal: Option<String>,
     dispatch: Arc<D>,
     options: ServeOptions,
     mut stop: watch::Receiver<bool>,
@@ -344,7 +359,10 @@ async fn serve_connection<D, R, W>(
     let reader = async move {
         let mut buf = BytesMut::new();
         let mut auth = ConnectionAuth::new(&options.security);
-        let mut ctx = RequestContext::anonymous(peer.ip());
+        let mut ctx = match principal {
+            Some(p) => RequestContext::new(&p, peer.ip()),
+            None => RequestContext::anonymous(peer.ip()),
+        };
         loop {
             match next_frame(&codec, &mut buf) {
                 Ok(Some(frame)) => {

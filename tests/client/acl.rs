@@ -530,3 +530,109 @@ async fn metadata_hides_topics_the_principal_may_not_describe() {
     );
     broker.shutdown().await;
 }
+
+mod certificate_principal {
+    //! On an `SSL` listener with client certificates, the principal is the
+    //! certificate's subject DN in RFC 2253 form (`User:CN=app,O=Baton`).
+
+    use super::*;
+    use baton::TlsConfig;
+    use baton_broker::{ClientAuth, TlsSettings};
+    use rcgen::{
+        BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+        ExtendedKeyUsagePurpose, IsCa, KeyPair,
+    };
+
+    fn leaf(
+        issuer: &CertifiedIssuer<'static, KeyPair>,
+        sans: Vec<String>,
+        usage: ExtendedKeyUsagePurpose,
+        dn: &[(DnType, &str)],
+    ) -> (String, String) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(sans).unwrap();
+        params.distinguished_name = DistinguishedName::new();
+        for (t, v) in dn {
+            params.distinguished_name.push(t.clone(), *v);
+        }
+        params.extended_key_usages = vec![usage];
+        let cert = params.signed_by(&key, issuer).unwrap();
+        (cert.pem(), key.serialize_pem())
+    }
+
+    #[tokio::test]
+    async fn ssl_principal_is_the_certificate_subject() {
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(DnType::CommonName, "acl test CA");
+        let issuer = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+        let (broker_cert, broker_key) = leaf(
+            &issuer,
+            vec!["127.0.0.1".into()],
+            ExtendedKeyUsagePurpose::ServerAuth,
+            &[(DnType::CommonName, "broker")],
+        );
+        let (client_cert, client_key) = leaf(
+            &issuer,
+            Vec::new(),
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &[
+                (DnType::OrganizationName, "Baton"),
+                (DnType::CommonName, "app"),
+            ],
+        );
+        let tls = TlsSettings::from_pem(broker_cert.as_bytes(), broker_key.as_bytes())
+            .unwrap()
+            .with_client_auth(ClientAuth::Required, issuer.pem().as_bytes())
+            .unwrap();
+        let security = ListenerSecurity::new(SecurityProtocol::Ssl).with_tls(tls);
+        let config = BrokerConfig::in_memory()
+            .with_security(security)
+            .with_authorizer(AuthorizerConfig {
+                super_users: vec!["User:CN=admin".into()],
+                allow_everyone_if_no_acl_found: false,
+            });
+        let broker = Broker::start(config).await.unwrap();
+        let (admin_cert, admin_key) = leaf(
+            &issuer,
+            Vec::new(),
+            ExtendedKeyUsagePurpose::ClientAuth,
+            &[(DnType::CommonName, "admin")],
+        );
+        let connect = |cert: String, key: String| {
+            let tls = TlsConfig::with_ca_pem(issuer.pem().as_bytes())
+                .unwrap()
+                .client_cert_pem(cert.as_bytes(), key.as_bytes())
+                .unwrap();
+            Client::builder([broker.bootstrap()])
+                .security_protocol(SecurityProtocol::Ssl)
+                .tls(tls)
+                .build()
+        };
+        let app = Admin::new(&connect(client_cert, client_key).await.unwrap());
+        let admin = Admin::new(&connect(admin_cert, admin_key).await.unwrap());
+        let topic = topic_name("acl-cert");
+        let e = app.create_topic(topic.clone(), 1, 1).await.unwrap_err();
+        assert!(matches!(e, AdminError::Topics(_)), "{e:?}");
+        // ACLs for the certificate's subject, as Kafka names it.
+        let user = "CN=app,O=Baton";
+        admin
+            .create_acls([
+                allow(
+                    ResourceType::Cluster,
+                    "kafka-cluster",
+                    user,
+                    AclOperation::Create,
+                ),
+                allow(ResourceType::Topic, &topic, user, AclOperation::All),
+            ])
+            .await
+            .unwrap();
+        app.create_topic(topic.clone(), 1, 1)
+            .await
+            .expect("created");
+        app.delete_topics([topic]).await.expect("deleted");
+        broker.shutdown().await;
+    }
+}

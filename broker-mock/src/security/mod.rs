@@ -9,10 +9,12 @@
 
 mod gate;
 mod listener;
+mod principal;
 mod sasl;
 mod tls;
 
 pub(crate) use gate::{Admission, ConnectionAuth};
 pub use listener::{ListenerSecurity, SecurityProtocol};
+pub(crate) use principal::certificate_principal;
 pub use sasl::SaslSettings;
 pub use tls::{ClientAuth, TlsSettings};
