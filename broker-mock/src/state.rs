@@ -6,9 +6,11 @@ use std::sync::{Arc, RwLock};
 use baton_protocol::{ErrorCode, Uuid};
 use tokio::sync::watch;
 
-use baton_protocol::acl::{AclOperation, ResourceType, CLUSTER_RESOURCE_NAME};
+use baton_protocol::acl::{
+    AclBinding, AclBindingFilter, AclOperation, ResourceType, CLUSTER_RESOURCE_NAME,
+};
 
-use crate::acl::{Authorizer, RequestContext};
+use crate::acl::{matching, Authorizer, RequestContext};
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::group::GroupCoordinator;
@@ -121,6 +123,7 @@ impl BrokerState {
 
     /// Whether `ctx`'s principal may do `op` on `(resource_type, name)`; always
     /// when authorization is off.
+    /// A cluster node decides with its metadata image's ACLs.
     pub fn allowed(
         &self,
         ctx: &RequestContext,
@@ -128,9 +131,40 @@ impl BrokerState {
         resource_type: ResourceType,
         name: &str,
     ) -> bool {
-        self.authorizer
-            .as_ref()
-            .is_none_or(|a| a.allowed(ctx, op, resource_type, name))
+        let Some(a) = &self.authorizer else {
+            return true;
+        };
+        match self.mode.replica() {
+            Some(link) => a.allowed(Some(link.image().acls()), ctx, op, resource_type, name),
+            None => a.allowed(None, ctx, op, resource_type, name),
+        }
+    }
+
+    /// Whether `ctx`'s principal may do `op` on some resource of `resource_type`
+    /// (Kafka's `authorizeByResourceType`); always when authorization is off.
+    pub fn allowed_on_any(
+        &self,
+        ctx: &RequestContext,
+        op: AclOperation,
+        resource_type: ResourceType,
+    ) -> bool {
+        let Some(a) = &self.authorizer else {
+            return true;
+        };
+        match self.mode.replica() {
+            Some(link) => a.allowed_on_any(Some(link.image().acls()), ctx, op, resource_type),
+            None => a.allowed_on_any(None, ctx, op, resource_type),
+        }
+    }
+
+    /// The ACL bindings `filter` selects: a cluster node's image's, else this
+    /// node's own (none without an authorizer).
+    pub fn describe_acls(&self, filter: &AclBindingFilter) -> Vec<AclBinding> {
+        match (self.mode.replica(), &self.authorizer) {
+            (Some(link), Some(_)) => matching(link.image().acls(), filter).cloned().collect(),
+            (None, Some(a)) => a.describe(filter),
+            (_, None) => Vec::new(),
+        }
     }
 
     /// Whether `ctx`'s principal may do `op` on the cluster.

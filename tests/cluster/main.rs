@@ -2,6 +2,7 @@
 //! replication, failover, durability, rolling restarts, corruption and the chaos
 //! suite, one binary so the helpers (`baton_testkit`) compile once.
 
+mod acl;
 mod chaos;
 mod chaos_faults;
 mod chaos_readme;

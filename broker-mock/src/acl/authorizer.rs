@@ -1,5 +1,5 @@
 //! The authorization decision, with Apache Kafka's `StandardAuthorizer` semantics,
-//! as pure functions over an [`AclStore`]:
+//! as pure functions over a set of bindings:
 //!
 //! - super users (`super.users`) are always allowed;
 //! - a matching deny wins over every allow;
@@ -13,10 +13,22 @@
 //! [`allowed_on_any`] is Kafka's `authorizeByResourceType` (KIP-679), with which
 //! InitProducerId lets Write on any topic stand for IdempotentWrite on the cluster.
 
-use baton_protocol::acl::{AclOperation, AclPermissionType, PatternType, ResourceType, WILDCARD};
+use std::collections::BTreeSet;
+
+use baton_protocol::acl::{
+    AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType, WILDCARD,
+};
 
 use super::binding::{entry_applies_to, operation_covered, pattern_covers};
-use super::store::AclStore;
+
+/// The bindings of `acls` on resources of `resource_type`.
+fn of_type(
+    acls: &BTreeSet<AclBinding>,
+    resource_type: ResourceType,
+) -> impl Iterator<Item = &AclBinding> + '_ {
+    acls.iter()
+        .filter(move |b| b.pattern.resource_type == resource_type)
+}
 
 /// Turns authorization on for a broker (Kafka's `authorizer.class.name` set to
 /// the StandardAuthorizer). Without it every request is allowed, and the ACL APIs
@@ -43,7 +55,7 @@ pub(crate) struct Requester<'a> {
 /// Whether `who` may do `op` on the resource `(resource_type, name)`.
 pub(crate) fn allowed(
     config: &AuthorizerConfig,
-    acls: &AclStore,
+    acls: &BTreeSet<AclBinding>,
     who: Requester<'_>,
     op: AclOperation,
     resource_type: ResourceType,
@@ -54,7 +66,7 @@ pub(crate) fn allowed(
     }
     let mut any_acl = false;
     let mut allow = false;
-    for b in acls.of_type(resource_type) {
+    for b in of_type(acls, resource_type) {
         if !pattern_covers(&b.pattern, resource_type, name) {
             continue;
         }
@@ -82,7 +94,7 @@ pub(crate) fn allowed(
 /// on `*`, on the same literal name, or on a prefix of the allowed name).
 pub(crate) fn allowed_on_any(
     config: &AuthorizerConfig,
-    acls: &AclStore,
+    acls: &BTreeSet<AclBinding>,
     who: Requester<'_>,
     op: AclOperation,
     resource_type: ResourceType,
@@ -91,7 +103,7 @@ pub(crate) fn allowed_on_any(
         return true;
     }
     let applies = |permission: AclPermissionType| {
-        acls.of_type(resource_type).filter(move |b| {
+        of_type(acls, resource_type).filter(move |b| {
             b.entry.permission_type == permission
                 && entry_applies_to(&b.entry, who.principal, who.host)
                 && operation_covered(b.entry.operation, permission, op)
@@ -111,13 +123,13 @@ pub(crate) fn allowed_on_any(
     {
         return true;
     }
-    config.allow_everyone_if_no_acl_found && acls.of_type(resource_type).next().is_none()
+    config.allow_everyone_if_no_acl_found && of_type(acls, resource_type).next().is_none()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use baton_protocol::acl::{AccessControlEntry, AclBinding, ResourcePattern};
+    use baton_protocol::acl::{AccessControlEntry, ResourcePattern};
 
     const ALICE: Requester<'static> = Requester {
         principal: "User:alice",
@@ -147,12 +159,8 @@ mod tests {
         }
     }
 
-    fn store(acls: Vec<AclBinding>) -> AclStore {
-        let mut s = AclStore::new(100);
-        for a in acls {
-            s.add(a).unwrap();
-        }
-        s
+    fn store(acls: Vec<AclBinding>) -> BTreeSet<AclBinding> {
+        acls.into_iter().collect()
     }
 
     use AclOperation::*;

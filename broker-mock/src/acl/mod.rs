@@ -2,22 +2,24 @@
 //!
 //! Off unless [`BrokerConfig::authorizer`](crate::BrokerConfig::authorizer) is set.
 //! The decision (`authorizer.rs`) and the matching rules (`binding.rs`) are pure
-//! functions over the ACL set (`store.rs`); [`Authorizer`] holds that set behind a
-//! lock for the handlers, which ask it with the [`RequestContext`] of the
-//! connection a request came on (`context.rs`).
+//! functions over a set of bindings: a standalone node's own (`store.rs`, held by
+//! [`Authorizer`] behind a lock), or a cluster node's metadata image's (the
+//! controller's ACL records). Handlers ask through `BrokerState::allowed`, with
+//! the [`RequestContext`] of the connection a request came on (`context.rs`).
 
 mod authorizer;
 mod binding;
 mod context;
 mod store;
 
+use std::collections::BTreeSet;
 use std::sync::RwLock;
 
 use baton_protocol::acl::{AclBinding, AclBindingFilter, AclOperation, ResourceType};
 
 pub use authorizer::AuthorizerConfig;
 pub(crate) use context::RequestContext;
-pub(crate) use store::StoreError;
+pub(crate) use store::{matching, StoreError};
 
 use authorizer::Requester;
 use store::AclStore;
@@ -46,9 +48,11 @@ impl Authorizer {
         self.acls.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether the requester of `ctx` may do `op` on `(resource_type, name)`.
+    /// Whether the requester of `ctx` may do `op` on `(resource_type, name)`
+    /// under the bindings `acls` (`None`: this node's own).
     pub(crate) fn allowed(
         &self,
+        acls: Option<&BTreeSet<AclBinding>>,
         ctx: &RequestContext,
         op: AclOperation,
         resource_type: ResourceType,
@@ -58,13 +62,21 @@ impl Authorizer {
             principal: &ctx.principal,
             host: &ctx.host,
         };
-        authorizer::allowed(&self.config, &self.read(), who, op, resource_type, name)
+        match acls {
+            Some(acls) => authorizer::allowed(&self.config, acls, who, op, resource_type, name),
+            None => {
+                let own = self.read();
+                authorizer::allowed(&self.config, own.bindings(), who, op, resource_type, name)
+            }
+        }
     }
 
     /// Whether the requester of `ctx` may do `op` on some resource of
-    /// `resource_type` (Kafka's `authorizeByResourceType`).
+    /// `resource_type` (Kafka's `authorizeByResourceType`) under the bindings
+    /// `acls` (`None`: this node's own).
     pub(crate) fn allowed_on_any(
         &self,
+        acls: Option<&BTreeSet<AclBinding>>,
         ctx: &RequestContext,
         op: AclOperation,
         resource_type: ResourceType,
@@ -73,7 +85,13 @@ impl Authorizer {
             principal: &ctx.principal,
             host: &ctx.host,
         };
-        authorizer::allowed_on_any(&self.config, &self.read(), who, op, resource_type)
+        match acls {
+            Some(acls) => authorizer::allowed_on_any(&self.config, acls, who, op, resource_type),
+            None => {
+                let own = self.read();
+                authorizer::allowed_on_any(&self.config, own.bindings(), who, op, resource_type)
+            }
+        }
     }
 
     /// Adds a (valid) binding.

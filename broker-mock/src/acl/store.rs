@@ -1,10 +1,10 @@
-//! The ACL set of a node: at most `max_acls` distinct bindings (Kafka has no
-//! ceiling), selected by filters for DescribeAcls and DeleteAcls, and scanned by
-//! the authorizer per resource type.
+//! The ACL set of a standalone node: at most `max_acls` distinct bindings (Kafka
+//! has no ceiling), selected by filters for DescribeAcls and DeleteAcls. (A
+//! cluster node's set is its metadata image's, `ControllerState::acls`.)
 
 use std::collections::BTreeSet;
 
-use baton_protocol::acl::{AclBinding, AclBindingFilter, ResourceType};
+use baton_protocol::acl::{AclBinding, AclBindingFilter};
 
 use super::binding::filter_matches;
 
@@ -51,9 +51,7 @@ impl AclStore {
         &'a self,
         filter: &'a AclBindingFilter,
     ) -> impl Iterator<Item = &'a AclBinding> + 'a {
-        self.bindings
-            .iter()
-            .filter(move |b| filter_matches(filter, b))
+        matching(&self.bindings, filter)
     }
 
     /// Removes and returns the bindings `filter` selects.
@@ -65,15 +63,18 @@ impl AclStore {
         gone
     }
 
-    /// The bindings on resources of `resource_type`.
-    pub(crate) fn of_type(
-        &self,
-        resource_type: ResourceType,
-    ) -> impl Iterator<Item = &AclBinding> + '_ {
-        self.bindings
-            .iter()
-            .filter(move |b| b.pattern.resource_type == resource_type)
+    /// All bindings.
+    pub(crate) fn bindings(&self) -> &BTreeSet<AclBinding> {
+        &self.bindings
     }
+}
+
+/// The bindings of `set` that `filter` selects, in the set's order.
+pub(crate) fn matching<'a>(
+    set: &'a BTreeSet<AclBinding>,
+    filter: &'a AclBindingFilter,
+) -> impl Iterator<Item = &'a AclBinding> + 'a {
+    set.iter().filter(move |b| filter_matches(filter, b))
 }
 
 #[cfg(test)]
@@ -81,6 +82,7 @@ mod tests {
     use super::*;
     use baton_protocol::acl::{
         AccessControlEntry, AclOperation, AclPermissionType, PatternType, ResourcePattern,
+        ResourceType,
     };
 
     fn topic_read(name: &str, user: &str) -> AclBinding {

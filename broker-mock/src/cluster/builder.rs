@@ -36,6 +36,7 @@ pub struct ClusterBuilder {
     network_proxies: bool,
     scrub_bytes_per_sec: u64,
     limits: crate::limits::BrokerLimits,
+    authorizer: Option<crate::acl::AuthorizerConfig>,
 }
 
 impl Default for ClusterBuilder {
@@ -62,6 +63,7 @@ impl Default for ClusterBuilder {
             limits: crate::limits::BrokerLimits::default(),
             network_proxies: true,
             scrub_bytes_per_sec: 0,
+            authorizer: None,
         }
     }
 }
@@ -184,6 +186,16 @@ impl ClusterBuilder {
         self
     }
 
+    /// Turns ACL authorization on for every node. The ACLs live in the controller's
+    /// metadata log (CreateAcls and DeleteAcls are forwarded to it), so each node
+    /// decides with the same bindings. The nodes' replication traffic is
+    /// unauthenticated (`User:ANONYMOUS`): it needs ClusterAction on the cluster,
+    /// from an ACL, a super user or `allow_everyone_if_no_acl_found`.
+    pub fn authorizer(mut self, authorizer: crate::acl::AuthorizerConfig) -> Self {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
     /// Resource limits of the controller (partitions, topics) and of every node
     /// (groups, producers, connections); see [`BrokerLimits`](crate::BrokerLimits).
     pub fn limits(mut self, limits: crate::limits::BrokerLimits) -> Self {
@@ -236,6 +248,7 @@ impl ClusterBuilder {
             opts.broker.data_dir = self.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
             opts.broker.default_num_partitions = self.default_num_partitions;
             opts.broker.limits = self.limits.clone();
+            opts.broker.authorizer = self.authorizer.clone();
             opts.broker.listen =
                 SocketAddr::new(self.listen_ip, private(self.port(id as usize - 1)));
             let mut proxy = None;

@@ -31,7 +31,8 @@ use baton_protocol::messages::{
     AlterPartitionRequest, AlterPartitionResponse, AlterPartitionResponsePartitionData,
     AlterPartitionResponseTopicData, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
     BrokerRegistrationRequest, BrokerRegistrationResponse, CreatableReplicaAssignment,
-    CreatableTopicResult, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest, FetchResponse,
+    CreatableTopicResult, CreateAclsRequest, CreateAclsResponse, CreateTopicsRequest,
+    DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest, FetchRequest, FetchResponse,
     FetchResponsePartitionData, FetchableTopicResponse,
 };
 use baton_protocol::{ErrorCode, Message, RequestHeader, Uuid};
@@ -50,7 +51,9 @@ use crate::controller::{
     decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
 };
 use crate::error::{BrokerError, LogError};
+use crate::handlers::create_acls::{checked, result as acl_result};
 use crate::handlers::create_topics::{create_topics, CheckedTopic, TopicCreator};
+use crate::handlers::delete_acls::filter_result;
 use crate::handlers::delete_topics::{delete_topics, TopicDeleter};
 use crate::limits::BrokerLimits;
 use crate::security::ListenerSecurity;
@@ -420,6 +423,24 @@ async fn handle(
             .await?;
             encode::<DeleteTopicsRequest>(h.correlation_id, version, &resp)
         }
+        CreateAclsRequest::API_KEY => {
+            let (h, req) = decode::<CreateAclsRequest>(frame, version)?;
+            let resp = blocking(core, move |core, inner| create_acls(core, inner, req)).await?;
+            encode::<CreateAclsRequest>(h.correlation_id, version, &resp)
+        }
+        DeleteAclsRequest::API_KEY => {
+            let (h, req) = decode::<DeleteAclsRequest>(frame, version)?;
+            let resp = blocking(core, move |_, inner| DeleteAclsResponse {
+                throttle_time_ms: 0,
+                filter_results: req
+                    .filters
+                    .iter()
+                    .map(|f| filter_result(f, |filter| inner.ctl.remove_acls(filter)))
+                    .collect(),
+            })
+            .await?;
+            encode::<DeleteAclsRequest>(h.correlation_id, version, &resp)
+        }
         FetchRequest::API_KEY => {
             let (h, req) = decode::<FetchRequest>(frame, version)?;
             let resp = fetch_metadata(core, req, stop).await;
@@ -714,6 +735,32 @@ impl TopicDeleter for ControllerTopics<'_> {
             .ctl
             .delete_topic(name)
             .map_err(|e| e.error_code())
+    }
+}
+
+/// Forwarded CreateAcls: each creation checked as a standalone node checks it,
+/// within `max_acls` for the cluster, then written as an ACL record.
+fn create_acls(core: &Core, inner: &mut Inner, req: CreateAclsRequest) -> CreateAclsResponse {
+    let max = core.options.limits.max_acls;
+    let results = req
+        .creations
+        .iter()
+        .map(|c| match checked(c) {
+            Err(refused) => refused,
+            Ok(binding) => {
+                let acls = inner.ctl.state().acls();
+                if !acls.contains(&binding) && acls.len() >= max {
+                    let message = format!("the cluster holds its limit of {max} ACLs (max_acls)");
+                    return acl_result(ErrorCode::PolicyViolation, Some(message));
+                }
+                inner.ctl.add_acl(binding);
+                acl_result(ErrorCode::None, None)
+            }
+        })
+        .collect();
+    CreateAclsResponse {
+        throttle_time_ms: 0,
+        results,
     }
 }
 

@@ -9,7 +9,10 @@
 
 use std::collections::BTreeMap;
 
+use baton_protocol::acl::{AclBinding, AclBindingFilter};
 use baton_protocol::{ErrorCode, Uuid};
+
+use crate::acl::matching;
 
 use super::records::{
     LeaderMoveRecord, MetadataLogEntry, MetadataRecord, MoveState, PartitionChangeRecord,
@@ -728,6 +731,23 @@ impl Controller {
         self.move_started.retain(|(t, _), _| *t != id);
         self.append(MetadataRecord::RemoveTopic { topic_id: id });
         Ok(id)
+    }
+
+    /// Adds an ACL binding (already checked, see `handlers/create_acls.rs`); adding
+    /// one that exists changes nothing.
+    pub fn add_acl(&mut self, binding: AclBinding) {
+        if !self.state.acls().contains(&binding) {
+            self.append(MetadataRecord::AccessControlEntry(binding));
+        }
+    }
+
+    /// Removes the ACL bindings `filter` selects and returns them.
+    pub fn remove_acls(&mut self, filter: &AclBindingFilter) -> Vec<AclBinding> {
+        let gone: Vec<AclBinding> = matching(self.state.acls(), filter).cloned().collect();
+        for b in &gone {
+            self.append(MetadataRecord::RemoveAccessControlEntry(b.clone()));
+        }
+        gone
     }
 
     /// Stamps, applies and queues a record. Records are built from validated state, so

@@ -14,6 +14,10 @@
 //! bytes. Decoding checks the CRC before anything else, bounds every count by the bytes
 //! left, rejects trailing bytes, and never panics.
 
+use baton_protocol::acl::{
+    AccessControlEntry, AclBinding, AclOperation, AclPermissionType, PatternType, ResourcePattern,
+    ResourceType,
+};
 use baton_protocol::Uuid;
 
 /// The leader value meaning "no leader" (partition offline).
@@ -24,6 +28,10 @@ pub const MAX_ENTRY_BYTES: usize = 1 << 20;
 
 /// Bytes before the body: length and CRC.
 const FRAME_HEADER: usize = 8;
+
+/// Longest string field of an ACL binding a record carries (its name, principal,
+/// host); longer bindings are refused before they reach the log.
+pub const MAX_ACL_FIELD_BYTES: usize = 4096;
 
 /// Version of the record bodies written here.
 const RECORD_VERSION: u8 = 0;
@@ -154,6 +162,10 @@ pub enum MetadataRecord {
         /// Topic id.
         topic_id: Uuid,
     },
+    /// An ACL binding was added (KRaft's AccessControlEntryRecord).
+    AccessControlEntry(AclBinding),
+    /// An ACL binding was removed (KRaft's RemoveAccessControlEntryRecord).
+    RemoveAccessControlEntry(AclBinding),
 }
 
 /// One entry of the metadata log.
@@ -305,6 +317,14 @@ impl MetadataLogEntry {
                 w.header(9);
                 w.uuid(*topic_id);
             }
+            MetadataRecord::AccessControlEntry(b) => {
+                w.header(10);
+                w.acl(b);
+            }
+            MetadataRecord::RemoveAccessControlEntry(b) => {
+                w.header(11);
+                w.acl(b);
+            }
         }
         assert!(body.len() <= MAX_ENTRY_BYTES, "metadata entry too large");
         out.extend_from_slice(&(body.len() as u32).to_be_bytes());
@@ -437,6 +457,8 @@ impl MetadataLogEntry {
             9 => MetadataRecord::RemoveTopic {
                 topic_id: r.uuid()?,
             },
+            10 => MetadataRecord::AccessControlEntry(r.acl()?),
+            11 => MetadataRecord::RemoveAccessControlEntry(r.acl()?),
             t => return Err(MetadataDecodeError::UnknownType(t)),
         };
         if !r.buf.is_empty() {
@@ -527,6 +549,17 @@ impl Writer<'_> {
             self.i32(*x);
         }
     }
+    /// An ACL binding: its codes as bytes, its strings (each at most
+    /// `MAX_ACL_FIELD_BYTES`, checked before a binding is accepted).
+    fn acl(&mut self, b: &AclBinding) {
+        self.u8(b.pattern.resource_type.code() as u8);
+        self.string(&b.pattern.name);
+        self.u8(b.pattern.pattern_type.code() as u8);
+        self.string(&b.entry.principal);
+        self.string(&b.entry.host);
+        self.u8(b.entry.operation.code() as u8);
+        self.u8(b.entry.permission_type.code() as u8);
+    }
 }
 
 /// Big-endian field reader over a checked body; every read is bounds-checked.
@@ -592,6 +625,25 @@ impl Reader<'_> {
             v.push(self.i32()?);
         }
         Ok(v)
+    }
+    fn code<T>(&mut self, what: &str, from: fn(i8) -> Option<T>) -> Result<T, MetadataDecodeError> {
+        let c = self.u8()? as i8;
+        from(c).ok_or_else(|| malformed(format!("unknown ACL {what} code {c}")))
+    }
+    fn acl(&mut self) -> Result<AclBinding, MetadataDecodeError> {
+        Ok(AclBinding {
+            pattern: ResourcePattern {
+                resource_type: self.code("resource type", ResourceType::from_code)?,
+                name: self.string()?,
+                pattern_type: self.code("pattern type", PatternType::from_code)?,
+            },
+            entry: AccessControlEntry {
+                principal: self.string()?,
+                host: self.string()?,
+                operation: self.code("operation", AclOperation::from_code)?,
+                permission_type: self.code("permission type", AclPermissionType::from_code)?,
+            },
+        })
     }
 }
 
@@ -663,6 +715,32 @@ mod tests {
                 state: MoveState::Aborted,
             }),
             MetadataRecord::RemoveTopic { topic_id: id(7) },
+            MetadataRecord::AccessControlEntry(AclBinding {
+                pattern: ResourcePattern {
+                    resource_type: ResourceType::Topic,
+                    name: "orders-".into(),
+                    pattern_type: PatternType::Prefixed,
+                },
+                entry: AccessControlEntry {
+                    principal: "User:CN=app,O=Baton".into(),
+                    host: "*".into(),
+                    operation: AclOperation::Write,
+                    permission_type: AclPermissionType::Deny,
+                },
+            }),
+            MetadataRecord::RemoveAccessControlEntry(AclBinding {
+                pattern: ResourcePattern {
+                    resource_type: ResourceType::Cluster,
+                    name: "kafka-cluster".into(),
+                    pattern_type: PatternType::Literal,
+                },
+                entry: AccessControlEntry {
+                    principal: "User:*".into(),
+                    host: "10.0.0.1".into(),
+                    operation: AclOperation::IdempotentWrite,
+                    permission_type: AclPermissionType::Allow,
+                },
+            }),
         ]
     }
 

@@ -5,8 +5,9 @@
 //! record against the state (a CRC-valid but inconsistent log is an error, not a
 //! panic) and asserts the invariants afterwards.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+use baton_protocol::acl::AclBinding;
 use baton_protocol::Uuid;
 
 use super::records::{
@@ -167,6 +168,8 @@ pub struct ControllerState {
     /// Planned moves by partition. Invariant: `from` is the partition's leader and
     /// `to` is in its ISR.
     moves: BTreeMap<(Uuid, i32), LeaderMove>,
+    /// The cluster's ACL bindings, applied by every node's authorizer.
+    acls: BTreeSet<AclBinding>,
 }
 
 impl ControllerState {
@@ -254,6 +257,11 @@ impl ControllerState {
     /// All planned moves.
     pub fn leader_moves(&self) -> impl Iterator<Item = ((Uuid, i32), &LeaderMove)> {
         self.moves.iter().map(|(k, v)| (*k, v))
+    }
+
+    /// The cluster's ACL bindings.
+    pub fn acls(&self) -> &BTreeSet<AclBinding> {
+        &self.acls
     }
 
     /// Applies one entry. On error the state is unchanged.
@@ -352,6 +360,16 @@ impl ControllerState {
                 self.topic_names.remove(&t.name);
                 self.partitions.retain(|(id, _), _| id != topic_id);
                 self.moves.retain(|(id, _), _| id != topic_id);
+            }
+            MetadataRecord::AccessControlEntry(b) => {
+                if !self.acls.insert(b.clone()) {
+                    return Err(bad(format!("ACL {b:?} exists")));
+                }
+            }
+            MetadataRecord::RemoveAccessControlEntry(b) => {
+                if !self.acls.remove(b) {
+                    return Err(bad(format!("removal of unknown ACL {b:?}")));
+                }
             }
         }
         self.next_offset += 1;

@@ -7,13 +7,18 @@
 //! is `INVALID_REQUEST`; without an authorizer every filter is
 //! `SECURITY_DISABLED`, as in Kafka.
 //!
-//! Deviations from Apache Kafka: none beyond CreateAcls' (memory only, no
-//! authorizer on a cluster node).
+//! On a cluster node the request is forwarded to the controller, which removes
+//! the bindings with metadata records.
+//!
+//! Deviations from Apache Kafka: none beyond CreateAcls'.
 
-use baton_protocol::acl::{AclBindingFilter, AclOperation};
-use baton_protocol::messages::{DeleteAclsFilterResult, DeleteAclsRequest, DeleteAclsResponse};
+use baton_protocol::acl::{AclBinding, AclBindingFilter};
+use baton_protocol::messages::{
+    DeleteAclsFilter, DeleteAclsFilterResult, DeleteAclsRequest, DeleteAclsResponse,
+};
 use baton_protocol::ErrorCode;
 
+use super::create_acls::refusal;
 use crate::acl::RequestContext;
 use crate::state::BrokerState;
 
@@ -25,45 +30,61 @@ fn failed(code: ErrorCode, message: String) -> DeleteAclsFilterResult {
     }
 }
 
+/// The response refusing every filter of `req` with `refused`.
+pub(crate) fn refused(
+    req: &DeleteAclsRequest,
+    (code, message): (ErrorCode, &str),
+) -> DeleteAclsResponse {
+    DeleteAclsResponse {
+        throttle_time_ms: 0,
+        filter_results: req
+            .filters
+            .iter()
+            .map(|_| failed(code, message.into()))
+            .collect(),
+    }
+}
+
+/// One filter's result: the bindings `remove` took out, or INVALID_REQUEST for a
+/// filter with an unknown code.
+pub(crate) fn filter_result(
+    f: &DeleteAclsFilter,
+    remove: impl FnOnce(&AclBindingFilter) -> Vec<AclBinding>,
+) -> DeleteAclsFilterResult {
+    match AclBindingFilter::from_delete(f) {
+        Err(e) => failed(ErrorCode::InvalidRequest, e.to_string()),
+        Ok(filter) => DeleteAclsFilterResult {
+            error_code: 0,
+            error_message: None,
+            matching_acls: remove(&filter)
+                .iter()
+                .map(|b| b.to_matching_acl())
+                .collect(),
+        },
+    }
+}
+
 pub(crate) fn handle(
     state: &BrokerState,
     ctx: &RequestContext,
     req: DeleteAclsRequest,
     _version: i16,
 ) -> DeleteAclsResponse {
-    let allowed = state.allowed_on_cluster(ctx, AclOperation::Alter);
-    let filter_results = req
-        .filters
-        .iter()
-        .map(|f| {
-            let Some(authorizer) = &state.authorizer else {
-                return failed(
-                    ErrorCode::SecurityDisabled,
-                    "No Authorizer is configured.".into(),
-                );
-            };
-            if !allowed {
-                return failed(
-                    ErrorCode::ClusterAuthorizationFailed,
-                    "Cluster authorization failed.".into(),
-                );
-            }
-            match AclBindingFilter::from_delete(f) {
-                Err(e) => failed(ErrorCode::InvalidRequest, e.to_string()),
-                Ok(filter) => DeleteAclsFilterResult {
-                    error_code: 0,
-                    error_message: None,
-                    matching_acls: authorizer
-                        .remove_matching(&filter)
-                        .iter()
-                        .map(|b| b.to_matching_acl())
-                        .collect(),
-                },
-            }
-        })
-        .collect();
+    if let Some(refusal) = refusal(state, ctx) {
+        return refused(&req, refusal);
+    }
+    let Some(authorizer) = &state.authorizer else {
+        return refused(
+            &req,
+            (ErrorCode::SecurityDisabled, "No Authorizer is configured."),
+        );
+    };
     DeleteAclsResponse {
         throttle_time_ms: 0,
-        filter_results,
+        filter_results: req
+            .filters
+            .iter()
+            .map(|f| filter_result(f, |filter| authorizer.remove_matching(filter)))
+            .collect(),
     }
 }

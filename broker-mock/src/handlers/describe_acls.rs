@@ -7,8 +7,9 @@
 //! with an unknown code is `INVALID_REQUEST`; without an authorizer the answer is
 //! `SECURITY_DISABLED`, as in Kafka.
 //!
-//! Deviations from Apache Kafka: none beyond CreateAcls' (memory only, no
-//! authorizer on a cluster node).
+//! A cluster node answers from its metadata image's ACLs.
+//!
+//! Deviations from Apache Kafka: none beyond CreateAcls'.
 
 use baton_protocol::acl::{AclBindingFilter, AclOperation};
 use baton_protocol::messages::{DescribeAclsRequest, DescribeAclsResource, DescribeAclsResponse};
@@ -31,12 +32,12 @@ pub(crate) fn handle(
     req: DescribeAclsRequest,
     _version: i16,
 ) -> DescribeAclsResponse {
-    let Some(authorizer) = &state.authorizer else {
+    if state.authorizer.is_none() {
         return failed(
             ErrorCode::SecurityDisabled,
             "No Authorizer is configured.".into(),
         );
-    };
+    }
     if !state.allowed_on_cluster(ctx, AclOperation::Describe) {
         return failed(
             ErrorCode::ClusterAuthorizationFailed,
@@ -49,7 +50,7 @@ pub(crate) fn handle(
     };
     let mut resources: Vec<DescribeAclsResource> = Vec::new();
     // The bindings come sorted by pattern, so each pattern's ACLs are adjacent.
-    for b in authorizer.describe(&filter) {
+    for b in state.describe_acls(&filter) {
         let p = &b.pattern;
         let same = resources.last().is_some_and(|r| {
             r.resource_type == p.resource_type.code()

@@ -1,14 +1,21 @@
-//! CreateTopics and DeleteTopics on a cluster node: forwarded to the controller (as
-//! KRaft brokers forward them), then answered once this node's metadata image shows
-//! the outcome, so that a client that asks this node for metadata next sees it.
+//! CreateTopics, DeleteTopics, CreateAcls and DeleteAcls on a cluster node:
+//! forwarded to the controller (as KRaft brokers forward them), then answered once
+//! this node's metadata image shows the outcome, so that a client that asks this
+//! node next sees it. ACL changes are authorized here first (Alter on the
+//! cluster); the controller applies what nodes forward.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_protocol::messages::{CreateTopicsRequest, DeleteTopicsRequest};
+use baton_protocol::acl::AclBinding;
+use baton_protocol::messages::{
+    CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteTopicsRequest,
+};
 use baton_protocol::{Request, RequestHeader};
 use bytes::Bytes;
 
+use super::{create_acls, delete_acls};
+use crate::acl::RequestContext;
 use crate::node_mode::ClusterLink;
 use crate::rpc::Rpc;
 use crate::state::BrokerState;
@@ -47,15 +54,95 @@ async fn to_controller<R: Request + Sync>(
         return Err(DispatchError::NotAClusterNode);
     };
     let (header, req) = decode::<R>(frame, version)?;
+    let resp = call_controller(&link, &req, version, api).await?;
+    Ok((link, header, req, resp))
+}
+
+/// Sends `req` to the controller in this node's name.
+async fn call_controller<R: Request + Sync>(
+    link: &ClusterLink,
+    req: &R,
+    version: i16,
+    api: &'static str,
+) -> Result<R::Response, DispatchError> {
     let mut rpc = Rpc::new(
         link.options.controller,
         format!("node-{}-admin", link.node_id),
     );
-    let resp = rpc
-        .call(&req, version, Duration::from_secs(30))
+    rpc.call(req, version, Duration::from_secs(30))
         .await
-        .map_err(|source| DispatchError::Forward { api, source })?;
-    Ok((link, header, req, resp))
+        .map_err(|source| DispatchError::Forward { api, source })
+}
+
+pub(crate) async fn create_acls(
+    state: &Arc<BrokerState>,
+    ctx: &RequestContext,
+    frame: Bytes,
+    version: i16,
+) -> Result<Reply, DispatchError> {
+    let Some(link) = state.mode.replica().cloned() else {
+        return Err(DispatchError::NotAClusterNode);
+    };
+    let (header, req) = decode::<CreateAclsRequest>(frame, version)?;
+    let resp = match create_acls::refusal(state, ctx) {
+        Some(refusal) => create_acls::refused(&req, refusal),
+        None => {
+            let resp = call_controller(&link, &req, version, "CreateAcls").await?;
+            let created: Vec<AclBinding> = req
+                .creations
+                .iter()
+                .zip(&resp.results)
+                .filter(|(_, r)| r.error_code == 0)
+                .filter_map(|(c, _)| AclBinding::from_creation(c).ok())
+                .collect();
+            wait_until(state, |_| {
+                let img = link.image();
+                created.iter().all(|b| img.acls().contains(b))
+            })
+            .await;
+            resp
+        }
+    };
+    Ok(Reply::Now(Some(encode::<CreateAclsRequest>(
+        header.correlation_id,
+        version,
+        &resp,
+    )?)))
+}
+
+pub(crate) async fn delete_acls(
+    state: &Arc<BrokerState>,
+    ctx: &RequestContext,
+    frame: Bytes,
+    version: i16,
+) -> Result<Reply, DispatchError> {
+    let Some(link) = state.mode.replica().cloned() else {
+        return Err(DispatchError::NotAClusterNode);
+    };
+    let (header, req) = decode::<DeleteAclsRequest>(frame, version)?;
+    let resp = match create_acls::refusal(state, ctx) {
+        Some(refusal) => delete_acls::refused(&req, refusal),
+        None => {
+            let resp = call_controller(&link, &req, version, "DeleteAcls").await?;
+            let deleted: Vec<AclBinding> = resp
+                .filter_results
+                .iter()
+                .flat_map(|r| &r.matching_acls)
+                .filter_map(|m| AclBinding::from_matching_acl(m).ok())
+                .collect();
+            wait_until(state, |_| {
+                let img = link.image();
+                deleted.iter().all(|b| !img.acls().contains(b))
+            })
+            .await;
+            resp
+        }
+    };
+    Ok(Reply::Now(Some(encode::<DeleteAclsRequest>(
+        header.correlation_id,
+        version,
+        &resp,
+    )?)))
 }
 
 pub(crate) async fn create_topics(

@@ -60,9 +60,7 @@ pub(crate) fn handle(
             return failed(ErrorCode::TransactionalIdAuthorizationFailed)
         }
         None if !state.allowed_on_cluster(ctx, AclOperation::IdempotentWrite)
-            && !state.authorizer.as_ref().is_none_or(|a| {
-                a.allowed_on_any(ctx, AclOperation::Write, ResourceType::Topic)
-            }) =>
+            && !state.allowed_on_any(ctx, AclOperation::Write, ResourceType::Topic) =>
         {
             return failed(ErrorCode::ClusterAuthorizationFailed)
         }

@@ -9,9 +9,9 @@
 //! authentication gate (`security::gate`) answers them with their handlers here.
 
 pub mod api_versions;
-mod create_acls;
+pub(crate) mod create_acls;
 pub(crate) mod create_topics;
-mod delete_acls;
+pub(crate) mod delete_acls;
 pub mod delete_groups;
 pub(crate) mod delete_topics;
 mod describe_acls;
@@ -304,6 +304,12 @@ pub(crate) async fn dispatch(
                 Some(describe_acls::handle(s, c, r, v))
             })
             .await
+        }
+        CreateAclsRequest::API_KEY if state.mode.is_replica() => {
+            forward::create_acls(state, ctx, frame, version).await
+        }
+        DeleteAclsRequest::API_KEY if state.mode.is_replica() => {
+            forward::delete_acls(state, ctx, frame, version).await
         }
         CreateAclsRequest::API_KEY => {
             run::<CreateAclsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
