@@ -167,7 +167,8 @@ impl Admin {
 
     /// Creates topics through the controller, then waits (up to the operation
     /// timeout) until metadata shows a leader for every new partition, so that
-    /// producing and consuming can start at once.
+    /// producing and consuming can start at once. A topic this client's principal
+    /// may not Describe (ACLs) is not waited for.
     ///
     /// A topic that already exists is reported as TOPIC_ALREADY_EXISTS in
     /// [`AdminError::Topics`]. A broken connection or an unknown controller is
@@ -274,8 +275,11 @@ impl Admin {
                 .client
                 .refresh(Scope::Topics(topics.to_vec()), None)
                 .await?;
+            // A topic this principal may not describe cannot be watched: it was
+            // created, and its leaders are none of this client's business.
             let missing: Vec<String> = topics
                 .iter()
+                .filter(|name| !meta.unauthorized_topics.contains(*name))
                 .filter(|name| match meta.topic(name) {
                     None => true,
                     Some(t) => {

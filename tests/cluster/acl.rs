@@ -1,13 +1,15 @@
 //! ACLs in a cluster: bindings live in the controller's metadata log, so one
 //! created through one node is described by, and enforced on, every node, and
-//! one deleted through another node stops applying everywhere.
+//! one deleted through another node stops applying everywhere; topic admin
+//! (deletion here) forwarded to the controller is authorized by the node first.
 
 use baton::{
     AccessControlEntry, AclBinding, AclBindingFilter, AclOperation, AclPermissionType, Admin,
-    Client, NewTopic, PatternType, ProduceError, Producer, ProducerRecord, ResourcePattern,
-    ResourceType,
+    AdminError, Client, NewTopic, PatternType, ProduceError, Producer, ProducerRecord,
+    ResourcePattern, ResourceType,
 };
 use baton_broker::{AuthorizerConfig, Cluster};
+use baton_protocol::ErrorCode;
 use baton_testkit::topic_name;
 use bytes::Bytes;
 
@@ -91,5 +93,28 @@ async fn an_acl_created_through_one_node_applies_on_every_node() {
     send(&client_of(&cluster, 2).await, &topic)
         .await
         .expect("no ACL covers the topic again");
+
+    // Topic deletion forwarded to the controller is authorized by the node first.
+    let deny_all = AclBinding {
+        pattern: ResourcePattern {
+            resource_type: ResourceType::Topic,
+            name: "acl-cluster".into(),
+            pattern_type: PatternType::Prefixed,
+        },
+        entry: AccessControlEntry {
+            principal: "User:*".into(),
+            host: "*".into(),
+            operation: AclOperation::All,
+            permission_type: AclPermissionType::Deny,
+        },
+    };
+    let second = Admin::new(&client_of(&cluster, 1).await);
+    second.create_acls([deny_all]).await.unwrap();
+    let refused = |e: AdminError| match e {
+        AdminError::Topics(errors) => errors.iter().map(|e| e.code).collect::<Vec<_>>(),
+        other => panic!("expected topic errors, got {other:?}"),
+    };
+    let e = second.delete_topics([topic]).await.unwrap_err();
+    assert_eq!(refused(e), [ErrorCode::TopicAuthorizationFailed]);
     cluster.shutdown().await;
 }

@@ -1,19 +1,22 @@
 //! CreateTopics, DeleteTopics, CreateAcls and DeleteAcls on a cluster node:
 //! forwarded to the controller (as KRaft brokers forward them), then answered once
 //! this node's metadata image shows the outcome, so that a client that asks this
-//! node next sees it. ACL changes are authorized here first (Alter on the
-//! cluster); the controller applies what nodes forward.
+//! node next sees it. Everything is authorized here first (Create and Delete on
+//! topics, Alter on the cluster for ACLs); the controller applies what nodes
+//! forward.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_protocol::acl::AclBinding;
+use baton_protocol::acl::{AclBinding, AclOperation, ResourceType};
 use baton_protocol::messages::{
-    CreateAclsRequest, CreateTopicsRequest, DeleteAclsRequest, DeleteTopicsRequest,
+    CreatableTopicResult, CreateAclsRequest, CreateTopicsRequest, CreateTopicsResponse,
+    DeletableTopicResult, DeleteAclsRequest, DeleteTopicsRequest, DeleteTopicsResponse,
 };
-use baton_protocol::{Request, RequestHeader};
+use baton_protocol::{ErrorCode, Request, Uuid};
 use bytes::Bytes;
 
+use super::create_topics::failure;
 use super::{create_acls, delete_acls};
 use crate::acl::RequestContext;
 use crate::node_mode::ClusterLink;
@@ -40,22 +43,6 @@ async fn wait_until(state: &Arc<BrokerState>, done: impl Fn(&BrokerState) -> boo
             _ = tokio::time::sleep_until(deadline) => return,
         }
     }
-}
-
-/// Decodes `frame` as an `R` and sends it to the controller in this node's name;
-/// gives back the link, the request's header and the controller's response.
-async fn to_controller<R: Request + Sync>(
-    state: &Arc<BrokerState>,
-    frame: Bytes,
-    version: i16,
-    api: &'static str,
-) -> Result<(Arc<ClusterLink>, RequestHeader, R, R::Response), DispatchError> {
-    let Some(link) = state.mode.replica().cloned() else {
-        return Err(DispatchError::NotAClusterNode);
-    };
-    let (header, req) = decode::<R>(frame, version)?;
-    let resp = call_controller(&link, &req, version, api).await?;
-    Ok((link, header, req, resp))
 }
 
 /// Sends `req` to the controller in this node's name.
@@ -145,19 +132,95 @@ pub(crate) async fn delete_acls(
     )?)))
 }
 
+/// Takes the topics `ctx` may not create (Create on the cluster or the topic) out
+/// of `req`, answered TOPIC_AUTHORIZATION_FAILED.
+fn take_uncreatable(
+    state: &BrokerState,
+    ctx: &RequestContext,
+    req: &mut CreateTopicsRequest,
+) -> Vec<CreatableTopicResult> {
+    if state.authorizer.is_none() || state.allowed_on_cluster(ctx, AclOperation::Create) {
+        return Vec::new();
+    }
+    let (refused, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut req.topics)
+        .into_iter()
+        .partition(|t| !state.allowed(ctx, AclOperation::Create, ResourceType::Topic, &t.name));
+    req.topics = kept;
+    refused
+        .into_iter()
+        .map(|t| {
+            let message = "Authorization failed.".to_owned();
+            failure(t.name, (ErrorCode::TopicAuthorizationFailed, message))
+        })
+        .collect()
+}
+
+/// Takes the topics `ctx` may not delete (Delete on the topic) out of `req`,
+/// answered TOPIC_AUTHORIZATION_FAILED. An id names the topic of this node's image.
+fn take_undeletable(
+    state: &BrokerState,
+    ctx: &RequestContext,
+    link: &ClusterLink,
+    req: &mut DeleteTopicsRequest,
+    version: i16,
+) -> Vec<DeletableTopicResult> {
+    if state.authorizer.is_none() {
+        return Vec::new();
+    }
+    let refused = |name: &str| !state.allowed(ctx, AclOperation::Delete, ResourceType::Topic, name);
+    let answer = |name: Option<String>, topic_id: Uuid| DeletableTopicResult {
+        name,
+        topic_id,
+        error_code: ErrorCode::TopicAuthorizationFailed.code(),
+        error_message: Some("Authorization failed.".into()),
+    };
+    if version >= 6 {
+        let (out, kept): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut req.topics).into_iter().partition(|t| {
+                let name = t
+                    .name
+                    .clone()
+                    .or_else(|| link.image().topic(t.topic_id).map(|i| i.name.clone()));
+                name.is_some_and(|n| refused(&n))
+            });
+        req.topics = kept;
+        out.into_iter()
+            .map(|t| answer(t.name, t.topic_id))
+            .collect()
+    } else {
+        let (out, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut req.topic_names)
+            .into_iter()
+            .partition(|n| refused(n));
+        req.topic_names = kept;
+        out.into_iter()
+            .map(|n| answer(Some(n), Uuid::ZERO))
+            .collect()
+    }
+}
+
 pub(crate) async fn create_topics(
     state: &Arc<BrokerState>,
+    ctx: &RequestContext,
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
-    let (link, header, req, resp) =
-        to_controller::<CreateTopicsRequest>(state, frame, version, "CreateTopics").await?;
+    let Some(link) = state.mode.replica().cloned() else {
+        return Err(DispatchError::NotAClusterNode);
+    };
+    let (header, mut req) = decode::<CreateTopicsRequest>(frame, version)?;
+    let refused = take_uncreatable(state, ctx, &mut req);
+    let mut resp = if req.topics.is_empty() {
+        CreateTopicsResponse::default()
+    } else {
+        call_controller(&link, &req, version, "CreateTopics").await?
+    };
     let created: Vec<String> = resp
         .topics
         .iter()
         .filter(|t| t.error_code == 0 && !req.validate_only)
         .map(|t| t.name.clone())
         .collect();
+    resp.topics.extend(refused);
     wait_until(state, |s| {
         created.iter().all(|name| {
             s.topic(name).is_some_and(|t| {
@@ -179,17 +242,27 @@ pub(crate) async fn create_topics(
 
 pub(crate) async fn delete_topics(
     state: &Arc<BrokerState>,
+    ctx: &RequestContext,
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
-    let (link, header, _req, resp) =
-        to_controller::<DeleteTopicsRequest>(state, frame, version, "DeleteTopics").await?;
+    let Some(link) = state.mode.replica().cloned() else {
+        return Err(DispatchError::NotAClusterNode);
+    };
+    let (header, mut req) = decode::<DeleteTopicsRequest>(frame, version)?;
+    let refused = take_undeletable(state, ctx, &link, &mut req, version);
+    let mut resp = if req.topics.is_empty() && req.topic_names.is_empty() {
+        DeleteTopicsResponse::default()
+    } else {
+        call_controller(&link, &req, version, "DeleteTopics").await?
+    };
     let deleted: Vec<String> = resp
         .responses
         .iter()
         .filter(|t| t.error_code == 0)
         .filter_map(|t| t.name.clone())
         .collect();
+    resp.responses.extend(refused);
     wait_until(state, |s| {
         deleted
             .iter()

@@ -214,10 +214,10 @@ pub(crate) async fn dispatch(
             .await
         }
         CreateTopicsRequest::API_KEY if state.mode.is_replica() => {
-            forward::create_topics(state, frame, version).await
+            forward::create_topics(state, ctx, frame, version).await
         }
         DeleteTopicsRequest::API_KEY if state.mode.is_replica() => {
-            forward::delete_topics(state, frame, version).await
+            forward::delete_topics(state, ctx, frame, version).await
         }
         CreateTopicsRequest::API_KEY => {
             run::<CreateTopicsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
