@@ -103,10 +103,12 @@ impl BrokerState {
             config.groups.clone(),
             config.limits.max_groups,
         ));
-        let authorizer = config
-            .authorizer
-            .clone()
-            .map(|a| Authorizer::new(a, config.limits.max_acls));
+        // A cluster node's ACLs are the controller's; a standalone node keeps its own.
+        let acl_dir = config.data_dir.as_deref().filter(|_| !mode.is_replica());
+        let authorizer = match config.authorizer.clone() {
+            Some(a) => Some(Authorizer::open(a, config.limits.max_acls, acl_dir)?),
+            None => None,
+        };
         Ok(BrokerState {
             authorizer,
             config,

@@ -26,12 +26,16 @@ const USERS: [&str; 4] = ["admin", "alice", "bob", "eve"];
 const WAIT: Duration = Duration::from_secs(30);
 
 async fn acl_broker(allow_everyone_if_no_acl_found: bool) -> BrokerHandle {
+    acl_broker_in(BrokerConfig::in_memory(), allow_everyone_if_no_acl_found).await
+}
+
+async fn acl_broker_in(base: BrokerConfig, allow_everyone_if_no_acl_found: bool) -> BrokerHandle {
     let mut sasl = SaslSettings::new([SaslMechanism::Plain]);
     for u in USERS {
         sasl = sasl.with_plain_user(u, format!("{u}-secret"));
     }
     let security = ListenerSecurity::new(SecurityProtocol::SaslPlaintext).with_sasl(sasl);
-    let config = BrokerConfig::in_memory()
+    let config = base
         .with_security(security)
         .with_authorizer(AuthorizerConfig {
             super_users: vec!["User:admin".into()],
@@ -528,6 +532,38 @@ async fn metadata_hides_topics_the_principal_may_not_describe() {
         full.topic(&hidden).is_some(),
         "the super user sees every topic"
     );
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn acls_survive_a_restart_of_a_broker_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let broker = acl_broker_in(BrokerConfig::on_disk(dir.path()), false).await;
+    let admin = Admin::new(&client_as(&broker, "admin").await);
+    let topic = admin_topic(&admin, "acl-disk").await;
+    let write = allow(ResourceType::Topic, &topic, "alice", AclOperation::Write);
+    let read = allow(ResourceType::Topic, &topic, "bob", AclOperation::Read);
+    admin
+        .create_acls([write.clone(), read.clone()])
+        .await
+        .unwrap();
+    let bob_only = AclBindingFilter {
+        principal: Some("User:bob".into()),
+        ..AclBindingFilter::any()
+    };
+    assert_eq!(admin.delete_acls([bob_only]).await.unwrap(), [read]);
+    broker.shutdown().await;
+
+    let broker = acl_broker_in(BrokerConfig::on_disk(dir.path()), false).await;
+    let admin = Admin::new(&client_as(&broker, "admin").await);
+    assert_eq!(
+        admin.describe_acls(&AclBindingFilter::any()).await.unwrap(),
+        [write]
+    );
+    let alice = Producer::builder(&client_as(&broker, "alice").await).build();
+    send_one(&alice, &topic)
+        .await
+        .expect("the stored ACL applies");
     broker.shutdown().await;
 }
 

@@ -14,6 +14,9 @@ pub(crate) enum StoreError {
     /// The store holds `max_acls` bindings already.
     #[error("the broker holds its limit of {0} ACLs (max_acls)")]
     Full(usize),
+    /// Writing the changed set to the data directory failed; nothing changed.
+    #[error("storing the ACLs failed: {0}")]
+    Persist(String),
 }
 
 /// A set of distinct bindings. Invariant: `bindings.len() <= max`.

@@ -435,7 +435,7 @@ async fn handle(
                 filter_results: req
                     .filters
                     .iter()
-                    .map(|f| filter_result(f, |filter| inner.ctl.remove_acls(filter)))
+                    .map(|f| filter_result(f, |filter| Ok(inner.ctl.remove_acls(filter))))
                     .collect(),
             })
             .await?;

@@ -17,7 +17,8 @@
 //! `BrokerLimits::max_acls` bindings, and a binding's name, principal and host
 //! at most `MAX_ACL_FIELD_BYTES` bytes each; past either, a creation is
 //! `POLICY_VIOLATION` or `INVALID_REQUEST`, naming the limit. A standalone node
-//! keeps its ACLs in memory (Kafka keeps them in its metadata log).
+//! stores its ACLs in `<data_dir>/acls.meta` (in memory without a data
+//! directory); failing to store them is `UNKNOWN_SERVER_ERROR`, nothing changed.
 
 use baton_protocol::acl::{AclBinding, AclOperation};
 use baton_protocol::messages::{
@@ -25,7 +26,7 @@ use baton_protocol::messages::{
 };
 use baton_protocol::ErrorCode;
 
-use crate::acl::RequestContext;
+use crate::acl::{RequestContext, StoreError};
 use crate::controller::records::MAX_ACL_FIELD_BYTES;
 use crate::state::BrokerState;
 
@@ -116,7 +117,13 @@ pub(crate) fn handle(
                 Err(refused) => refused,
                 Ok(binding) => match authorizer.add(binding) {
                     Ok(()) => result(ErrorCode::None, None),
-                    Err(e) => result(ErrorCode::PolicyViolation, Some(e.to_string())),
+                    Err(e @ StoreError::Full(_)) => {
+                        result(ErrorCode::PolicyViolation, Some(e.to_string()))
+                    }
+                    Err(e @ StoreError::Persist(_)) => {
+                        tracing::error!(error = %e, "CreateAcls");
+                        result(ErrorCode::UnknownServerError, Some(e.to_string()))
+                    }
                 },
             }
         })

@@ -19,7 +19,7 @@ use baton_protocol::messages::{
 use baton_protocol::ErrorCode;
 
 use super::create_acls::refusal;
-use crate::acl::RequestContext;
+use crate::acl::{RequestContext, StoreError};
 use crate::state::BrokerState;
 
 fn failed(code: ErrorCode, message: String) -> DeleteAclsFilterResult {
@@ -49,18 +49,22 @@ pub(crate) fn refused(
 /// filter with an unknown code.
 pub(crate) fn filter_result(
     f: &DeleteAclsFilter,
-    remove: impl FnOnce(&AclBindingFilter) -> Vec<AclBinding>,
+    remove: impl FnOnce(&AclBindingFilter) -> Result<Vec<AclBinding>, StoreError>,
 ) -> DeleteAclsFilterResult {
-    match AclBindingFilter::from_delete(f) {
-        Err(e) => failed(ErrorCode::InvalidRequest, e.to_string()),
-        Ok(filter) => DeleteAclsFilterResult {
+    let filter = match AclBindingFilter::from_delete(f) {
+        Err(e) => return failed(ErrorCode::InvalidRequest, e.to_string()),
+        Ok(filter) => filter,
+    };
+    match remove(&filter) {
+        Ok(gone) => DeleteAclsFilterResult {
             error_code: 0,
             error_message: None,
-            matching_acls: remove(&filter)
-                .iter()
-                .map(|b| b.to_matching_acl())
-                .collect(),
+            matching_acls: gone.iter().map(|b| b.to_matching_acl()).collect(),
         },
+        Err(e) => {
+            tracing::error!(error = %e, "DeleteAcls");
+            failed(ErrorCode::UnknownServerError, e.to_string())
+        }
     }
 }
 
