@@ -42,6 +42,7 @@ pub(crate) fn handle(
         Ok(ServerStep::Done {
             principal,
             final_bytes,
+            ..
         }) => (
             answer(ErrorCode::None, None, final_bytes),
             Round::Authenticated(principal),
