@@ -63,6 +63,8 @@ mod sasl;
 mod tls;
 
 pub use admin::{Admin, AdminError, ListedOffset, NewTopic, OffsetSpec, TopicError};
+/// The attribute that implements [`OAuthTokenProvider`] (its `async fn`).
+pub use async_trait::async_trait;
 pub use baton_protocol::record::RecordHeader;
 pub use baton_protocol::sasl::{Mechanism as SaslMechanism, Secret};
 pub use baton_protocol::security::SecurityProtocol;
@@ -78,7 +80,7 @@ pub use producer::{
     Acks, AttemptError, CancelOutcome, Compression, DeliveryFuture, FlushTimeout, InFlight,
     ProduceError, Producer, ProducerBuilder, ProducerConfigError, ProducerRecord, RecordMetadata,
 };
-pub use sasl::SaslCredentials;
+pub use sasl::{BoxError, OAuthToken, OAuthTokenProvider, SaslCredentials};
 pub use tls::TlsConfig;
 pub use tokio_util::sync::CancellationToken;
 
