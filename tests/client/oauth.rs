@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use baton::connection::{BrokenCause, Connection, ConnectionConfig, ConnectionError};
 use baton::{
-    BoxError, Client, ClientError, OAuthToken, OAuthTokenProvider, Producer, ProducerRecord,
-    SaslCredentials, SaslMechanism, SecurityProtocol, TlsConfig,
+    BoxError, Client, ClientError, Consumer, OAuthToken, OAuthTokenProvider, Producer,
+    ProducerRecord, SaslCredentials, SaslMechanism, SecurityProtocol, StartOffset, TlsConfig,
 };
 use baton_broker::history::{parse_payload, payload, History, ProduceOutcome};
 use baton_broker::{
@@ -159,14 +159,37 @@ async fn oauthbearer_round_trips_over_sasl_plaintext_and_sasl_ssl() {
     secure.shutdown().await;
 }
 
-/// Produces for `run` while a consumer reads along, on a listener whose sessions
-/// last 1.5 s; every acknowledged record must be read once, in order, and no
-/// connection may have been closed for an expired session.
+/// Produces for `run` while a consumer reads along (its long-poll fetches in
+/// flight across re-authentications), on a listener whose sessions last 1.5 s;
+/// every acknowledged record must be read once, in order, and no connection may
+/// have been closed for an expired session. Returns the re-authentications.
 async fn produce_and_consume_across_sessions(credentials: SaslCredentials, run: Duration) -> u64 {
     let settings = sasl(Duration::from_millis(1_500));
     let broker = broker(settings.clone()).await;
     let c = client(&broker, credentials).await.unwrap();
     let topic = create_topic(&c, "reauth", 2).await;
+    let (total_tx, total_rx) = tokio::sync::watch::channel(usize::MAX);
+    let reader = {
+        let c = c.clone();
+        let topic = topic.clone();
+        tokio::spawn(async move {
+            let mut consumer = Consumer::builder(&c)
+                .assign(topic.clone(), 0, StartOffset::Earliest)
+                .assign(topic, 1, StartOffset::Earliest)
+                .build()
+                .await
+                .unwrap();
+            let mut got = Vec::new();
+            while got.len() < *total_rx.borrow() {
+                match tokio::time::timeout(Duration::from_millis(200), consumer.recv()).await {
+                    Ok(record) => got.push(record.expect("consumer error")),
+                    Err(_) if total_rx.has_changed().is_err() => break,
+                    Err(_) => {}
+                }
+            }
+            got
+        })
+    };
     let producer = Producer::builder(&c).build();
     let mut history = History::new();
     let mut deliveries = Vec::new();
@@ -194,13 +217,18 @@ async fn produce_and_consume_across_sessions(credentials: SaslCredentials, run: 
             },
         );
     }
-    let got = consume_from_start(&c, &topic, 2, id as usize, seed()).await;
+    total_tx.send(id as usize).unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(30), reader)
+        .await
+        .unwrap_or_else(|_| panic!("seed {}: the consumer stalled", seed()))
+        .unwrap();
     for r in got {
         let (rid, sum) = parse_payload(r.value.as_ref().unwrap()).unwrap();
         history.consumed(r.partition, r.offset, rid, sum);
     }
     let report = history.check();
     assert!(report.passed() && report.acknowledged == id, "{report}");
+    assert_eq!(report.consumed, id, "{report}");
     let stats = settings.stats();
     assert_eq!(stats.expired_sessions_closed(), 0, "no session ran out");
     assert_eq!(stats.failures(), 0);
