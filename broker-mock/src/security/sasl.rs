@@ -20,6 +20,11 @@ use super::reauth::SaslStats;
 pub const DEFAULT_SCRAM_ITERATIONS: u32 = 4096;
 
 /// The SASL side of a listener.
+///
+/// Enabling OAUTHBEARER without [`with_token_validator`](Self::with_token_validator)
+/// accepts unsecured JWS tokens, which anyone can write: Apache Kafka's default,
+/// meant for development and tests. Give a validator that checks signatures (or
+/// asks your identity provider) before exposing such a listener.
 #[derive(Clone, Debug, Default)]
 pub struct SaslSettings {
     mechanisms: Vec<Mechanism>,
