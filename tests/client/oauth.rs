@@ -4,7 +4,8 @@
 //! (`connections.max.reauth.ms` 1.5 s, a 6 s run) with OAUTHBEARER and SCRAM,
 //! checked for lost, duplicated and reordered records, with the broker's counters
 //! proving the re-authentications; expired and malformed tokens and a failing
-//! provider as typed, non-retriable errors; a re-authentication that changes
+//! provider as typed, non-retriable errors; a long-poll Fetch in flight across a
+//! re-authentication answered normally; a re-authentication that changes
 //! principal breaking only its own connection.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,6 +24,7 @@ use baton_broker::{
 use baton_protocol::messages::MetadataRequest;
 use baton_testkit::client::{consume_from_start, create_topic};
 use baton_testkit::seed;
+use baton_testkit::wire::fetch_req;
 use bytes::Bytes;
 
 /// Hands out unsecured JWS tokens for the principals queued (the last one
@@ -350,5 +352,62 @@ async fn a_reauthentication_that_changes_principal_breaks_only_its_connection() 
     good.send(&MetadataRequest::default()).await.unwrap();
     assert_eq!(settings.stats().failures(), 1);
     assert!(settings.stats().reauthentications() >= 1);
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_request_in_flight_during_reauthentication_is_answered() {
+    let settings = sasl(Duration::from_millis(1_500));
+    let broker = broker(settings.clone()).await;
+    let tokens = Tokens::new("alice", Duration::from_secs(3600));
+    let admin = client(&broker, SaslCredentials::oauthbearer(tokens.clone()))
+        .await
+        .unwrap();
+    let topic = create_topic(&admin, "in-flight", 1).await;
+    let mine = Tokens::new("alice", Duration::from_secs(3600));
+    let config = ConnectionConfig {
+        security_protocol: SecurityProtocol::SaslPlaintext,
+        sasl: Some(SaslCredentials::oauthbearer(mine.clone())),
+        ..ConnectionConfig::default()
+    };
+    let conn = Connection::connect(&broker.bootstrap(), &config)
+        .await
+        .unwrap();
+    assert_eq!(mine.calls(), 1);
+    // Fetch v13+ names topics by id.
+    let metadata = conn.send(&MetadataRequest::default()).await.unwrap();
+    let topic_id = metadata
+        .topics
+        .iter()
+        .find(|t| t.name.as_deref() == Some(topic.as_str()))
+        .expect("topic listed")
+        .topic_id;
+    let mut fetch = fetch_req(&topic, 0, 0, 800, 1);
+    fetch.topics[0].topic_id = topic_id;
+
+    // Re-authentication falls 1.275-1.425 s after login; this long poll (nothing
+    // to read, 800 ms wait) is in flight from about 1.0 s to 1.8 s.
+    tokio::time::sleep(Duration::from_millis(1_000)).await;
+    let started = tokio::time::Instant::now();
+    let resp = conn
+        .send_with_timeout(&fetch, Duration::from_secs(10))
+        .await
+        .expect("the fetch in flight is answered");
+    assert_eq!(resp.error_code, 0);
+    assert_eq!(resp.responses[0].partitions[0].error_code, 0);
+    assert!(
+        started.elapsed() >= Duration::from_millis(700),
+        "the fetch waited out its long poll: {:?}",
+        started.elapsed()
+    );
+
+    // The renewal (a second token) completed on this connection, which goes on
+    // serving.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(mine.calls(), 2);
+    assert!(settings.stats().reauthentications() >= 1);
+    conn.send(&MetadataRequest::default()).await.unwrap();
+    assert!(!conn.is_poisoned());
+    assert_eq!(settings.stats().expired_sessions_closed(), 0);
     broker.shutdown().await;
 }
