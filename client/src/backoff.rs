@@ -92,6 +92,12 @@ impl Backoff {
 }
 
 /// A seed that differs between backoffs created at the same instant.
+/// A number in `[0, 1)` drawn from the clock and a process-wide counter, for
+/// spreading timers (re-authentication) apart; not for anything secret.
+pub(crate) fn unit_jitter() -> f64 {
+    (splitmix(fresh_seed()) >> 11) as f64 / (1u64 << 53) as f64
+}
+
 fn fresh_seed() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = SystemTime::now()

@@ -13,6 +13,16 @@
 //! TLS first (`tls.rs`); under `SASL_PLAINTEXT` and `SASL_SSL` the connection
 //! authenticates right after ApiVersions (`sasl.rs`) before it is handed out.
 //!
+//! **Re-authentication (KIP-368).** When the broker gives the SASL session a
+//! lifetime, a task re-authenticates the connection at a jittered 85–95 % of it.
+//! It first closes the connection's *gate*: requests being queued finish
+//! queueing, new ones wait; requests already written stay in flight and their
+//! responses are matched by correlation id as usual. The SaslHandshake and
+//! SaslAuthenticate exchange then runs on the same socket, and the gate opens
+//! again, so nothing is dropped, failed or reordered. A failed re-authentication
+//! breaks the connection ([`BrokenCause::Reauthentication`]), as the broker
+//! closes it too.
+//!
 //! **Failure is sticky.** When the socket fails (I/O error, the peer closes it, a frame
 //! over the configured maximum), every request in flight fails with the same
 //! [`BrokenCause`] (shared in an [`Arc`]) and the connection is *poisoned*: later
@@ -27,7 +37,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io::{self, IoSlice};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use baton_protocol::envelope;
@@ -39,7 +49,7 @@ use baton_protocol::{DecodeError, EncodeError, ErrorCode, FrameCodec, ResponseHe
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, RwLock};
 use tokio::task::AbortHandle;
 
 use crate::sasl::{self, SaslCredentials};
@@ -120,6 +130,16 @@ pub enum BrokenCause {
     /// The broker sent a response frame too short to hold a correlation id.
     #[error("response frame without a correlation id: {0}")]
     BadHeader(DecodeError),
+    /// Re-authenticating the SASL session (KIP-368) failed; the broker closes
+    /// such a connection.
+    #[error("SASL {mechanism} re-authentication failed: {message}")]
+    Reauthentication {
+        /// The mechanism (`OAUTHBEARER`...).
+        mechanism: String,
+        /// The broker's message, or what went wrong on this side (a token
+        /// provider's error).
+        message: String,
+    },
 }
 
 /// Errors of the connection layer.
@@ -315,6 +335,22 @@ impl Shared {
         }
     }
 
+    /// Poisons the connection with `cause`, or, if the broker has already closed
+    /// it (as it does right after refusing a re-authentication), names `cause` as
+    /// the reason for later calls.
+    fn poison_explained(&self, cause: BrokenCause) {
+        {
+            let mut st = self.state.lock().expect("connection state poisoned");
+            if let Some(current) = &st.poisoned {
+                if matches!(**current, BrokenCause::Closed | BrokenCause::Io(_)) {
+                    st.poisoned = Some(Arc::new(cause));
+                }
+                return;
+            }
+        }
+        self.poison(cause);
+    }
+
     fn poisoned(&self) -> Option<Arc<BrokenCause>> {
         self.state
             .lock()
@@ -366,11 +402,21 @@ struct Inner {
     reader: AbortHandle,
     versions: HashMap<i16, VersionRange>,
     config: ConnectionConfig,
+    /// Held shared while a request is queued for writing, exclusively while the
+    /// SASL session re-authenticates, so that no request is written during the
+    /// exchange. Fair: once a re-authentication waits, later requests queue
+    /// behind it, in order.
+    gate: RwLock<()>,
+    /// The re-authentication task, stopped with the connection.
+    reauth: Mutex<Option<AbortHandle>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
         self.reader.abort();
+        if let Some(task) = self.reauth.get_mut().ok().and_then(Option::take) {
+            task.abort();
+        }
     }
 }
 
@@ -481,6 +527,8 @@ impl Connection {
                 reader,
                 versions: HashMap::new(),
                 config: config.clone(),
+                gate: RwLock::new(()),
+                reauth: Mutex::new(None),
             }),
         };
         let versions = conn.negotiate().await?;
@@ -494,9 +542,20 @@ impl Connection {
                     config.security_protocol
                 )));
             };
-            sasl::authenticate(&conn, credentials).await?;
+            if let Some(lifetime) = sasl::authenticate(&conn, credentials).await? {
+                conn.schedule_reauthentication(credentials.clone(), lifetime);
+            }
         }
         Ok(conn)
+    }
+
+    /// Starts the task that re-authenticates this connection before each SASL
+    /// session lifetime runs out (KIP-368). It holds the connection weakly:
+    /// once the last handle is dropped it stops.
+    fn schedule_reauthentication(&self, credentials: SaslCredentials, lifetime: Duration) {
+        let weak = Arc::downgrade(&self.inner);
+        let task = tokio::spawn(reauthenticate_loop(weak, credentials, lifetime));
+        *self.inner.reauth.lock().expect("reauth slot poisoned") = Some(task.abort_handle());
     }
 
     /// Asks for ApiVersions v3; on UNSUPPORTED_VERSION (answered in v0 by old
@@ -625,6 +684,19 @@ impl Connection {
             .map_err(|source| self.decode_error(R::API_KEY, version, source))
     }
 
+    /// Sends a SASL request in the negotiated version, past the re-authentication
+    /// gate (the exchange that holds it closed, or the first login).
+    pub(crate) async fn send_sasl<R: Request + Sync>(
+        &self,
+        req: &R,
+    ) -> Result<R::Response, ConnectionError> {
+        let version = self.version_for::<R>()?;
+        let timeout = self.inner.config.request_timeout;
+        let body = self.round_trip(req, version, timeout, false).await?;
+        R::Response::decode_body(body, version)
+            .map_err(|source| self.decode_error(R::API_KEY, version, source))
+    }
+
     /// Sends `req` without waiting for a response, for requests the broker does not
     /// answer (a Produce with `acks = 0`). Returns once the frame is written to the
     /// socket.
@@ -640,11 +712,13 @@ impl Connection {
         let version = self.version_for::<R>()?;
         let (frame, _) = self.encode(req, version)?;
         let (written_tx, written_rx) = oneshot::channel();
+        let open = self.inner.gate.read().await;
         self.enqueue(Outgoing {
             frame,
             written: Some(written_tx),
         })
         .await?;
+        drop(open);
         match written_rx.await {
             Ok(()) => Ok(()),
             Err(_) => Err(self.current_broken()),
@@ -718,6 +792,18 @@ impl Connection {
         version: i16,
         timeout: Duration,
     ) -> Result<Bytes, ConnectionError> {
+        self.round_trip(req, version, timeout, true).await
+    }
+
+    /// Sends one request and returns the response body (header stripped); with
+    /// `gated`, the request waits while the session re-authenticates.
+    async fn round_trip<R: Request + Sync>(
+        &self,
+        req: &R,
+        version: i16,
+        timeout: Duration,
+        gated: bool,
+    ) -> Result<Bytes, ConnectionError> {
         let shared = &*self.inner.shared;
         let (frame, correlation_id) = self.encode(req, version)?;
         let (slot_tx, slot_rx) = oneshot::channel();
@@ -734,11 +820,19 @@ impl Connection {
             correlation_id,
         };
         let exchange = async {
+            // Held only while queueing: a re-authentication waits for queued
+            // frames, never for responses.
+            let open = if gated {
+                Some(self.inner.gate.read().await)
+            } else {
+                None
+            };
             self.enqueue(Outgoing {
                 frame,
                 written: None,
             })
             .await?;
+            drop(open);
             match slot_rx.await {
                 Ok(Ok(frame)) => Ok(frame),
                 Ok(Err(cause)) => Err(shared.broken(cause)),
@@ -758,6 +852,57 @@ impl Connection {
         let (_, body) = envelope::split_response::<R>(frame, version)
             .map_err(|source| self.decode_error(R::API_KEY, version, source))?;
         Ok(body)
+    }
+}
+
+/// Re-authenticates the connection `weak` points to before each session lifetime
+/// runs out, until the connection is gone, breaks, or the broker stops giving a
+/// lifetime. A failure poisons the connection.
+async fn reauthenticate_loop(
+    weak: Weak<Inner>,
+    credentials: SaslCredentials,
+    mut lifetime: Duration,
+) {
+    loop {
+        let delay = sasl::reauth_delay(lifetime, crate::backoff::unit_jitter());
+        tokio::time::sleep(delay).await;
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        let conn = Connection { inner };
+        if conn.is_poisoned() {
+            return;
+        }
+        let result = match sasl::prepare(&conn, &credentials).await {
+            Ok(session) => {
+                let _closed = conn.inner.gate.write().await;
+                sasl::exchange(&conn, session).await
+            }
+            Err(e) => Err(e),
+        };
+        match result {
+            Ok(Some(next)) => {
+                tracing::debug!(addr = %conn.addr(), mechanism = %credentials.mechanism(), ?next, "SASL session re-authenticated");
+                lifetime = next;
+            }
+            Ok(None) => return,
+            Err(e) => {
+                let message = match e {
+                    ConnectionError::Authentication { message, .. } => message,
+                    // Broken for its own reason: that reason stands.
+                    ConnectionError::Broken { .. } => return,
+                    other => other.to_string(),
+                };
+                tracing::warn!(addr = %conn.addr(), mechanism = %credentials.mechanism(), %message, "SASL re-authentication failed");
+                conn.inner
+                    .shared
+                    .poison_explained(BrokenCause::Reauthentication {
+                        mechanism: credentials.mechanism().name().to_string(),
+                        message,
+                    });
+                return;
+            }
+        }
     }
 }
 

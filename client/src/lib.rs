@@ -63,6 +63,8 @@ mod sasl;
 mod tls;
 
 pub use admin::{AclFailure, Admin, AdminError, ListedOffset, NewTopic, OffsetSpec, TopicError};
+/// The attribute that implements [`OAuthTokenProvider`] (its `async fn`).
+pub use async_trait::async_trait;
 pub use baton_protocol::acl::{
     AccessControlEntry, AclBinding, AclBindingFilter, AclError, AclOperation, AclPermissionType,
     PatternType, ResourcePattern, ResourceType,
@@ -82,7 +84,7 @@ pub use producer::{
     Acks, AttemptError, CancelOutcome, Compression, DeliveryFuture, FlushTimeout, InFlight,
     ProduceError, Producer, ProducerBuilder, ProducerConfigError, ProducerRecord, RecordMetadata,
 };
-pub use sasl::SaslCredentials;
+pub use sasl::{BoxError, OAuthToken, OAuthTokenProvider, SaslCredentials};
 pub use tls::TlsConfig;
 pub use tokio_util::sync::CancellationToken;
 

@@ -14,6 +14,7 @@ mod group_failover;
 mod group_interop;
 mod group_join;
 mod idempotence;
+mod oauth;
 mod partitioner;
 mod producer;
 mod retry;

@@ -168,13 +168,13 @@ async fn produce_before_authentication_closes_only_that_connection() {
 
 /// PEM files of a test PKI in a temporary directory: a CA, a broker certificate
 /// for `localhost` and `127.0.0.1`, a client certificate, and a second CA that
-/// signed nothing the broker presents.
-struct Pki {
+/// signed nothing the broker presents. Also used by `oauth.rs`.
+pub(crate) struct Pki {
     _dir: tempfile::TempDir,
-    ca: PathBuf,
+    pub(crate) ca: PathBuf,
     other_ca: PathBuf,
-    broker_cert: PathBuf,
-    broker_key: PathBuf,
+    pub(crate) broker_cert: PathBuf,
+    pub(crate) broker_key: PathBuf,
     client_cert: PathBuf,
     client_key: PathBuf,
 }
@@ -186,7 +186,7 @@ fn ca(name: &str) -> CertifiedIssuer<'static, KeyPair> {
     CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
 }
 
-fn pki() -> Pki {
+pub(crate) fn pki() -> Pki {
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: String| {
         let path = dir.path().join(name);

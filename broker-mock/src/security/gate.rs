@@ -5,15 +5,22 @@
 //! SaslHandshake and SaslAuthenticate are answered; any other request closes the
 //! connection. A refused handshake or a failed SaslAuthenticate is answered, then
 //! the connection is closed, as Kafka does. SASL requests where no exchange is
-//! expected (a listener without SASL, or once authenticated) get
-//! ILLEGAL_SASL_STATE, as Kafka's request handler answers them.
+//! expected (a listener without SASL, or once authenticated without a session
+//! lifetime) get ILLEGAL_SASL_STATE, as Kafka's request handler answers them.
+//!
+//! Re-authentication (KIP-368, `reauth.rs`): a session with a lifetime may run
+//! SaslHandshake and SaslAuthenticate again (at most once a second), keeping its
+//! mechanism and principal; once the session has expired, any request other than
+//! ApiVersions and that exchange closes the connection.
 
 use baton_protocol::messages::{ApiVersionsRequest, SaslAuthenticateRequest, SaslHandshakeRequest};
 use baton_protocol::sasl::ServerSession;
 use baton_protocol::{Message, RequestHeader};
 use bytes::Bytes;
+use tokio::time::Instant;
 
 use super::listener::ListenerSecurity;
+use super::reauth::Session;
 use super::sasl::SaslSettings;
 use crate::handlers::sasl_authenticate::{self, Round};
 use crate::handlers::sasl_handshake::{self, Handshake};
@@ -37,18 +44,20 @@ enum State {
     Open,
     /// A SASL listener before the handshake.
     AwaitingHandshake,
-    /// The handshake chose a mechanism; SaslAuthenticate rounds go on.
-    Exchanging(Box<ServerSession>),
+    /// The handshake chose a mechanism; SaslAuthenticate rounds go on. `renewing`
+    /// is the session being re-authenticated, if this is a re-authentication.
+    Exchanging {
+        session: Box<ServerSession>,
+        renewing: Option<Session>,
+    },
     /// Authenticated.
-    Authenticated,
+    Authenticated(Session),
 }
 
 /// One connection's authentication state.
 pub(crate) struct ConnectionAuth {
     sasl: SaslSettings,
     state: State,
-    /// The SASL user name once authenticated.
-    principal: Option<String>,
 }
 
 impl std::fmt::Debug for ConnectionAuth {
@@ -56,11 +65,12 @@ impl std::fmt::Debug for ConnectionAuth {
         let state = match self.state {
             State::Open => "open",
             State::AwaitingHandshake => "awaiting handshake",
-            State::Exchanging(_) => "exchanging",
-            State::Authenticated => "authenticated",
+            State::Exchanging { .. } => "exchanging",
+            State::Authenticated(_) => "authenticated",
         };
         f.debug_struct("ConnectionAuth")
             .field("state", &state)
+            .field("principal", &self.principal())
             .finish()
     }
 }
@@ -76,13 +86,21 @@ impl ConnectionAuth {
         ConnectionAuth {
             sasl: security.sasl.clone(),
             state,
-            principal: None,
         }
     }
 
-    /// The SASL user name this connection authenticated as, if it did.
+    /// The authenticated principal (the SASL user name), kept while the session
+    /// re-authenticates; `None` before authentication and on listeners without
+    /// SASL.
     pub(crate) fn principal(&self) -> Option<&str> {
-        self.principal.as_deref()
+        match &self.state {
+            State::Authenticated(session)
+            | State::Exchanging {
+                renewing: Some(session),
+                ..
+            } => Some(&session.principal),
+            _ => None,
+        }
     }
 
     /// Decides what happens to `frame`. `Err` closes the connection (a frame that
@@ -92,9 +110,25 @@ impl ConnectionAuth {
         match api_key {
             SaslHandshakeRequest::API_KEY => self.handshake(frame, version),
             SaslAuthenticateRequest::API_KEY => self.authenticate(frame, version),
-            _ => match self.state {
-                State::Open | State::Authenticated => Ok(Admission::Dispatch(frame)),
-                _ if api_key == ApiVersionsRequest::API_KEY => Ok(Admission::Dispatch(frame)),
+            _ if api_key == ApiVersionsRequest::API_KEY => Ok(Admission::Dispatch(frame)),
+            _ => match &self.state {
+                State::Open => Ok(Admission::Dispatch(frame)),
+                State::Authenticated(session) if !session.expired(Instant::now()) => {
+                    Ok(Admission::Dispatch(frame))
+                }
+                State::Authenticated(session) => {
+                    self.sasl.stats().note_expired();
+                    Ok(Admission::Close(format!(
+                        "api key {api_key} after the SASL session of {} expired \
+                         (not re-authenticated in time)",
+                        session.principal
+                    )))
+                }
+                State::Exchanging {
+                    renewing: Some(_), ..
+                } => Ok(Admission::Close(format!(
+                    "api key {api_key} during SASL re-authentication"
+                ))),
                 _ => Ok(Admission::Close(format!(
                     "api key {api_key} before SASL authentication completed"
                 ))),
@@ -103,51 +137,84 @@ impl ConnectionAuth {
     }
 
     fn handshake(&mut self, frame: Bytes, version: i16) -> Result<Admission, DispatchError> {
-        match self.state {
-            State::AwaitingHandshake => {
-                let (answer, outcome) =
-                    sasl_handshake::handle(frame, version, self.sasl.mechanisms())?;
-                match outcome {
-                    Handshake::Accepted(session) => {
-                        self.state = State::Exchanging(Box::new(session));
-                        Ok(Admission::Answer(answer))
-                    }
-                    Handshake::Refused(reason) => Ok(Admission::AnswerAndClose(answer, reason)),
-                }
+        let renewing = match &self.state {
+            State::AwaitingHandshake => None,
+            State::Authenticated(session) if session.may_reauthenticate(Instant::now()) => {
+                Some(session.clone())
             }
-            State::Exchanging(_) => Ok(Admission::AnswerAndClose(
-                sasl_handshake::illegal_state(frame, version)?,
-                "second SaslHandshake during a SASL exchange".into(),
-            )),
-            State::Open | State::Authenticated => Ok(Admission::Answer(
-                sasl_handshake::illegal_state(frame, version)?,
-            )),
+            State::Exchanging { .. } => {
+                return Ok(Admission::AnswerAndClose(
+                    sasl_handshake::illegal_state(frame, version)?,
+                    "second SaslHandshake during a SASL exchange".into(),
+                ))
+            }
+            State::Open | State::Authenticated(_) => {
+                return Ok(Admission::Answer(sasl_handshake::illegal_state(
+                    frame, version,
+                )?))
+            }
+        };
+        let (answer, outcome) = sasl_handshake::handle(frame, version, self.sasl.mechanisms())?;
+        match outcome {
+            Handshake::Accepted(session) => {
+                let renewing = renewing.map(|mut s| {
+                    s.reauth_started = Some(Instant::now());
+                    s
+                });
+                self.state = State::Exchanging {
+                    session: Box::new(session),
+                    renewing,
+                };
+                Ok(Admission::Answer(answer))
+            }
+            Handshake::Refused(reason) => Ok(Admission::AnswerAndClose(answer, reason)),
         }
     }
 
     fn authenticate(&mut self, frame: Bytes, version: i16) -> Result<Admission, DispatchError> {
-        match &mut self.state {
-            State::Exchanging(session) => {
-                let (answer, round) =
-                    sasl_authenticate::handle(frame, version, session, self.sasl.users())?;
-                match round {
-                    Round::Continue => Ok(Admission::Answer(answer)),
-                    Round::Authenticated(principal) => {
-                        tracing::debug!(%principal, mechanism = %session.mechanism(), "SASL authentication succeeded");
-                        self.state = State::Authenticated;
-                        self.principal = Some(principal);
-                        Ok(Admission::Answer(answer))
-                    }
-                    Round::Failed(reason) => Ok(Admission::AnswerAndClose(answer, reason)),
-                }
+        let State::Exchanging { session, renewing } = &mut self.state else {
+            return match self.state {
+                State::AwaitingHandshake => Ok(Admission::AnswerAndClose(
+                    sasl_authenticate::illegal_state(frame, version)?,
+                    "SaslAuthenticate before SaslHandshake".into(),
+                )),
+                _ => Ok(Admission::Answer(sasl_authenticate::illegal_state(
+                    frame, version,
+                )?)),
+            };
+        };
+        let (answer, round) = sasl_authenticate::handle(
+            frame,
+            version,
+            session,
+            &self.sasl,
+            self.sasl.connections_max_reauth(),
+            renewing.as_ref(),
+        )?;
+        match round {
+            Round::Continue => Ok(Admission::Answer(answer)),
+            Round::Authenticated {
+                principal,
+                lifetime_ms,
+            } => {
+                let mechanism = session.mechanism();
+                let reauth = renewing.is_some();
+                tracing::debug!(%principal, %mechanism, reauth, ?lifetime_ms, "SASL authentication succeeded");
+                self.sasl.stats().note_authenticated(reauth);
+                let now = Instant::now();
+                self.state = State::Authenticated(Session {
+                    principal,
+                    mechanism,
+                    expires: lifetime_ms
+                        .map(|ms| now + std::time::Duration::from_millis(ms as u64)),
+                    reauth_started: renewing.as_ref().and_then(|s| s.reauth_started),
+                });
+                Ok(Admission::Answer(answer))
             }
-            State::AwaitingHandshake => Ok(Admission::AnswerAndClose(
-                sasl_authenticate::illegal_state(frame, version)?,
-                "SaslAuthenticate before SaslHandshake".into(),
-            )),
-            State::Open | State::Authenticated => Ok(Admission::Answer(
-                sasl_authenticate::illegal_state(frame, version)?,
-            )),
+            Round::Failed(reason) => {
+                self.sasl.stats().note_failure();
+                Ok(Admission::AnswerAndClose(answer, reason))
+            }
         }
     }
 }

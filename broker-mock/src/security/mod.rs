@@ -3,18 +3,26 @@
 //! per-connection authentication gate the server runs every request through.
 //!
 //! - `listener.rs`: [`SecurityProtocol`] and [`ListenerSecurity`].
-//! - `sasl.rs`: [`SaslSettings`], the enabled mechanisms and the users.
+//! - `sasl.rs`: [`SaslSettings`], the enabled mechanisms, the users, the token
+//!   validator and `connections.max.reauth.ms`.
+//! - `oauth.rs`: [`TokenValidator`], how OAUTHBEARER tokens are validated.
+//! - `reauth.rs`: session lifetimes and re-authentication rules (KIP-368),
+//!   [`SaslStats`].
 //! - `tls.rs`: [`TlsSettings`], certificate, key and [`ClientAuth`].
 //! - `gate.rs`: `ConnectionAuth`, one connection's authentication state.
 
 mod gate;
 mod listener;
+mod oauth;
 mod principal;
+pub(crate) mod reauth;
 mod sasl;
 mod tls;
 
 pub(crate) use gate::{Admission, ConnectionAuth};
 pub use listener::{ListenerSecurity, SecurityProtocol};
+pub use oauth::TokenValidator;
 pub(crate) use principal::certificate_principal;
+pub use reauth::SaslStats;
 pub use sasl::SaslSettings;
 pub use tls::{ClientAuth, TlsSettings};

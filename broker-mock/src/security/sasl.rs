@@ -1,21 +1,40 @@
 //! [`SaslSettings`]: a listener's enabled SASL mechanisms (Kafka's
-//! `sasl.enabled.mechanisms`) and its users. SCRAM users are stored as salted,
+//! `sasl.enabled.mechanisms`), its users, how it validates OAUTHBEARER tokens,
+//! and its `connections.max.reauth.ms`. SCRAM users are stored as salted,
 //! iterated credentials from the moment they are added; `Debug` prints user names
 //! and mechanisms only.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use baton_protocol::sasl::{Mechanism, SaslError, ScramCredential, Secret, StaticCredentials};
+use baton_protocol::sasl::{
+    CredentialStore, Mechanism, SaslError, ScramCredential, ScramHash, Secret, StaticCredentials,
+    TokenRejection, ValidatedToken,
+};
+
+use super::oauth::TokenValidator;
+use super::reauth::SaslStats;
 
 /// Kafka's default SCRAM iteration count (`kafka-configs --add-config
 /// 'SCRAM-SHA-512=[password=...]'` uses 4096).
 pub const DEFAULT_SCRAM_ITERATIONS: u32 = 4096;
 
 /// The SASL side of a listener.
+///
+/// Enabling OAUTHBEARER without [`with_token_validator`](Self::with_token_validator)
+/// accepts unsecured JWS tokens, which anyone can write: Apache Kafka's default,
+/// meant for development and tests. Give a validator that checks signatures (or
+/// asks your identity provider) before exposing such a listener.
 #[derive(Clone, Debug, Default)]
 pub struct SaslSettings {
     mechanisms: Vec<Mechanism>,
     users: Arc<StaticCredentials>,
+    /// Validates OAUTHBEARER tokens; Kafka's unsecured JWS validator by default.
+    tokens: TokenValidator,
+    /// `connections.max.reauth.ms`; zero (the default) sets no bound.
+    max_reauth: Duration,
+    /// Shared by every clone, so the listener's connections count into it.
+    stats: Arc<SaslStats>,
 }
 
 impl SaslSettings {
@@ -29,7 +48,7 @@ impl SaslSettings {
         }
         SaslSettings {
             mechanisms: enabled,
-            users: Arc::default(),
+            ..SaslSettings::default()
         }
     }
 
@@ -70,14 +89,51 @@ impl SaslSettings {
         self
     }
 
+    /// Validates OAUTHBEARER tokens with `validator` instead of Kafka's default
+    /// (unsecured JWS tokens with default options).
+    pub fn with_token_validator(mut self, validator: TokenValidator) -> SaslSettings {
+        self.tokens = validator;
+        self
+    }
+
+    /// Kafka's `connections.max.reauth.ms`: sessions last at most this long
+    /// (bounded further by an OAUTHBEARER token's expiry), clients that support
+    /// it (SaslAuthenticate v1+) are told so and re-authenticate, and a
+    /// connection used after its session expired is closed (KIP-368). Zero, the
+    /// default, sets no bound: PLAIN and SCRAM sessions then never expire.
+    pub fn with_connections_max_reauth(mut self, max: Duration) -> SaslSettings {
+        self.max_reauth = max;
+        self
+    }
+
     /// The enabled mechanisms, in the order the handshake lists them.
     pub fn mechanisms(&self) -> &[Mechanism] {
         &self.mechanisms
     }
 
-    /// The users.
-    pub(crate) fn users(&self) -> &StaticCredentials {
-        &self.users
+    /// `connections.max.reauth.ms` (zero for no bound).
+    pub fn connections_max_reauth(&self) -> Duration {
+        self.max_reauth
+    }
+
+    /// The counters of this listener's SASL sessions (logins,
+    /// re-authentications, failures, expired sessions closed).
+    pub fn stats(&self) -> &SaslStats {
+        &self.stats
+    }
+}
+
+impl CredentialStore for SaslSettings {
+    fn plain_password(&self, user: &str) -> Option<&Secret> {
+        self.users.plain_password(user)
+    }
+
+    fn scram_credential(&self, hash: ScramHash, user: &str) -> Option<&ScramCredential> {
+        self.users.scram_credential(hash, user)
+    }
+
+    fn validate_token(&self, token: &str) -> Result<ValidatedToken, TokenRejection> {
+        self.tokens.validate(token)
     }
 }
 

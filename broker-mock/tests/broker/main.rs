@@ -11,6 +11,7 @@ mod groups;
 mod idempotence;
 mod limits;
 mod malformed;
+mod oauth;
 mod produce_in_place;
 mod proxy;
 mod sasl;

@@ -148,7 +148,10 @@ async fn failed_logins_are_answered_then_closed() {
     };
     let resp = c.call(&handshake, 1).await;
     assert_eq!(resp.error_code, ErrorCode::UnsupportedSaslMechanism.code());
-    assert_eq!(resp.mechanisms, ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]);
+    assert_eq!(
+        resp.mechanisms,
+        ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+    );
     assert!(c.recv_frame().await.is_none(), "closed after the answer");
 
     // Malformed SASL bytes, and SaslAuthenticate before any handshake.

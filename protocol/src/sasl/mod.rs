@@ -8,7 +8,11 @@
 //! - `PLAIN` (RFC 4616), [`plain`];
 //! - `SCRAM-SHA-256` and `SCRAM-SHA-512` (RFC 5802, RFC 7677), [`scram`], with the
 //!   server's signature verified by the client and the broker holding only salted,
-//!   iterated keys ([`ScramCredential`]).
+//!   iterated keys ([`ScramCredential`]);
+//! - `OAUTHBEARER` (RFC 7628, KIP-255), [`oauthbearer`]: a bearer token from the
+//!   application, checked by the broker's [`CredentialStore::validate_token`]
+//!   (Kafka's unsecured JWS validator, [`oauthbearer::UnsecuredJwsValidator`], or
+//!   the broker's own).
 //!
 //! Hashes, HMAC and PBKDF2 come from the RustCrypto crates, randomness from the
 //! operating system (`getrandom`). Every malformed message is a [`SaslError`].
@@ -27,7 +31,7 @@
 //! loop {
 //!     match server.step(&to_server, &users).unwrap() {
 //!         ServerStep::Challenge(bytes) => to_server = client.step(&bytes).unwrap().unwrap(),
-//!         ServerStep::Done { principal, final_bytes } => {
+//!         ServerStep::Done { principal, final_bytes, .. } => {
 //!             assert_eq!(principal, "alice");
 //!             assert!(client.step(&final_bytes).unwrap().is_none());
 //!             break;
@@ -36,11 +40,13 @@
 //! }
 //! ```
 
+pub mod oauthbearer;
 pub mod plain;
 pub mod scram;
 mod secret;
 mod session;
 
+pub use oauthbearer::{TokenRejection, ValidatedToken};
 pub use scram::{ScramCredential, ScramHash};
 pub use secret::Secret;
 pub use session::{ClientSession, ServerSession, ServerStep};
@@ -57,14 +63,17 @@ pub enum Mechanism {
     ScramSha256,
     /// `SCRAM-SHA-512` (RFC 5802 with SHA-512, as Kafka names it).
     ScramSha512,
+    /// `OAUTHBEARER` (RFC 7628): a bearer token the application obtains.
+    OAuthBearer,
 }
 
 impl Mechanism {
     /// Every mechanism, in the order a broker lists them by default.
-    pub const ALL: [Mechanism; 3] = [
+    pub const ALL: [Mechanism; 4] = [
         Mechanism::Plain,
         Mechanism::ScramSha256,
         Mechanism::ScramSha512,
+        Mechanism::OAuthBearer,
     ];
 
     /// The name on the wire (SaslHandshake), as Kafka spells it.
@@ -73,6 +82,7 @@ impl Mechanism {
             Mechanism::Plain => "PLAIN",
             Mechanism::ScramSha256 => "SCRAM-SHA-256",
             Mechanism::ScramSha512 => "SCRAM-SHA-512",
+            Mechanism::OAuthBearer => "OAUTHBEARER",
         }
     }
 
@@ -84,7 +94,7 @@ impl Mechanism {
     /// The hash of a SCRAM mechanism, or `None` for others.
     pub fn scram_hash(self) -> Option<ScramHash> {
         match self {
-            Mechanism::Plain => None,
+            Mechanism::Plain | Mechanism::OAuthBearer => None,
             Mechanism::ScramSha256 => Some(ScramHash::Sha256),
             Mechanism::ScramSha512 => Some(ScramHash::Sha512),
         }
@@ -128,9 +138,26 @@ pub enum SaslError {
     /// The operating system's random source failed.
     #[error("no randomness available: {0}")]
     Random(String),
+    /// The broker refused an OAUTHBEARER token (`reason` is for its log; the
+    /// client is told only the rejection's JSON, as Kafka does).
+    #[error("OAUTHBEARER token rejected: {0}")]
+    TokenRejected(TokenRejection),
+    /// An OAUTHBEARER client asked for an authorization id other than its
+    /// token's principal.
+    #[error(
+        "Authentication failed: Client requested an authorization id ({authzid}) that is \
+         different from the token's principal name ({principal})"
+    )]
+    AuthorizationIdMismatch {
+        /// The authorization id asked for.
+        authzid: String,
+        /// The token's principal.
+        principal: String,
+    },
 }
 
-/// What a broker knows about its users: PLAIN passwords and SCRAM credentials.
+/// What a broker knows about its users: PLAIN passwords, SCRAM credentials, and
+/// how it validates OAUTHBEARER tokens.
 ///
 /// A trait so that a broker can back it with configuration today and with
 /// AlterUserScramCredentials later.
@@ -139,6 +166,12 @@ pub trait CredentialStore {
     fn plain_password(&self, user: &str) -> Option<&Secret>;
     /// The SCRAM credential of `user` for `hash`, if there is one.
     fn scram_credential(&self, hash: ScramHash, user: &str) -> Option<&ScramCredential>;
+    /// Validates an OAUTHBEARER token. By default every token is refused (a
+    /// store without a token validator).
+    fn validate_token(&self, token: &str) -> Result<ValidatedToken, TokenRejection> {
+        let _ = token;
+        Err(TokenRejection::invalid("no OAUTHBEARER token validator"))
+    }
 }
 
 /// A fixed set of users, as a configuration gives them.
