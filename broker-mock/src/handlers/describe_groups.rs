@@ -9,7 +9,7 @@
 //! `GROUP_AUTHORIZATION_FAILED` for it).
 //!
 //! Deviations from Apache Kafka: authorized operations (v3+) are never computed
-//! (`i32::MIN`, "not requested"); members' `client_host` is empty.
+//! (`i32::MIN`, "not requested").
 
 use baton_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, DescribedGroup};
 use baton_protocol::ErrorCode;

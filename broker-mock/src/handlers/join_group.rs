@@ -10,8 +10,10 @@
 //!
 //! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED`).
 //!
-//! Deviations from Apache Kafka: `client_host` (shown by DescribeGroups) is empty,
-//! since handlers do not see the peer address; the join reason (v8+) is only logged;
+//! A member's `client_host` (shown by DescribeGroups) is its connection's address
+//! as Kafka writes it (`/127.0.0.1`).
+//!
+//! Deviations from Apache Kafka: the join reason (v8+) is only logged;
 //! membership and assignments are kept in memory only (only each group's generation
 //! is written to `__consumer_offsets`), so after a restart or a coordinator move
 //! every group starts empty, with its committed offsets and a generation above the
@@ -135,7 +137,7 @@ pub(crate) fn start(
         session_timeout_ms: req.session_timeout_ms,
         rebalance_timeout_ms,
         client_id: header.client_id.unwrap_or_default(),
-        client_host: String::new(),
+        client_host: format!("/{}", ctx.host),
         version,
     };
     Ok(deferred::<JoinGroupRequest, _>(

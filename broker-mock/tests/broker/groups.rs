@@ -248,6 +248,7 @@ async fn two_member_rebalance() {
     assert_eq!(d.groups[0].group_state, "Stable");
     assert_eq!(d.groups[0].members.len(), 2);
     assert_eq!(d.groups[0].members[0].client_id, "broker-test");
+    assert_eq!(d.groups[0].members[0].client_host, "/127.0.0.1");
     assert_eq!(d.groups[1].group_state, "Dead");
 
     // The follower leaves (v3+ batch form); the leader learns of the rebalance from
