@@ -19,8 +19,7 @@
 // exception propagates (exit 1 with its stack trace on stderr).
 //
 // Security: with INTEROP_SECURITY_PROTOCOL (SASL_SSL), INTEROP_SASL_MECHANISM (PLAIN,
-// SCRAM-SHA-256, SCRAM-SHA-512, or OAUTHBEARER: an unsecured token whose subject is the
-// user name), INTEROP_SASL_USERNAME, INTEROP_SASL_PASSWORD and
+// SCRAM-SHA-256, SCRAM-SHA-512), INTEROP_SASL_USERNAME, INTEROP_SASL_PASSWORD and
 // INTEROP_SSL_CA (a PEM file) in the environment, every client connects with them
 // (ssl.truststore.type=PEM, host name verification on, as by default); otherwise in
 // plaintext. The Rust side sets them from baton_testkit::security::ClientSecurity.
@@ -66,9 +65,6 @@ public class BatonJava {
         p.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, protocol);
         p.put("sasl.mechanism", mechanism);
         p.put("sasl.jaas.config", switch (mechanism) {
-            // An unsecured token (alg none) with the user as its subject.
-            case "OAUTHBEARER" -> "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
-                    + " unsecuredLoginStringClaim_sub=\"" + user + "\";";
             case "PLAIN" -> "org.apache.kafka.common.security.plain.PlainLoginModule required username=\""
                     + user + "\" password=\"" + System.getenv("INTEROP_SASL_PASSWORD") + "\";";
             default -> "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""

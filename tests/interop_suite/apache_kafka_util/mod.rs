@@ -589,7 +589,7 @@ impl KafkaCluster {
     /// signed their certificate (SANs `localhost` and `127.0.0.1`); `None` if
     /// the nodes have no such listener. Users: PLAIN [`PLAIN_LOGIN`],
     /// SCRAM-SHA-512 [`SCRAM_SHA512_LOGIN`], and OAUTHBEARER with any unsecured
-    /// token.
+    /// JWS token.
     pub fn sasl_ssl(&self) -> Option<(Vec<String>, &Pki)> {
         let pki = self.pki.as_ref()?;
         let nodes = self.nodes.lock().unwrap();
