@@ -3,6 +3,9 @@
 //! Every job moves `n` records of `value_size` bytes (no key, no headers) to or from
 //! partition 0 of one topic and returns a [`Sample`] whose CPU time is this
 //! process's (all threads: the client's own threads and the Tokio workers).
+//!
+//! The Baton and librdkafka jobs connect to an [`Endpoint`]: a bootstrap address
+//! (plaintext, what a `&str` converts to) or one with `SASL_SSL` settings.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -19,7 +22,69 @@ use rdkafka::producer::{
 };
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 
+use baton_testkit::security::ClientSecurity;
+
 use crate::measure::{self_cpu, Sample};
+
+/// Where a job connects: a bootstrap address and, over `SASL_SSL`, the login
+/// and the CA that verifies the broker.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// `host:port` of the broker.
+    pub bootstrap: String,
+    /// `SASL_SSL` settings; plaintext without.
+    pub security: Option<ClientSecurity>,
+}
+
+impl From<&str> for Endpoint {
+    fn from(bootstrap: &str) -> Endpoint {
+        Endpoint {
+            bootstrap: bootstrap.to_owned(),
+            security: None,
+        }
+    }
+}
+
+impl From<&String> for Endpoint {
+    fn from(bootstrap: &String) -> Endpoint {
+        Endpoint::from(bootstrap.as_str())
+    }
+}
+
+impl From<&Endpoint> for Endpoint {
+    fn from(at: &Endpoint) -> Endpoint {
+        at.clone()
+    }
+}
+
+impl Endpoint {
+    /// A Baton client connected here.
+    pub async fn baton(&self) -> Result<baton::Client, String> {
+        let mut builder =
+            baton::Client::builder([self.bootstrap.as_str()]).client_id("bench-baton");
+        if let Some(security) = &self.security {
+            builder = security.apply(builder);
+        }
+        builder.build().await.map_err(err("baton client"))
+    }
+
+    /// A librdkafka configuration connecting here: `bootstrap.servers`, and over
+    /// `SASL_SSL` the mechanism, login and `ssl.ca.location` (host name
+    /// verification on, librdkafka's default).
+    fn rdkafka(&self) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", &self.bootstrap);
+        if let Some(security) = &self.security {
+            c.set("security.protocol", "SASL_SSL")
+                .set("sasl.mechanisms", security.login.mechanism.name())
+                .set("sasl.username", security.login.username)
+                .set("sasl.password", security.login.password)
+                .set("ssl.ca.location", security.ca.display().to_string())
+                .set("ssl.endpoint.identification.algorithm", "https");
+        }
+        c
+    }
+}
 
 /// Batching settings shared by every producer.
 #[derive(Debug, Clone, Copy)]
@@ -48,17 +113,13 @@ fn err<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
 
 /// Produces with Baton (idempotence off, explicit partition 0).
 pub async fn baton_produce(
-    bootstrap: &str,
+    at: impl Into<Endpoint>,
     topic: &str,
     n: u64,
     value_size: usize,
     s: ProduceSettings,
 ) -> Result<Sample, String> {
-    let client = baton::Client::builder([bootstrap])
-        .client_id("bench-baton")
-        .build()
-        .await
-        .map_err(err("baton client"))?;
+    let client = at.into().baton().await?;
     let producer = baton::Producer::builder(&client)
         .acks(if s.acks == 1 {
             baton::Acks::Leader
@@ -116,12 +177,8 @@ pub async fn baton_produce(
 }
 
 /// Consumes `n` records from offset 0 with Baton's assigned consumer.
-pub async fn baton_consume(bootstrap: &str, topic: &str, n: u64) -> Result<Sample, String> {
-    let client = baton::Client::builder([bootstrap])
-        .client_id("bench-baton")
-        .build()
-        .await
-        .map_err(err("baton client"))?;
+pub async fn baton_consume(at: impl Into<Endpoint>, topic: &str, n: u64) -> Result<Sample, String> {
+    let client = at.into().baton().await?;
     client
         .refresh_metadata()
         .await
@@ -167,10 +224,9 @@ impl ProducerContext for Counting {
 }
 
 /// The librdkafka producer configuration used by every job.
-pub fn rdkafka_producer_config(bootstrap: &str, s: ProduceSettings) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", bootstrap)
-        .set("client.id", "bench-librdkafka")
+pub fn rdkafka_producer_config(at: &Endpoint, s: ProduceSettings) -> ClientConfig {
+    let mut c = at.rdkafka();
+    c.set("client.id", "bench-librdkafka")
         .set("acks", if s.acks == 1 { "1" } else { "all" })
         .set("enable.idempotence", "false")
         .set("compression.codec", "none")
@@ -189,7 +245,7 @@ pub fn rdkafka_producer_config(bootstrap: &str, s: ProduceSettings) -> ClientCon
 /// Produces with librdkafka (ThreadedProducer, delivery reports counted in its
 /// callback). Blocking: call from a blocking thread.
 pub fn rdkafka_produce(
-    bootstrap: &str,
+    at: impl Into<Endpoint>,
     topic: &str,
     n: u64,
     value_size: usize,
@@ -199,7 +255,7 @@ pub fn rdkafka_produce(
         ok: AtomicU64::new(0),
         failed: AtomicU64::new(0),
     };
-    let producer: ThreadedProducer<Counting> = rdkafka_producer_config(bootstrap, s)
+    let producer: ThreadedProducer<Counting> = rdkafka_producer_config(&at.into(), s)
         .create_with_context(ctx)
         .map_err(err("librdkafka producer"))?;
     // Warm up: metadata and the connection.
@@ -261,13 +317,13 @@ fn send_blocking(p: &ThreadedProducer<Counting>, topic: &str, value: &[u8]) -> R
 /// 100-byte records, it backs off fetching (`fetch.queue.backoff.ms`, 1 s) and is
 /// mostly idle.
 pub fn rdkafka_consume(
-    bootstrap: &str,
+    at: impl Into<Endpoint>,
     topic: &str,
     n: u64,
     tuned: bool,
 ) -> Result<Sample, String> {
     let (cpu0, t0) = (self_cpu(), Instant::now());
-    let mut config = ClientConfig::new();
+    let mut config = at.into().rdkafka();
     if tuned {
         config
             .set("queued.min.messages", "1000000")
@@ -283,7 +339,6 @@ pub fn rdkafka_consume(
         }
     }
     let consumer: BaseConsumer = config
-        .set("bootstrap.servers", bootstrap)
         .set("client.id", "bench-librdkafka")
         .set("group.id", "bench-librdkafka")
         .set("enable.auto.commit", "false")

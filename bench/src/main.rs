@@ -7,6 +7,7 @@ mod java;
 mod kafka;
 mod measure;
 mod referee;
+mod security;
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -20,13 +21,17 @@ baton-bench: Baton against librdkafka, rskafka, tansu, the Java client and Apach
 Kafka's broker, in the same run
 
 USAGE:
-    cargo run --release -- <producer|consumer|group|broker|large|failover|java|kafka-broker|all> [OPTIONS]
+    cargo run --release -- <producer|consumer|group|broker|large|failover|java|kafka-broker|security|all> [OPTIONS]
 
     java          Baton's producer and consumer against the Java client (a warm
                   harness JVM, and Kafka's ProducerPerformance/ConsumerPerformance),
                   all on one Apache Kafka node the bench starts (log dir on /dev/shm)
     kafka-broker  baton-broker (in memory, and on disk in /dev/shm) against Apache
                   Kafka's broker (log dir on /dev/shm) under the same librdkafka load
+    security      Baton and librdkafka producing and consuming over SASL_SSL
+                  (SCRAM-SHA-512) and PLAINTEXT, against two baton-broker processes
+                  (this binary in its serve-broker mode, in memory); --records per
+                  produce run, --consume-records per consume run
 
 OPTIONS:
     --runs N               runs per client (default 5); tables show medians
@@ -569,6 +574,7 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
         }
         "java" => referee::clients(o).await,
         "kafka-broker" => referee::brokers(o).await,
+        "security" => security::run(o).await,
         "sizes" => {
             sizes().await;
             Ok(())
@@ -582,6 +588,7 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
                 "failover",
                 "java",
                 "kafka-broker",
+                "security",
             ] {
                 Box::pin(run(s, o)).await?;
             }
@@ -594,6 +601,15 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
 }
 
 fn main() {
+    // The broker processes of the security item are this binary.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("serve-broker") {
+        if let Err(e) = security::serve(&args[1..]) {
+            eprintln!("serve-broker: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let (sub, o) = match parse() {
         Ok(x) => x,
         Err(e) => {

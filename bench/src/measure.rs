@@ -134,7 +134,13 @@ impl BrokerProc {
         Self::spawn("tansu", cmd, addr)
     }
 
-    fn spawn(name: &'static str, mut cmd: Command, addr: SocketAddr) -> Result<BrokerProc, String> {
+    /// Starts `cmd` (a broker that will listen on `addr`) and waits until it
+    /// accepts connections.
+    pub fn spawn(
+        name: &'static str,
+        mut cmd: Command,
+        addr: SocketAddr,
+    ) -> Result<BrokerProc, String> {
         cmd.stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit());

@@ -60,6 +60,11 @@ const FRAME_GROWTH: usize = 32;
 const MIN_READ: usize = 4096;
 /// How long a TLS handshake may take before the connection is closed.
 pub(crate) const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection stays open after its authentication failed and the
+/// failure was answered: Kafka's `connection.failed.authentication.delay.ms`
+/// default. Clients read the answer before they see the connection close
+/// (kafka-python drops data that arrives together with the close).
+const FAILED_AUTHENTICATION_DELAY: Duration = Duration::from_millis(100);
 /// How long shutdown waits for connections to send what they owe.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -366,7 +371,10 @@ async fn serve_connection<D, R, W>(
         loop {
             match next_frame(&codec, &mut buf) {
                 Ok(Some(frame)) => {
-                    let (reply, close) = match auth.admit(frame) {
+                    let admission = auth.admit(frame);
+                    let failed_authentication =
+                        matches!(admission, Ok(Admission::AnswerAndClose(..)));
+                    let (reply, close) = match admission {
                         Ok(Admission::Dispatch(frame)) => {
                             if let Some(user) = auth.principal() {
                                 if ctx.principal.strip_prefix("User:") != Some(user) {
@@ -392,6 +400,12 @@ async fn serve_connection<D, R, W>(
                     }
                     if let Some(reason) = close {
                         tracing::warn!(server = options.name, %peer, %reason, "closing connection");
+                        if failed_authentication {
+                            tokio::select! {
+                                _ = tokio::time::sleep(FAILED_AUTHENTICATION_DELAY) => {}
+                                _ = stop.changed() => {}
+                            }
+                        }
                         return;
                     }
                     continue;

@@ -9,6 +9,12 @@ Usage:
     confluent_client.py produce-numbered BOOTSTRAP TOPIC PARTITIONS FIRST COUNT
     confluent_client.py produce-keyed    BOOTSTRAP TOPIC SEED COUNT
     confluent_client.py group-member     BOOTSTRAP TOPIC GROUP NAME
+    confluent_client.py auth-check       BOOTSTRAP
+
+With `INTEROP_SECURITY_PROTOCOL` and the other variables of `records.Security`
+set, every client connects with them (SASL_SSL); otherwise in plaintext.
+`auth-check` asks for metadata once and reports whether the client
+authenticated or which authentication error librdkafka reported.
 
 Each command prints one `RESULT {json}` line on success and exits 0; on
 failure it prints the reason to stderr and exits non-zero.
@@ -53,11 +59,53 @@ def base_config(bootstrap, client_id):
     debug = os.environ.get("INTEROP_RDKAFKA_DEBUG")
     if debug:
         config["debug"] = debug
+    sec = records.security()
+    if sec is not None:
+        config.update(
+            {
+                "security.protocol": sec.protocol,
+                "sasl.mechanisms": sec.mechanism,
+                "sasl.username": sec.username,
+                "sasl.password": sec.password,
+                "ssl.ca.location": sec.ca,
+                # librdkafka's default since 2.0, given explicitly: the broker's
+                # certificate must name the host connected to.
+                "ssl.endpoint.identification.algorithm": "https",
+            }
+        )
     return config
 
 
 def error_cb(err):
     print("librdkafka error: %s" % (err,), file=sys.stderr, flush=True)
+
+
+def auth_check(bootstrap):
+    """Lists topics once; reports the authentication error librdkafka saw, if any."""
+    errors = []
+
+    def on_error(err):
+        errors.append(err)
+
+    client = AdminClient(dict(base_config(bootstrap, "interop-confluent-auth-check"), error_cb=on_error))
+    listed = None
+    try:
+        listed = client.list_topics(timeout=5)
+    except KafkaException as e:
+        errors.append(e.args[0])
+    # Errors reach error_cb from poll().
+    client.poll(1)
+    for e in errors[:3]:
+        print("auth-check: %s" % (e,), file=sys.stderr)
+    auth = [e for e in errors if e.code() == KafkaError._AUTHENTICATION]
+    records.emit(
+        {
+            "client": "confluent-kafka",
+            "authenticated": listed is not None and not auth,
+            "auth_error": str(auth[0]) if auth else "",
+        }
+    )
+    return 0
 
 
 def create_topic(bootstrap, topic, partitions):
@@ -353,6 +401,8 @@ def main(argv):
             return delete_topic(bootstrap, argv[3])
         if cmd == "list-topics":
             return list_topics(bootstrap)
+        if cmd == "auth-check":
+            return auth_check(bootstrap)
         if cmd == "produce-numbered":
             return produce_numbered(bootstrap, argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
         if cmd == "produce-keyed":

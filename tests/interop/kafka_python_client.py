@@ -9,6 +9,12 @@ Usage:
     kafka_python_client.py produce-numbered BOOTSTRAP TOPIC PARTITIONS FIRST COUNT
     kafka_python_client.py produce-keyed    BOOTSTRAP TOPIC SEED COUNT
     kafka_python_client.py group-member     BOOTSTRAP TOPIC GROUP NAME
+    kafka_python_client.py auth-check       BOOTSTRAP
+
+With `INTEROP_SECURITY_PROTOCOL` and the other variables of `records.Security`
+set, every client connects with them (SASL_SSL, `ssl_check_hostname` on);
+otherwise in plaintext. `auth-check` connects an admin client once and reports
+whether it authenticated or the authentication error it raised.
 
 Each command prints one `RESULT {json}` line on success and exits 0; on
 failure it prints the reason to stderr and exits non-zero.
@@ -33,11 +39,26 @@ import sys
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from kafka.errors import KafkaError
+from kafka.errors import KafkaError, SaslAuthenticationFailedError
 
 import records
 
 TIMEOUT_S = float(os.environ.get("INTEROP_CLIENT_TIMEOUT_S", "90"))
+
+
+def security():
+    """Keyword arguments for every client: the connection's security settings."""
+    sec = records.security()
+    if sec is None:
+        return {}
+    return {
+        "security_protocol": sec.protocol,
+        "sasl_mechanism": sec.mechanism,
+        "sasl_plain_username": sec.username,
+        "sasl_plain_password": sec.password,
+        "ssl_cafile": sec.ca,
+        "ssl_check_hostname": True,
+    }
 
 
 def admin(bootstrap):
@@ -45,7 +66,52 @@ def admin(bootstrap):
         bootstrap_servers=bootstrap,
         client_id="interop-kafka-python-admin",
         request_timeout_ms=30000,
+        **security(),
     )
+
+
+class AuthFailures(logging.Handler):
+    """Collects the authentication failures kafka-python logs: its admin client
+    retries a refused bootstrap connection until `bootstrap_timeout_ms` and then
+    raises a timeout, so the failure itself shows only in its log."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.failures = []
+
+    def emit(self, record):
+        message = record.getMessage()
+        if "SaslAuthenticationFailedError" in message:
+            self.failures.append(message)
+
+
+def auth_check(bootstrap):
+    """Connects an admin client and lists topics; reports an authentication error."""
+    failures = AuthFailures()
+    logging.getLogger("kafka").addHandler(failures)
+    error = ""
+    authenticated = False
+    try:
+        client = KafkaAdminClient(
+            bootstrap_servers=bootstrap,
+            client_id="interop-kafka-python-auth-check",
+            request_timeout_ms=10000,
+            bootstrap_timeout_ms=5000,
+            **security(),
+        )
+        try:
+            client.list_topics()
+            authenticated = True
+        finally:
+            client.close()
+    except SaslAuthenticationFailedError as e:
+        error = "%s: %s" % (type(e).__name__, e)
+    except KafkaError as e:
+        print("auth-check: %r" % (e,), file=sys.stderr)
+    if not error and failures.failures:
+        error = failures.failures[0]
+    records.emit({"client": "kafka-python", "authenticated": authenticated, "auth_error": error})
+    return 0
 
 
 def create_topic(bootstrap, topic, partitions):
@@ -104,6 +170,7 @@ def produce(bootstrap, topic, seed, count, partitions, compression="none", idemp
         request_timeout_ms=30000,
         max_block_ms=30000,
         compression_type=None if compression == "none" else compression,
+        **security(),
     )
     futures = []
     try:
@@ -156,6 +223,7 @@ def consume(bootstrap, topic, seed, count, partitions):
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         request_timeout_ms=30000,
+        **security(),
     )
     try:
         tps = [TopicPartition(topic, p) for p in range(partitions)]
@@ -199,6 +267,7 @@ def producer_for_tests(bootstrap, client_id):
         linger_ms=5,
         request_timeout_ms=30000,
         max_block_ms=30000,
+        **security(),
     )
 
 
@@ -272,6 +341,7 @@ def group_member(bootstrap, topic, group, name):
         session_timeout_ms=10000,
         heartbeat_interval_ms=500,
         max_poll_records=100,
+        **security(),
     )
     try:
         consumer.subscribe([topic], listener=MemberListener(log))
@@ -308,6 +378,8 @@ def main(argv):
         return delete_topic(bootstrap, argv[3])
     if cmd == "list-topics":
         return list_topics(bootstrap)
+    if cmd == "auth-check":
+        return auth_check(bootstrap)
     if cmd == "produce-numbered":
         return produce_numbered(bootstrap, argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
     if cmd == "produce-keyed":

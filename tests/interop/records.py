@@ -12,6 +12,7 @@ timestamps, and repetitive values so that compressed batches shrink.
 """
 
 import json
+import os
 import random
 import struct
 import sys
@@ -184,6 +185,39 @@ class Checker:
 def emit(result):
     """Prints one result line that the Rust test parses."""
     print("RESULT " + json.dumps(result, sort_keys=True), flush=True)
+
+
+class Security:
+    """How to connect, from the environment the Rust tests set
+    (`baton_testkit::security::ClientSecurity::env`): `INTEROP_SECURITY_PROTOCOL`
+    (SASL_SSL), `INTEROP_SASL_MECHANISM` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512),
+    `INTEROP_SASL_USERNAME`, `INTEROP_SASL_PASSWORD` and `INTEROP_SSL_CA` (the
+    CA's PEM file; the broker's host name is verified against its certificate)."""
+
+    def __init__(self, protocol, mechanism, username, password, ca):
+        self.protocol = protocol
+        self.mechanism = mechanism
+        self.username = username
+        self.password = password
+        self.ca = ca
+
+    def __repr__(self):
+        # Never the password.
+        return "Security(%s, %s, user %s)" % (self.protocol, self.mechanism, self.username)
+
+
+def security():
+    """The `Security` the environment names, or None for plaintext."""
+    protocol = os.environ.get("INTEROP_SECURITY_PROTOCOL")
+    if not protocol or protocol == "PLAINTEXT":
+        return None
+    return Security(
+        protocol,
+        os.environ.get("INTEROP_SASL_MECHANISM"),
+        os.environ.get("INTEROP_SASL_USERNAME"),
+        os.environ.get("INTEROP_SASL_PASSWORD"),
+        os.environ.get("INTEROP_SSL_CA"),
+    )
 
 
 class Deadline:

@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use crate::apache_kafka_util::kafka_version;
 use crate::interop_java_util::mixed_group::{self, Strategy};
-use crate::interop_java_util::{field, harness, int, java, Jvm};
+use crate::interop_java_util::{field, harness, harness_secured, int, java, Jvm};
 use baton::{Admin, Client, NewTopic};
 use baton_broker::{Broker, BrokerConfig, Cluster};
+use baton_testkit::security::{ClientSecurity, Pki, PLAIN_LOGIN, SCRAM_SHA512_LOGIN};
 use baton_testkit::topic_name;
 use tokio::runtime::Runtime;
 
@@ -25,6 +26,8 @@ const PER_CODEC: usize = 2_000;
 const CODECS: &str = "none,gzip,snappy,lz4,zstd";
 /// Partitions of the client tests' topic.
 const PARTITIONS: i32 = 3;
+/// Records per codec in the SASL_SSL test.
+const SECURED_PER_CODEC: usize = 1_000;
 
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -120,6 +123,84 @@ fn java_client_against_a_single_broker() {
         1,
     ));
     java_client_round(&broker.bootstrap(), &topic, 1);
+    rt.block_on(broker.shutdown());
+}
+
+/// Issue 16: the Java client against a broker whose only listener is
+/// `SASL_SSL` (PEM truststore with the test CA, host name verification on).
+/// It produces idempotently with SCRAM-SHA-512 and reads everything back with
+/// `assign` logged in with PLAIN and with a classic group logged in with
+/// SCRAM-SHA-512: every record once, in order per partition, value matching
+/// key. A wrong password is reported as an authentication failure, and the
+/// broker still serves the right one.
+#[test]
+fn java_client_over_sasl_ssl() {
+    let pki = Pki::generate();
+    let rt = runtime();
+    let broker = rt
+        .block_on(Broker::start(
+            BrokerConfig::in_memory().with_security(pki.sasl_ssl_listener()),
+        ))
+        .expect("broker starts");
+    let bootstrap = broker.bootstrap();
+    let scram = ClientSecurity::sasl_ssl(&pki, SCRAM_SHA512_LOGIN);
+    let plain = ClientSecurity::sasl_ssl(&pki, PLAIN_LOGIN);
+    let topic = topic_name("java-sasl-ssl");
+    rt.block_on(async {
+        let client = scram
+            .apply(Client::builder([bootstrap.clone()]))
+            .build()
+            .await
+            .expect("Baton connects over SASL_SSL");
+        Admin::new(&client)
+            .create_topics([NewTopic::new(&topic, PARTITIONS, 1)])
+            .await
+            .expect("topic created");
+    });
+
+    let codecs = "none,lz4";
+    let total = (SECURED_PER_CODEC * codecs.split(',').count()) as i64;
+    let produced = harness_secured(
+        "produce",
+        &[&bootstrap, &topic, codecs, &SECURED_PER_CODEC.to_string()],
+        &scram,
+    );
+    assert_eq!(int(&produced, "acked"), Some(total), "{produced}");
+    let group = format!("{topic}-group");
+    for (mode, security, args) in [
+        ("assign", &plain, vec![bootstrap.as_str(), &topic]),
+        (
+            "subscribe",
+            &scram,
+            vec![bootstrap.as_str(), &topic, &group],
+        ),
+    ] {
+        let expected = total.to_string();
+        let args = [&args[..], &[expected.as_str()]].concat();
+        let consumed = harness_secured(mode, &args, security);
+        for (key, want) in [
+            ("distinct", total),
+            ("records", total),
+            ("mismatched", 0),
+            ("reordered", 0),
+        ] {
+            assert_eq!(int(&consumed, key), Some(want), "{mode} {key}: {consumed}");
+        }
+    }
+
+    let wrong = ClientSecurity::sasl_ssl(&pki, SCRAM_SHA512_LOGIN.with_password("not-it"));
+    let refused = harness_secured("auth-check", &[&bootstrap], &wrong);
+    assert_eq!(field(&refused, "authenticated"), Some("false"), "{refused}");
+    assert!(
+        field(&refused, "auth_error").is_some_and(|e| e.contains("SaslAuthenticationException")),
+        "{refused}"
+    );
+    let accepted = harness_secured("auth-check", &[&bootstrap], &scram);
+    assert_eq!(
+        field(&accepted, "authenticated"),
+        Some("true"),
+        "{accepted}"
+    );
     rt.block_on(broker.shutdown());
 }
 

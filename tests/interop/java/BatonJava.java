@@ -13,13 +13,22 @@
 //                                                   live lines `ASSIGNED <p,...>` after each change of
 //                                                   its assignment, `LED` each time it runs the group's
 //                                                   assignment, `CONSUMED <n>` after each commit
+//   auth-check <bootstrap>                          lists topics once; RESULT says whether the client
+//                                                   authenticated, or the authentication error
 // Each mode prints one line `RESULT {json}` (flat, for the Rust test) and exits 0; any
 // exception propagates (exit 1 with its stack trace on stderr).
+//
+// Security: with INTEROP_SECURITY_PROTOCOL (SASL_SSL), INTEROP_SASL_MECHANISM (PLAIN,
+// SCRAM-SHA-256, SCRAM-SHA-512), INTEROP_SASL_USERNAME, INTEROP_SASL_PASSWORD and
+// INTEROP_SSL_CA (a PEM file) in the environment, every client connects with them
+// (ssl.truststore.type=PEM, host name verification on, as by default); otherwise in
+// plaintext. The Rust side sets them from baton_testkit::security::ClientSecurity.
 
 import java.time.Duration;
 import java.util.*;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
+import org.apache.kafka.clients.CommonClientConfigs;
 import org.apache.kafka.clients.admin.*;
 import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
@@ -38,8 +47,53 @@ public class BatonJava {
             case "subscribe" -> consume(a[1], a[2], a[3], Integer.parseInt(a[4]));
             case "admin" -> admin(a[1], a[2], a[3]);
             case "member" -> member(a[1], a[2], a[3], a[4], a[5]);
+            case "auth-check" -> authCheck(a[1]);
             default -> throw new IllegalArgumentException("unknown mode " + a[0]);
         }
+    }
+
+    /// `bootstrap.servers` and the security settings the environment names.
+    static Properties base(String bootstrap) {
+        Properties p = new Properties();
+        p.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        String protocol = System.getenv("INTEROP_SECURITY_PROTOCOL");
+        if (protocol == null || protocol.equals("PLAINTEXT")) {
+            return p;
+        }
+        String mechanism = System.getenv("INTEROP_SASL_MECHANISM");
+        String user = System.getenv("INTEROP_SASL_USERNAME");
+        p.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, protocol);
+        p.put("sasl.mechanism", mechanism);
+        p.put("sasl.jaas.config", switch (mechanism) {
+            case "PLAIN" -> "org.apache.kafka.common.security.plain.PlainLoginModule required username=\""
+                    + user + "\" password=\"" + System.getenv("INTEROP_SASL_PASSWORD") + "\";";
+            default -> "org.apache.kafka.common.security.scram.ScramLoginModule required username=\""
+                    + user + "\" password=\"" + System.getenv("INTEROP_SASL_PASSWORD") + "\";";
+        });
+        p.put("ssl.truststore.type", "PEM");
+        p.put("ssl.truststore.location", System.getenv("INTEROP_SSL_CA"));
+        p.put("ssl.endpoint.identification.algorithm", "https");
+        return p;
+    }
+
+    /// Lists topics once. Prints whether that worked and the authentication error if not.
+    static void authCheck(String bootstrap) throws Exception {
+        Properties p = base(bootstrap);
+        p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "15000");
+        p.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, "10000");
+        boolean authenticated = false;
+        String error = "";
+        try (Admin admin = Admin.create(p)) {
+            admin.listTopics().names().get();
+            authenticated = true;
+        } catch (java.util.concurrent.ExecutionException e) {
+            if (!(e.getCause() instanceof org.apache.kafka.common.errors.AuthenticationException)) {
+                throw e;
+            }
+            error = (e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage())
+                    .replace('"', '\'').replace('\\', '/');
+        }
+        System.out.println("RESULT {\"authenticated\": " + authenticated + ", \"auth_error\": \"" + error + "\"}");
     }
 
     static void produce(String bootstrap, String topic, String[] codecs, int count) throws Exception {
@@ -54,8 +108,7 @@ public class BatonJava {
     /// One idempotent acks=all producer with `codec`; returns how many records were acknowledged.
     static int produceWith(String bootstrap, String topic, String codec, int count, Set<Integer> partitions)
             throws Exception {
-        Properties p = new Properties();
-        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Properties p = base(bootstrap);
         p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
         p.put(ProducerConfig.ACKS_CONFIG, "all");
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
@@ -79,8 +132,7 @@ public class BatonJava {
 
     /// Reads until `expected` distinct records arrived; every value must match its key.
     static void consume(String bootstrap, String topic, String group, int expected) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Properties p = base(bootstrap);
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
@@ -92,6 +144,10 @@ public class BatonJava {
         Set<String> seen = new HashSet<>();
         int mismatched = 0;
         int records = 0;
+        // Per partition and codec, the producer's index i of the last value read: the
+        // records of one producer reach a partition in send order.
+        Map<String, Integer> lastIndex = new HashMap<>();
+        int reordered = 0;
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
             if (group != null) {
                 consumer.subscribe(List.of(topic));
@@ -110,6 +166,13 @@ public class BatonJava {
                     String key = r.key();
                     if (key == null || !r.value().startsWith("v" + key.substring(1) + ".")) {
                         mismatched++;
+                    } else {
+                        int i = Integer.parseInt(key.substring(1));
+                        String codec = r.value().substring(r.value().indexOf('.') + 1);
+                        Integer last = lastIndex.put(r.partition() + "/" + codec, i);
+                        if (last != null && last >= i) {
+                            reordered++;
+                        }
                     }
                     seen.add(r.partition() + "/" + r.offset());
                 }
@@ -119,7 +182,7 @@ public class BatonJava {
             }
         }
         System.out.println("RESULT {\"distinct\": " + seen.size() + ", \"records\": " + records
-                + ", \"mismatched\": " + mismatched + "}");
+                + ", \"mismatched\": " + mismatched + ", \"reordered\": " + reordered + "}");
     }
 
     /// How many times this member ran the group's assignment.
@@ -150,8 +213,7 @@ public class BatonJava {
     /// every record consumed (`partition:offset:value`, space-separated) and the last
     /// assignment; the member commits after each poll and leaves the group on close.
     static void member(String bootstrap, String topic, String group, String strategy, String stopFile) {
-        Properties p = new Properties();
-        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Properties p = base(bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
@@ -212,8 +274,7 @@ public class BatonJava {
 
     @SuppressWarnings("removal") // listConsumerGroups is one of the calls under test
     static void admin(String bootstrap, String topic, String group) throws Exception {
-        Properties p = new Properties();
-        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Properties p = base(bootstrap);
         p.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
         StringBuilder out = new StringBuilder("RESULT {");
         try (Admin admin = Admin.create(p)) {

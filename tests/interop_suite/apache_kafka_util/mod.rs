@@ -5,7 +5,8 @@
 //! ports of its own, with its data and log under `target/apache-kafka/run-*`.
 //!
 //! [`single_node`] is one node shared by every test of a test binary (tests use
-//! random topic names); [`three_nodes`] is a 3-node cluster shared the same way by
+//! random topic names); besides its PLAINTEXT listener it has a `SASL_SSL` one
+//! ([`KafkaCluster::sasl_ssl`]); [`three_nodes`] is a 3-node cluster shared the same way by
 //! the tests that restart nodes, one at a time; [`KafkaCluster::start`] starts a
 //! cluster the caller owns.
 //! Nodes stop by pid: [`KafkaCluster::stop`] sends SIGTERM (a controlled shutdown),
@@ -25,6 +26,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use baton::Client;
 
+use baton_testkit::security::{Pki, PLAIN_LOGIN, SCRAM_SHA512_LOGIN};
 pub use baton_testkit::tools::kafka::{kafka_version, libs};
 use baton_testkit::Rng;
 
@@ -192,6 +194,8 @@ struct Running {
 struct Node {
     id: i32,
     broker_port: u16,
+    /// The port of its `SASL_SSL` listener, if it has one.
+    sasl_ssl_port: Option<u16>,
     dir: PathBuf,
     running: Option<Running>,
 }
@@ -318,7 +322,8 @@ logger.state.name = state.change.logger
 logger.state.level = WARN
 ";
 
-/// The properties of node `id` of an `n`-node cluster.
+/// The properties of node `id` of an `n`-node cluster; with `sasl_ssl`, the
+/// node also has that listener.
 fn server_properties(
     id: i32,
     n: usize,
@@ -326,17 +331,27 @@ fn server_properties(
     controller_port: u16,
     controllers: &str,
     data: &Path,
+    sasl_ssl: Option<(u16, &Pki)>,
 ) -> String {
     let rf = n.min(3);
     let min_isr = if rf > 1 { 2 } else { 1 };
+    let (listener, advertised, protocol, security) = match sasl_ssl {
+        Some((port, pki)) => (
+            format!(",SASL_SSL://127.0.0.1:{port}"),
+            format!(",SASL_SSL://127.0.0.1:{port}"),
+            ",SASL_SSL:SASL_SSL",
+            sasl_ssl_properties(pki),
+        ),
+        None => (String::new(), String::new(), "", String::new()),
+    };
     format!(
         "process.roles=broker,controller
 node.id={id}
-listeners=PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}
-advertised.listeners=PLAINTEXT://127.0.0.1:{broker_port}
+listeners=PLAINTEXT://127.0.0.1:{broker_port},CONTROLLER://127.0.0.1:{controller_port}{listener}
+advertised.listeners=PLAINTEXT://127.0.0.1:{broker_port}{advertised}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT{protocol}
 controller.quorum.bootstrap.servers={controllers}
 log.dirs={data}
 num.partitions=1
@@ -357,9 +372,42 @@ num.recovery.threads.per.data.dir=1
 log.cleaner.enable=false
 broker.heartbeat.interval.ms=500
 broker.session.timeout.ms=4000
-",
+{security}",
         data = data.display()
     )
+}
+
+/// The `SASL_SSL` listener's settings: `pki`'s broker key and certificate as a
+/// PEM keystore (KIP-651), PLAIN with the user of [`PLAIN_LOGIN`], SCRAM-SHA-512
+/// (its user is added when the storage is formatted, see
+/// [`scram_format_args`]) and OAUTHBEARER with the unsecured JWS validator
+/// (tokens with `alg: none`, as Kafka's default validator accepts them).
+fn sasl_ssl_properties(pki: &Pki) -> String {
+    format!(
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512,OAUTHBEARER
+listener.name.sasl_ssl.ssl.keystore.type=PEM
+listener.name.sasl_ssl.ssl.keystore.location={keystore}
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_{plain_user}=\"{plain_password}\";
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"admin\";
+listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.internals.unsecured.OAuthBearerUnsecuredValidatorCallbackHandler
+",
+        keystore = pki.broker_keystore.display(),
+        plain_user = PLAIN_LOGIN.username,
+        plain_password = PLAIN_LOGIN.password,
+    )
+}
+
+/// `kafka-storage format` arguments that add the SCRAM-SHA-512 user of
+/// [`SCRAM_SHA512_LOGIN`] to the metadata log.
+fn scram_format_args() -> [String; 2] {
+    [
+        "--add-scram".to_string(),
+        format!(
+            "SCRAM-SHA-512=[name={},password={}]",
+            SCRAM_SHA512_LOGIN.username, SCRAM_SHA512_LOGIN.password
+        ),
+    ]
 }
 
 // ---------------------------------------------------------------------------
@@ -371,12 +419,14 @@ pub struct KafkaCluster {
     nodes: Mutex<Vec<Node>>,
     bootstrap: Vec<String>,
     dir: PathBuf,
+    /// The PKI of the `SASL_SSL` listeners, if the nodes have them.
+    pki: Option<Pki>,
 }
 
 /// The single node shared by the tests of this binary, started on first use.
 pub fn single_node() -> &'static KafkaCluster {
     static NODE: OnceLock<Result<KafkaCluster, String>> = OnceLock::new();
-    match NODE.get_or_init(|| KafkaCluster::try_start(1)) {
+    match NODE.get_or_init(|| KafkaCluster::try_start(1, true)) {
         Ok(cluster) => cluster,
         Err(reason) => panic!("Apache Kafka did not start:\n{reason}"),
     }
@@ -405,7 +455,7 @@ pub async fn three_nodes() -> ThreeNodes {
     static TURN: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     static CLUSTER: OnceLock<Result<KafkaCluster, String>> = OnceLock::new();
     let turn = TURN.lock().await;
-    match CLUSTER.get_or_init(|| KafkaCluster::try_start(3)) {
+    match CLUSTER.get_or_init(|| KafkaCluster::try_start(3, false)) {
         Ok(cluster) => ThreeNodes {
             _turn: turn,
             cluster,
@@ -419,10 +469,12 @@ impl KafkaCluster {
     /// them; panics with the nodes' logs if that fails.
     #[allow(dead_code)] // for a test that owns its cluster; the current ones share
     pub fn start(n: usize) -> KafkaCluster {
-        KafkaCluster::try_start(n).unwrap_or_else(|reason| panic!("{reason}"))
+        KafkaCluster::try_start(n, false).unwrap_or_else(|reason| panic!("{reason}"))
     }
 
-    fn try_start(n: usize) -> Result<KafkaCluster, String> {
+    /// Formats and starts `n` nodes; with `sasl_ssl`, each also has a
+    /// `SASL_SSL` listener (see [`KafkaCluster::sasl_ssl`]).
+    fn try_start(n: usize, sasl_ssl: bool) -> Result<KafkaCluster, String> {
         assert!(n >= 1);
         let libs = libs();
         static RUNS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
@@ -437,6 +489,11 @@ impl KafkaCluster {
         let ids: Vec<i32> = (1..=n as i32).collect();
         let broker_ports: Vec<u16> = ids.iter().map(|_| free_port()).collect();
         let controller_ports: Vec<u16> = ids.iter().map(|_| free_port()).collect();
+        let pki = sasl_ssl.then(Pki::generate);
+        let sasl_ssl_ports: Vec<Option<u16>> = ids
+            .iter()
+            .map(|_| pki.as_ref().map(|_| free_port()))
+            .collect();
         let controllers = controller_ports
             .iter()
             .map(|p| format!("127.0.0.1:{p}"))
@@ -456,6 +513,7 @@ impl KafkaCluster {
             let node = Node {
                 id,
                 broker_port: broker_ports[i],
+                sasl_ssl_port: sasl_ssl_ports[i],
                 dir: node_dir.clone(),
                 running: None,
             };
@@ -466,6 +524,7 @@ impl KafkaCluster {
                 controller_ports[i],
                 &controllers,
                 &node_dir.join("data"),
+                sasl_ssl_ports[i].zip(pki.as_ref()),
             );
             std::fs::write(node.config(), props).map_err(|e| e.to_string())?;
             std::fs::write(node_dir.join("log4j2.properties"), LOG4J2)
@@ -481,6 +540,9 @@ impl KafkaCluster {
                 format.arg("--standalone");
             } else {
                 format.args(["--initial-controllers", &initial_controllers]);
+            }
+            if pki.is_some() {
+                format.args(scram_format_args());
             }
             formats.push(std::thread::spawn(move || {
                 run_to_end(&mut format, READY_TIMEOUT)
@@ -503,6 +565,7 @@ impl KafkaCluster {
                 .collect(),
             nodes: Mutex::new(nodes),
             dir,
+            pki,
         };
         let started = Instant::now();
         block_on_own_runtime(cluster.wait_brokers(n))
@@ -520,6 +583,21 @@ impl KafkaCluster {
     /// The brokers' addresses, for `Client::builder`.
     pub fn bootstrap(&self) -> Vec<String> {
         self.bootstrap.clone()
+    }
+
+    /// The addresses of the brokers' `SASL_SSL` listeners and the PKI whose CA
+    /// signed their certificate (SANs `localhost` and `127.0.0.1`); `None` if
+    /// the nodes have no such listener. Users: PLAIN [`PLAIN_LOGIN`],
+    /// SCRAM-SHA-512 [`SCRAM_SHA512_LOGIN`], and OAUTHBEARER with any unsecured
+    /// JWS token.
+    pub fn sasl_ssl(&self) -> Option<(Vec<String>, &Pki)> {
+        let pki = self.pki.as_ref()?;
+        let nodes = self.nodes.lock().unwrap();
+        let addresses = nodes
+            .iter()
+            .map(|n| n.sasl_ssl_port.map(|p| format!("127.0.0.1:{p}")))
+            .collect::<Option<Vec<_>>>()?;
+        Some((addresses, pki))
     }
 
     /// The node ids, in order.

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use baton_testkit::security::ClientSecurity;
 use baton_testkit::tools::java::classes;
 use baton_testkit::tools::kafka::libs;
 
@@ -149,9 +150,20 @@ impl Drop for Jvm {
 
 /// Starts the harness in `mode` (it runs beside the caller; see [`result`]).
 pub fn start_harness(mode: &str, args: &[&str]) -> Jvm {
+    start_harness_secured(mode, args, None)
+}
+
+/// Like [`start_harness`]; with `security`, every client of the harness
+/// connects with it (the environment of [`ClientSecurity::env`]).
+pub fn start_harness_secured(mode: &str, args: &[&str], security: Option<&ClientSecurity>) -> Jvm {
     let mut cmd = java("BatonJava");
     cmd.arg(mode).args(args);
-    Jvm::spawn(format!("BatonJava {mode} {}", args.join(" ")), cmd)
+    let mut what = format!("BatonJava {mode} {}", args.join(" "));
+    if let Some(security) = security {
+        cmd.envs(security.env());
+        what = format!("{what} (SASL_SSL, {:?})", security.login);
+    }
+    Jvm::spawn(what, cmd)
 }
 
 /// Waits for a harness started by [`start_harness`] to exit 0 and returns its
@@ -168,6 +180,11 @@ pub fn result(jvm: Jvm) -> String {
 /// Runs the harness in `mode` to completion and returns its `RESULT` object.
 pub fn harness(mode: &str, args: &[&str]) -> String {
     result(start_harness(mode, args))
+}
+
+/// Like [`harness`], connecting with `security`.
+pub fn harness_secured(mode: &str, args: &[&str], security: &ClientSecurity) -> String {
+    result(start_harness_secured(mode, args, Some(security)))
 }
 
 /// The raw value of `"key": value` in a flat JSON object (strings unquoted), as

@@ -16,6 +16,8 @@
 //!   against the acknowledged records;
 //! - [`proxy`]: a broker behind a recording (and response-losing, rewriting,
 //!   holding) proxy, with a client connected through it;
+//! - [`security`]: a test PKI as PEM files, the SASL users of the security
+//!   tests, and how the interop client scripts are told to use them;
 //! - [`wire`]: raw request frames to a broker, for the broker's own tests;
 //! - [`tools`]: the interop tools' setup (Python venv, kcat) and subprocesses
 //!   with a deadline.
@@ -28,6 +30,7 @@ pub mod client;
 pub mod cluster;
 pub mod payload;
 pub mod proxy;
+pub mod security;
 mod seed;
 pub mod tools;
 pub mod wire;
