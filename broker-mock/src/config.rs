@@ -7,6 +7,7 @@ use baton_protocol::frame::DEFAULT_MAX_FRAME;
 
 use crate::group::GroupConfig;
 use crate::limits::BrokerLimits;
+use crate::listener_config::ListenerConfig;
 use crate::security::ListenerSecurity;
 
 /// Default size at which the active segment is rolled: 64 MiB (Kafka uses 1 GiB; a
@@ -50,6 +51,14 @@ pub struct BrokerConfig {
     /// The listener's security protocol and SASL users (plaintext by default).
     /// `Debug` prints user names, never passwords or keys.
     pub security: ListenerSecurity,
+    /// The name of the listener set up by `listen`, `advertised_*` and `security`;
+    /// `None` names it after its security protocol (`PLAINTEXT`, `SASL_SSL`, ...),
+    /// as Kafka's default listener names do.
+    pub listener_name: Option<String>,
+    /// The node's further listeners, each with its own name, address and security
+    /// (Kafka's `listeners=PLAINTEXT://...,SASL_SSL://...`). Connection limits
+    /// apply across all listeners together.
+    pub extra_listeners: Vec<ListenerConfig>,
 }
 
 impl Default for BrokerConfig {
@@ -68,6 +77,8 @@ impl Default for BrokerConfig {
             groups: GroupConfig::default(),
             limits: BrokerLimits::default(),
             security: ListenerSecurity::default(),
+            listener_name: None,
+            extra_listeners: Vec::new(),
         }
     }
 }
@@ -138,6 +149,37 @@ impl BrokerConfig {
     pub fn with_security(mut self, security: ListenerSecurity) -> Self {
         self.security = security;
         self
+    }
+
+    /// Names the listener set up by `listen` and `security`.
+    pub fn with_listener_name(mut self, name: impl Into<String>) -> Self {
+        self.listener_name = Some(name.into());
+        self
+    }
+
+    /// Adds a listener.
+    pub fn with_listener(mut self, listener: ListenerConfig) -> Self {
+        self.extra_listeners.push(listener);
+        self
+    }
+
+    /// Every listener of the node, the one set up by `listen` and `security`
+    /// first.
+    pub fn listeners(&self) -> Vec<ListenerConfig> {
+        let name = self
+            .listener_name
+            .clone()
+            .unwrap_or_else(|| self.security.protocol.name().to_owned());
+        let first = ListenerConfig {
+            name,
+            listen: self.listen,
+            advertised_host: self.advertised_host.clone(),
+            advertised_port: self.advertised_port,
+            security: self.security.clone(),
+        };
+        std::iter::once(first)
+            .chain(self.extra_listeners.iter().cloned())
+            .collect()
     }
 
     /// Sets the index interval.

@@ -53,14 +53,27 @@ pub(crate) enum Creation {
     ValidateOnly { earlier: Usage },
 }
 
+/// One listener's advertised endpoint: what Metadata, FindCoordinator and
+/// DescribeCluster tell the clients that connected to that listener.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    /// The listener's name.
+    pub name: String,
+    /// Host and port clients of this listener connect to.
+    pub host: String,
+    pub port: i32,
+    /// The listener's security protocol.
+    pub protocol: crate::security::SecurityProtocol,
+}
+
 /// State shared by every connection of one broker node.
 #[derive(Debug)]
 pub(crate) struct BrokerState {
     pub config: BrokerConfig,
     pub cluster_id: String,
-    /// Host and port put in Metadata responses.
-    pub advertised_host: String,
-    pub advertised_port: i32,
+    /// Each listener's advertised endpoint, in `BrokerConfig::listeners` order.
+    /// Invariant: not empty.
+    pub listeners: Vec<Endpoint>,
     storage: Storage,
     topics: RwLock<TopicTable>,
     /// Bumped after every append or high watermark move; long-polling fetches wait on it.
@@ -74,10 +87,10 @@ pub(crate) struct BrokerState {
 impl BrokerState {
     pub fn open(
         config: BrokerConfig,
-        advertised_host: String,
-        advertised_port: i32,
+        listeners: Vec<Endpoint>,
         mode: NodeMode,
     ) -> Result<Self, BrokerError> {
+        assert!(!listeners.is_empty(), "a node has at least one listener");
         let storage = Storage {
             data_dir: config.data_dir.clone(),
             segment_bytes: config.segment_bytes,
@@ -99,14 +112,19 @@ impl BrokerState {
         Ok(BrokerState {
             config,
             cluster_id,
-            advertised_host,
-            advertised_port,
+            listeners,
             storage,
             topics: RwLock::new(topics),
             appended: watch::Sender::new(0),
             groups,
             mode,
         })
+    }
+
+    /// The advertised endpoint of the listener at `index` (the first listener's
+    /// for an index out of range).
+    pub fn endpoint(&self, index: usize) -> &Endpoint {
+        self.listeners.get(index).unwrap_or(&self.listeners[0])
     }
 
     fn read_topics(&self) -> std::sync::RwLockReadGuard<'_, TopicTable> {

@@ -45,6 +45,7 @@ use super::messages::corrupt_report::{
 use super::messages::move_report::{
     LeaderMoveReportRequest, LeaderMoveReportResponse, LEADER_MOVE_REPORT_KEY, PHASE_CAUGHT_UP,
 };
+use crate::connections::ConnectionLimiter;
 use crate::controller::{
     decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
 };
@@ -194,8 +195,9 @@ impl ControllerServer {
         let serve_options = ServeOptions {
             name: "controller",
             max_frame_bytes: DEFAULT_MAX_FRAME,
-            max_connections: limits.max_connections,
-            max_connections_per_ip: limits.max_connections_per_ip,
+            listener: "CONTROLLER".into(),
+            limiter: ConnectionLimiter::new(limits.max_connections, limits.max_connections_per_ip),
+            refusals: Arc::default(),
             // Connections are closed at once, with nothing owed to finish.
             shutdown_grace: Duration::ZERO,
             // The controller's listener is plaintext for now.

@@ -20,7 +20,7 @@ use crate::state::BrokerState;
 /// `endpoint_type` of brokers.
 const BROKERS: i8 = 1;
 
-fn brokers(state: &BrokerState) -> Vec<DescribeClusterBroker> {
+fn brokers(state: &BrokerState, listener: usize) -> Vec<DescribeClusterBroker> {
     match state.mode.replica() {
         Some(link) => link
             .image()
@@ -35,8 +35,8 @@ fn brokers(state: &BrokerState) -> Vec<DescribeClusterBroker> {
             .collect(),
         None => vec![DescribeClusterBroker {
             broker_id: state.config.node_id,
-            host: state.advertised_host.clone(),
-            port: state.advertised_port,
+            host: state.endpoint(listener).host.clone(),
+            port: state.endpoint(listener).port,
             rack: None,
         }],
     }
@@ -46,6 +46,7 @@ pub(crate) fn handle(
     state: &BrokerState,
     req: DescribeClusterRequest,
     _version: i16,
+    listener: usize,
 ) -> DescribeClusterResponse {
     let cluster_id = match state.mode.replica() {
         Some(link) => link.options.cluster_id.clone(),
@@ -65,6 +66,6 @@ pub(crate) fn handle(
         ));
         return response;
     }
-    response.brokers = brokers(state);
+    response.brokers = brokers(state, listener);
     response
 }

@@ -19,14 +19,15 @@ use crate::state::BrokerState;
 /// The coordinator node for `key`: node id, host and port.
 fn coordinator_for(
     state: &BrokerState,
+    listener: usize,
     key_type: i8,
     key: &str,
 ) -> Result<(i32, String, i32), ErrorCode> {
     let this_node = || {
         (
             state.config.node_id,
-            state.advertised_host.clone(),
-            state.advertised_port,
+            state.endpoint(listener).host.clone(),
+            state.endpoint(listener).port,
         )
     };
     match key_type {
@@ -46,39 +47,42 @@ pub(crate) fn handle(
     state: &BrokerState,
     req: FindCoordinatorRequest,
     version: i16,
+    listener: usize,
 ) -> FindCoordinatorResponse {
     if version >= 4 {
         let coordinators = req
             .coordinator_keys
             .iter()
-            .map(|key| match coordinator_for(state, req.key_type, key) {
-                Ok((node_id, host, port)) => Coordinator {
-                    key: key.clone(),
-                    node_id,
-                    host,
-                    port,
-                    error_code: 0,
-                    error_message: None,
+            .map(
+                |key| match coordinator_for(state, listener, req.key_type, key) {
+                    Ok((node_id, host, port)) => Coordinator {
+                        key: key.clone(),
+                        node_id,
+                        host,
+                        port,
+                        error_code: 0,
+                        error_message: None,
+                    },
+                    Err(code) => Coordinator {
+                        key: key.clone(),
+                        node_id: -1,
+                        host: String::new(),
+                        port: -1,
+                        error_code: code.code(),
+                        error_message: Some(format!(
+                            "cannot find a coordinator for key type {}",
+                            req.key_type
+                        )),
+                    },
                 },
-                Err(code) => Coordinator {
-                    key: key.clone(),
-                    node_id: -1,
-                    host: String::new(),
-                    port: -1,
-                    error_code: code.code(),
-                    error_message: Some(format!(
-                        "cannot find a coordinator for key type {}",
-                        req.key_type
-                    )),
-                },
-            })
+            )
             .collect();
         return FindCoordinatorResponse {
             coordinators,
             ..Default::default()
         };
     }
-    match coordinator_for(state, req.key_type, &req.key) {
+    match coordinator_for(state, listener, req.key_type, &req.key) {
         Ok((node_id, host, port)) => FindCoordinatorResponse {
             error_code: 0,
             node_id,

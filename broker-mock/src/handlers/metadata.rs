@@ -162,7 +162,14 @@ fn handle_cluster(
     }
 }
 
-pub(crate) fn handle(state: &BrokerState, req: MetadataRequest, version: i16) -> MetadataResponse {
+/// `listener` is the index of the listener the request arrived on; a single node
+/// answers with that listener's advertised endpoint.
+pub(crate) fn handle(
+    state: &BrokerState,
+    req: MetadataRequest,
+    version: i16,
+    listener: usize,
+) -> MetadataResponse {
     if let Some(link) = state.mode.replica() {
         return handle_cluster(state, link, req, version);
     }
@@ -204,8 +211,8 @@ pub(crate) fn handle(state: &BrokerState, req: MetadataRequest, version: i16) ->
         throttle_time_ms: 0,
         brokers: vec![MetadataResponseBroker {
             node_id: state.config.node_id,
-            host: state.advertised_host.clone(),
-            port: state.advertised_port,
+            host: state.endpoint(listener).host.clone(),
+            port: state.endpoint(listener).port,
             rack: None,
         }],
         cluster_id: Some(state.cluster_id.clone()),

@@ -163,8 +163,12 @@ async fn produce_request(
 }
 
 /// Handles one request frame; `Err` closes the connection with the given reason.
+/// `listener` is the index of the listener the request arrived on (in
+/// `BrokerState::listeners`): Metadata, FindCoordinator and DescribeCluster answer
+/// with that listener's endpoints.
 pub(crate) async fn dispatch(
     state: &Arc<BrokerState>,
+    listener: usize,
     frame: Bytes,
     stop: &watch::Receiver<bool>,
 ) -> Result<Reply, DispatchError> {
@@ -174,8 +178,8 @@ pub(crate) async fn dispatch(
             api_versions::handle(frame, version).map(|b| Reply::Now(Some(b)))
         }
         MetadataRequest::API_KEY => {
-            run::<MetadataRequest, _>(state, frame, version, |s, r, v| {
-                Some(metadata::handle(s, r, v))
+            run::<MetadataRequest, _>(state, frame, version, move |s, r, v| {
+                Some(metadata::handle(s, r, v, listener))
             })
             .await
         }
@@ -227,8 +231,8 @@ pub(crate) async fn dispatch(
             .await
         }
         FindCoordinatorRequest::API_KEY => {
-            run::<FindCoordinatorRequest, _>(state, frame, version, |s, r, v| {
-                Some(find_coordinator::handle(s, r, v))
+            run::<FindCoordinatorRequest, _>(state, frame, version, move |s, r, v| {
+                Some(find_coordinator::handle(s, r, v, listener))
             })
             .await
         }
@@ -283,8 +287,8 @@ pub(crate) async fn dispatch(
             .await
         }
         DescribeClusterRequest::API_KEY => {
-            run::<DescribeClusterRequest, _>(state, frame, version, |s, r, v| {
-                Some(describe_cluster::handle(s, r, v))
+            run::<DescribeClusterRequest, _>(state, frame, version, move |s, r, v| {
+                Some(describe_cluster::handle(s, r, v, listener))
             })
             .await
         }

@@ -24,6 +24,7 @@ use super::reauth::Session;
 use super::sasl::SaslSettings;
 use crate::handlers::sasl_authenticate::{self, Round};
 use crate::handlers::sasl_handshake::{self, Handshake};
+use crate::refusals::RefusalReason;
 use crate::wire::DispatchError;
 
 /// What the server does with a request frame.
@@ -34,9 +35,9 @@ pub(crate) enum Admission {
     /// Send this response; the connection goes on.
     Answer(Bytes),
     /// Send this response, then close the connection for the given reason.
-    AnswerAndClose(Bytes, String),
+    AnswerAndClose(Bytes, RefusalReason, String),
     /// Close the connection for the given reason without an answer.
-    Close(String),
+    Close(RefusalReason, String),
 }
 
 enum State {
@@ -118,20 +119,25 @@ impl ConnectionAuth {
                 }
                 State::Authenticated(session) => {
                     self.sasl.stats().note_expired();
-                    Ok(Admission::Close(format!(
-                        "api key {api_key} after the SASL session of {} expired \
+                    Ok(Admission::Close(
+                        RefusalReason::UnauthenticatedRequest,
+                        format!(
+                            "api key {api_key} after the SASL session of {} expired \
                          (not re-authenticated in time)",
-                        session.principal
-                    )))
+                            session.principal
+                        ),
+                    ))
                 }
                 State::Exchanging {
                     renewing: Some(_), ..
-                } => Ok(Admission::Close(format!(
-                    "api key {api_key} during SASL re-authentication"
-                ))),
-                _ => Ok(Admission::Close(format!(
-                    "api key {api_key} before SASL authentication completed"
-                ))),
+                } => Ok(Admission::Close(
+                    RefusalReason::UnauthenticatedRequest,
+                    format!("api key {api_key} during SASL re-authentication"),
+                )),
+                _ => Ok(Admission::Close(
+                    RefusalReason::UnauthenticatedRequest,
+                    format!("api key {api_key} before SASL authentication completed"),
+                )),
             },
         }
     }
@@ -145,6 +151,7 @@ impl ConnectionAuth {
             State::Exchanging { .. } => {
                 return Ok(Admission::AnswerAndClose(
                     sasl_handshake::illegal_state(frame, version)?,
+                    RefusalReason::SaslState,
                     "second SaslHandshake during a SASL exchange".into(),
                 ))
             }
@@ -167,7 +174,11 @@ impl ConnectionAuth {
                 };
                 Ok(Admission::Answer(answer))
             }
-            Handshake::Refused(reason) => Ok(Admission::AnswerAndClose(answer, reason)),
+            Handshake::Refused(reason) => Ok(Admission::AnswerAndClose(
+                answer,
+                RefusalReason::SaslAuthentication,
+                reason,
+            )),
         }
     }
 
@@ -176,6 +187,7 @@ impl ConnectionAuth {
             return match self.state {
                 State::AwaitingHandshake => Ok(Admission::AnswerAndClose(
                     sasl_authenticate::illegal_state(frame, version)?,
+                    RefusalReason::SaslState,
                     "SaslAuthenticate before SaslHandshake".into(),
                 )),
                 _ => Ok(Admission::Answer(sasl_authenticate::illegal_state(
@@ -213,7 +225,11 @@ impl ConnectionAuth {
             }
             Round::Failed(reason) => {
                 self.sasl.stats().note_failure();
-                Ok(Admission::AnswerAndClose(answer, reason))
+                Ok(Admission::AnswerAndClose(
+                    answer,
+                    RefusalReason::SaslAuthentication,
+                    reason,
+                ))
             }
         }
     }

@@ -10,6 +10,7 @@ mod cluster_processes;
 mod groups;
 mod idempotence;
 mod limits;
+mod listeners;
 mod malformed;
 mod oauth;
 mod produce_in_place;
