@@ -43,6 +43,7 @@ pub(crate) mod log;
 mod node_mode;
 pub(crate) mod partition;
 pub(crate) mod producer_state;
+pub mod properties;
 mod refusals;
 pub mod replication;
 pub mod rpc;

@@ -4,6 +4,7 @@
 //! that install a counting `#[global_allocator]` (`alloc_bound.rs`,
 //! `create_topics_limits.rs`) stay in binaries of their own.
 
+mod binary_config;
 mod cluster_controller;
 mod cluster_leader;
 mod cluster_processes;
