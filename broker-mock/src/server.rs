@@ -55,7 +55,7 @@ use crate::handlers;
 use crate::listener_config::check_names;
 use crate::node_mode::NodeMode;
 use crate::refusals::{RefusalCounters, RefusalReason, RefusedConnections};
-use crate::security::{Admission, ConnectionAuth, ListenerSecurity};
+use crate::security::{Admission, ConnectionAuth, ListenerSecurity, ScramStore};
 use crate::state::{BrokerState, Endpoint};
 use crate::wire::{DispatchError, Reply};
 
@@ -134,11 +134,26 @@ impl Broker {
             });
             sockets.push((socket, addr));
         }
+        // SCRAM users are the node's, whichever listener's settings named them.
+        let scram = Arc::new(ScramStore::default());
+        for l in &listeners {
+            for (user, credential) in l.security.sasl.scram_users() {
+                scram.upsert(user, credential.clone()).map_err(|_| {
+                    BrokerError::Config(format!(
+                        "more than {} SCRAM credentials",
+                        crate::security::MAX_SCRAM_CREDENTIALS
+                    ))
+                })?;
+            }
+        }
         let cfg = config.clone();
         let advertised = endpoints.clone();
-        let state = tokio::task::spawn_blocking(move || BrokerState::open(cfg, advertised, mode))
-            .await
-            .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
+        let node_scram = scram.clone();
+        let state = tokio::task::spawn_blocking(move || {
+            BrokerState::open(cfg, advertised, node_scram, mode)
+        })
+        .await
+        .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
         let state = Arc::new(state);
         let (stop_tx, stop_rx) = watch::channel(false);
         // One limiter for every listener: the limits are the node's.
@@ -160,6 +175,7 @@ impl Broker {
                 refusals: refusals.clone(),
                 shutdown_grace: SHUTDOWN_GRACE,
                 security: Arc::new(l.security.clone()),
+                scram: scram.clone(),
                 tls,
             };
             let dispatch = Arc::new(BrokerDispatch {
@@ -333,6 +349,8 @@ pub(crate) struct ServeOptions {
     /// The listener's security protocol and SASL settings; every connection's
     /// requests pass its authentication gate (`security::ConnectionAuth`).
     pub security: Arc<ListenerSecurity>,
+    /// The node's SCRAM users, shared by all its SASL listeners.
+    pub scram: Arc<ScramStore>,
     /// The TLS configuration of an `SSL` or `SASL_SSL` listener; the handshake
     /// runs in the connection's task, within [`TLS_HANDSHAKE_TIMEOUT`].
     pub tls: Option<Arc<rustls::ServerConfig>>,
@@ -445,7 +463,7 @@ async fn serve_connection<D, R, W>(
     let (tx, rx) = mpsc::channel::<Reply>(MAX_IN_FLIGHT);
     let reader = async move {
         let mut buf = BytesMut::new();
-        let mut auth = ConnectionAuth::new(&options.security);
+        let mut auth = ConnectionAuth::new(&options.security, options.scram.clone());
         loop {
             match next_frame(&codec, &mut buf) {
                 Ok(Some(frame)) => {

@@ -74,6 +74,9 @@ pub(crate) struct BrokerState {
     /// Each listener's advertised endpoint, in `BrokerConfig::listeners` order.
     /// Invariant: not empty.
     pub listeners: Vec<Endpoint>,
+    /// The node's SCRAM users (every SASL listener checks them;
+    /// AlterUserScramCredentials changes them).
+    pub scram: Arc<crate::security::ScramStore>,
     storage: Storage,
     topics: RwLock<TopicTable>,
     /// Bumped after every append or high watermark move; long-polling fetches wait on it.
@@ -88,6 +91,7 @@ impl BrokerState {
     pub fn open(
         config: BrokerConfig,
         listeners: Vec<Endpoint>,
+        scram: Arc<crate::security::ScramStore>,
         mode: NodeMode,
     ) -> Result<Self, BrokerError> {
         assert!(!listeners.is_empty(), "a node has at least one listener");
@@ -113,6 +117,7 @@ impl BrokerState {
             config,
             cluster_id,
             listeners,
+            scram,
             storage,
             topics: RwLock::new(topics),
             appended: watch::Sender::new(0),

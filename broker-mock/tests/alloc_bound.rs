@@ -304,6 +304,7 @@ async fn every_api_stays_within_its_bound() {
         CreateTopicsRequest, DeleteTopicsRequest, InitProducerIdRequest,
         OffsetForLeaderEpochRequest, DeleteGroupsRequest, DescribeConfigsRequest,
         DescribeClusterRequest, SaslHandshakeRequest, SaslAuthenticateRequest,
+        DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

@@ -1,4 +1,7 @@
-//! [`Admin`]: create and delete topics, list partition offsets, describe the cluster.
+//! [`Admin`]: create and delete topics, list partition offsets, describe the
+//! cluster, manage SCRAM users (`admin/scram.rs`).
+
+mod scram;
 
 use std::time::Duration;
 
@@ -15,6 +18,7 @@ use crate::client::{Client, ClientError};
 use crate::metadata::{ClusterMetadata, Scope};
 use crate::offsets::list_offsets;
 pub use crate::offsets::{ListedOffset, OffsetSpec};
+pub use scram::{ScramChange, UserScramCredentials, DEFAULT_SCRAM_ITERATIONS};
 
 /// The first wait of an admin retry loop (controller requests, leader waits).
 const RETRY_BACKOFF_BASE: Duration = Duration::from_millis(10);
@@ -31,6 +35,10 @@ pub enum AdminError {
     /// The broker refused the operation for some topics; the others succeeded.
     #[error("{} topic(s) failed: {}", .0.len(), describe(.0))]
     Topics(Vec<TopicError>),
+    /// The broker refused the operation for some users (SCRAM credential
+    /// administration); the changes of the others were applied.
+    #[error("{} user(s) failed: {}", .0.len(), describe_users(.0))]
+    Users(Vec<UserError>),
     /// Topics were created but some partitions still had no leader when the
     /// operation timeout elapsed.
     #[error("topics created, but partitions of {topics:?} had no leader after {timeout:?}")]
@@ -51,6 +59,29 @@ fn describe(errors: &[TopicError]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+fn describe_users(errors: &[UserError]) -> String {
+    errors
+        .iter()
+        .map(|e| match &e.message {
+            Some(m) => format!("{}: {} ({m})", e.user, e.code),
+            None => format!("{}: {}", e.user, e.code),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One user's failure in a SCRAM credential change or description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UserError {
+    /// The user (empty for a failure of the whole request).
+    pub user: String,
+    /// The error code the broker sent (or the client's own check gave).
+    pub code: ErrorCode,
+    /// The broker's message, if it sent one.
+    pub message: Option<String>,
 }
 
 /// One topic's failure in a create or delete.

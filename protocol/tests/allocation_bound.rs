@@ -155,7 +155,11 @@ macro_rules! for_each_message {
             SaslHandshakeRequest,
             SaslHandshakeResponse,
             SaslAuthenticateRequest,
-            SaslAuthenticateResponse
+            SaslAuthenticateResponse,
+            DescribeUserScramCredentialsRequest,
+            DescribeUserScramCredentialsResponse,
+            AlterUserScramCredentialsRequest,
+            AlterUserScramCredentialsResponse
         )
     };
 }

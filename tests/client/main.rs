@@ -18,4 +18,5 @@ mod partitioner;
 mod producer;
 mod retry;
 mod roundtrip;
+mod scram_admin;
 mod security;

@@ -202,6 +202,7 @@ impl ControllerServer {
             shutdown_grace: Duration::ZERO,
             // The controller's listener is plaintext for now.
             security: Arc::new(ListenerSecurity::default()),
+            scram: Arc::default(),
             tls: None,
         };
         let dispatch = Arc::new(ControllerDispatch(core.clone()));

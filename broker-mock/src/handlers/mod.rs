@@ -8,6 +8,7 @@
 //! SaslHandshake and SaslAuthenticate never reach `dispatch`: the connection's
 //! authentication gate (`security::gate`) answers them with their handlers here.
 
+pub(crate) mod alter_user_scram_credentials;
 pub mod api_versions;
 pub(crate) mod create_topics;
 pub mod delete_groups;
@@ -15,6 +16,7 @@ pub(crate) mod delete_topics;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub(crate) mod describe_user_scram_credentials;
 pub mod fetch;
 pub mod find_coordinator;
 mod forward;
@@ -37,6 +39,9 @@ mod topic_defaults;
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_protocol::messages::{
+    AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
+};
 use baton_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest,
     InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
@@ -289,6 +294,18 @@ pub(crate) async fn dispatch(
         DescribeClusterRequest::API_KEY => {
             run::<DescribeClusterRequest, _>(state, frame, version, move |s, r, v| {
                 Some(describe_cluster::handle(s, r, v, listener))
+            })
+            .await
+        }
+        DescribeUserScramCredentialsRequest::API_KEY => {
+            run::<DescribeUserScramCredentialsRequest, _>(state, frame, version, |s, r, v| {
+                Some(describe_user_scram_credentials::handle(s, r, v))
+            })
+            .await
+        }
+        AlterUserScramCredentialsRequest::API_KEY => {
+            run::<AlterUserScramCredentialsRequest, _>(state, frame, version, |s, r, v| {
+                Some(alter_user_scram_credentials::handle(s, r, v))
             })
             .await
         }

@@ -27,8 +27,8 @@
 //! `ssl.truststore.type=PEM`, `ssl.truststore.certificates` or
 //! `ssl.truststore.location`, `ssl.client.auth` (`none`, `requested`,
 //! `required`; the trust store holds the client CAs). `scram.users` (Baton's
-//! own, see `users.rs`) adds SCRAM users to every SASL listener with their
-//! mechanism enabled, salted and iterated 4,096 times. Encrypted keys
+//! own, see `users.rs`) adds SCRAM users to the node, salted and iterated 4,096
+//! times; they log in on every SASL listener that enables their mechanism. Encrypted keys
 //! (`ssl.key.password`) and key store passwords are not supported.
 //!
 //! Limits: `socket.request.max.bytes` (the largest request frame),

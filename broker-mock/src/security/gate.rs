@@ -19,9 +19,12 @@ use baton_protocol::{Message, RequestHeader};
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use std::sync::Arc;
+
 use super::listener::ListenerSecurity;
 use super::reauth::Session;
 use super::sasl::SaslSettings;
+use super::scram_store::ScramStore;
 use crate::handlers::sasl_authenticate::{self, Round};
 use crate::handlers::sasl_handshake::{self, Handshake};
 use crate::refusals::RefusalReason;
@@ -58,6 +61,8 @@ enum State {
 /// One connection's authentication state.
 pub(crate) struct ConnectionAuth {
     sasl: SaslSettings,
+    /// The node's SCRAM users.
+    scram: Arc<ScramStore>,
     state: State,
 }
 
@@ -77,8 +82,9 @@ impl std::fmt::Debug for ConnectionAuth {
 }
 
 impl ConnectionAuth {
-    /// The state of a new connection on a listener with `security`.
-    pub(crate) fn new(security: &ListenerSecurity) -> ConnectionAuth {
+    /// The state of a new connection on a listener with `security`, checking
+    /// SCRAM logins against the node's `scram` users.
+    pub(crate) fn new(security: &ListenerSecurity, scram: Arc<ScramStore>) -> ConnectionAuth {
         let state = if security.protocol.uses_sasl() {
             State::AwaitingHandshake
         } else {
@@ -86,6 +92,7 @@ impl ConnectionAuth {
         };
         ConnectionAuth {
             sasl: security.sasl.clone(),
+            scram,
             state,
         }
     }
@@ -195,14 +202,17 @@ impl ConnectionAuth {
                 )?)),
             };
         };
-        let (answer, round) = sasl_authenticate::handle(
-            frame,
-            version,
-            session,
-            &self.sasl,
-            self.sasl.connections_max_reauth(),
-            renewing.as_ref(),
-        )?;
+        let max_reauth = self.sasl.connections_max_reauth();
+        let (answer, round) = self.scram.with_credentials(&self.sasl, |users| {
+            sasl_authenticate::handle(
+                frame,
+                version,
+                session,
+                users,
+                max_reauth,
+                renewing.as_ref(),
+            )
+        })?;
         match round {
             Round::Continue => Ok(Admission::Answer(answer)),
             Round::Authenticated {

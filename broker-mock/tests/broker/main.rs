@@ -17,5 +17,6 @@ mod oauth;
 mod produce_in_place;
 mod proxy;
 mod sasl;
+mod scram_admin;
 mod server;
 mod tls;

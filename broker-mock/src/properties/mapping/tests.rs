@@ -134,8 +134,17 @@ num.network.threads=3
         users.plain_password("admin").is_none(),
         "username/password are not users"
     );
-    assert!(users.scram_credential(ScramHash::Sha512, "carol").is_some());
-    assert!(users.scram_credential(ScramHash::Sha256, "bob").is_some());
+    let scram: Vec<_> = sasl_ssl
+        .security
+        .sasl
+        .scram_users()
+        .iter()
+        .map(|(u, c)| (u.as_str(), c.hash()))
+        .collect();
+    assert_eq!(
+        scram,
+        [("carol", ScramHash::Sha512), ("bob", ScramHash::Sha256)]
+    );
     sasl_ssl
         .security
         .validate()
