@@ -132,6 +132,13 @@ impl BrokerState {
         self.listeners.get(index).unwrap_or(&self.listeners[0])
     }
 
+    /// The listener name a cluster node looks other brokers' endpoints up by for
+    /// a request on the listener at `index`: `None` for the first listener (the
+    /// brokers' registered host and port), its name for the others.
+    pub fn listener_name(&self, index: usize) -> Option<&str> {
+        (index > 0 && index < self.listeners.len()).then(|| self.listeners[index].name.as_str())
+    }
+
     fn read_topics(&self) -> std::sync::RwLockReadGuard<'_, TopicTable> {
         self.topics.read().unwrap_or_else(|p| p.into_inner())
     }

@@ -11,3 +11,4 @@ mod durability;
 mod failover;
 mod replication;
 mod rolling;
+mod secured;

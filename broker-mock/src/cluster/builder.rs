@@ -9,6 +9,8 @@ use super::handle::NodeSlot;
 use super::{Cluster, ControllerOptions, ControllerServer, Node, NodeOptions, TruncationMode};
 use crate::controller::ControllerConfig;
 use crate::error::BrokerError;
+use crate::listener_config::ListenerConfig;
+
 impl Cluster {
     /// A builder with 3 in-memory brokers.
     pub fn builder() -> ClusterBuilder {
@@ -36,6 +38,8 @@ pub struct ClusterBuilder {
     network_proxies: bool,
     scrub_bytes_per_sec: u64,
     limits: crate::limits::BrokerLimits,
+    /// A further listener every node gets (its address set per node).
+    client_listener: Option<ListenerConfig>,
 }
 
 impl Default for ClusterBuilder {
@@ -62,11 +66,25 @@ impl Default for ClusterBuilder {
             limits: crate::limits::BrokerLimits::default(),
             network_proxies: true,
             scrub_bytes_per_sec: 0,
+            client_listener: None,
         }
     }
 }
 
 impl ClusterBuilder {
+    /// Gives every node a further listener for clients, named and secured as
+    /// `listener` says (for example `SASL_SSL` with users and a certificate valid
+    /// for the listen IP); each node binds it on the cluster's listen IP and a free
+    /// port, kept across restarts. Metadata asked on it names every node by its
+    /// endpoint of this listener, so clients stay on it; the nodes replicate and
+    /// reach the controller over their first listener, which fault injection
+    /// (proxies, partitions) acts on. [`Cluster::listener_bootstrap`] gives the
+    /// bootstrap servers. SCRAM users of `listener` are users of every node.
+    pub fn client_listener(mut self, listener: ListenerConfig) -> Self {
+        self.client_listener = Some(listener);
+        self
+    }
+
     /// Number of broker nodes (ids `1..=n`); default 3.
     pub fn brokers(mut self, n: usize) -> Self {
         self.brokers = n.max(1);
@@ -253,8 +271,15 @@ impl ClusterBuilder {
             if let Some(n) = self.segment_bytes {
                 opts.broker.segment_bytes = n;
             }
+            if let Some(l) = &self.client_listener {
+                let mut l = l.clone();
+                l.listen = SocketAddr::new(self.listen_ip, 0);
+                l.advertised_host = self.advertised_host.clone();
+                opts.broker.extra_listeners = vec![l];
+            }
             let handle = Node::start(opts.clone()).await?;
             opts.broker.listen = handle.local_addr();
+            handle.keep_extra_ports(&mut opts);
             if let Some(p) = proxy {
                 p.shared.set_target(handle.local_addr());
                 faults.nodes.insert(id, p);

@@ -449,11 +449,20 @@ fn register(
             ..Default::default()
         };
     };
-    match inner.ctl.register_broker(
+    let extra = req.listeners[1..]
+        .iter()
+        .map(|l| crate::controller::ListenerRecord {
+            name: l.name.clone(),
+            host: l.host.clone(),
+            port: l.port,
+        })
+        .collect();
+    match inner.ctl.register_broker_with_listeners(
         req.broker_id,
         incarnation(&req.incarnation_id),
         &l.host,
         l.port,
+        extra,
         core.now_ms(),
     ) {
         Ok(epoch) => BrokerRegistrationResponse {

@@ -26,11 +26,14 @@ fn brokers(state: &BrokerState, listener: usize) -> Vec<DescribeClusterBroker> {
             .image()
             .brokers()
             .filter(|b| !b.fenced)
-            .map(|b| DescribeClusterBroker {
-                broker_id: b.broker_id,
-                host: b.host.clone(),
-                port: b.port as i32,
-                rack: None,
+            .filter_map(|b| {
+                let (host, port) = b.endpoint(state.listener_name(listener))?;
+                Some(DescribeClusterBroker {
+                    broker_id: b.broker_id,
+                    host: host.to_owned(),
+                    port: i32::from(port),
+                    rack: None,
+                })
             })
             .collect(),
         None => vec![DescribeClusterBroker {

@@ -32,7 +32,22 @@ fn coordinator_for(
     };
     match key_type {
         0 => match state.groups.coordinator_node(state, key) {
-            Some(found) => found,
+            Some(Ok((id, host, port))) => {
+                match (state.listener_name(listener), state.mode.replica()) {
+                    // On another listener, the coordinator's endpoint of that listener.
+                    (Some(name), Some(link)) => link
+                        .image()
+                        .broker(id)
+                        .and_then(|b| {
+                            b.endpoint(Some(name))
+                                .map(|(h, p)| (h.to_owned(), i32::from(p)))
+                        })
+                        .map(|(h, p)| (id, h, p))
+                        .ok_or(ErrorCode::CoordinatorNotAvailable),
+                    _ => Ok((id, host, port)),
+                }
+            }
+            Some(Err(e)) => Err(e),
             None => {
                 state.groups.offsets_topic(state)?;
                 Ok(this_node())

@@ -105,7 +105,9 @@ fn handle_cluster(
     link: &ClusterLink,
     req: MetadataRequest,
     version: i16,
+    listener: usize,
 ) -> MetadataResponse {
+    let name = state.listener_name(listener);
     let img = link.image();
     let all = match &req.topics {
         None => true,
@@ -142,14 +144,19 @@ fn handle_cluster(
             })
             .collect()
     };
+    // Brokers by their endpoint of the listener asked (Kafka leaves out brokers
+    // without that listener).
     let brokers = img
         .brokers()
         .filter(|b| !b.fenced)
-        .map(|b| MetadataResponseBroker {
-            node_id: b.broker_id,
-            host: b.host.clone(),
-            port: b.port as i32,
-            rack: None,
+        .filter_map(|b| {
+            let (host, port) = b.endpoint(name)?;
+            Some(MetadataResponseBroker {
+                node_id: b.broker_id,
+                host: host.to_owned(),
+                port: i32::from(port),
+                rack: None,
+            })
         })
         .collect();
     MetadataResponse {
@@ -171,7 +178,7 @@ pub(crate) fn handle(
     listener: usize,
 ) -> MetadataResponse {
     if let Some(link) = state.mode.replica() {
-        return handle_cluster(state, link, req, version);
+        return handle_cluster(state, link, req, version, listener);
     }
     let all = match &req.topics {
         None => true,

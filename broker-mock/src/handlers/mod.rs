@@ -122,6 +122,7 @@ fn handing_over(state: &BrokerState, response: &ProduceResponse) -> Vec<(String,
 /// it refuses writes, so its refusals always can.
 async fn produce_request(
     state: &Arc<BrokerState>,
+    listener: usize,
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
@@ -142,7 +143,7 @@ async fn produce_request(
     };
     let handing_over = handing_over(state, &response);
     if waits.is_empty() && handing_over.is_empty() {
-        produce::add_leader_hints(state, &mut response, version);
+        produce::add_leader_hints(state, &mut response, version, listener);
         return Ok(Reply::Now(Some(encode::<ProduceRequest>(
             header.correlation_id,
             version,
@@ -158,7 +159,7 @@ async fn produce_request(
             let max = Duration::from_millis(timeout_ms.clamp(0, MAX_HANDOVER_WAIT_MS) as u64);
             link.await_handover(&handing_over, max).await;
         }
-        produce::add_leader_hints(&st, &mut response, version);
+        produce::add_leader_hints(&st, &mut response, version, listener);
         let bytes = encode::<ProduceRequest>(header.correlation_id, version, &response)
             .map_err(|e| tracing::error!(error = %e, "encoding produce response failed"))
             .ok();
@@ -188,7 +189,7 @@ pub(crate) async fn dispatch(
             })
             .await
         }
-        ProduceRequest::API_KEY => produce_request(state, frame, version).await,
+        ProduceRequest::API_KEY => produce_request(state, listener, frame, version).await,
         FetchRequest::API_KEY => {
             let (header, request) = decode::<FetchRequest>(frame, version)?;
             Ok(fetch::start(
