@@ -1,7 +1,10 @@
 //! A 3-node cluster whose nodes each have a SASL_SSL client listener (SCRAM-SHA-512,
-//! a certificate for the listen IP): Baton clients bootstrapped on it are told
-//! every node's SASL_SSL endpoint, and a producer and a consumer on it go through
-//! a hard-killed leader's failover with nothing acknowledged lost.
+//! a certificate for the listen IP) and whose own traffic (replication,
+//! controller RPC) runs over SASL_SSL as an inter-broker SCRAM user: Baton clients
+//! bootstrapped on the client listener are told every node's endpoint of it, a
+//! plaintext client is refused on the internal listener, and a producer and a
+//! consumer go through a hard-killed leader's failover with nothing acknowledged
+//! lost.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -12,7 +15,9 @@ use baton::{
     Acks, Admin, Client, NewTopic, Producer, ProducerRecord, SaslCredentials, SaslMechanism,
     SecurityProtocol, TlsConfig,
 };
-use baton_broker::{Cluster, ListenerConfig, ListenerSecurity, SaslSettings, TlsSettings};
+use baton_broker::{
+    Cluster, InterNodeSecurity, ListenerConfig, ListenerSecurity, SaslSettings, TlsSettings,
+};
 use baton_testkit::cluster::{check_history, value};
 use baton_testkit::topic_name;
 
@@ -32,22 +37,33 @@ async fn sasl_ssl_clients_survive_a_leader_failover() {
         .with_scram_user(SaslMechanism::ScramSha512, "app", "app-secret")
         .unwrap();
     let listener = ListenerConfig::new(
-        "SASL_SSL",
+        "CLIENT",
         ListenerSecurity::new(SecurityProtocol::SaslSsl)
             .with_sasl(sasl)
-            .with_tls(tls),
+            .with_tls(tls.clone()),
     );
+    let internal = ListenerSecurity::new(SecurityProtocol::SaslSsl)
+        .with_sasl(
+            SaslSettings::new([SaslMechanism::ScramSha512])
+                .with_scram_user(SaslMechanism::ScramSha512, "broker", "broker-secret")
+                .unwrap(),
+        )
+        .with_tls(tls);
+    let inter_node = InterNodeSecurity::new(internal, cert.cert.pem().as_bytes())
+        .unwrap()
+        .with_sasl_user(SaslMechanism::ScramSha512, "broker", "broker-secret");
     let mut cluster = Cluster::builder()
         .brokers(3)
         .session_timeout(Duration::from_secs(4))
         .client_listener(listener)
+        .inter_node_security(inter_node)
         .start()
         .await
-        .expect("cluster starts");
+        .expect("cluster starts with secured inter-node traffic");
     let dir = tempfile::tempdir().unwrap();
     let ca = dir.path().join("ca.pem");
     std::fs::write(&ca, cert.cert.pem()).unwrap();
-    let bootstrap = cluster.listener_bootstrap("SASL_SSL");
+    let bootstrap = cluster.listener_bootstrap("CLIENT");
     let secured_ports: Vec<u16> = bootstrap
         .split(',')
         .map(|a| a.rsplit_once(':').unwrap().1.parse().unwrap())

@@ -9,6 +9,7 @@ use super::handle::NodeSlot;
 use super::{Cluster, ControllerOptions, ControllerServer, Node, NodeOptions, TruncationMode};
 use crate::controller::ControllerConfig;
 use crate::error::BrokerError;
+use crate::inter_node::InterNodeSecurity;
 use crate::listener_config::ListenerConfig;
 
 impl Cluster {
@@ -40,6 +41,8 @@ pub struct ClusterBuilder {
     limits: crate::limits::BrokerLimits,
     /// A further listener every node gets (its address set per node).
     client_listener: Option<ListenerConfig>,
+    /// How nodes and the controller secure the traffic between them.
+    inter_node: Option<std::sync::Arc<InterNodeSecurity>>,
 }
 
 impl Default for ClusterBuilder {
@@ -67,6 +70,7 @@ impl Default for ClusterBuilder {
             network_proxies: true,
             scrub_bytes_per_sec: 0,
             client_listener: None,
+            inter_node: None,
         }
     }
 }
@@ -82,6 +86,22 @@ impl ClusterBuilder {
     /// bootstrap servers. SCRAM users of `listener` are users of every node.
     pub fn client_listener(mut self, listener: ListenerConfig) -> Self {
         self.client_listener = Some(listener);
+        self
+    }
+
+    /// Secures the cluster's own traffic: every node's first listener (named
+    /// `INTERNAL`, the one replication and fault injection use) and the
+    /// controller's listener serve `security.listener`, and nodes connect to each
+    /// other and to the controller with TLS and/or SASL as `security` says
+    /// (replication fetches, registration, heartbeats, metadata, reports,
+    /// forwarded admin requests). With a TLS protocol the cluster runs without
+    /// fault proxies (they read Kafka frames, which TLS hides), so network
+    /// faults (partitions, latency, per-API errors) do nothing on it; node kills,
+    /// stops and restarts still work. Clients then use a
+    /// [`client_listener`](Self::client_listener), or this protocol on
+    /// [`Cluster::bootstrap`].
+    pub fn inter_node_security(mut self, security: InterNodeSecurity) -> Self {
+        self.inter_node = Some(std::sync::Arc::new(security));
         self
     }
 
@@ -224,7 +244,12 @@ impl ClusterBuilder {
     ///
     /// Cancelling drops what was started so far (killing it).
     pub async fn start(self) -> Result<Cluster, BrokerError> {
-        let proxied = self.network_proxies;
+        // The fault proxies read Kafka frames, which TLS hides from them.
+        let tls_inside = self
+            .inter_node
+            .as_ref()
+            .is_some_and(|s| s.listener.protocol.uses_tls());
+        let proxied = self.network_proxies && !tls_inside;
         let private = |port: u16| if proxied { 0 } else { port };
         let mut faults = crate::faults::ClusterFaults::default();
         let controller_opts = ControllerOptions {
@@ -234,7 +259,15 @@ impl ClusterBuilder {
             default_num_partitions: self.default_num_partitions,
             default_replication_factor: self.default_replication_factor,
             limits: self.limits.clone(),
+            security: self
+                .inter_node
+                .as_ref()
+                .map(|s| s.listener.clone())
+                .unwrap_or_default(),
         };
+        if let Some(s) = &self.inter_node {
+            s.validate()?;
+        }
         let controller = ControllerServer::start(controller_opts.clone()).await?;
         let caddr = controller.local_addr();
         let mut dial_controller = caddr;
@@ -270,6 +303,11 @@ impl ClusterBuilder {
             opts.corruption_log = corruption_log.clone();
             if let Some(n) = self.segment_bytes {
                 opts.broker.segment_bytes = n;
+            }
+            if let Some(s) = &self.inter_node {
+                opts.broker.security = s.listener.clone();
+                opts.broker.listener_name = Some("INTERNAL".into());
+                opts.inter_node = Some(s.clone());
             }
             if let Some(l) = &self.client_listener {
                 let mut l = l.clone();

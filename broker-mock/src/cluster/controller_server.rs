@@ -54,6 +54,7 @@ use crate::handlers::create_topics::{create_topics, CheckedTopic, TopicCreator};
 use crate::handlers::delete_topics::{delete_topics, TopicDeleter};
 use crate::limits::BrokerLimits;
 use crate::security::ListenerSecurity;
+use crate::security::ScramStore;
 use crate::server::{serve, Dispatch, ServeOptions};
 use crate::state::Creation;
 use crate::topic_limits::{check_totals, Refusal, Usage};
@@ -87,6 +88,9 @@ pub struct ControllerOptions {
     /// Ceilings on partitions and topics (and partitions per CreateTopics request);
     /// see [`BrokerLimits`].
     pub limits: crate::limits::BrokerLimits,
+    /// The listener's security: plaintext by default, the cluster's inter-node
+    /// security when it has one (nodes then connect with TLS and/or SASL).
+    pub security: ListenerSecurity,
 }
 
 impl Default for ControllerOptions {
@@ -98,6 +102,7 @@ impl Default for ControllerOptions {
             default_num_partitions: 1,
             default_replication_factor: 3,
             limits: crate::limits::BrokerLimits::default(),
+            security: ListenerSecurity::default(),
         }
     }
 }
@@ -167,6 +172,13 @@ impl ControllerServer {
     /// Cancelling before it completes leaves nothing running; a torn log tail already
     /// cut stays cut.
     pub async fn start(options: ControllerOptions) -> Result<ControllerHandle, BrokerError> {
+        let tls = options.security.validate()?;
+        let scram = Arc::new(ScramStore::default());
+        for (user, credential) in options.security.sasl.scram_users() {
+            scram
+                .upsert(user, credential.clone())
+                .map_err(|_| BrokerError::Config("too many SCRAM credentials".into()))?;
+        }
         let listener =
             TcpListener::bind(options.listen)
                 .await
@@ -200,10 +212,9 @@ impl ControllerServer {
             refusals: Arc::default(),
             // Connections are closed at once, with nothing owed to finish.
             shutdown_grace: Duration::ZERO,
-            // The controller's listener is plaintext for now.
-            security: Arc::new(ListenerSecurity::default()),
-            scram: Arc::default(),
-            tls: None,
+            security: Arc::new(core.options.security.clone()),
+            scram,
+            tls,
         };
         let dispatch = Arc::new(ControllerDispatch(core.clone()));
         let accept = tokio::spawn(serve(listener, dispatch, serve_options, stop_rx.clone()));

@@ -10,7 +10,6 @@ use baton_protocol::{Request, RequestHeader};
 use bytes::Bytes;
 
 use crate::node_mode::ClusterLink;
-use crate::rpc::Rpc;
 use crate::state::BrokerState;
 use crate::wire::{decode, encode, DispatchError, Reply};
 
@@ -47,7 +46,7 @@ async fn to_controller<R: Request + Sync>(
         return Err(DispatchError::NotAClusterNode);
     };
     let (header, req) = decode::<R>(frame, version)?;
-    let mut rpc = Rpc::new(
+    let mut rpc = link.rpc(
         link.options.controller,
         format!("node-{}-admin", link.node_id),
     );

@@ -237,7 +237,7 @@ async fn session_loop(
     done: watch::Sender<bool>,
 ) {
     let me = link.node_id;
-    let mut rpc = Rpc::new(link.options.controller, format!("node-{me}"));
+    let mut rpc = link.rpc(link.options.controller, format!("node-{me}"));
     let timeout = Duration::from_secs(5);
     let host = link
         .options
@@ -339,7 +339,7 @@ async fn session_loop(
 
 async fn metadata_loop(link: Arc<ClusterLink>) {
     let me = link.node_id;
-    let mut rpc = Rpc::new(link.options.controller, format!("node-{me}-metadata"));
+    let mut rpc = link.rpc(link.options.controller, format!("node-{me}-metadata"));
     loop {
         let offset = link.image().next_offset();
         let req = FetchRequest {
@@ -646,7 +646,7 @@ async fn reports_loop(
     mut rx: mpsc::UnboundedReceiver<LeaderReport>,
 ) {
     let me = link.node_id;
-    let mut rpc = Rpc::new(link.options.controller, format!("node-{me}-reports"));
+    let mut rpc = link.rpc(link.options.controller, format!("node-{me}-reports"));
     let timeout = Duration::from_secs(5);
     let mut reports_side = tokio::task::JoinSet::new();
     while let Some(report) = rx.recv().await {
@@ -781,7 +781,7 @@ async fn send_corrupt_report(
     offset: i64,
 ) {
     let topic = topic.as_str();
-    let mut rpc = Rpc::new(
+    let mut rpc = link.rpc(
         link.options.controller,
         format!("node-{}-corruption", link.node_id),
     );
