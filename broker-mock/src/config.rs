@@ -8,6 +8,7 @@ use baton_protocol::frame::DEFAULT_MAX_FRAME;
 use crate::acl::AuthorizerConfig;
 use crate::group::GroupConfig;
 use crate::limits::BrokerLimits;
+use crate::listener_config::ListenerConfig;
 use crate::security::ListenerSecurity;
 
 /// Default size at which the active segment is rolled: 64 MiB (Kafka uses 1 GiB; a
@@ -54,6 +55,14 @@ pub struct BrokerConfig {
     /// ACL authorization (StandardAuthorizer semantics); `None`, the default,
     /// allows every request and answers the ACL APIs with SECURITY_DISABLED.
     pub authorizer: Option<AuthorizerConfig>,
+    /// The name of the listener set up by `listen`, `advertised_*` and `security`;
+    /// `None` names it after its security protocol (`PLAINTEXT`, `SASL_SSL`, ...),
+    /// as Kafka's default listener names do.
+    pub listener_name: Option<String>,
+    /// The node's further listeners, each with its own name, address and security
+    /// (Kafka's `listeners=PLAINTEXT://...,SASL_SSL://...`). Connection limits
+    /// apply across all listeners together.
+    pub extra_listeners: Vec<ListenerConfig>,
 }
 
 impl Default for BrokerConfig {
@@ -73,6 +82,8 @@ impl Default for BrokerConfig {
             limits: BrokerLimits::default(),
             security: ListenerSecurity::default(),
             authorizer: None,
+            listener_name: None,
+            extra_listeners: Vec::new(),
         }
     }
 }
@@ -149,6 +160,37 @@ impl BrokerConfig {
     pub fn with_authorizer(mut self, authorizer: AuthorizerConfig) -> Self {
         self.authorizer = Some(authorizer);
         self
+    }
+
+    /// Names the listener set up by `listen` and `security`.
+    pub fn with_listener_name(mut self, name: impl Into<String>) -> Self {
+        self.listener_name = Some(name.into());
+        self
+    }
+
+    /// Adds a listener.
+    pub fn with_listener(mut self, listener: ListenerConfig) -> Self {
+        self.extra_listeners.push(listener);
+        self
+    }
+
+    /// Every listener of the node, the one set up by `listen` and `security`
+    /// first.
+    pub fn listeners(&self) -> Vec<ListenerConfig> {
+        let name = self
+            .listener_name
+            .clone()
+            .unwrap_or_else(|| self.security.protocol.name().to_owned());
+        let first = ListenerConfig {
+            name,
+            listen: self.listen,
+            advertised_host: self.advertised_host.clone(),
+            advertised_port: self.advertised_port,
+            security: self.security.clone(),
+        };
+        std::iter::once(first)
+            .chain(self.extra_listeners.iter().cloned())
+            .collect()
     }
 
     /// Sets the index interval.

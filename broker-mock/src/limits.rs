@@ -54,7 +54,8 @@ pub struct BrokerLimits {
     /// whose last batch is oldest in the log is forgotten (Kafka expires them by
     /// time, `producer.id.expiration.ms`).
     pub max_producers_per_partition: usize,
-    /// Most open client connections to one listener (Kafka's `max.connections`).
+    /// Most open client connections to one node, all its listeners together
+    /// (Kafka's `max.connections`).
     /// A connection accepted beyond it is closed at once.
     pub max_connections: usize,
     /// Most open client connections from one IP address (Kafka's

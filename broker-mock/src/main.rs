@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use baton_broker::cluster::{Cluster, ControllerOptions, ControllerServer, Node, NodeOptions};
-use baton_broker::{Broker, BrokerConfig, BrokerLimits};
+use baton_broker::{properties, Broker, BrokerConfig, BrokerLimits};
 
 const CLUSTER_USAGE: &str = "\
 Usage:
@@ -42,7 +42,14 @@ Usage: baton-broker [OPTIONS]
                                                      `baton-broker cluster --help`)
 
 Options:
-  --listen ADDR            address to listen on (default 127.0.0.1:9092)
+  --config FILE            a Kafka server.properties file (Apache Kafka's property
+                           names: listeners, advertised.listeners,
+                           listener.security.protocol.map, sasl.enabled.mechanisms,
+                           ssl.keystore.* / ssl.truststore.* (PEM), ssl.client.auth,
+                           listener.name.<l>.plain.sasl.jaas.config, scram.users,
+                           log.dirs, node.id, num.partitions, ...; see the
+                           baton_broker::properties docs); flags override it
+  --listen ADDR            address of the first listener (default 127.0.0.1:9092)
   --data-dir DIR           keep topics and logs in DIR
   --in-memory              keep everything in memory (the default without --data-dir)
   --advertised-host HOST   host name given to clients (default: the listen IP)
@@ -63,16 +70,46 @@ struct Args {
     log_level: Option<String>,
 }
 
+/// The configuration in a `--config` properties file, over `base`.
+fn config_file(path: &str, base: BrokerConfig) -> Result<BrokerConfig, String> {
+    let text = std::fs::read(path).map_err(|e| format!("--config {path}: {e}"))?;
+    if text.len() > properties::MAX_PROPERTIES_BYTES {
+        return Err(format!(
+            "--config {path}: larger than {} bytes",
+            properties::MAX_PROPERTIES_BYTES
+        ));
+    }
+    let text = String::from_utf8(text).map_err(|_| format!("--config {path}: not UTF-8"))?;
+    let props = properties::parse(&text).map_err(|e| format!("--config {path}: {e}"))?;
+    properties::broker_config(&props, base, &mut |p| std::fs::read(p))
+        .map_err(|e| format!("--config {path}: {e}"))
+}
+
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
     let mut config = BrokerConfig {
         listen: "127.0.0.1:9092".parse().map_err(|e| format!("{e}"))?,
         ..BrokerConfig::default()
     };
+    // The file first, wherever `--config` stands: the other flags override it.
+    let mut rest = Vec::new();
+    let mut file = None;
+    while let Some(arg) = args.next() {
+        if arg == "--config" {
+            file = Some(value("--config", args.next())?);
+        } else if let Some(path) = arg.strip_prefix("--config=") {
+            file = Some(path.to_owned());
+        } else {
+            rest.push(arg);
+        }
+    }
+    if let Some(path) = &file {
+        config = config_file(path, config)?;
+    }
+    let file_data_dir = config.data_dir.is_some() && file.is_some();
+    let mut cli_data_dir = false;
+    let mut args = rest.into_iter();
     let mut log_level = None;
     let mut in_memory = false;
-    fn value(flag: &str, v: Option<String>) -> Result<String, String> {
-        v.ok_or_else(|| format!("{flag} needs a value"))
-    }
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
@@ -97,7 +134,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
                     .parse::<SocketAddr>()
                     .map_err(|e| format!("--listen {v:?}: {e} (expected IP:PORT)"))?;
             }
-            "--data-dir" => config.data_dir = Some(PathBuf::from(take("--data-dir")?)),
+            "--data-dir" => {
+                config.data_dir = Some(PathBuf::from(take("--data-dir")?));
+                cli_data_dir = true;
+            }
             "--in-memory" => in_memory = true,
             "--advertised-host" => config.advertised_host = Some(take("--advertised-host")?),
             "--node-id" => {
@@ -127,10 +167,18 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
             other => return Err(format!("unknown argument {other:?} (see --help)")),
         }
     }
-    if in_memory && config.data_dir.is_some() {
+    if in_memory && cli_data_dir {
         return Err("--in-memory and --data-dir exclude each other".into());
     }
+    if in_memory && file_data_dir {
+        // The flag overrides the file's log.dirs.
+        config.data_dir = None;
+    }
     Ok(Some(Args { config, log_level }))
+}
+
+fn value(flag: &str, v: Option<String>) -> Result<String, String> {
+    v.ok_or_else(|| format!("{flag} needs a value"))
 }
 
 /// A limit flag's value: an integer >= 1.
@@ -451,6 +499,9 @@ fn main() -> ExitCode {
             }
         };
         println!("baton-broker listening on {}", broker.local_addr());
+        for (name, addr) in broker.listener_addrs() {
+            println!("baton-broker listener {name} on {addr}");
+        }
         wait_for_signal().await;
         tracing::info!("signal received, shutting down");
         broker.shutdown().await;

@@ -70,6 +70,10 @@ pub struct NodeOptions {
     pub scrub_bytes_per_sec: u64,
     /// Where corruption events go (a cluster shares one list between its nodes).
     pub corruption_log: Arc<CorruptionLog>,
+    /// How this node secures the connections it opens to other nodes and to the
+    /// controller; `None` for plain TCP. Its listener security should also be
+    /// `broker.security`, the first listener's, which the other nodes dial.
+    pub inter_node: Option<Arc<crate::inter_node::InterNodeSecurity>>,
 }
 
 impl NodeOptions {
@@ -89,6 +93,7 @@ impl NodeOptions {
             metadata_fetch_max_bytes: 1 << 20,
             scrub_bytes_per_sec: 0,
             corruption_log: Arc::new(CorruptionLog::new()),
+            inter_node: None,
         }
     }
 }
@@ -134,6 +139,12 @@ impl ClusterLink {
                 .unwrap_or(self.options.default_min_insync_replicas)
                 .max(1),
         }
+    }
+
+    /// A connection to `addr` (the controller or another node) secured as the
+    /// cluster's inter-node security says.
+    pub(crate) fn rpc(&self, addr: SocketAddr, client_id: impl Into<String>) -> crate::rpc::Rpc {
+        crate::rpc::Rpc::new(addr, client_id, self.options.inter_node.clone())
     }
 
     /// A broker's address from the image.

@@ -18,6 +18,7 @@
 //! ```
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use baton_protocol::frame::DEFAULT_MAX_FRAME;
@@ -25,6 +26,13 @@ use baton_protocol::{envelope, FrameCodec, Request, ResponseHeader};
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use baton_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
+use baton_protocol::sasl::{ClientSession, Mechanism, Secret};
+use rustls::pki_types::ServerName;
+
+use crate::inter_node::InterNodeSecurity;
 
 /// The most a [`Channel`] grows its read buffer by for one read.
 const READ_CHUNK: usize = 64 * 1024;
@@ -54,6 +62,33 @@ pub enum RpcError {
     },
 }
 
+/// The bytes under a channel: TCP, or TLS over TCP (inter-node connections of a
+/// secured cluster).
+#[derive(Debug)]
+enum Transport {
+    Tcp(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+impl Transport {
+    async fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match self {
+            Transport::Tcp(s) => s.write_all(bytes).await,
+            Transport::Tls(s) => {
+                s.write_all(bytes).await?;
+                s.flush().await
+            }
+        }
+    }
+
+    async fn read_buf(&mut self, buf: &mut BytesMut) -> std::io::Result<usize> {
+        match self {
+            Transport::Tcp(s) => s.read_buf(buf).await,
+            Transport::Tls(s) => s.read_buf(buf).await,
+        }
+    }
+}
+
 /// One Kafka connection: request frames out, response frames in, in order.
 ///
 /// Each request carries the next correlation id and the channel's client id;
@@ -63,7 +98,7 @@ pub enum RpcError {
 #[derive(Debug)]
 pub struct Channel {
     /// The connection.
-    stream: TcpStream,
+    stream: Transport,
     /// The peer, named in errors.
     addr: SocketAddr,
     /// Sent in every request header.
@@ -84,7 +119,7 @@ impl Channel {
         let io = |source| RpcError::Io { addr, source };
         let stream = TcpStream::connect(addr).await.map_err(io)?;
         let _ = stream.set_nodelay(true);
-        Ok(Channel::over(stream, addr, client_id.into()))
+        Ok(Channel::over_tcp(stream, addr, client_id.into()))
     }
 
     /// A channel over a stream the caller connected (e.g. from a chosen source
@@ -94,10 +129,22 @@ impl Channel {
             addr: SocketAddr::from(([0, 0, 0, 0], 0)),
             source,
         })?;
-        Ok(Channel::over(stream, addr, client_id.into()))
+        Ok(Channel::over_tcp(stream, addr, client_id.into()))
     }
 
-    fn over(stream: TcpStream, addr: SocketAddr, client_id: String) -> Self {
+    pub(crate) fn over_tcp(stream: TcpStream, addr: SocketAddr, client_id: String) -> Self {
+        Channel::over(Transport::Tcp(stream), addr, client_id)
+    }
+
+    pub(crate) fn over_tls(
+        stream: TlsStream<TcpStream>,
+        addr: SocketAddr,
+        client_id: String,
+    ) -> Self {
+        Channel::over(Transport::Tls(Box::new(stream)), addr, client_id)
+    }
+
+    fn over(stream: Transport, addr: SocketAddr, client_id: String) -> Self {
         Channel {
             stream,
             addr,
@@ -108,9 +155,13 @@ impl Channel {
         }
     }
 
-    /// The underlying stream, for writing bytes around the framing.
+    /// The underlying TCP stream, for writing bytes around the framing (under
+    /// TLS, the TCP stream beneath it: bytes written there bypass TLS).
     pub fn stream_mut(&mut self) -> &mut TcpStream {
-        &mut self.stream
+        match &mut self.stream {
+            Transport::Tcp(s) => s,
+            Transport::Tls(s) => s.get_mut().0,
+        }
     }
 
     /// The peer's address.
@@ -208,20 +259,27 @@ impl Channel {
     }
 }
 
-/// One connection to a peer, opened on first use, dropped after any failure.
+/// One connection to a peer, opened on first use (secured as the cluster's
+/// inter-node security says), dropped after any failure.
 #[derive(Debug)]
 pub(crate) struct Rpc {
     addr: SocketAddr,
     channel: Option<Channel>,
     client_id: String,
+    security: Option<Arc<InterNodeSecurity>>,
 }
 
 impl Rpc {
-    pub(crate) fn new(addr: SocketAddr, client_id: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        addr: SocketAddr,
+        client_id: impl Into<String>,
+        security: Option<Arc<InterNodeSecurity>>,
+    ) -> Self {
         Rpc {
             addr,
             channel: None,
             client_id: client_id.into(),
+            security,
         }
     }
 
@@ -240,7 +298,9 @@ impl Rpc {
         let exchange = async {
             let mut channel = match channel {
                 Some(c) => c,
-                None => Channel::connect(addr, self.client_id.as_str()).await?,
+                None => {
+                    connect_secured(addr, self.client_id.as_str(), self.security.as_deref()).await?
+                }
             };
             let response = channel.call(req, version).await?;
             Ok::<_, RpcError>((response, channel))
@@ -252,6 +312,87 @@ impl Rpc {
             }
             Ok(Err(e)) => Err(e),
             Err(_) => Err(RpcError::Timeout(addr)),
+        }
+    }
+}
+
+/// Opens a channel to `addr` secured as `security` says (plain TCP for `None`).
+async fn connect_secured(
+    addr: SocketAddr,
+    client_id: &str,
+    security: Option<&InterNodeSecurity>,
+) -> Result<Channel, RpcError> {
+    let io = |source| RpcError::Io { addr, source };
+    let stream = TcpStream::connect(addr).await.map_err(io)?;
+    let _ = stream.set_nodelay(true);
+    let Some(security) = security else {
+        return Ok(Channel::over_tcp(stream, addr, client_id.to_owned()));
+    };
+    let protocol = |reason: String| RpcError::Protocol { addr, reason };
+    let mut channel = match security.tls_config() {
+        Some(config) => {
+            let name = ServerName::IpAddress(addr.ip().into());
+            let tls = tokio_rustls::TlsConnector::from(config.clone())
+                .connect(name, stream)
+                .await
+                .map_err(|e| protocol(format!("TLS handshake: {e}")))?;
+            Channel::over_tls(tls, addr, client_id.to_owned())
+        }
+        None => Channel::over_tcp(stream, addr, client_id.to_owned()),
+    };
+    if let Some((mechanism, user, password)) = security.sasl_user() {
+        authenticate(&mut channel, mechanism, user, password.clone())
+            .await
+            .map_err(|e| protocol(format!("SASL {mechanism} as {user}: {e}")))?;
+    }
+    Ok(channel)
+}
+
+/// SaslHandshake v1, then SaslAuthenticate v2 rounds until the exchange ends.
+async fn authenticate(
+    channel: &mut Channel,
+    mechanism: Mechanism,
+    user: &str,
+    password: Secret,
+) -> Result<(), String> {
+    let handshake = channel
+        .call(
+            &SaslHandshakeRequest {
+                mechanism: mechanism.name().into(),
+            },
+            1,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    if handshake.error_code != 0 {
+        return Err(format!("handshake refused ({})", handshake.error_code));
+    }
+    let mut session = ClientSession::new(mechanism, user, password).map_err(|e| e.to_string())?;
+    let mut out = session.initial_response();
+    loop {
+        let resp = channel
+            .call(
+                &SaslAuthenticateRequest {
+                    auth_bytes: Bytes::from(out),
+                },
+                2,
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        if resp.error_code != 0 {
+            return Err(resp.error_message.unwrap_or_else(|| "refused".into()));
+        }
+        let server = resp.auth_bytes;
+        let (back, step) = tokio::task::spawn_blocking(move || {
+            let step = session.step(&server);
+            (session, step)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        session = back;
+        match step.map_err(|e| e.to_string())? {
+            Some(next) => out = next,
+            None => return Ok(()),
         }
     }
 }

@@ -1,4 +1,10 @@
-//! The network side: a listener, one task per connection, and request dispatch.
+//! The network side: a node's listeners, one task per connection, and request
+//! dispatch.
+//!
+//! A node has one accept loop per listener (`BrokerConfig::listeners`), each with
+//! its own name, security and advertised endpoint; Metadata, FindCoordinator and
+//! DescribeCluster answer with the endpoint of the listener the request arrived
+//! on, as Kafka does.
 //!
 //! Each connection reads ahead and handles requests in arrival order, so produces from
 //! one connection are applied in order. A request's reply is either ready at once or,
@@ -9,8 +15,14 @@
 //! API, oversized) closes only its connection, after the replies already due are sent.
 //!
 //! Connections past `BrokerLimits::max_connections`, or past
-//! `max_connections_per_ip` from one address, are closed as soon as they are
-//! accepted, before anything is read (see `connections`), as Kafka does.
+//! `max_connections_per_ip` from one address, counted over all of the node's
+//! listeners, are closed as soon as they are accepted, before anything is read
+//! (see `connections`), as Kafka does. Every connection a listener closes for
+//! breaking its rules (a limit, a failed TLS handshake, a failed or out-of-order
+//! SASL exchange, a request before authentication, a bad frame) is counted on that
+//! listener (`refusals`) and logged: one line per connection, except limit
+//! refusals, which are logged at most once a second with a count so a flood costs
+//! no log storm.
 //!
 //! A TLS listener (`SSL`, `SASL_SSL`) runs each connection's handshake in that
 //! connection's task, within a timeout. Every request frame then passes the
@@ -41,11 +53,14 @@ use crate::config::BrokerConfig;
 use crate::connections::{ConnectionLimiter, RefusalLog};
 use crate::error::BrokerError;
 use crate::handlers;
+use crate::listener_config::check_names;
 use crate::node_mode::NodeMode;
+use crate::refusals::{RefusalCounters, RefusalReason, RefusedConnections};
 use crate::security::{
-    certificate_principal, Admission, ConnectionAuth, ListenerSecurity, SecurityProtocol,
+    certificate_principal, Admission, ConnectionAuth, ListenerSecurity, ScramStore,
+    SecurityProtocol,
 };
-use crate::state::BrokerState;
+use crate::state::{BrokerState, Endpoint};
 use crate::wire::{DispatchError, Reply};
 
 /// Replies queued per connection before reading pauses (backpressure).
@@ -88,76 +103,168 @@ impl Broker {
         config: BrokerConfig,
         mode: NodeMode,
     ) -> Result<BrokerHandle, BrokerError> {
-        let tls = config.security.validate()?;
+        let listeners = config.listeners();
+        check_names(listeners.iter().map(|l| l.name.as_str()))?;
+        let mut tls = Vec::with_capacity(listeners.len());
+        for l in &listeners {
+            let acceptor = l
+                .security
+                .validate()
+                .map_err(|e| BrokerError::Config(format!("listener {}: {e}", l.name)))?;
+            tls.push(acceptor);
+        }
         if config.default_num_partitions < 1 {
             return Err(BrokerError::Config(
                 "default_num_partitions must be at least 1".into(),
             ));
         }
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| BrokerError::Bind {
-                    addr: config.listen,
-                    source,
+        let mut sockets = Vec::with_capacity(listeners.len());
+        let mut endpoints = Vec::with_capacity(listeners.len());
+        for l in &listeners {
+            let bind_err = |source| BrokerError::Bind {
+                addr: l.listen,
+                source,
+            };
+            let socket = TcpListener::bind(l.listen).await.map_err(bind_err)?;
+            let addr = socket.local_addr().map_err(bind_err)?;
+            endpoints.push(Endpoint {
+                name: l.name.clone(),
+                host: l
+                    .advertised_host
+                    .clone()
+                    .unwrap_or_else(|| addr.ip().to_string()),
+                port: i32::from(l.advertised_port.unwrap_or(addr.port())),
+                protocol: l.security.protocol,
+            });
+            sockets.push((socket, addr));
+        }
+        // SCRAM users are the node's, whichever listener's settings named them.
+        let scram = Arc::new(ScramStore::default());
+        for l in &listeners {
+            for (user, credential) in l.security.sasl.scram_users() {
+                scram.upsert(user, credential.clone()).map_err(|_| {
+                    BrokerError::Config(format!(
+                        "more than {} SCRAM credentials",
+                        crate::security::MAX_SCRAM_CREDENTIALS
+                    ))
                 })?;
-        let local_addr = listener.local_addr().map_err(|source| BrokerError::Bind {
-            addr: config.listen,
-            source,
-        })?;
-        let host = config
-            .advertised_host
-            .clone()
-            .unwrap_or_else(|| local_addr.ip().to_string());
+            }
+        }
         let cfg = config.clone();
+        let advertised = endpoints.clone();
+        let node_scram = scram.clone();
         let state = tokio::task::spawn_blocking(move || {
-            let port = cfg.advertised_port.unwrap_or(local_addr.port());
-            BrokerState::open(cfg, host, port as i32, mode)
+            BrokerState::open(cfg, advertised, node_scram, mode)
         })
         .await
         .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
         let state = Arc::new(state);
         let (stop_tx, stop_rx) = watch::channel(false);
-        let options = ServeOptions {
-            name: "broker",
-            max_frame_bytes: config.max_frame_bytes,
-            max_connections: config.limits.max_connections,
-            max_connections_per_ip: config.limits.max_connections_per_ip,
-            shutdown_grace: SHUTDOWN_GRACE,
-            security: Arc::new(config.security.clone()),
-            tls,
-        };
-        let dispatch = Arc::new(BrokerDispatch(state.clone()));
-        let accept = tokio::spawn(serve(listener, dispatch, options, stop_rx));
-        tracing::info!(
-            addr = %local_addr,
-            node_id = config.node_id,
-            security = %config.security.protocol,
-            "broker listening"
+        // One limiter for every listener: the limits are the node's.
+        let limiter = ConnectionLimiter::new(
+            config.limits.max_connections,
+            config.limits.max_connections_per_ip,
         );
+        let mut bound = Vec::with_capacity(listeners.len());
+        let mut accept = Vec::with_capacity(listeners.len());
+        for (index, ((l, (socket, addr)), tls)) in
+            listeners.iter().zip(sockets).zip(tls).enumerate()
+        {
+            let refusals = Arc::new(RefusalCounters::default());
+            let options = ServeOptions {
+                name: "broker",
+                listener: l.name.clone(),
+                max_frame_bytes: config.max_frame_bytes,
+                limiter: limiter.clone(),
+                refusals: refusals.clone(),
+                shutdown_grace: SHUTDOWN_GRACE,
+                security: Arc::new(l.security.clone()),
+                scram: scram.clone(),
+                tls,
+            };
+            let dispatch = Arc::new(BrokerDispatch {
+                state: state.clone(),
+                listener: index,
+            });
+            accept.push(tokio::spawn(serve(
+                socket,
+                dispatch,
+                options,
+                stop_rx.clone(),
+            )));
+            tracing::info!(
+                %addr,
+                node_id = config.node_id,
+                listener = %l.name,
+                security = %l.security.protocol,
+                "broker listening"
+            );
+            bound.push(BoundListener {
+                name: l.name.clone(),
+                addr,
+                refusals,
+            });
+        }
         Ok(BrokerHandle {
-            local_addr,
+            listeners: bound,
             state,
             stop: stop_tx,
-            accept: Some(accept),
+            accept,
         })
     }
+}
+
+/// One bound listener of a running node.
+#[derive(Debug)]
+struct BoundListener {
+    name: String,
+    addr: SocketAddr,
+    refusals: Arc<RefusalCounters>,
 }
 
 /// A running broker node. Dropping it without [`BrokerHandle::shutdown`] aborts its
 /// tasks without flushing, like a crash (data written so far stays in the OS cache).
 #[derive(Debug)]
 pub struct BrokerHandle {
-    local_addr: SocketAddr,
+    /// Invariant: not empty; the first is the listener set up by
+    /// `BrokerConfig::listen` and `BrokerConfig::security`.
+    listeners: Vec<BoundListener>,
     state: Arc<BrokerState>,
     stop: watch::Sender<bool>,
-    accept: Option<tokio::task::JoinHandle<()>>,
+    accept: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl BrokerHandle {
-    /// The address the listener is bound to.
+    /// The address the first listener (`BrokerConfig::listen`) is bound to.
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.listeners[0].addr
+    }
+
+    /// The address the listener named `name` (compared ignoring case) is bound
+    /// to.
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        self.listener(name).map(|l| l.addr)
+    }
+
+    /// Every listener's name and bound address, the first listener first.
+    pub fn listener_addrs(&self) -> Vec<(String, SocketAddr)> {
+        self.listeners
+            .iter()
+            .map(|l| (l.name.clone(), l.addr))
+            .collect()
+    }
+
+    /// How many connections the listener named `name` has closed because they
+    /// broke its rules (a limit, TLS, SASL, a request before authentication, a
+    /// bad frame), by reason.
+    pub fn refused_connections(&self, name: &str) -> Option<RefusedConnections> {
+        self.listener(name).map(|l| l.refusals.snapshot())
+    }
+
+    fn listener(&self, name: &str) -> Option<&BoundListener> {
+        self.listeners
+            .iter()
+            .find(|l| l.name.eq_ignore_ascii_case(name))
     }
 
     /// The node's shared state.
@@ -165,9 +272,9 @@ impl BrokerHandle {
         &self.state
     }
 
-    /// `"host:port"` of the listener, for a client's bootstrap servers.
+    /// `"host:port"` of the first listener, for a client's bootstrap servers.
     pub fn bootstrap(&self) -> String {
-        self.local_addr.to_string()
+        self.local_addr().to_string()
     }
 
     /// Stops accepting, lets connections send the replies they owe (up to a grace
@@ -179,18 +286,18 @@ impl BrokerHandle {
     /// the handle is dropped; logs are then not flushed.
     pub async fn shutdown(mut self) {
         let _ = self.stop.send(true);
-        if let Some(accept) = self.accept.take() {
+        for accept in std::mem::take(&mut self.accept) {
             let _ = accept.await;
         }
         let state = self.state.clone();
         let _ = tokio::task::spawn_blocking(move || state.flush_all()).await;
-        tracing::info!(addr = %self.local_addr, "broker stopped");
+        tracing::info!(addr = %self.local_addr(), "broker stopped");
     }
 }
 
 impl Drop for BrokerHandle {
     fn drop(&mut self) {
-        if let Some(accept) = self.accept.take() {
+        for accept in &self.accept {
             accept.abort();
         }
     }
@@ -210,9 +317,14 @@ pub(crate) trait Dispatch: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Reply, DispatchError>> + Send;
 }
 
-/// The broker's requests go to its handlers.
+/// The broker's requests go to its handlers, which answer with the endpoints of
+/// the listener the request arrived on.
 #[derive(Debug)]
-struct BrokerDispatch(Arc<BrokerState>);
+struct BrokerDispatch {
+    state: Arc<BrokerState>,
+    /// Index of the listener in `BrokerState::listeners`.
+    listener: usize,
+}
 
 impl Dispatch for BrokerDispatch {
     async fn dispatch(
@@ -221,7 +333,7 @@ impl Dispatch for BrokerDispatch {
         ctx: &RequestContext,
         stop: &watch::Receiver<bool>,
     ) -> Result<Reply, DispatchError> {
-        handlers::dispatch(&self.0, frame, ctx, stop).await
+        handlers::dispatch(&self.state, self.listener, frame, ctx, stop).await
     }
 }
 
@@ -230,17 +342,22 @@ impl Dispatch for BrokerDispatch {
 pub(crate) struct ServeOptions {
     /// Names the server in logs (`"broker"`, `"controller"`).
     pub name: &'static str,
+    /// Names the listener in logs.
+    pub listener: String,
     /// Frames larger than this close their connection before they are buffered.
     pub max_frame_bytes: usize,
-    /// Open connections at most, in total and per client IP; one more is closed
-    /// at once.
-    pub max_connections: usize,
-    pub max_connections_per_ip: usize,
+    /// Open connections at most, in total and per client IP, shared by every
+    /// listener of the node; one more is closed at once.
+    pub limiter: Arc<ConnectionLimiter>,
+    /// Counts the connections this listener closes for breaking its rules.
+    pub refusals: Arc<RefusalCounters>,
     /// How long a stopping server lets connections send the replies they owe.
     pub shutdown_grace: Duration,
     /// The listener's security protocol and SASL settings; every connection's
     /// requests pass its authentication gate (`security::ConnectionAuth`).
     pub security: Arc<ListenerSecurity>,
+    /// The node's SCRAM users, shared by all its SASL listeners.
+    pub scram: Arc<ScramStore>,
     /// The TLS configuration of an `SSL` or `SASL_SSL` listener; the handshake
     /// runs in the connection's task, within [`TLS_HANDSHAKE_TIMEOUT`].
     pub tls: Option<Arc<rustls::ServerConfig>>,
@@ -255,7 +372,7 @@ pub(crate) async fn serve<D: Dispatch>(
     options: ServeOptions,
     mut stop: watch::Receiver<bool>,
 ) {
-    let limiter = ConnectionLimiter::new(options.max_connections, options.max_connections_per_ip);
+    let limiter = options.limiter.clone();
     let mut refused = RefusalLog::default();
     let mut conns = JoinSet::new();
     loop {
@@ -268,6 +385,7 @@ pub(crate) async fn serve<D: Dispatch>(
                         Err(why) => {
                             // Dropping the stream closes it before anything is read.
                             refused.note(peer, why);
+                            options.refusals.count(RefusalReason::ConnectionLimit);
                             continue;
                         }
                     };
@@ -285,7 +403,8 @@ pub(crate) async fn serve<D: Dispatch>(
                             }
                             Some(config) => {
                                 let acceptor = TlsAcceptor::from(config);
-                                let Some(tls) = accept_tls(&acceptor, stream, peer, options.name).await else {
+                                let Some(tls) = accept_tls(&acceptor, stream, peer, &options).await else {
+                                    options.refusals.count(RefusalReason::TlsHandshake);
                                     return;
                                 };
                                 let principal = certificate_user(&tls, &options.security);
@@ -319,16 +438,17 @@ async fn accept_tls(
     acceptor: &TlsAcceptor,
     stream: TcpStream,
     peer: SocketAddr,
-    server: &'static str,
+    options: &ServeOptions,
 ) -> Option<TlsStream<TcpStream>> {
+    let (server, listener) = (options.name, options.listener.as_str());
     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(tls)) => Some(tls),
         Ok(Err(e)) => {
-            tracing::warn!(server, %peer, reason = %e, "closing connection: TLS handshake failed");
+            tracing::warn!(server, listener, %peer, reason = %e, "closing connection: TLS handshake failed");
             None
         }
         Err(_) => {
-            tracing::warn!(server, %peer, "closing connection: TLS handshake timed out");
+            tracing::warn!(server, listener, %peer, "closing connection: TLS handshake timed out");
             None
         }
     }
@@ -363,7 +483,7 @@ async fn serve_connection<D, R, W>(
     let (tx, rx) = mpsc::channel::<Reply>(MAX_IN_FLIGHT);
     let reader = async move {
         let mut buf = BytesMut::new();
-        let mut auth = ConnectionAuth::new(&options.security);
+        let mut auth = ConnectionAuth::new(&options.security, options.scram.clone());
         let mut ctx = match principal {
             Some(p) => RequestContext::new(&p, peer.ip()),
             None => RequestContext::anonymous(peer.ip()),
@@ -371,6 +491,7 @@ async fn serve_connection<D, R, W>(
         loop {
             match next_frame(&codec, &mut buf) {
                 Ok(Some(frame)) => {
+                    let bad = RefusalReason::BadRequest;
                     let admission = auth.admit(frame);
                     let failed_authentication =
                         matches!(admission, Ok(Admission::AnswerAndClose(..)));
@@ -383,23 +504,31 @@ async fn serve_connection<D, R, W>(
                             }
                             match dispatch.dispatch(frame, &ctx, &stop).await {
                                 Ok(reply) => (Some(reply), None),
-                                Err(reason) => (None, Some(reason.to_string())),
+                                Err(reason) => (None, Some((bad, reason.to_string()))),
                             }
                         }
                         Ok(Admission::Answer(bytes)) => (Some(Reply::Now(Some(bytes))), None),
-                        Ok(Admission::AnswerAndClose(bytes, reason)) => {
-                            (Some(Reply::Now(Some(bytes))), Some(reason))
+                        Ok(Admission::AnswerAndClose(bytes, why, reason)) => {
+                            (Some(Reply::Now(Some(bytes))), Some((why, reason)))
                         }
-                        Ok(Admission::Close(reason)) => (None, Some(reason)),
-                        Err(reason) => (None, Some(reason.to_string())),
+                        Ok(Admission::Close(why, reason)) => (None, Some((why, reason))),
+                        Err(reason) => (None, Some((bad, reason.to_string()))),
                     };
                     if let Some(reply) = reply {
                         if tx.send(reply).await.is_err() {
                             return;
                         }
                     }
-                    if let Some(reason) = close {
-                        tracing::warn!(server = options.name, %peer, %reason, "closing connection");
+                    if let Some((why, reason)) = close {
+                        options.refusals.count(why);
+                        tracing::warn!(
+                            server = options.name,
+                            listener = %options.listener,
+                            %peer,
+                            refusal = why.name(),
+                            %reason,
+                            "closing connection"
+                        );
                         if failed_authentication {
                             tokio::select! {
                                 _ = tokio::time::sleep(FAILED_AUTHENTICATION_DELAY) => {}
@@ -412,7 +541,14 @@ async fn serve_connection<D, R, W>(
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    tracing::warn!(server = options.name, %peer, reason = %e, "closing connection: bad frame");
+                    options.refusals.count(RefusalReason::BadRequest);
+                    tracing::warn!(
+                        server = options.name,
+                        listener = %options.listener,
+                        %peer,
+                        reason = %e,
+                        "closing connection: bad frame"
+                    );
                     return;
                 }
             }

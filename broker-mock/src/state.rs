@@ -58,14 +58,30 @@ pub(crate) enum Creation {
     ValidateOnly { earlier: Usage },
 }
 
+/// One listener's advertised endpoint: what Metadata, FindCoordinator and
+/// DescribeCluster tell the clients that connected to that listener.
+#[derive(Debug, Clone)]
+pub(crate) struct Endpoint {
+    /// The listener's name.
+    pub name: String,
+    /// Host and port clients of this listener connect to.
+    pub host: String,
+    pub port: i32,
+    /// The listener's security protocol.
+    pub protocol: crate::security::SecurityProtocol,
+}
+
 /// State shared by every connection of one broker node.
 #[derive(Debug)]
 pub(crate) struct BrokerState {
     pub config: BrokerConfig,
     pub cluster_id: String,
-    /// Host and port put in Metadata responses.
-    pub advertised_host: String,
-    pub advertised_port: i32,
+    /// Each listener's advertised endpoint, in `BrokerConfig::listeners` order.
+    /// Invariant: not empty.
+    pub listeners: Vec<Endpoint>,
+    /// The node's SCRAM users (every SASL listener checks them;
+    /// AlterUserScramCredentials changes them).
+    pub scram: Arc<crate::security::ScramStore>,
     storage: Storage,
     topics: RwLock<TopicTable>,
     /// Bumped after every append or high watermark move; long-polling fetches wait on it.
@@ -81,10 +97,11 @@ pub(crate) struct BrokerState {
 impl BrokerState {
     pub fn open(
         config: BrokerConfig,
-        advertised_host: String,
-        advertised_port: i32,
+        listeners: Vec<Endpoint>,
+        scram: Arc<crate::security::ScramStore>,
         mode: NodeMode,
     ) -> Result<Self, BrokerError> {
+        assert!(!listeners.is_empty(), "a node has at least one listener");
         let storage = Storage {
             data_dir: config.data_dir.clone(),
             segment_bytes: config.segment_bytes,
@@ -113,8 +130,8 @@ impl BrokerState {
             authorizer,
             config,
             cluster_id,
-            advertised_host,
-            advertised_port,
+            listeners,
+            scram,
             storage,
             topics: RwLock::new(topics),
             appended: watch::Sender::new(0),
@@ -172,6 +189,19 @@ impl BrokerState {
     /// Whether `ctx`'s principal may do `op` on the cluster.
     pub fn allowed_on_cluster(&self, ctx: &RequestContext, op: AclOperation) -> bool {
         self.allowed(ctx, op, ResourceType::Cluster, CLUSTER_RESOURCE_NAME)
+    }
+
+    /// The advertised endpoint of the listener at `index` (the first listener's
+    /// for an index out of range).
+    pub fn endpoint(&self, index: usize) -> &Endpoint {
+        self.listeners.get(index).unwrap_or(&self.listeners[0])
+    }
+
+    /// The listener name a cluster node looks other brokers' endpoints up by for
+    /// a request on the listener at `index`: `None` for the first listener (the
+    /// brokers' registered host and port), its name for the others.
+    pub fn listener_name(&self, index: usize) -> Option<&str> {
+        (index > 0 && index < self.listeners.len()).then(|| self.listeners[index].name.as_str())
     }
 
     fn read_topics(&self) -> std::sync::RwLockReadGuard<'_, TopicTable> {

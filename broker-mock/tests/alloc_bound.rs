@@ -314,6 +314,7 @@ async fn every_api_stays_within_its_bound() {
         OffsetForLeaderEpochRequest, DeleteGroupsRequest, DescribeConfigsRequest,
         DescribeClusterRequest, SaslHandshakeRequest, SaslAuthenticateRequest,
         DescribeAclsRequest, CreateAclsRequest, DeleteAclsRequest,
+        DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

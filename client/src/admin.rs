@@ -1,5 +1,8 @@
 //! [`Admin`]: create and delete topics, list partition offsets, describe the
-//! cluster, and create, describe and delete ACLs.
+//! cluster, create, describe and delete ACLs, and manage SCRAM users
+//! (`admin/scram.rs`).
+
+mod scram;
 
 use std::time::Duration;
 
@@ -17,6 +20,7 @@ use crate::client::{Client, ClientError};
 use crate::metadata::{ClusterMetadata, Scope};
 use crate::offsets::list_offsets;
 pub use crate::offsets::{ListedOffset, OffsetSpec};
+pub use scram::{ScramChange, UserScramCredentials, DEFAULT_SCRAM_ITERATIONS};
 
 /// The first wait of an admin retry loop (controller requests, leader waits).
 const RETRY_BACKOFF_BASE: Duration = Duration::from_millis(10);
@@ -42,6 +46,10 @@ pub enum AdminError {
     /// The broker described an ACL with a code this client does not know.
     #[error("the broker described an ACL this client cannot read: {0}")]
     InvalidAclResponse(#[from] baton_protocol::acl::AclError),
+    /// The broker refused the operation for some users (SCRAM credential
+    /// administration); the changes of the others were applied.
+    #[error("{} user(s) failed: {}", .0.len(), describe_users(.0))]
+    Users(Vec<UserError>),
     /// Topics were created but some partitions still had no leader when the
     /// operation timeout elapsed.
     #[error("topics created, but partitions of {topics:?} had no leader after {timeout:?}")]
@@ -75,6 +83,17 @@ fn describe_acl_failures(errors: &[AclFailure]) -> String {
         .join(", ")
 }
 
+fn describe_users(errors: &[UserError]) -> String {
+    errors
+        .iter()
+        .map(|e| match &e.message {
+            Some(m) => format!("{}: {} ({m})", e.user, e.code),
+            None => format!("{}: {}", e.user, e.code),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One failed ACL creation or deletion filter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -82,6 +101,18 @@ pub struct AclFailure {
     /// Its position in the list the call was given (0 for `describe_acls`).
     pub index: usize,
     /// The error code the broker sent.
+    pub code: ErrorCode,
+    /// The broker's message, if it sent one.
+    pub message: Option<String>,
+}
+
+/// One user's failure in a SCRAM credential change or description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct UserError {
+    /// The user (empty for a failure of the whole request).
+    pub user: String,
+    /// The error code the broker sent (or the client's own check gave).
     pub code: ErrorCode,
     /// The broker's message, if it sent one.
     pub message: Option<String>,

@@ -62,7 +62,10 @@ pub mod producer;
 mod sasl;
 mod tls;
 
-pub use admin::{AclFailure, Admin, AdminError, ListedOffset, NewTopic, OffsetSpec, TopicError};
+pub use admin::{
+    AclFailure, Admin, AdminError, ListedOffset, NewTopic, OffsetSpec, ScramChange, TopicError,
+    UserError, UserScramCredentials,
+};
 /// The attribute that implements [`OAuthTokenProvider`] (its `async fn`).
 pub use async_trait::async_trait;
 pub use baton_protocol::acl::{

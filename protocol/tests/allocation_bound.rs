@@ -161,7 +161,11 @@ macro_rules! for_each_message {
             CreateAclsRequest,
             CreateAclsResponse,
             DeleteAclsRequest,
-            DeleteAclsResponse
+            DeleteAclsResponse,
+            DescribeUserScramCredentialsRequest,
+            DescribeUserScramCredentialsResponse,
+            AlterUserScramCredentialsRequest,
+            AlterUserScramCredentialsResponse
         )
     };
 }

@@ -19,4 +19,5 @@ mod partitioner;
 mod producer;
 mod retry;
 mod roundtrip;
+mod scram_admin;
 mod security;

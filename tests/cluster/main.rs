@@ -12,3 +12,4 @@ mod durability;
 mod failover;
 mod replication;
 mod rolling;
+mod secured;

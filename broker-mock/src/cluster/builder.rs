@@ -9,6 +9,9 @@ use super::handle::NodeSlot;
 use super::{Cluster, ControllerOptions, ControllerServer, Node, NodeOptions, TruncationMode};
 use crate::controller::ControllerConfig;
 use crate::error::BrokerError;
+use crate::inter_node::InterNodeSecurity;
+use crate::listener_config::ListenerConfig;
+
 impl Cluster {
     /// A builder with 3 in-memory brokers.
     pub fn builder() -> ClusterBuilder {
@@ -37,6 +40,10 @@ pub struct ClusterBuilder {
     scrub_bytes_per_sec: u64,
     limits: crate::limits::BrokerLimits,
     authorizer: Option<crate::acl::AuthorizerConfig>,
+    /// A further listener every node gets (its address set per node).
+    client_listener: Option<ListenerConfig>,
+    /// How nodes and the controller secure the traffic between them.
+    inter_node: Option<std::sync::Arc<InterNodeSecurity>>,
 }
 
 impl Default for ClusterBuilder {
@@ -64,11 +71,42 @@ impl Default for ClusterBuilder {
             network_proxies: true,
             scrub_bytes_per_sec: 0,
             authorizer: None,
+            client_listener: None,
+            inter_node: None,
         }
     }
 }
 
 impl ClusterBuilder {
+    /// Gives every node a further listener for clients, named and secured as
+    /// `listener` says (for example `SASL_SSL` with users and a certificate valid
+    /// for the listen IP); each node binds it on the cluster's listen IP and a free
+    /// port, kept across restarts. Metadata asked on it names every node by its
+    /// endpoint of this listener, so clients stay on it; the nodes replicate and
+    /// reach the controller over their first listener, which fault injection
+    /// (proxies, partitions) acts on. [`Cluster::listener_bootstrap`] gives the
+    /// bootstrap servers. SCRAM users of `listener` are users of every node.
+    pub fn client_listener(mut self, listener: ListenerConfig) -> Self {
+        self.client_listener = Some(listener);
+        self
+    }
+
+    /// Secures the cluster's own traffic: every node's first listener (named
+    /// `INTERNAL`, the one replication and fault injection use) and the
+    /// controller's listener serve `security.listener`, and nodes connect to each
+    /// other and to the controller with TLS and/or SASL as `security` says
+    /// (replication fetches, registration, heartbeats, metadata, reports,
+    /// forwarded admin requests). With a TLS protocol the cluster runs without
+    /// fault proxies (they read Kafka frames, which TLS hides), so network
+    /// faults (partitions, latency, per-API errors) do nothing on it; node kills,
+    /// stops and restarts still work. Clients then use a
+    /// [`client_listener`](Self::client_listener), or this protocol on
+    /// [`Cluster::bootstrap`].
+    pub fn inter_node_security(mut self, security: InterNodeSecurity) -> Self {
+        self.inter_node = Some(std::sync::Arc::new(security));
+        self
+    }
+
     /// Number of broker nodes (ids `1..=n`); default 3.
     pub fn brokers(mut self, n: usize) -> Self {
         self.brokers = n.max(1);
@@ -188,9 +226,12 @@ impl ClusterBuilder {
 
     /// Turns ACL authorization on for every node. The ACLs live in the controller's
     /// metadata log (CreateAcls and DeleteAcls are forwarded to it), so each node
-    /// decides with the same bindings. The nodes' replication traffic is
-    /// unauthenticated (`User:ANONYMOUS`): it needs ClusterAction on the cluster,
-    /// from an ACL, a super user or `allow_everyone_if_no_acl_found`.
+    /// decides with the same bindings. With a SASL
+    /// [`inter_node_security`](Self::inter_node_security), the inter-broker user
+    /// is added to the super users (as Kafka deployments list it in
+    /// `super.users`); otherwise the nodes' replication traffic is unauthenticated
+    /// (`User:ANONYMOUS`) and needs ClusterAction on the cluster, from an ACL, a
+    /// super user or `allow_everyone_if_no_acl_found`.
     pub fn authorizer(mut self, authorizer: crate::acl::AuthorizerConfig) -> Self {
         self.authorizer = Some(authorizer);
         self
@@ -218,7 +259,12 @@ impl ClusterBuilder {
     ///
     /// Cancelling drops what was started so far (killing it).
     pub async fn start(self) -> Result<Cluster, BrokerError> {
-        let proxied = self.network_proxies;
+        // The fault proxies read Kafka frames, which TLS hides from them.
+        let tls_inside = self
+            .inter_node
+            .as_ref()
+            .is_some_and(|s| s.listener.protocol.uses_tls());
+        let proxied = self.network_proxies && !tls_inside;
         let private = |port: u16| if proxied { 0 } else { port };
         let mut faults = crate::faults::ClusterFaults::default();
         let controller_opts = ControllerOptions {
@@ -228,7 +274,15 @@ impl ClusterBuilder {
             default_num_partitions: self.default_num_partitions,
             default_replication_factor: self.default_replication_factor,
             limits: self.limits.clone(),
+            security: self
+                .inter_node
+                .as_ref()
+                .map(|s| s.listener.clone())
+                .unwrap_or_default(),
         };
+        if let Some(s) = &self.inter_node {
+            s.validate()?;
+        }
         let controller = ControllerServer::start(controller_opts.clone()).await?;
         let caddr = controller.local_addr();
         let mut dial_controller = caddr;
@@ -248,7 +302,13 @@ impl ClusterBuilder {
             opts.broker.data_dir = self.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
             opts.broker.default_num_partitions = self.default_num_partitions;
             opts.broker.limits = self.limits.clone();
-            opts.broker.authorizer = self.authorizer.clone();
+            opts.broker.authorizer = self.authorizer.clone().map(|mut a| {
+                let inter_broker = self.inter_node.as_ref().and_then(|s| s.principal());
+                if let Some(p) = inter_broker.filter(|p| !a.super_users.contains(p)) {
+                    a.super_users.push(p);
+                }
+                a
+            });
             opts.broker.listen =
                 SocketAddr::new(self.listen_ip, private(self.port(id as usize - 1)));
             let mut proxy = None;
@@ -266,8 +326,20 @@ impl ClusterBuilder {
             if let Some(n) = self.segment_bytes {
                 opts.broker.segment_bytes = n;
             }
+            if let Some(s) = &self.inter_node {
+                opts.broker.security = s.listener.clone();
+                opts.broker.listener_name = Some("INTERNAL".into());
+                opts.inter_node = Some(s.clone());
+            }
+            if let Some(l) = &self.client_listener {
+                let mut l = l.clone();
+                l.listen = SocketAddr::new(self.listen_ip, 0);
+                l.advertised_host = self.advertised_host.clone();
+                opts.broker.extra_listeners = vec![l];
+            }
             let handle = Node::start(opts.clone()).await?;
             opts.broker.listen = handle.local_addr();
+            handle.keep_extra_ports(&mut opts);
             if let Some(p) = proxy {
                 p.shared.set_target(handle.local_addr());
                 faults.nodes.insert(id, p);

@@ -47,6 +47,7 @@ use super::messages::move_report::{
     LeaderMoveReportRequest, LeaderMoveReportResponse, LEADER_MOVE_REPORT_KEY, PHASE_CAUGHT_UP,
 };
 use crate::acl::RequestContext;
+use crate::connections::ConnectionLimiter;
 use crate::controller::{
     decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
 };
@@ -57,6 +58,7 @@ use crate::handlers::delete_acls::filter_result;
 use crate::handlers::delete_topics::{delete_topics, TopicDeleter};
 use crate::limits::BrokerLimits;
 use crate::security::ListenerSecurity;
+use crate::security::ScramStore;
 use crate::server::{serve, Dispatch, ServeOptions};
 use crate::state::Creation;
 use crate::topic_limits::{check_totals, Refusal, Usage};
@@ -90,6 +92,9 @@ pub struct ControllerOptions {
     /// Ceilings on partitions and topics (and partitions per CreateTopics request);
     /// see [`BrokerLimits`].
     pub limits: crate::limits::BrokerLimits,
+    /// The listener's security: plaintext by default, the cluster's inter-node
+    /// security when it has one (nodes then connect with TLS and/or SASL).
+    pub security: ListenerSecurity,
 }
 
 impl Default for ControllerOptions {
@@ -101,6 +106,7 @@ impl Default for ControllerOptions {
             default_num_partitions: 1,
             default_replication_factor: 3,
             limits: crate::limits::BrokerLimits::default(),
+            security: ListenerSecurity::default(),
         }
     }
 }
@@ -170,6 +176,13 @@ impl ControllerServer {
     /// Cancelling before it completes leaves nothing running; a torn log tail already
     /// cut stays cut.
     pub async fn start(options: ControllerOptions) -> Result<ControllerHandle, BrokerError> {
+        let tls = options.security.validate()?;
+        let scram = Arc::new(ScramStore::default());
+        for (user, credential) in options.security.sasl.scram_users() {
+            scram
+                .upsert(user, credential.clone())
+                .map_err(|_| BrokerError::Config("too many SCRAM credentials".into()))?;
+        }
         let listener =
             TcpListener::bind(options.listen)
                 .await
@@ -198,13 +211,14 @@ impl ControllerServer {
         let serve_options = ServeOptions {
             name: "controller",
             max_frame_bytes: DEFAULT_MAX_FRAME,
-            max_connections: limits.max_connections,
-            max_connections_per_ip: limits.max_connections_per_ip,
+            listener: "CONTROLLER".into(),
+            limiter: ConnectionLimiter::new(limits.max_connections, limits.max_connections_per_ip),
+            refusals: Arc::default(),
             // Connections are closed at once, with nothing owed to finish.
             shutdown_grace: Duration::ZERO,
-            // The controller's listener is plaintext for now.
-            security: Arc::new(ListenerSecurity::default()),
-            tls: None,
+            security: Arc::new(core.options.security.clone()),
+            scram,
+            tls,
         };
         let dispatch = Arc::new(ControllerDispatch(core.clone()));
         let accept = tokio::spawn(serve(listener, dispatch, serve_options, stop_rx.clone()));
@@ -469,11 +483,20 @@ fn register(
             ..Default::default()
         };
     };
-    match inner.ctl.register_broker(
+    let extra = req.listeners[1..]
+        .iter()
+        .map(|l| crate::controller::ListenerRecord {
+            name: l.name.clone(),
+            host: l.host.clone(),
+            port: l.port,
+        })
+        .collect();
+    match inner.ctl.register_broker_with_listeners(
         req.broker_id,
         incarnation(&req.incarnation_id),
         &l.host,
         l.port,
+        extra,
         core.now_ms(),
     ) {
         Ok(epoch) => BrokerRegistrationResponse {

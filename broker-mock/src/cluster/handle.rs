@@ -121,11 +121,15 @@ impl NodeRef<'_> {
             Ok(h) => h,
             Err(BrokerError::Bind { .. }) => {
                 opts.broker.listen.set_port(0);
+                for l in &mut opts.broker.extra_listeners {
+                    l.listen.set_port(0);
+                }
                 Node::start(opts.clone()).await?
             }
             Err(e) => return Err(e),
         };
         opts.broker.listen = handle.local_addr();
+        handle.keep_extra_ports(&mut opts);
         slot.options = opts;
         slot.handle = Some(handle);
         let id = self.id();
@@ -142,6 +146,18 @@ impl Cluster {
     /// Comma-separated `host:port` of the running nodes, for bootstrap servers.
     pub fn bootstrap(&self) -> String {
         self.bootstrap_servers().join(",")
+    }
+
+    /// Comma-separated `host:port` of every running node's listener named `name`
+    /// (see [`ClusterBuilder::client_listener`](crate::ClusterBuilder::client_listener)),
+    /// for bootstrap servers.
+    pub fn listener_bootstrap(&self, name: &str) -> String {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.handle.as_ref()?.listener_addr(name))
+            .map(|a| a.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// `host:port` of every node (running or not), in id order.

@@ -15,8 +15,8 @@ use baton_protocol::{ErrorCode, Uuid};
 use crate::acl::matching;
 
 use super::records::{
-    LeaderMoveRecord, MetadataLogEntry, MetadataRecord, MoveState, PartitionChangeRecord,
-    PartitionRecord, RegisterBrokerRecord, TopicRecord, NO_LEADER,
+    LeaderMoveRecord, ListenerRecord, MetadataLogEntry, MetadataRecord, MoveState,
+    PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord, TopicRecord, NO_LEADER,
 };
 use super::state::{ApplyError, ControllerState, PartitionInfo};
 
@@ -273,6 +273,36 @@ impl Controller {
         port: u16,
         now_ms: u64,
     ) -> Result<i64, ControllerError> {
+        self.register_broker_with_listeners(
+            broker_id,
+            incarnation_id,
+            host,
+            port,
+            Vec::new(),
+            now_ms,
+        )
+    }
+
+    /// [`Controller::register_broker`] for a broker with further listeners
+    /// (at most [`MAX_EXTRA_LISTENERS`](super::records::MAX_EXTRA_LISTENERS)).
+    pub fn register_broker_with_listeners(
+        &mut self,
+        broker_id: i32,
+        incarnation_id: u64,
+        host: &str,
+        port: u16,
+        listeners: Vec<ListenerRecord>,
+        now_ms: u64,
+    ) -> Result<i64, ControllerError> {
+        if listeners.len() > super::records::MAX_EXTRA_LISTENERS
+            || listeners
+                .iter()
+                .any(|l| l.name.len() > 255 || l.host.len() > u16::MAX as usize)
+        {
+            return Err(ControllerError::InvalidRequest(
+                "too many listeners, or a listener name or host too long".into(),
+            ));
+        }
         if broker_id < 0 {
             return Err(ControllerError::InvalidRequest(format!(
                 "negative broker id {broker_id}"
@@ -296,6 +326,7 @@ impl Controller {
             incarnation_id,
             host: host.to_owned(),
             port,
+            listeners,
         }));
         self.sessions.insert(broker_id, now_ms);
         Ok(epoch)

@@ -29,9 +29,9 @@ pub use decisions::{
     AlterPartition, Controller, ControllerConfig, ControllerError, Heartbeat, HeartbeatReply,
 };
 pub use records::{
-    decode_log, DecodedLog, LeaderMoveRecord, MetadataDecodeError, MetadataLogEntry,
-    MetadataRecord, MoveState, PartitionChangeRecord, PartitionRecord, RegisterBrokerRecord,
-    TopicRecord, NO_LEADER,
+    decode_log, DecodedLog, LeaderMoveRecord, ListenerRecord, MetadataDecodeError,
+    MetadataLogEntry, MetadataRecord, MoveState, PartitionChangeRecord, PartitionRecord,
+    RegisterBrokerRecord, TopicRecord, MAX_EXTRA_LISTENERS, NO_LEADER,
 };
 pub use state::{
     ApplyError, BrokerInfo, ControllerState, LeaderMove, PartitionInfo, TopicInfo,

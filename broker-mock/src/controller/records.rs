@@ -36,6 +36,24 @@ pub const MAX_ACL_FIELD_BYTES: usize = 4096;
 /// Version of the record bodies written here.
 const RECORD_VERSION: u8 = 0;
 
+/// Version of a RegisterBroker body that lists further listeners after the
+/// first; a registration without them is still written as version 0.
+const REGISTER_WITH_LISTENERS_VERSION: u8 = 1;
+
+/// Most listeners a broker registers besides its first.
+pub const MAX_EXTRA_LISTENERS: usize = 16;
+
+/// One more listener of a registered broker: its name and advertised endpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListenerRecord {
+    /// The listener name (`SASL_SSL`, `CLIENT`, ...).
+    pub name: String,
+    /// Advertised host.
+    pub host: String,
+    /// Advertised port.
+    pub port: u16,
+}
+
 /// A broker announced itself (it starts fenced until it catches up).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegisterBrokerRecord {
@@ -43,10 +61,14 @@ pub struct RegisterBrokerRecord {
     pub broker_id: i32,
     /// Random id of this broker process; a new value means the broker restarted.
     pub incarnation_id: u64,
-    /// Advertised host.
+    /// Advertised host of the broker's first listener (the one brokers replicate
+    /// over).
     pub host: String,
-    /// Advertised port.
+    /// Advertised port of the first listener.
     pub port: u16,
+    /// The broker's other listeners (at most [`MAX_EXTRA_LISTENERS`]); Metadata
+    /// asked on one of them names every broker by its endpoint of that listener.
+    pub listeners: Vec<ListenerRecord>,
 }
 
 /// A topic was created.
@@ -238,11 +260,25 @@ impl MetadataLogEntry {
         let mut w = Writer(&mut body);
         match &self.record {
             MetadataRecord::RegisterBroker(r) => {
-                w.header(1);
+                if r.listeners.is_empty() {
+                    w.header(1);
+                } else {
+                    w.u8(1);
+                    w.u8(REGISTER_WITH_LISTENERS_VERSION);
+                }
                 w.i32(r.broker_id);
                 w.u64(r.incarnation_id);
                 w.string(&r.host);
                 w.u16(r.port);
+                if !r.listeners.is_empty() {
+                    assert!(r.listeners.len() <= MAX_EXTRA_LISTENERS);
+                    w.u16(r.listeners.len() as u16);
+                    for l in &r.listeners {
+                        w.string(&l.name);
+                        w.string(&l.host);
+                        w.u16(l.port);
+                    }
+                }
             }
             MetadataRecord::FenceBroker { broker_id } => {
                 w.header(2);
@@ -369,16 +405,35 @@ impl MetadataLogEntry {
         let controller_epoch = r.i32()?;
         let record_type = r.u8()?;
         let version = r.u8()?;
-        if version != RECORD_VERSION {
+        let known = version == RECORD_VERSION
+            || (record_type == 1 && version == REGISTER_WITH_LISTENERS_VERSION);
+        if !known {
             return Err(MetadataDecodeError::UnknownVersion(version));
         }
         let record = match record_type {
-            1 => MetadataRecord::RegisterBroker(RegisterBrokerRecord {
-                broker_id: r.i32()?,
-                incarnation_id: r.u64()?,
-                host: r.string()?,
-                port: r.u16()?,
-            }),
+            1 => {
+                let mut record = RegisterBrokerRecord {
+                    broker_id: r.i32()?,
+                    incarnation_id: r.u64()?,
+                    host: r.string()?,
+                    port: r.u16()?,
+                    listeners: Vec::new(),
+                };
+                if version == REGISTER_WITH_LISTENERS_VERSION {
+                    let n = r.u16()? as usize;
+                    if n == 0 || n > MAX_EXTRA_LISTENERS {
+                        return Err(malformed(format!("{n} extra listeners")));
+                    }
+                    for _ in 0..n {
+                        record.listeners.push(ListenerRecord {
+                            name: r.string()?,
+                            host: r.string()?,
+                            port: r.u16()?,
+                        });
+                    }
+                }
+                MetadataRecord::RegisterBroker(record)
+            }
             2 => MetadataRecord::FenceBroker {
                 broker_id: r.i32()?,
             },
@@ -665,6 +720,18 @@ mod tests {
                 incarnation_id: 0xdead_beef,
                 host: "127.0.0.1".into(),
                 port: 9093,
+                listeners: Vec::new(),
+            }),
+            MetadataRecord::RegisterBroker(RegisterBrokerRecord {
+                broker_id: 4,
+                incarnation_id: 0xfeed,
+                host: "127.0.0.1".into(),
+                port: 9094,
+                listeners: vec![ListenerRecord {
+                    name: "SASL_SSL".into(),
+                    host: "kafka.example".into(),
+                    port: 19094,
+                }],
             }),
             MetadataRecord::FenceBroker { broker_id: 3 },
             MetadataRecord::UnfenceBroker { broker_id: 3 },

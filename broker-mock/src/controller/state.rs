@@ -11,8 +11,8 @@ use baton_protocol::acl::AclBinding;
 use baton_protocol::Uuid;
 
 use super::records::{
-    LeaderMoveRecord, MetadataLogEntry, MetadataRecord, MoveState, PartitionChangeRecord,
-    PartitionRecord, NO_LEADER,
+    LeaderMoveRecord, ListenerRecord, MetadataLogEntry, MetadataRecord, MoveState,
+    PartitionChangeRecord, PartitionRecord, NO_LEADER,
 };
 
 /// The topic config that allows electing an out-of-sync replica.
@@ -32,6 +32,8 @@ pub struct BrokerInfo {
     pub host: String,
     /// Advertised port.
     pub port: u16,
+    /// The broker's listeners beyond its first, by name.
+    pub listeners: Vec<ListenerRecord>,
     /// Fenced brokers may not lead nor be added to an ISR.
     pub fenced: bool,
     /// In controlled shutdown: leaderships are being moved away; not eligible for new
@@ -40,6 +42,20 @@ pub struct BrokerInfo {
 }
 
 impl BrokerInfo {
+    /// The advertised host and port of the listener named `listener` (ignoring
+    /// case), or of the first listener for `None`; `None` if the broker has no
+    /// such listener.
+    pub fn endpoint(&self, listener: Option<&str>) -> Option<(&str, u16)> {
+        match listener {
+            None => Some((self.host.as_str(), self.port)),
+            Some(name) => self
+                .listeners
+                .iter()
+                .find(|l| l.name.eq_ignore_ascii_case(name))
+                .map(|l| (l.host.as_str(), l.port)),
+        }
+    }
+
     /// Whether it may lead or join an ISR.
     pub fn is_eligible(&self) -> bool {
         !self.fenced && !self.in_controlled_shutdown
@@ -302,6 +318,7 @@ impl ControllerState {
                         broker_epoch: entry.offset,
                         host: r.host.clone(),
                         port: r.port,
+                        listeners: r.listeners.clone(),
                         fenced: true,
                         in_controlled_shutdown: false,
                     },

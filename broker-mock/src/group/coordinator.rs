@@ -241,7 +241,7 @@ impl GroupCoordinator {
         };
         let creating = self.creating.clone();
         tokio::spawn(async move {
-            let mut rpc = crate::rpc::Rpc::new(
+            let mut rpc = link.rpc(
                 link.options.controller,
                 format!("node-{}-groups", link.node_id),
             );

@@ -10,6 +10,10 @@
 //! the client software name and version are not validated.
 
 use baton_protocol::messages::{
+    AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest, SaslAuthenticateRequest,
+    SaslHandshakeRequest,
+};
+use baton_protocol::messages::{
     ApiVersion, ApiVersionsRequest, ApiVersionsResponse, CreateTopicsRequest, DeleteTopicsRequest,
     FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest,
     OffsetForLeaderEpochRequest, ProduceRequest,
@@ -20,7 +24,6 @@ use baton_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
-use baton_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest};
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use bytes::Bytes;
 
@@ -74,6 +77,8 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DescribeAclsRequest>(),
         entry::<CreateAclsRequest>(),
         entry::<DeleteAclsRequest>(),
+        entry::<DescribeUserScramCredentialsRequest>(),
+        entry::<AlterUserScramCredentialsRequest>(),
     ]
 }
 

@@ -26,23 +26,26 @@ use crate::state::BrokerState;
 /// `endpoint_type` of brokers.
 const BROKERS: i8 = 1;
 
-fn brokers(state: &BrokerState) -> Vec<DescribeClusterBroker> {
+fn brokers(state: &BrokerState, listener: usize) -> Vec<DescribeClusterBroker> {
     match state.mode.replica() {
         Some(link) => link
             .image()
             .brokers()
             .filter(|b| !b.fenced)
-            .map(|b| DescribeClusterBroker {
-                broker_id: b.broker_id,
-                host: b.host.clone(),
-                port: b.port as i32,
-                rack: None,
+            .filter_map(|b| {
+                let (host, port) = b.endpoint(state.listener_name(listener))?;
+                Some(DescribeClusterBroker {
+                    broker_id: b.broker_id,
+                    host: host.to_owned(),
+                    port: i32::from(port),
+                    rack: None,
+                })
             })
             .collect(),
         None => vec![DescribeClusterBroker {
             broker_id: state.config.node_id,
-            host: state.advertised_host.clone(),
-            port: state.advertised_port,
+            host: state.endpoint(listener).host.clone(),
+            port: state.endpoint(listener).port,
             rack: None,
         }],
     }
@@ -53,6 +56,7 @@ pub(crate) fn handle(
     ctx: &RequestContext,
     req: DescribeClusterRequest,
     _version: i16,
+    listener: usize,
 ) -> DescribeClusterResponse {
     let cluster_id = match state.mode.replica() {
         Some(link) => link.options.cluster_id.clone(),
@@ -77,6 +81,6 @@ pub(crate) fn handle(
         ));
         return response;
     }
-    response.brokers = brokers(state);
+    response.brokers = brokers(state, listener);
     response
 }

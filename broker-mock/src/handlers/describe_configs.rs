@@ -48,13 +48,33 @@ fn broker_configs(state: &BrokerState) -> Vec<Entry> {
         ("node.id", c.node_id.to_string(), INT),
         ("broker.id", c.node_id.to_string(), INT),
         ("process.roles", "broker".into(), LIST),
-        ("listeners", format!("PLAINTEXT://{}", c.listen), LIST),
+        (
+            "listeners",
+            c.listeners()
+                .iter()
+                .map(|l| format!("{}://{}", l.name, l.listen))
+                .collect::<Vec<_>>()
+                .join(","),
+            LIST,
+        ),
         (
             "advertised.listeners",
-            format!(
-                "PLAINTEXT://{}:{}",
-                state.advertised_host, state.advertised_port
-            ),
+            state
+                .listeners
+                .iter()
+                .map(|l| format!("{}://{}:{}", l.name, l.host, l.port))
+                .collect::<Vec<_>>()
+                .join(","),
+            LIST,
+        ),
+        (
+            "listener.security.protocol.map",
+            state
+                .listeners
+                .iter()
+                .map(|l| format!("{}:{}", l.name, l.protocol))
+                .collect::<Vec<_>>()
+                .join(","),
             LIST,
         ),
         (

@@ -27,6 +27,7 @@ use crate::state::BrokerState;
 fn coordinator_for(
     state: &BrokerState,
     ctx: &RequestContext,
+    listener: usize,
     key_type: i8,
     key: &str,
 ) -> Result<(i32, String, i32), ErrorCode> {
@@ -48,13 +49,28 @@ fn coordinator_for(
     let this_node = || {
         (
             state.config.node_id,
-            state.advertised_host.clone(),
-            state.advertised_port,
+            state.endpoint(listener).host.clone(),
+            state.endpoint(listener).port,
         )
     };
     match key_type {
         0 => match state.groups.coordinator_node(state, key) {
-            Some(found) => found,
+            Some(Ok((id, host, port))) => {
+                match (state.listener_name(listener), state.mode.replica()) {
+                    // On another listener, the coordinator's endpoint of that listener.
+                    (Some(name), Some(link)) => link
+                        .image()
+                        .broker(id)
+                        .and_then(|b| {
+                            b.endpoint(Some(name))
+                                .map(|(h, p)| (h.to_owned(), i32::from(p)))
+                        })
+                        .map(|(h, p)| (id, h, p))
+                        .ok_or(ErrorCode::CoordinatorNotAvailable),
+                    _ => Ok((id, host, port)),
+                }
+            }
+            Some(Err(e)) => Err(e),
             None => {
                 state.groups.offsets_topic(state)?;
                 Ok(this_node())
@@ -70,39 +86,42 @@ pub(crate) fn handle(
     ctx: &RequestContext,
     req: FindCoordinatorRequest,
     version: i16,
+    listener: usize,
 ) -> FindCoordinatorResponse {
     if version >= 4 {
         let coordinators = req
             .coordinator_keys
             .iter()
-            .map(|key| match coordinator_for(state, ctx, req.key_type, key) {
-                Ok((node_id, host, port)) => Coordinator {
-                    key: key.clone(),
-                    node_id,
-                    host,
-                    port,
-                    error_code: 0,
-                    error_message: None,
+            .map(
+                |key| match coordinator_for(state, ctx, listener, req.key_type, key) {
+                    Ok((node_id, host, port)) => Coordinator {
+                        key: key.clone(),
+                        node_id,
+                        host,
+                        port,
+                        error_code: 0,
+                        error_message: None,
+                    },
+                    Err(code) => Coordinator {
+                        key: key.clone(),
+                        node_id: -1,
+                        host: String::new(),
+                        port: -1,
+                        error_code: code.code(),
+                        error_message: Some(format!(
+                            "cannot find a coordinator for key type {}",
+                            req.key_type
+                        )),
+                    },
                 },
-                Err(code) => Coordinator {
-                    key: key.clone(),
-                    node_id: -1,
-                    host: String::new(),
-                    port: -1,
-                    error_code: code.code(),
-                    error_message: Some(format!(
-                        "cannot find a coordinator for key type {}",
-                        req.key_type
-                    )),
-                },
-            })
+            )
             .collect();
         return FindCoordinatorResponse {
             coordinators,
             ..Default::default()
         };
     }
-    match coordinator_for(state, ctx, req.key_type, &req.key) {
+    match coordinator_for(state, ctx, listener, req.key_type, &req.key) {
         Ok((node_id, host, port)) => FindCoordinatorResponse {
             error_code: 0,
             node_id,

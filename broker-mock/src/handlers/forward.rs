@@ -20,7 +20,6 @@ use super::create_topics::failure;
 use super::{create_acls, delete_acls};
 use crate::acl::RequestContext;
 use crate::node_mode::ClusterLink;
-use crate::rpc::Rpc;
 use crate::state::BrokerState;
 use crate::wire::{decode, encode, DispatchError, Reply};
 
@@ -52,7 +51,7 @@ async fn call_controller<R: Request + Sync>(
     version: i16,
     api: &'static str,
 ) -> Result<R::Response, DispatchError> {
-    let mut rpc = Rpc::new(
+    let mut rpc = link.rpc(
         link.options.controller,
         format!("node-{}-admin", link.node_id),
     );

@@ -124,7 +124,9 @@ fn handle_cluster(
     link: &ClusterLink,
     req: MetadataRequest,
     version: i16,
+    listener: usize,
 ) -> MetadataResponse {
+    let name = state.listener_name(listener);
     let img = link.image();
     let all = match &req.topics {
         None => true,
@@ -166,14 +168,19 @@ fn handle_cluster(
             })
             .collect()
     };
+    // Brokers by their endpoint of the listener asked (Kafka leaves out brokers
+    // without that listener).
     let brokers = img
         .brokers()
         .filter(|b| !b.fenced)
-        .map(|b| MetadataResponseBroker {
-            node_id: b.broker_id,
-            host: b.host.clone(),
-            port: b.port as i32,
-            rack: None,
+        .filter_map(|b| {
+            let (host, port) = b.endpoint(name)?;
+            Some(MetadataResponseBroker {
+                node_id: b.broker_id,
+                host: host.to_owned(),
+                port: i32::from(port),
+                rack: None,
+            })
         })
         .collect();
     MetadataResponse {
@@ -186,14 +193,17 @@ fn handle_cluster(
     }
 }
 
+/// `listener` is the index of the listener the request arrived on; a single node
+/// answers with that listener's advertised endpoint.
 pub(crate) fn handle(
     state: &BrokerState,
     ctx: &RequestContext,
     req: MetadataRequest,
     version: i16,
+    listener: usize,
 ) -> MetadataResponse {
     if let Some(link) = state.mode.replica() {
-        return handle_cluster(state, ctx, link, req, version);
+        return handle_cluster(state, ctx, link, req, version, listener);
     }
     let all = match &req.topics {
         None => true,
@@ -253,8 +263,8 @@ pub(crate) fn handle(
         throttle_time_ms: 0,
         brokers: vec![MetadataResponseBroker {
             node_id: state.config.node_id,
-            host: state.advertised_host.clone(),
-            port: state.advertised_port,
+            host: state.endpoint(listener).host.clone(),
+            port: state.endpoint(listener).port,
             rack: None,
         }],
         cluster_id: Some(state.cluster_id.clone()),

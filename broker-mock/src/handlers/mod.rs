@@ -8,6 +8,7 @@
 //! SaslHandshake and SaslAuthenticate never reach `dispatch`: the connection's
 //! authentication gate (`security::gate`) answers them with their handlers here.
 
+pub(crate) mod alter_user_scram_credentials;
 pub mod api_versions;
 pub(crate) mod create_acls;
 pub(crate) mod create_topics;
@@ -18,6 +19,7 @@ mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub(crate) mod describe_user_scram_credentials;
 pub mod fetch;
 pub mod find_coordinator;
 mod forward;
@@ -40,6 +42,9 @@ mod topic_defaults;
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_protocol::messages::{
+    AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
+};
 use baton_protocol::messages::{
     ApiVersionsRequest, CreateTopicsRequest, DeleteTopicsRequest, FetchRequest,
     InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
@@ -125,6 +130,7 @@ fn handing_over(state: &BrokerState, response: &ProduceResponse) -> Vec<(String,
 async fn produce_request(
     state: &Arc<BrokerState>,
     ctx: &RequestContext,
+    listener: usize,
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
@@ -146,7 +152,7 @@ async fn produce_request(
     };
     let handing_over = handing_over(state, &response);
     if waits.is_empty() && handing_over.is_empty() {
-        produce::add_leader_hints(state, &mut response, version);
+        produce::add_leader_hints(state, &mut response, version, listener);
         return Ok(Reply::Now(Some(encode::<ProduceRequest>(
             header.correlation_id,
             version,
@@ -162,7 +168,7 @@ async fn produce_request(
             let max = Duration::from_millis(timeout_ms.clamp(0, MAX_HANDOVER_WAIT_MS) as u64);
             link.await_handover(&handing_over, max).await;
         }
-        produce::add_leader_hints(&st, &mut response, version);
+        produce::add_leader_hints(&st, &mut response, version, listener);
         let bytes = encode::<ProduceRequest>(header.correlation_id, version, &response)
             .map_err(|e| tracing::error!(error = %e, "encoding produce response failed"))
             .ok();
@@ -172,8 +178,12 @@ async fn produce_request(
 }
 
 /// Handles one request frame; `Err` closes the connection with the given reason.
+/// `listener` is the index of the listener the request arrived on (in
+/// `BrokerState::listeners`): Metadata, FindCoordinator and DescribeCluster answer
+/// with that listener's endpoints.
 pub(crate) async fn dispatch(
     state: &Arc<BrokerState>,
+    listener: usize,
     frame: Bytes,
     ctx: &RequestContext,
     stop: &watch::Receiver<bool>,
@@ -184,12 +194,12 @@ pub(crate) async fn dispatch(
             api_versions::handle(frame, version).map(|b| Reply::Now(Some(b)))
         }
         MetadataRequest::API_KEY => {
-            run::<MetadataRequest, _>(state, ctx, frame, version, |s, c, r, v| {
-                Some(metadata::handle(s, c, r, v))
+            run::<MetadataRequest, _>(state, ctx, frame, version, move |s, c, r, v| {
+                Some(metadata::handle(s, c, r, v, listener))
             })
             .await
         }
-        ProduceRequest::API_KEY => produce_request(state, ctx, frame, version).await,
+        ProduceRequest::API_KEY => produce_request(state, ctx, listener, frame, version).await,
         FetchRequest::API_KEY => {
             let (header, request) = decode::<FetchRequest>(frame, version)?;
             Ok(fetch::start(
@@ -238,8 +248,8 @@ pub(crate) async fn dispatch(
             .await
         }
         FindCoordinatorRequest::API_KEY => {
-            run::<FindCoordinatorRequest, _>(state, ctx, frame, version, |s, c, r, v| {
-                Some(find_coordinator::handle(s, c, r, v))
+            run::<FindCoordinatorRequest, _>(state, ctx, frame, version, move |s, c, r, v| {
+                Some(find_coordinator::handle(s, c, r, v, listener))
             })
             .await
         }
@@ -294,8 +304,8 @@ pub(crate) async fn dispatch(
             .await
         }
         DescribeClusterRequest::API_KEY => {
-            run::<DescribeClusterRequest, _>(state, ctx, frame, version, |s, c, r, v| {
-                Some(describe_cluster::handle(s, c, r, v))
+            run::<DescribeClusterRequest, _>(state, ctx, frame, version, move |s, c, r, v| {
+                Some(describe_cluster::handle(s, c, r, v, listener))
             })
             .await
         }
@@ -320,6 +330,22 @@ pub(crate) async fn dispatch(
         DeleteAclsRequest::API_KEY => {
             run::<DeleteAclsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
                 Some(delete_acls::handle(s, c, r, v))
+            })
+            .await
+        }
+        DescribeUserScramCredentialsRequest::API_KEY => {
+            run::<DescribeUserScramCredentialsRequest, _>(
+                state,
+                ctx,
+                frame,
+                version,
+                |s, c, r, v| Some(describe_user_scram_credentials::handle(s, c, r, v)),
+            )
+            .await
+        }
+        AlterUserScramCredentialsRequest::API_KEY => {
+            run::<AlterUserScramCredentialsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(alter_user_scram_credentials::handle(s, c, r, v))
             })
             .await
         }

@@ -234,7 +234,14 @@ pub(crate) fn handle(
 /// retry at the new leader without a Metadata round trip. Nothing is added when the
 /// partition has no leader, or when the metadata still names this node (its own view
 /// is about to change; a hint pointing back here would only bounce the client).
-pub(crate) fn add_leader_hints(state: &BrokerState, response: &mut ProduceResponse, version: i16) {
+/// `listener` is the index of the listener the request arrived on: the hints name
+/// the leaders by their endpoints of that listener.
+pub(crate) fn add_leader_hints(
+    state: &BrokerState,
+    response: &mut ProduceResponse,
+    version: i16,
+    listener: usize,
+) {
     if version < 10 {
         return;
     }
@@ -271,11 +278,14 @@ pub(crate) fn add_leader_hints(state: &BrokerState, response: &mut ProduceRespon
     response.node_endpoints = leaders
         .into_iter()
         .filter_map(|id| img.broker(id))
-        .map(|b| ProduceResponseNodeEndpoint {
-            node_id: b.broker_id,
-            host: b.host.clone(),
-            port: b.port as i32,
-            rack: None,
+        .filter_map(|b| {
+            let (host, port) = b.endpoint(state.listener_name(listener))?;
+            Some(ProduceResponseNodeEndpoint {
+                node_id: b.broker_id,
+                host: host.to_owned(),
+                port: i32::from(port),
+                rack: None,
+            })
         })
         .collect();
 }

@@ -19,11 +19,15 @@ use baton_protocol::{Message, RequestHeader};
 use bytes::Bytes;
 use tokio::time::Instant;
 
+use std::sync::Arc;
+
 use super::listener::ListenerSecurity;
 use super::reauth::Session;
 use super::sasl::SaslSettings;
+use super::scram_store::ScramStore;
 use crate::handlers::sasl_authenticate::{self, Round};
 use crate::handlers::sasl_handshake::{self, Handshake};
+use crate::refusals::RefusalReason;
 use crate::wire::DispatchError;
 
 /// What the server does with a request frame.
@@ -34,9 +38,9 @@ pub(crate) enum Admission {
     /// Send this response; the connection goes on.
     Answer(Bytes),
     /// Send this response, then close the connection for the given reason.
-    AnswerAndClose(Bytes, String),
+    AnswerAndClose(Bytes, RefusalReason, String),
     /// Close the connection for the given reason without an answer.
-    Close(String),
+    Close(RefusalReason, String),
 }
 
 enum State {
@@ -57,6 +61,8 @@ enum State {
 /// One connection's authentication state.
 pub(crate) struct ConnectionAuth {
     sasl: SaslSettings,
+    /// The node's SCRAM users.
+    scram: Arc<ScramStore>,
     state: State,
 }
 
@@ -76,8 +82,9 @@ impl std::fmt::Debug for ConnectionAuth {
 }
 
 impl ConnectionAuth {
-    /// The state of a new connection on a listener with `security`.
-    pub(crate) fn new(security: &ListenerSecurity) -> ConnectionAuth {
+    /// The state of a new connection on a listener with `security`, checking
+    /// SCRAM logins against the node's `scram` users.
+    pub(crate) fn new(security: &ListenerSecurity, scram: Arc<ScramStore>) -> ConnectionAuth {
         let state = if security.protocol.uses_sasl() {
             State::AwaitingHandshake
         } else {
@@ -85,6 +92,7 @@ impl ConnectionAuth {
         };
         ConnectionAuth {
             sasl: security.sasl.clone(),
+            scram,
             state,
         }
     }
@@ -118,20 +126,25 @@ impl ConnectionAuth {
                 }
                 State::Authenticated(session) => {
                     self.sasl.stats().note_expired();
-                    Ok(Admission::Close(format!(
-                        "api key {api_key} after the SASL session of {} expired \
+                    Ok(Admission::Close(
+                        RefusalReason::UnauthenticatedRequest,
+                        format!(
+                            "api key {api_key} after the SASL session of {} expired \
                          (not re-authenticated in time)",
-                        session.principal
-                    )))
+                            session.principal
+                        ),
+                    ))
                 }
                 State::Exchanging {
                     renewing: Some(_), ..
-                } => Ok(Admission::Close(format!(
-                    "api key {api_key} during SASL re-authentication"
-                ))),
-                _ => Ok(Admission::Close(format!(
-                    "api key {api_key} before SASL authentication completed"
-                ))),
+                } => Ok(Admission::Close(
+                    RefusalReason::UnauthenticatedRequest,
+                    format!("api key {api_key} during SASL re-authentication"),
+                )),
+                _ => Ok(Admission::Close(
+                    RefusalReason::UnauthenticatedRequest,
+                    format!("api key {api_key} before SASL authentication completed"),
+                )),
             },
         }
     }
@@ -145,6 +158,7 @@ impl ConnectionAuth {
             State::Exchanging { .. } => {
                 return Ok(Admission::AnswerAndClose(
                     sasl_handshake::illegal_state(frame, version)?,
+                    RefusalReason::SaslState,
                     "second SaslHandshake during a SASL exchange".into(),
                 ))
             }
@@ -167,7 +181,11 @@ impl ConnectionAuth {
                 };
                 Ok(Admission::Answer(answer))
             }
-            Handshake::Refused(reason) => Ok(Admission::AnswerAndClose(answer, reason)),
+            Handshake::Refused(reason) => Ok(Admission::AnswerAndClose(
+                answer,
+                RefusalReason::SaslAuthentication,
+                reason,
+            )),
         }
     }
 
@@ -176,6 +194,7 @@ impl ConnectionAuth {
             return match self.state {
                 State::AwaitingHandshake => Ok(Admission::AnswerAndClose(
                     sasl_authenticate::illegal_state(frame, version)?,
+                    RefusalReason::SaslState,
                     "SaslAuthenticate before SaslHandshake".into(),
                 )),
                 _ => Ok(Admission::Answer(sasl_authenticate::illegal_state(
@@ -183,14 +202,17 @@ impl ConnectionAuth {
                 )?)),
             };
         };
-        let (answer, round) = sasl_authenticate::handle(
-            frame,
-            version,
-            session,
-            &self.sasl,
-            self.sasl.connections_max_reauth(),
-            renewing.as_ref(),
-        )?;
+        let max_reauth = self.sasl.connections_max_reauth();
+        let (answer, round) = self.scram.with_credentials(&self.sasl, |users| {
+            sasl_authenticate::handle(
+                frame,
+                version,
+                session,
+                users,
+                max_reauth,
+                renewing.as_ref(),
+            )
+        })?;
         match round {
             Round::Continue => Ok(Admission::Answer(answer)),
             Round::Authenticated {
@@ -213,7 +235,11 @@ impl ConnectionAuth {
             }
             Round::Failed(reason) => {
                 self.sasl.stats().note_failure();
-                Ok(Admission::AnswerAndClose(answer, reason))
+                Ok(Admission::AnswerAndClose(
+                    answer,
+                    RefusalReason::SaslAuthentication,
+                    reason,
+                ))
             }
         }
     }

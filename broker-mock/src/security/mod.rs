@@ -9,6 +9,8 @@
 //! - `reauth.rs`: session lifetimes and re-authentication rules (KIP-368),
 //!   [`SaslStats`].
 //! - `tls.rs`: [`TlsSettings`], certificate, key and [`ClientAuth`].
+//! - `scram_store.rs`: `ScramStore`, the node's SCRAM users, shared by its SASL
+//!   listeners and changed by AlterUserScramCredentials.
 //! - `gate.rs`: `ConnectionAuth`, one connection's authentication state.
 
 mod gate;
@@ -17,6 +19,7 @@ mod oauth;
 mod principal;
 pub(crate) mod reauth;
 mod sasl;
+mod scram_store;
 mod tls;
 
 pub(crate) use gate::{Admission, ConnectionAuth};
@@ -25,4 +28,6 @@ pub use oauth::TokenValidator;
 pub(crate) use principal::certificate_principal;
 pub use reauth::SaslStats;
 pub use sasl::SaslSettings;
+pub(crate) use scram_store::ScramStore;
+pub use scram_store::MAX_SCRAM_CREDENTIALS;
 pub use tls::{ClientAuth, TlsSettings};

@@ -3,6 +3,11 @@
 //! and its `connections.max.reauth.ms`. SCRAM users are stored as salted,
 //! iterated credentials from the moment they are added; `Debug` prints user names
 //! and mechanisms only.
+//!
+//! PLAIN users belong to their listener (Kafka's per-listener JAAS entries). SCRAM
+//! users belong to the node, as Kafka's are cluster-wide: at start the SCRAM users
+//! of every listener go into the node's one store (`scram_store.rs`), which every
+//! SASL listener checks and AlterUserScramCredentials changes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,7 +33,10 @@ pub const DEFAULT_SCRAM_ITERATIONS: u32 = 4096;
 #[derive(Clone, Debug, Default)]
 pub struct SaslSettings {
     mechanisms: Vec<Mechanism>,
+    /// PLAIN users.
     users: Arc<StaticCredentials>,
+    /// SCRAM users, handed to the node's store at start.
+    scram: Vec<(String, ScramCredential)>,
     /// Validates OAUTHBEARER tokens; Kafka's unsecured JWS validator by default.
     tokens: TokenValidator,
     /// `connections.max.reauth.ms`; zero (the default) sets no bound.
@@ -64,7 +72,8 @@ impl SaslSettings {
 
     /// Adds a SCRAM user for `mechanism` (SCRAM-SHA-256 or SCRAM-SHA-512), salted
     /// with fresh random bytes and iterated 4,096 times (Kafka's default); only
-    /// the derived keys are kept.
+    /// the derived keys are kept. SCRAM users are the node's: the user can log in
+    /// on every SASL listener of the node that enables `mechanism`.
     pub fn with_scram_user(
         self,
         mechanism: Mechanism,
@@ -79,14 +88,23 @@ impl SaslSettings {
         Ok(self.with_scram_credential(user, credential))
     }
 
-    /// Adds a SCRAM user from a stored credential (its hash names the mechanism).
+    /// Adds a SCRAM user from a stored credential (its hash names the mechanism);
+    /// like [`SaslSettings::with_scram_user`], a user of the whole node.
     pub fn with_scram_credential(
         mut self,
         user: impl Into<String>,
         credential: ScramCredential,
     ) -> SaslSettings {
-        Arc::make_mut(&mut self.users).add_scram(credential.hash(), user, credential);
+        let user = user.into();
+        self.scram
+            .retain(|(u, c)| !(*u == user && c.hash() == credential.hash()));
+        self.scram.push((user, credential));
         self
+    }
+
+    /// The SCRAM users given here, for the node's store.
+    pub(crate) fn scram_users(&self) -> &[(String, ScramCredential)] {
+        &self.scram
     }
 
     /// Validates OAUTHBEARER tokens with `validator` instead of Kafka's default
@@ -129,7 +147,10 @@ impl CredentialStore for SaslSettings {
     }
 
     fn scram_credential(&self, hash: ScramHash, user: &str) -> Option<&ScramCredential> {
-        self.users.scram_credential(hash, user)
+        self.scram
+            .iter()
+            .find(|(u, c)| u == user && c.hash() == hash)
+            .map(|(_, c)| c)
     }
 
     fn validate_token(&self, token: &str) -> Result<ValidatedToken, TokenRejection> {

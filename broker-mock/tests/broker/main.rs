@@ -4,16 +4,19 @@
 //! that install a counting `#[global_allocator]` (`alloc_bound.rs`,
 //! `create_topics_limits.rs`) stay in binaries of their own.
 
+mod binary_config;
 mod cluster_controller;
 mod cluster_leader;
 mod cluster_processes;
 mod groups;
 mod idempotence;
 mod limits;
+mod listeners;
 mod malformed;
 mod oauth;
 mod produce_in_place;
 mod proxy;
 mod sasl;
+mod scram_admin;
 mod server;
 mod tls;

@@ -1,6 +1,7 @@
 //! SASL listeners over TCP with raw frames: PLAIN and SCRAM exchanges, requests
 //! before authentication closing only their connection, failed logins answered
-//! then closed, and SASL requests on a plaintext listener.
+//! then closed, and SASL requests on a plaintext listener. Every refused
+//! connection is counted on its listener.
 
 use baton_broker::{
     Broker, BrokerConfig, BrokerHandle, ListenerSecurity, SaslSettings, SecurityProtocol,
@@ -10,6 +11,8 @@ use baton_protocol::sasl::{ClientSession, Mechanism, Secret};
 use baton_protocol::ErrorCode;
 use baton_testkit::wire::*;
 use bytes::Bytes;
+
+use super::listeners::refusals_reach;
 
 async fn sasl_broker() -> BrokerHandle {
     let sasl = SaslSettings::new(Mechanism::ALL)
@@ -25,7 +28,7 @@ async fn sasl_broker() -> BrokerHandle {
 }
 
 /// Runs a whole exchange; returns the failing SaslAuthenticate response, if any.
-async fn login(
+pub(crate) async fn login(
     c: &mut Client,
     mechanism: Mechanism,
     user: &str,
@@ -114,6 +117,11 @@ async fn produce_before_authentication_closes_only_that_connection() {
         metadata_works(&mut good).await,
         "the authenticated connection is unharmed"
     );
+    let counted = refusals_reach(&broker, "SASL_PLAINTEXT", |r| {
+        r.unauthenticated_request == 2
+    })
+    .await;
+    assert_eq!(counted.total(), 2, "{counted:?}");
     broker.shutdown().await;
 }
 
@@ -172,6 +180,13 @@ async fn failed_logins_are_answered_then_closed() {
     let resp = c.call(&garbage, 2).await;
     assert_eq!(resp.error_code, ErrorCode::IllegalSaslState.code());
     assert!(c.recv_frame().await.is_none());
+    // Five wrong logins, the unknown mechanism and the malformed SCRAM message;
+    // SaslAuthenticate before the handshake.
+    let counted = refusals_reach(&broker, "SASL_PLAINTEXT", |r| {
+        r.sasl_authentication == 7 && r.sasl_state == 1
+    })
+    .await;
+    assert_eq!(counted.total(), 8, "{counted:?}");
     broker.shutdown().await;
 }
 
@@ -237,5 +252,6 @@ async fn oversized_and_unframed_sasl_bytes_close_only_their_connection() {
         metadata_works(&mut good).await,
         "the authenticated connection is unharmed"
     );
+    refusals_reach(&broker, "SASL_PLAINTEXT", |r| r.bad_request == 2).await;
     broker.shutdown().await;
 }

@@ -1,6 +1,6 @@
 //! TLS listeners over TCP: a TLS client is served, a plaintext client on the TLS
 //! port and TLS bytes on a plaintext port are closed, and other connections are
-//! unharmed. Certificates are generated in-process (rcgen).
+//! unharmed; the refusals are counted. Certificates are generated in-process (rcgen).
 
 use std::sync::Arc;
 
@@ -12,6 +12,8 @@ use baton_testkit::wire::Client;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use super::listeners::refusals_reach;
 
 /// A broker with an `SSL` listener and the DER of its self-signed certificate.
 async fn tls_broker() -> (BrokerHandle, CertificateDer<'static>) {
@@ -75,6 +77,8 @@ async fn plaintext_client_on_a_tls_port_is_closed_and_others_are_served() {
         "{answer:?}"
     );
     assert!(served_over_tls(&broker, &ca).await);
+    let counted = refusals_reach(&broker, "SSL", |r| r.tls_handshake == 1).await;
+    assert_eq!(counted.total(), 1);
     broker.shutdown().await;
 }
 
@@ -92,6 +96,7 @@ async fn tls_bytes_on_a_plaintext_port_are_closed_and_others_are_served() {
     assert!(tls.recv_frame().await.is_none());
     other.send(&ApiVersionsRequest::default(), 3).await;
     assert!(other.recv_frame().await.is_some());
+    refusals_reach(&broker, "PLAINTEXT", |r| r.bad_request == 1).await;
     broker.shutdown().await;
 }
 

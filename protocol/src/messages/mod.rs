@@ -9,6 +9,7 @@ use crate::error::{DecodeError, EncodeError};
 use crate::primitives::{Decoder, Encoder, Wire};
 
 pub mod alter_partition;
+pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod broker_heartbeat;
 pub mod broker_registration;
@@ -22,6 +23,7 @@ pub mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_user_scram_credentials;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -40,6 +42,7 @@ pub mod sasl_handshake;
 pub mod sync_group;
 
 pub use alter_partition::*;
+pub use alter_user_scram_credentials::*;
 pub use api_versions::*;
 pub use broker_heartbeat::*;
 pub use broker_registration::*;
@@ -53,6 +56,7 @@ pub use describe_acls::*;
 pub use describe_cluster::*;
 pub use describe_configs::*;
 pub use describe_groups::*;
+pub use describe_user_scram_credentials::*;
 pub use fetch::*;
 pub use find_coordinator::*;
 pub use heartbeat::*;
@@ -264,6 +268,10 @@ mod tests {
             $f::<CreateAclsResponse>($arg);
             $f::<DeleteAclsRequest>($arg);
             $f::<DeleteAclsResponse>($arg);
+            $f::<DescribeUserScramCredentialsRequest>($arg);
+            $f::<DescribeUserScramCredentialsResponse>($arg);
+            $f::<AlterUserScramCredentialsRequest>($arg);
+            $f::<AlterUserScramCredentialsResponse>($arg);
         };
     }
 
@@ -738,5 +746,59 @@ mod tests {
         assert_eq!(with_default.last(), Some(&0x00), "empty tagged section");
         // tag, size, 4 + 4 struct bytes and its own empty tagged section.
         assert_eq!(with_leader.len(), with_default.len() + 11);
+    }
+
+    #[test]
+    fn scram_credential_admin_golden_bytes() {
+        let alter = AlterUserScramCredentialsRequest {
+            deletions: vec![ScramCredentialDeletion {
+                name: "a".into(),
+                mechanism: 1,
+            }],
+            upsertions: vec![ScramCredentialUpsertion {
+                name: "b".into(),
+                mechanism: 2,
+                iterations: 4096,
+                salt: Bytes::from_static(&[1, 2]),
+                salted_password: RedactedBytes(Bytes::from_static(&[3])),
+            }],
+        };
+        let golden = [
+            0x02, // one deletion (compact array)
+            0x02, b'a', 0x01, 0x00, // name, mechanism, no tags
+            0x02, // one upsertion
+            0x02, b'b', 0x02, // name, mechanism
+            0x00, 0x00, 0x10, 0x00, // iterations
+            0x03, 1, 2, // salt (compact bytes)
+            0x02, 3,    // salted password
+            0x00, // no tags in the upsertion
+            0x00, // no tags in the request
+        ];
+        check_golden(&alter, 0, &golden);
+        assert!(format!("{alter:?}").contains("RedactedBytes(<1 bytes>)"));
+        let describe_all = DescribeUserScramCredentialsRequest { users: None };
+        check_golden(&describe_all, 0, &[0x00, 0x00]);
+        let described = DescribeUserScramCredentialsResponse {
+            results: vec![DescribeUserScramCredentialsResult {
+                user: "b".into(),
+                credential_infos: vec![CredentialInfo {
+                    mechanism: 2,
+                    iterations: 8192,
+                }],
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let golden = [
+            0, 0, 0, 0, // throttle
+            0, 0,    // error code
+            0x00, // null error message
+            0x02, // one result
+            0x02, b'b', 0, 0, 0x00, // user, error code, null message
+            0x02, 0x02, 0x00, 0x00, 0x20, 0x00, 0x00, // one credential info
+            0x00, // no tags in the result
+            0x00, // no tags in the response
+        ];
+        check_golden(&described, 0, &golden);
     }
 }

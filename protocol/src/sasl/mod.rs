@@ -47,7 +47,7 @@ mod secret;
 mod session;
 
 pub use oauthbearer::{TokenRejection, ValidatedToken};
-pub use scram::{ScramCredential, ScramHash};
+pub use scram::{random_salt, ScramCredential, ScramHash, MAX_ITERATIONS, MIN_ITERATIONS};
 pub use secret::Secret;
 pub use session::{ClientSession, ServerSession, ServerStep};
 

@@ -65,7 +65,7 @@ pub(crate) async fn run_fetcher(
         }
         tokio::time::sleep(BACKOFF).await;
     };
-    let mut rpc = Rpc::new(addr, format!("replica-{me}"));
+    let mut rpc = link.rpc(addr, format!("replica-{me}"));
     let pending_repair = part
         .lock()
         .corrupt_mark()

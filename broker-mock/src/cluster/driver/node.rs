@@ -91,6 +91,7 @@ impl Node {
             AbortOnDrop(tokio::spawn(session_loop(
                 link.clone(),
                 broker.local_addr(),
+                broker.state().listeners[1..].to_vec(),
                 incarnation,
                 want_rx,
                 done_tx,
@@ -142,6 +143,22 @@ impl NodeHandle {
         self.broker
             .as_ref()
             .map_or(SocketAddr::from(([0, 0, 0, 0], 0)), |b| b.local_addr())
+    }
+
+    /// The bound address of this node's listener named `name` (ignoring case);
+    /// `None` if it has none or is stopped.
+    pub fn listener_addr(&self, name: &str) -> Option<SocketAddr> {
+        self.broker.as_ref()?.listener_addr(name)
+    }
+
+    /// Points `options`' extra listeners at the ports this node bound, so that a
+    /// restart binds them again.
+    pub(crate) fn keep_extra_ports(&self, options: &mut NodeOptions) {
+        for l in &mut options.broker.extra_listeners {
+            if let Some(addr) = self.listener_addr(&l.name) {
+                l.listen = addr;
+            }
+        }
     }
 
     /// The metadata offset this node has applied.
@@ -208,15 +225,19 @@ impl NodeHandle {
     }
 }
 
+/// Keeps the node registered and heartbeating; `extra` are the node's
+/// listeners beyond its first, registered so that Metadata asked on one of them
+/// names every broker by that listener's endpoint.
 async fn session_loop(
     link: Arc<ClusterLink>,
     addr: SocketAddr,
+    extra: Vec<crate::state::Endpoint>,
     incarnation: baton_protocol::Uuid,
     mut want_shutdown: watch::Receiver<bool>,
     done: watch::Sender<bool>,
 ) {
     let me = link.node_id;
-    let mut rpc = Rpc::new(link.options.controller, format!("node-{me}"));
+    let mut rpc = link.rpc(link.options.controller, format!("node-{me}"));
     let timeout = Duration::from_secs(5);
     let host = link
         .options
@@ -243,12 +264,19 @@ async fn session_loop(
                 broker_id: me,
                 cluster_id: link.options.cluster_id.clone(),
                 incarnation_id: incarnation,
-                listeners: vec![BrokerRegistrationRequestListener {
+                listeners: std::iter::once(BrokerRegistrationRequestListener {
                     name: "PLAINTEXT".into(),
                     host: host.clone(),
                     port: link.options.broker.advertised_port.unwrap_or(addr.port()),
                     security_protocol: 0,
-                }],
+                })
+                .chain(extra.iter().map(|e| BrokerRegistrationRequestListener {
+                    name: e.name.clone(),
+                    host: e.host.clone(),
+                    port: u16::try_from(e.port).unwrap_or(0),
+                    security_protocol: protocol_id(e.protocol),
+                }))
+                .collect(),
                 ..Default::default()
             };
             let answer = rpc.call(&req, 0, timeout).await;
@@ -311,7 +339,7 @@ async fn session_loop(
 
 async fn metadata_loop(link: Arc<ClusterLink>) {
     let me = link.node_id;
-    let mut rpc = Rpc::new(link.options.controller, format!("node-{me}-metadata"));
+    let mut rpc = link.rpc(link.options.controller, format!("node-{me}-metadata"));
     loop {
         let offset = link.image().next_offset();
         let req = FetchRequest {
@@ -618,7 +646,7 @@ async fn reports_loop(
     mut rx: mpsc::UnboundedReceiver<LeaderReport>,
 ) {
     let me = link.node_id;
-    let mut rpc = Rpc::new(link.options.controller, format!("node-{me}-reports"));
+    let mut rpc = link.rpc(link.options.controller, format!("node-{me}-reports"));
     let timeout = Duration::from_secs(5);
     let mut reports_side = tokio::task::JoinSet::new();
     while let Some(report) = rx.recv().await {
@@ -753,7 +781,7 @@ async fn send_corrupt_report(
     offset: i64,
 ) {
     let topic = topic.as_str();
-    let mut rpc = Rpc::new(
+    let mut rpc = link.rpc(
         link.options.controller,
         format!("node-{}-corruption", link.node_id),
     );
@@ -870,5 +898,16 @@ async fn tick_loop(state: Arc<BrokerState>, link: Arc<ClusterLink>) {
         if moved {
             state.notify_append();
         }
+    }
+}
+
+/// Kafka's number for a security protocol in BrokerRegistration.
+fn protocol_id(p: crate::security::SecurityProtocol) -> i16 {
+    use crate::security::SecurityProtocol as P;
+    match p {
+        P::Ssl => 1,
+        P::SaslPlaintext => 2,
+        P::SaslSsl => 3,
+        _ => 0,
     }
 }

@@ -49,6 +49,38 @@ impl ScramHash {
         }
     }
 
+    /// The mechanism's number in DescribeUserScramCredentials and
+    /// AlterUserScramCredentials (KIP-554): 1 for SHA-256, 2 for SHA-512.
+    pub fn kafka_type(self) -> i8 {
+        match self {
+            ScramHash::Sha256 => 1,
+            ScramHash::Sha512 => 2,
+        }
+    }
+
+    /// The hash a KIP-554 mechanism number names; `None` for 0 (unknown) and
+    /// anything else.
+    pub fn from_kafka_type(mechanism: i8) -> Option<ScramHash> {
+        match mechanism {
+            1 => Some(ScramHash::Sha256),
+            2 => Some(ScramHash::Sha512),
+            _ => None,
+        }
+    }
+
+    /// RFC 5802's SaltedPassword, `Hi(password, salt, iterations)`, as
+    /// AlterUserScramCredentials carries it. CPU-heavy (PBKDF2): run it off async
+    /// workers. Errors when `iterations` is outside 4096–16384.
+    pub fn salt_password(
+        self,
+        password: &[u8],
+        salt: &[u8],
+        iterations: u32,
+    ) -> Result<Vec<u8>, SaslError> {
+        check_iterations(iterations)?;
+        Ok(self.salted_password(password, salt, iterations))
+    }
+
     /// `H(data)`.
     fn hash(self, data: &[u8]) -> Vec<u8> {
         match self {
@@ -98,10 +130,13 @@ struct Keys {
 
 impl Keys {
     fn derive(hash: ScramHash, password: &[u8], salt: &[u8], iterations: u32) -> Keys {
-        let salted = hash.salted_password(password, salt, iterations);
-        let client_key = hash.hmac(&salted, b"Client Key");
+        Keys::from_salted(hash, &hash.salted_password(password, salt, iterations))
+    }
+
+    fn from_salted(hash: ScramHash, salted: &[u8]) -> Keys {
+        let client_key = hash.hmac(salted, b"Client Key");
         let stored_key = hash.hash(&client_key);
-        let server_key = hash.hmac(&salted, b"Server Key");
+        let server_key = hash.hmac(salted, b"Server Key");
         Keys {
             client_key,
             stored_key,
@@ -143,6 +178,32 @@ impl ScramCredential {
     ) -> Result<ScramCredential, SaslError> {
         check_iterations(iterations)?;
         let keys = Keys::derive(hash, password, &salt, iterations);
+        Ok(ScramCredential {
+            hash,
+            salt,
+            iterations,
+            stored_key: keys.stored_key,
+            server_key: keys.server_key,
+        })
+    }
+
+    /// A credential from a salted password (AlterUserScramCredentials): StoredKey
+    /// and ServerKey are derived from it and the salted password is not kept.
+    /// Errors when `iterations` is outside 4096–16384 or the salted password's
+    /// length is not the hash's.
+    pub fn from_salted_password(
+        hash: ScramHash,
+        salt: Vec<u8>,
+        iterations: u32,
+        salted_password: &[u8],
+    ) -> Result<ScramCredential, SaslError> {
+        check_iterations(iterations)?;
+        if salted_password.len() != hash.hash(b"").len() || salt.is_empty() {
+            return Err(SaslError::Malformed(
+                "salted password length does not match the hash, or the salt is empty",
+            ));
+        }
+        let keys = Keys::from_salted(hash, salted_password);
         Ok(ScramCredential {
             hash,
             salt,
@@ -197,6 +258,13 @@ impl std::fmt::Debug for ScramCredential {
     }
 }
 
+/// Fresh random bytes for a SCRAM salt.
+pub fn random_salt() -> Result<Vec<u8>, SaslError> {
+    let mut salt = vec![0; RANDOM_LEN];
+    random_bytes(&mut salt)?;
+    Ok(salt)
+}
+
 fn check_iterations(iterations: u32) -> Result<(), SaslError> {
     if (MIN_ITERATIONS..=MAX_ITERATIONS).contains(&iterations) {
         Ok(())
@@ -240,6 +308,29 @@ mod tests {
     fn rfc_credential() -> ScramCredential {
         let salt = BASE64.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
         ScramCredential::with_salt(ScramHash::Sha256, b"pencil", salt, 4096).unwrap()
+    }
+
+    #[test]
+    fn a_credential_from_the_salted_password_equals_one_from_the_password() {
+        let salt = BASE64.decode("W22ZaJ0SNY7soEsUEjb6gQ==").unwrap();
+        let salted = ScramHash::Sha256
+            .salt_password(b"pencil", &salt, 4096)
+            .unwrap();
+        let from_salted =
+            ScramCredential::from_salted_password(ScramHash::Sha256, salt.clone(), 4096, &salted)
+                .unwrap();
+        assert_eq!(from_salted, rfc_credential());
+        assert!(ScramHash::Sha256
+            .salt_password(b"pencil", &salt, 4095)
+            .is_err());
+        assert!(
+            ScramCredential::from_salted_password(ScramHash::Sha512, salt, 4096, &salted).is_err(),
+            "a SHA-256 salted password is too short for SHA-512"
+        );
+        for hash in [ScramHash::Sha256, ScramHash::Sha512] {
+            assert_eq!(ScramHash::from_kafka_type(hash.kafka_type()), Some(hash));
+        }
+        assert_eq!(ScramHash::from_kafka_type(0), None);
     }
 
     #[test]
