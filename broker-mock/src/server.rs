@@ -41,7 +41,7 @@ use std::time::Duration;
 
 use baton_protocol::{DecodeError, FrameCodec};
 use bytes::{Buf, Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -73,6 +73,15 @@ const READ_CHUNK: usize = 64 * 1024;
 const FRAME_GROWTH: usize = 32;
 /// Reads into the shared buffer ask for at least this much.
 const MIN_READ: usize = 4096;
+/// Bytes of ciphertext read from a TLS connection's socket at once: rustls reads at
+/// most 4 KiB per call, so a buffer below it turns a large Produce request's many
+/// small reads into copies within memory and one read system call per 64 KiB.
+const TLS_READ_BUFFER: usize = 64 * 1024;
+/// Ciphertext a TLS connection encrypts ahead of the socket (rustls's send buffer
+/// limit; its default is 64 KiB). A Fetch response of 1 MiB then leaves in 4
+/// vectored writes of up to 16 records each, not 16 writes, and the buffer
+/// holds at most this much beyond the reply itself.
+const TLS_SEND_BUFFER: usize = 256 * 1024;
 /// How long a TLS handshake may take before the connection is closed.
 pub(crate) const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a connection stays open after its authentication failed and the
@@ -403,6 +412,7 @@ pub(crate) async fn serve<D: Dispatch>(
                             }
                             Some(config) => {
                                 let acceptor = TlsAcceptor::from(config);
+                                let stream = BufReader::with_capacity(TLS_READ_BUFFER, stream);
                                 let Some(tls) = accept_tls(&acceptor, stream, peer, &options).await else {
                                     options.refusals.count(RefusalReason::TlsHandshake);
                                     return;
@@ -432,17 +442,21 @@ pub(crate) async fn serve<D: Dispatch>(
     }
 }
 
-/// Runs the TLS handshake of a new connection; `None` (after a log line) when it
-/// fails or times out, the connection then being dropped.
+/// Runs the TLS handshake of a new connection and sets its send buffer to
+/// [`TLS_SEND_BUFFER`]; `None` (after a log line) when it fails or times out, the
+/// connection then being dropped.
 async fn accept_tls(
     acceptor: &TlsAcceptor,
-    stream: TcpStream,
+    stream: BufReader<TcpStream>,
     peer: SocketAddr,
     options: &ServeOptions,
-) -> Option<TlsStream<TcpStream>> {
+) -> Option<TlsStream<BufReader<TcpStream>>> {
     let (server, listener) = (options.name, options.listener.as_str());
     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => Some(tls),
+        Ok(Ok(mut tls)) => {
+            tls.get_mut().1.set_buffer_limit(Some(TLS_SEND_BUFFER));
+            Some(tls)
+        }
         Ok(Err(e)) => {
             tracing::warn!(server, listener, %peer, reason = %e, "closing connection: TLS handshake failed");
             None
@@ -456,7 +470,10 @@ async fn accept_tls(
 
 /// On an `SSL` listener, the principal of the client's certificate, if it sent
 /// one (on `SASL_SSL` the SASL user is the principal, as in Kafka).
-fn certificate_user(tls: &TlsStream<TcpStream>, security: &ListenerSecurity) -> Option<String> {
+fn certificate_user(
+    tls: &TlsStream<BufReader<TcpStream>>,
+    security: &ListenerSecurity,
+) -> Option<String> {
     if security.protocol != SecurityProtocol::Ssl {
         return None;
     }
