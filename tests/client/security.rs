@@ -1,5 +1,5 @@
-//! Security against the in-process broker: SASL_PLAINTEXT with PLAIN,
-//! SCRAM-SHA-256 and SCRAM-SHA-512, SSL, SASL_SSL with SCRAM-SHA-512 and mTLS
+//! Security against the in-process broker: SASL_PLAINTEXT and SASL_SSL each with
+//! PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 and OAUTHBEARER, SSL, and mTLS
 //! (produce and consume round trips); wrong password, unknown user and unknown
 //! mechanism as typed, non-retriable errors; TLS failures (unknown CA, wrong host
 //! name, missing client certificate) naming the certificate problem; a raw
@@ -11,8 +11,8 @@ use std::path::PathBuf;
 
 use baton::connection::ConnectionError;
 use baton::{
-    Client, ClientError, Producer, ProducerRecord, SaslCredentials, SaslMechanism,
-    SecurityProtocol, TlsConfig,
+    BoxError, Client, ClientError, OAuthToken, OAuthTokenProvider, Producer, ProducerRecord,
+    SaslCredentials, SaslMechanism, SecurityProtocol, TlsConfig,
 };
 use baton_broker::{
     Broker, BrokerConfig, BrokerHandle, ClientAuth, ListenerSecurity, SaslSettings, TlsSettings,
@@ -89,14 +89,34 @@ fn authentication_error(result: Result<Client, ClientError>) -> (String, String)
     }
 }
 
-#[tokio::test]
-async fn sasl_plaintext_round_trips_with_every_mechanism() {
-    let broker = sasl_broker(&SaslMechanism::ALL).await;
-    for credentials in [
+/// Unsecured JWS tokens for `dave`, an hour long (the broker's default
+/// OAUTHBEARER validator accepts them).
+struct DaveTokens;
+
+#[baton::async_trait]
+impl OAuthTokenProvider for DaveTokens {
+    async fn token(&self) -> Result<OAuthToken, BoxError> {
+        Ok(OAuthToken::unsecured(
+            "dave",
+            std::time::Duration::from_secs(3600),
+        ))
+    }
+}
+
+/// One login per mechanism: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER.
+fn every_mechanism() -> [SaslCredentials; 4] {
+    [
         SaslCredentials::plain("alice", "alice-secret"),
         SaslCredentials::scram_sha256("bob", "bob-secret"),
         SaslCredentials::scram_sha512("carol", "carol-secret"),
-    ] {
+        SaslCredentials::oauthbearer(DaveTokens),
+    ]
+}
+
+#[tokio::test]
+async fn sasl_plaintext_round_trips_with_every_mechanism() {
+    let broker = sasl_broker(&SaslMechanism::ALL).await;
+    for credentials in every_mechanism() {
         let client = sasl_client(&broker, credentials.clone())
             .await
             .unwrap_or_else(|e| panic!("{credentials:?}: {e}"));
@@ -291,6 +311,30 @@ async fn sasl_ssl_with_scram_sha512_round_trips() {
         .build()
         .await;
     authentication_error(result);
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn sasl_ssl_round_trips_with_every_mechanism() {
+    let pki = pki();
+    let tls = TlsSettings::from_pem_files(&pki.broker_cert, &pki.broker_key).unwrap();
+    let security = ListenerSecurity::new(SecurityProtocol::SaslSsl)
+        .with_sasl(users(&SaslMechanism::ALL))
+        .with_tls(tls);
+    let broker = Broker::start(BrokerConfig::in_memory().with_security(security))
+        .await
+        .expect("broker starts");
+    for credentials in every_mechanism() {
+        let client = Client::builder([broker.bootstrap()])
+            .client_id("baton-security-tests")
+            .security_protocol(SecurityProtocol::SaslSsl)
+            .tls(TlsConfig::with_ca_pem_file(&pki.ca).unwrap())
+            .sasl(credentials.clone())
+            .build()
+            .await
+            .unwrap_or_else(|e| panic!("{credentials:?}: {e}"));
+        round_trip(&client).await;
+    }
     broker.shutdown().await;
 }
 

@@ -175,6 +175,10 @@ async fn expired_and_malformed_tokens_fail_through_kafkas_error_flow() {
         "the good connection is unharmed"
     );
     assert_eq!(sasl.stats().failures(), 4);
+    let counted =
+        super::listeners::refusals_reach(&broker, "SASL_PLAINTEXT", |r| r.sasl_authentication == 4)
+            .await;
+    assert_eq!(counted.total(), 4, "{counted:?}");
     broker.shutdown().await;
 }
 
