@@ -12,4 +12,5 @@ mod durability;
 mod failover;
 mod replication;
 mod rolling;
+mod scram;
 mod secured;

@@ -29,12 +29,13 @@ use std::time::{Duration, Instant};
 use baton_protocol::frame::DEFAULT_MAX_FRAME;
 use baton_protocol::messages::{
     AlterPartitionRequest, AlterPartitionResponse, AlterPartitionResponsePartitionData,
-    AlterPartitionResponseTopicData, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
-    BrokerRegistrationRequest, BrokerRegistrationResponse, CreatableReplicaAssignment,
-    CreatableTopicResult, CreateAclsRequest, CreateAclsResponse, CreateTopicsRequest,
-    DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest, FetchRequest, FetchResponse,
-    FetchResponsePartitionData, FetchableTopicResponse,
+    AlterPartitionResponseTopicData, AlterUserScramCredentialsRequest, BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
+    CreatableReplicaAssignment, CreatableTopicResult, CreateAclsRequest, CreateAclsResponse,
+    CreateTopicsRequest, DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest, FetchRequest,
+    FetchResponse, FetchResponsePartitionData, FetchableTopicResponse,
 };
+use baton_protocol::sasl::{ScramCredential, ScramHash};
 use baton_protocol::{ErrorCode, Message, RequestHeader, Uuid};
 use bytes::{Bytes, BytesMut};
 use tokio::net::TcpListener;
@@ -52,6 +53,7 @@ use crate::controller::{
     decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
 };
 use crate::error::{BrokerError, LogError};
+use crate::handlers::alter_user_scram_credentials::{alter as alter_scram, ScramTarget};
 use crate::handlers::create_acls::{checked, result as acl_result};
 use crate::handlers::create_topics::{create_topics, CheckedTopic, TopicCreator};
 use crate::handlers::delete_acls::filter_result;
@@ -455,6 +457,14 @@ async fn handle(
             .await?;
             encode::<DeleteAclsRequest>(h.correlation_id, version, &resp)
         }
+        AlterUserScramCredentialsRequest::API_KEY => {
+            let (h, req) = decode::<AlterUserScramCredentialsRequest>(frame, version)?;
+            let resp = blocking(core, move |_, inner| {
+                alter_scram(&req, true, &mut ClusterScram(&mut inner.ctl))
+            })
+            .await?;
+            encode::<AlterUserScramCredentialsRequest>(h.correlation_id, version, &resp)
+        }
         FetchRequest::API_KEY => {
             let (h, req) = decode::<FetchRequest>(frame, version)?;
             let resp = fetch_metadata(core, req, stop).await;
@@ -758,6 +768,26 @@ impl TopicDeleter for ControllerTopics<'_> {
             .ctl
             .delete_topic(name)
             .map_err(|e| e.error_code())
+    }
+}
+
+/// Forwarded AlterUserScramCredentials write the cluster's metadata log: each
+/// change becomes a UserScramCredential or RemoveUserScramCredential record.
+struct ClusterScram<'a>(&'a mut Controller);
+
+impl ScramTarget for ClusterScram<'_> {
+    fn has(&self, user: &str, hash: ScramHash) -> bool {
+        let key = (user.to_owned(), hash.kafka_type());
+        self.0.state().scram_credentials().contains_key(&key)
+    }
+
+    fn delete(&mut self, user: &str, hash: ScramHash) {
+        self.0.remove_scram(user, hash);
+    }
+
+    fn upsert(&mut self, user: &str, credential: ScramCredential) -> bool {
+        self.0
+            .upsert_scram(user, credential, crate::security::MAX_SCRAM_CREDENTIALS)
     }
 }
 

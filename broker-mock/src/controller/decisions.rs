@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 
 use baton_protocol::acl::{AclBinding, AclBindingFilter};
+use baton_protocol::sasl::{ScramCredential, ScramHash};
 use baton_protocol::{ErrorCode, Uuid};
 
 use crate::acl::matching;
@@ -779,6 +780,33 @@ impl Controller {
             self.append(MetadataRecord::RemoveAccessControlEntry(b.clone()));
         }
         gone
+    }
+
+    /// Sets `user`'s SCRAM credential for its mechanism (already checked, see
+    /// `handlers/alter_user_scram_credentials.rs`); `false`, writing nothing, when
+    /// the cluster holds `max` credentials and this one is new.
+    pub fn upsert_scram(&mut self, user: &str, credential: ScramCredential, max: usize) -> bool {
+        let creds = self.state.scram_credentials();
+        let key = (user.to_owned(), credential.hash().kafka_type());
+        if !creds.contains_key(&key) && creds.len() >= max {
+            return false;
+        }
+        self.append(MetadataRecord::UserScramCredential {
+            name: user.to_owned(),
+            credential,
+        });
+        true
+    }
+
+    /// Removes `user`'s SCRAM credential for `hash`, if it has one.
+    pub fn remove_scram(&mut self, user: &str, hash: ScramHash) {
+        let key = (user.to_owned(), hash.kafka_type());
+        if self.state.scram_credentials().contains_key(&key) {
+            self.append(MetadataRecord::RemoveUserScramCredential {
+                name: user.to_owned(),
+                hash,
+            });
+        }
     }
 
     /// Stamps, applies and queues a record. Records are built from validated state, so

@@ -18,6 +18,7 @@ use baton_protocol::acl::{
     AccessControlEntry, AclBinding, AclOperation, AclPermissionType, PatternType, ResourcePattern,
     ResourceType,
 };
+use baton_protocol::sasl::{ScramCredential, ScramHash};
 use baton_protocol::Uuid;
 
 /// The leader value meaning "no leader" (partition offline).
@@ -188,6 +189,22 @@ pub enum MetadataRecord {
     AccessControlEntry(AclBinding),
     /// An ACL binding was removed (KRaft's RemoveAccessControlEntryRecord).
     RemoveAccessControlEntry(AclBinding),
+    /// A user's SCRAM credential for one mechanism was set (KRaft's
+    /// UserScramCredentialRecord): salt, StoredKey, ServerKey and iterations.
+    UserScramCredential {
+        /// The user.
+        name: String,
+        /// The credential (its hash names the mechanism).
+        credential: ScramCredential,
+    },
+    /// A user's SCRAM credential for one mechanism was removed (KRaft's
+    /// RemoveUserScramCredentialRecord).
+    RemoveUserScramCredential {
+        /// The user.
+        name: String,
+        /// The mechanism's hash.
+        hash: ScramHash,
+    },
 }
 
 /// One entry of the metadata log.
@@ -361,6 +378,20 @@ impl MetadataLogEntry {
                 w.header(11);
                 w.acl(b);
             }
+            MetadataRecord::UserScramCredential { name, credential } => {
+                w.header(12);
+                w.string(name);
+                w.u8(credential.hash().kafka_type() as u8);
+                w.bytes(credential.salt());
+                w.bytes(credential.stored_key());
+                w.bytes(credential.server_key());
+                w.u32(credential.iterations() as usize);
+            }
+            MetadataRecord::RemoveUserScramCredential { name, hash } => {
+                w.header(13);
+                w.string(name);
+                w.u8(hash.kafka_type() as u8);
+            }
         }
         assert!(body.len() <= MAX_ENTRY_BYTES, "metadata entry too large");
         out.extend_from_slice(&(body.len() as u32).to_be_bytes());
@@ -514,6 +545,22 @@ impl MetadataLogEntry {
             },
             10 => MetadataRecord::AccessControlEntry(r.acl()?),
             11 => MetadataRecord::RemoveAccessControlEntry(r.acl()?),
+            12 => {
+                let name = r.string()?;
+                let hash = r.scram_hash()?;
+                let salt = r.bytes()?;
+                let stored_key = r.bytes()?;
+                let server_key = r.bytes()?;
+                let iterations = r.u32()?;
+                let credential =
+                    ScramCredential::from_parts(hash, salt, iterations, stored_key, server_key)
+                        .map_err(|e| malformed(format!("SCRAM credential: {e}")))?;
+                MetadataRecord::UserScramCredential { name, credential }
+            }
+            13 => MetadataRecord::RemoveUserScramCredential {
+                name: r.string()?,
+                hash: r.scram_hash()?,
+            },
             t => return Err(MetadataDecodeError::UnknownType(t)),
         };
         if !r.buf.is_empty() {
@@ -598,6 +645,11 @@ impl Writer<'_> {
         self.u16(len);
         self.0.extend_from_slice(s.as_bytes());
     }
+    /// Bytes with a `u32` length (salts and SCRAM keys).
+    fn bytes(&mut self, v: &[u8]) {
+        self.u32(v.len());
+        self.0.extend_from_slice(v);
+    }
     fn i32s(&mut self, v: &[i32]) {
         self.u32(v.len());
         for x in v {
@@ -672,6 +724,15 @@ impl Reader<'_> {
             )));
         }
         Ok(n)
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>, MetadataDecodeError> {
+        let n = self.count(1)?;
+        Ok(self.take(n)?.to_vec())
+    }
+    fn scram_hash(&mut self) -> Result<ScramHash, MetadataDecodeError> {
+        let t = self.u8()? as i8;
+        ScramHash::from_kafka_type(t)
+            .ok_or_else(|| malformed(format!("unknown SCRAM mechanism {t}")))
     }
     fn i32s(&mut self) -> Result<Vec<i32>, MetadataDecodeError> {
         let n = self.count(4)?;
@@ -808,6 +869,20 @@ mod tests {
                     permission_type: AclPermissionType::Allow,
                 },
             }),
+            MetadataRecord::UserScramCredential {
+                name: "alice".into(),
+                credential: ScramCredential::with_salt(
+                    ScramHash::Sha512,
+                    b"alice-secret",
+                    b"salt".to_vec(),
+                    4096,
+                )
+                .unwrap(),
+            },
+            MetadataRecord::RemoveUserScramCredential {
+                name: "bob".into(),
+                hash: ScramHash::Sha256,
+            },
         ]
     }
 

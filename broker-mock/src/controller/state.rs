@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use baton_protocol::acl::AclBinding;
+use baton_protocol::sasl::ScramCredential;
 use baton_protocol::Uuid;
 
 use super::records::{
@@ -186,6 +187,11 @@ pub struct ControllerState {
     moves: BTreeMap<(Uuid, i32), LeaderMove>,
     /// The cluster's ACL bindings, applied by every node's authorizer.
     acls: BTreeSet<AclBinding>,
+    /// SCRAM credentials by user and mechanism.
+    scram: BTreeMap<(String, i8), ScramCredential>,
+    /// Bumped by every SCRAM record, so a node copies the credentials only when
+    /// they changed.
+    scram_version: u64,
 }
 
 impl ControllerState {
@@ -278,6 +284,16 @@ impl ControllerState {
     /// The cluster's ACL bindings.
     pub fn acls(&self) -> &BTreeSet<AclBinding> {
         &self.acls
+    }
+
+    /// SCRAM credentials by user and mechanism (`ScramHash::kafka_type`).
+    pub fn scram_credentials(&self) -> &BTreeMap<(String, i8), ScramCredential> {
+        &self.scram
+    }
+
+    /// Changes with every SCRAM record applied.
+    pub fn scram_version(&self) -> u64 {
+        self.scram_version
     }
 
     /// Applies one entry. On error the state is unchanged.
@@ -387,6 +403,23 @@ impl ControllerState {
                 if !self.acls.remove(b) {
                     return Err(bad(format!("removal of unknown ACL {b:?}")));
                 }
+            }
+            MetadataRecord::UserScramCredential { name, credential } => {
+                let key = (name.clone(), credential.hash().kafka_type());
+                self.scram.insert(key, credential.clone());
+                self.scram_version += 1;
+            }
+            MetadataRecord::RemoveUserScramCredential { name, hash } => {
+                if self
+                    .scram
+                    .remove(&(name.clone(), hash.kafka_type()))
+                    .is_none()
+                {
+                    return Err(bad(format!(
+                        "removal of unknown SCRAM credential of {name}"
+                    )));
+                }
+                self.scram_version += 1;
             }
         }
         self.next_offset += 1;

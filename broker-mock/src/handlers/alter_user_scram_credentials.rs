@@ -5,7 +5,8 @@
 //! An upsertion carries the salt, the iteration count and the salted password
 //! (RFC 5802's SaltedPassword); the broker derives StoredKey and ServerKey from it
 //! and keeps only those, with the salt and the count. One result per user named,
-//! in request order, with Kafka's errors: an empty user name or an iteration count
+//! in request order, with Kafka's errors: an empty user name (or one over 4 KiB, or
+//! a salt over 1 KiB) or an iteration count
 //! outside 4096–16384 (or a salted password of the wrong length, an empty salt)
 //! UNACCEPTABLE_CREDENTIAL, an unknown mechanism UNSUPPORTED_SASL_MECHANISM, the
 //! deletion of a credential that does not exist RESOURCE_NOT_FOUND, the same user
@@ -15,10 +16,14 @@
 //! With an authorizer, the requester needs Alter on the cluster, else every user
 //! named gets CLUSTER_AUTHORIZATION_FAILED and nothing changes, as in Kafka.
 //!
-//! Deviations from Apache Kafka: the store holds at most `MAX_SCRAM_CREDENTIALS` credentials, an
-//! upsertion past it is POLICY_VIOLATION; on a cluster node the change applies to
-//! that node's store only (Kafka writes it to the metadata log for the whole
-//! cluster).
+//! On a cluster node the request goes to the controller (`forward.rs`), which
+//! checks it the same way and writes the changes to the metadata log as
+//! UserScramCredential records, so every node logs the user in; the node answers
+//! once its own copy shows them.
+//!
+//! Deviations from Apache Kafka: the store (a node's, or the cluster's) holds at
+//! most `MAX_SCRAM_CREDENTIALS` credentials, an upsertion past it is
+//! POLICY_VIOLATION.
 
 use baton_protocol::acl::AclOperation;
 use baton_protocol::messages::{
@@ -29,7 +34,7 @@ use baton_protocol::sasl::{ScramCredential, ScramHash, MAX_ITERATIONS, MIN_ITERA
 use baton_protocol::ErrorCode;
 
 use crate::acl::RequestContext;
-use crate::security::MAX_SCRAM_CREDENTIALS;
+use crate::security::{ScramStore, MAX_SCRAM_CREDENTIALS};
 use crate::state::BrokerState;
 
 /// One change to one user's credentials.
@@ -60,7 +65,45 @@ fn check_user(name: &str) -> Result<(), Refusal> {
             "Username must not be empty".into(),
         ));
     }
+    if name.len() > MAX_USER_BYTES {
+        return Err((
+            ErrorCode::UnacceptableCredential,
+            format!("Username longer than {MAX_USER_BYTES} bytes"),
+        ));
+    }
     Ok(())
+}
+
+/// Longest user name accepted, in bytes (it is a metadata-log string on a
+/// cluster).
+const MAX_USER_BYTES: usize = 4096;
+
+/// Longest salt accepted, in bytes (Kafka's clients send 64).
+const MAX_SALT_BYTES: usize = 1024;
+
+/// Where checked changes apply: a standalone node's store, or the cluster's
+/// metadata log (the controller).
+pub(crate) trait ScramTarget {
+    /// Whether `user` has a credential for `hash`.
+    fn has(&self, user: &str, hash: ScramHash) -> bool;
+    /// Removes `user`'s credential for `hash` (known to exist).
+    fn delete(&mut self, user: &str, hash: ScramHash);
+    /// Sets `user`'s credential for its hash; `false` when the store is full.
+    fn upsert(&mut self, user: &str, credential: ScramCredential) -> bool;
+}
+
+impl ScramTarget for &ScramStore {
+    fn has(&self, user: &str, hash: ScramHash) -> bool {
+        ScramStore::has(self, user, hash)
+    }
+
+    fn delete(&mut self, user: &str, hash: ScramHash) {
+        ScramStore::delete(self, user, hash);
+    }
+
+    fn upsert(&mut self, user: &str, credential: ScramCredential) -> bool {
+        ScramStore::upsert(self, user, credential).is_ok()
+    }
 }
 
 pub(crate) fn handle(
@@ -70,6 +113,16 @@ pub(crate) fn handle(
     _version: i16,
 ) -> AlterUserScramCredentialsResponse {
     let authorized = state.allowed_on_cluster(ctx, AclOperation::Alter);
+    alter(&req, authorized, &mut &*state.scram)
+}
+
+/// Checks `req` and applies each user's changes to `target`; with `authorized`
+/// false, every user named is refused and nothing changes.
+pub(crate) fn alter(
+    req: &AlterUserScramCredentialsRequest,
+    authorized: bool,
+    target: &mut dyn ScramTarget,
+) -> AlterUserScramCredentialsResponse {
     // Users in request order, each with its changes or its first refusal.
     let mut users: Vec<(String, UserChanges)> = Vec::new();
     let mut add = |name: &str, mechanism: i8, change: Result<Change, Refusal>| {
@@ -99,7 +152,7 @@ pub(crate) fn handle(
     for d in &req.deletions {
         let change = check_user(&d.name).and_then(|()| {
             let hash = hash_of(d.mechanism)?;
-            if !state.scram.has(&d.name, hash) {
+            if !target.has(&d.name, hash) {
                 return Err((
                     ErrorCode::ResourceNotFound,
                     "Attempt to delete a user credential that does not exist".into(),
@@ -125,6 +178,12 @@ pub(crate) fn handle(
                     format!("Too many iterations: at most {MAX_ITERATIONS}"),
                 ));
             }
+            if u.salt.len() > MAX_SALT_BYTES {
+                return Err((
+                    ErrorCode::UnacceptableCredential,
+                    format!("Salt longer than {MAX_SALT_BYTES} bytes"),
+                ));
+            }
             ScramCredential::from_salted_password(
                 hash,
                 u.salt.to_vec(),
@@ -140,7 +199,7 @@ pub(crate) fn handle(
         .into_iter()
         .map(|(user, outcome)| {
             let outcome = if authorized {
-                outcome.and_then(|changes| apply(state, &user, changes))
+                outcome.and_then(|changes| apply(target, &user, changes))
             } else {
                 Err((
                     ErrorCode::ClusterAuthorizationFailed,
@@ -168,18 +227,24 @@ pub(crate) fn handle(
 }
 
 /// Applies one user's checked changes.
-fn apply(state: &BrokerState, user: &str, changes: Vec<(i8, Change)>) -> Result<(), Refusal> {
+fn apply(
+    target: &mut dyn ScramTarget,
+    user: &str,
+    changes: Vec<(i8, Change)>,
+) -> Result<(), Refusal> {
     for (_, change) in changes {
         match change {
-            Change::Delete(hash) => {
-                state.scram.delete(user, hash);
+            Change::Delete(hash) => target.delete(user, hash),
+            Change::Upsert(credential) => {
+                if !target.upsert(user, credential) {
+                    return Err((
+                        ErrorCode::PolicyViolation,
+                        format!(
+                            "this broker holds at most {MAX_SCRAM_CREDENTIALS} SCRAM credentials"
+                        ),
+                    ));
+                }
             }
-            Change::Upsert(credential) => state.scram.upsert(user, credential).map_err(|_| {
-                (
-                    ErrorCode::PolicyViolation,
-                    format!("this broker holds at most {MAX_SCRAM_CREDENTIALS} SCRAM credentials"),
-                )
-            })?,
         }
     }
     Ok(())

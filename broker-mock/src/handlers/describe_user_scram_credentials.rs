@@ -8,8 +8,8 @@
 //! With an authorizer, the requester needs Describe on the cluster, else the
 //! whole request is CLUSTER_AUTHORIZATION_FAILED, as in Kafka.
 //!
-//! Deviations from Apache Kafka: on a cluster node the answer is that node's store, not a
-//! cluster-wide one (see `alter_user_scram_credentials.rs`).
+//! On a cluster node the answer includes the cluster's credentials, from the
+//! node's copy of the metadata log (see `alter_user_scram_credentials.rs`).
 
 use baton_protocol::acl::AclOperation;
 use baton_protocol::messages::{

@@ -10,14 +10,16 @@ use std::time::Duration;
 
 use baton_protocol::acl::{AclBinding, AclOperation, ResourceType};
 use baton_protocol::messages::{
-    CreatableTopicResult, CreateAclsRequest, CreateTopicsRequest, CreateTopicsResponse,
-    DeletableTopicResult, DeleteAclsRequest, DeleteTopicsRequest, DeleteTopicsResponse,
+    AlterUserScramCredentialsRequest, CreatableTopicResult, CreateAclsRequest, CreateTopicsRequest,
+    CreateTopicsResponse, DeletableTopicResult, DeleteAclsRequest, DeleteTopicsRequest,
+    DeleteTopicsResponse,
 };
+use baton_protocol::sasl::ScramHash;
 use baton_protocol::{ErrorCode, Request, Uuid};
 use bytes::Bytes;
 
 use super::create_topics::failure;
-use super::{create_acls, delete_acls};
+use super::{alter_user_scram_credentials, create_acls, delete_acls};
 use crate::acl::RequestContext;
 use crate::node_mode::ClusterLink;
 use crate::state::BrokerState;
@@ -94,6 +96,56 @@ pub(crate) async fn create_acls(
         version,
         &resp,
     )?)))
+}
+
+/// AlterUserScramCredentials on a cluster node: authorized here (Alter on the
+/// cluster), then sent to the controller, which writes the changes to the
+/// metadata log; answered once this node's copy of the credentials shows every
+/// change that succeeded.
+pub(crate) async fn alter_user_scram_credentials(
+    state: &Arc<BrokerState>,
+    ctx: &RequestContext,
+    frame: Bytes,
+    version: i16,
+) -> Result<Reply, DispatchError> {
+    let Some(link) = state.mode.replica().cloned() else {
+        return Err(DispatchError::NotAClusterNode);
+    };
+    let (header, req) = decode::<AlterUserScramCredentialsRequest>(frame, version)?;
+    let resp = if state.allowed_on_cluster(ctx, AclOperation::Alter) {
+        let resp = call_controller(&link, &req, version, "AlterUserScramCredentials").await?;
+        let done: Vec<&str> = resp
+            .results
+            .iter()
+            .filter(|r| r.error_code == 0)
+            .map(|r| r.user.as_str())
+            .collect();
+        let changes: Vec<(String, i8, bool)> = req
+            .deletions
+            .iter()
+            .filter(|d| done.contains(&d.name.as_str()))
+            .map(|d| (d.name.clone(), d.mechanism, false))
+            .chain(
+                req.upsertions
+                    .iter()
+                    .filter(|u| done.contains(&u.name.as_str()))
+                    .map(|u| (u.name.clone(), u.mechanism, true)),
+            )
+            .collect();
+        wait_until(state, |s| {
+            changes.iter().all(|(user, mechanism, present)| {
+                ScramHash::from_kafka_type(*mechanism)
+                    .is_some_and(|h| s.scram.has(user, h) == *present)
+            })
+        })
+        .await;
+        resp
+    } else {
+        alter_user_scram_credentials::alter(&req, false, &mut &*state.scram)
+    };
+    Ok(Reply::Now(Some(
+        encode::<AlterUserScramCredentialsRequest>(header.correlation_id, version, &resp)?,
+    )))
 }
 
 pub(crate) async fn delete_acls(

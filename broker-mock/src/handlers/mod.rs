@@ -343,6 +343,9 @@ pub(crate) async fn dispatch(
             )
             .await
         }
+        AlterUserScramCredentialsRequest::API_KEY if state.mode.is_replica() => {
+            forward::alter_user_scram_credentials(state, ctx, frame, version).await
+        }
         AlterUserScramCredentialsRequest::API_KEY => {
             run::<AlterUserScramCredentialsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
                 Some(alter_user_scram_credentials::handle(s, c, r, v))

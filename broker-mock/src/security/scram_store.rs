@@ -3,6 +3,10 @@
 //! counts, StoredKey and ServerKey are kept, never a password; at most
 //! [`MAX_SCRAM_CREDENTIALS`] credentials, so requests cannot grow it without
 //! bound.
+//!
+//! A cluster node also holds the credentials of the cluster's metadata log (where
+//! its AlterUserScramCredentials requests go), copied in whenever they change;
+//! those win over the node's own for the same user and mechanism.
 
 use std::collections::BTreeMap;
 use std::sync::{RwLock, RwLockReadGuard};
@@ -23,6 +27,8 @@ pub(crate) struct ScramStore {
     /// Invariant: no user has an empty list or two credentials of one hash; the
     /// total number of credentials is at most [`MAX_SCRAM_CREDENTIALS`].
     users: RwLock<Table>,
+    /// The metadata log's credentials and the version they were copied at.
+    replicated: RwLock<(u64, Table)>,
 }
 
 impl std::fmt::Debug for ScramStore {
@@ -39,6 +45,38 @@ pub(crate) struct StoreFull;
 impl ScramStore {
     fn read(&self) -> RwLockReadGuard<'_, Table> {
         self.users.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn read_replicated(&self) -> RwLockReadGuard<'_, (u64, Table)> {
+        self.replicated.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Replaces the metadata log's credentials with `credentials` (by user and
+    /// mechanism) unless `version` is the one already copied.
+    pub(crate) fn sync_replicated(
+        &self,
+        version: u64,
+        credentials: &BTreeMap<(String, i8), ScramCredential>,
+    ) {
+        if self.read_replicated().0 == version {
+            return;
+        }
+        let mut table = Table::new();
+        for ((user, _), c) in credentials {
+            table.entry(user.clone()).or_default().push(c.clone());
+        }
+        *self.replicated.write().unwrap_or_else(|p| p.into_inner()) = (version, table);
+    }
+
+    /// `user`'s credential for `hash`: the metadata log's, else the node's own.
+    fn find<'a>(
+        replicated: &'a Table,
+        own: &'a Table,
+        user: &str,
+        hash: ScramHash,
+    ) -> Option<&'a ScramCredential> {
+        let find = |t: &'a Table| t.get(user)?.iter().find(|c| c.hash() == hash);
+        find(replicated).or_else(|| find(own))
     }
 
     fn count(table: &Table) -> usize {
@@ -77,26 +115,29 @@ impl ScramStore {
 
     /// Whether `user` has a credential for `hash`.
     pub(crate) fn has(&self, user: &str, hash: ScramHash) -> bool {
-        self.read()
-            .get(user)
-            .is_some_and(|c| c.iter().any(|x| x.hash() == hash))
+        Self::find(&self.read_replicated().1, &self.read(), user, hash).is_some()
     }
 
     /// `user`'s credentials as (hash, iterations), ordered by hash; empty if the
     /// user has none.
     pub(crate) fn describe(&self, user: &str) -> Vec<(ScramHash, u32)> {
-        let mut out: Vec<(ScramHash, u32)> = self
-            .read()
-            .get(user)
-            .map(|c| c.iter().map(|x| (x.hash(), x.iterations())).collect())
-            .unwrap_or_default();
+        let (replicated, own) = (self.read_replicated(), self.read());
+        let mut out: Vec<(ScramHash, u32)> = [ScramHash::Sha256, ScramHash::Sha512]
+            .into_iter()
+            .filter_map(|h| Self::find(&replicated.1, &own, user, h))
+            .map(|x| (x.hash(), x.iterations()))
+            .collect();
         out.sort_by_key(|(h, _)| h.kafka_type());
         out
     }
 
     /// Every user with a credential, in name order.
     pub(crate) fn user_names(&self) -> Vec<String> {
-        self.read().keys().cloned().collect()
+        let mut names: Vec<String> = self.read().keys().cloned().collect();
+        names.extend(self.read_replicated().1.keys().cloned());
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// Runs `f` with the credentials a listener checks logins against: its own
@@ -106,10 +147,11 @@ impl ScramStore {
         listener: &dyn CredentialStore,
         f: impl FnOnce(&dyn CredentialStore) -> R,
     ) -> R {
-        let table = self.read();
+        let (replicated, own) = (self.read_replicated(), self.read());
         f(&Listener {
             listener,
-            scram: &table,
+            replicated: &replicated.1,
+            own: &own,
         })
     }
 }
@@ -117,7 +159,8 @@ impl ScramStore {
 /// A listener's PLAIN users and token validator with the node's SCRAM users.
 struct Listener<'a> {
     listener: &'a dyn CredentialStore,
-    scram: &'a Table,
+    replicated: &'a Table,
+    own: &'a Table,
 }
 
 impl CredentialStore for Listener<'_> {
@@ -126,7 +169,7 @@ impl CredentialStore for Listener<'_> {
     }
 
     fn scram_credential(&self, hash: ScramHash, user: &str) -> Option<&ScramCredential> {
-        self.scram.get(user)?.iter().find(|c| c.hash() == hash)
+        ScramStore::find(self.replicated, self.own, user, hash)
     }
 
     fn validate_token(&self, token: &str) -> Result<ValidatedToken, TokenRejection> {

@@ -115,10 +115,17 @@ async fn credentials_are_altered_with_kafkas_error_codes() {
             bad_mechanism,
             bad_salted,
             upsert("twice", ScramHash::Sha512, "pw", 4096),
+            upsert(&"u".repeat(4097), ScramHash::Sha512, "pw", 4096),
+            ScramCredentialUpsertion {
+                name: "salty".into(),
+                salt: Bytes::from(vec![7u8; 1025]),
+                ..upsert("salty", ScramHash::Sha512, "pw", 4096)
+            },
             upsert("bob", ScramHash::Sha512, "bob-secret", 8192),
         ],
     };
     let resp = admin.call(&req, 0).await;
+    let long_name = "u".repeat(4097);
     assert_eq!(
         codes(&resp),
         [
@@ -129,6 +136,8 @@ async fn credentials_are_altered_with_kafkas_error_codes() {
             ("", ErrorCode::UnacceptableCredential.code()),
             ("m", ErrorCode::UnsupportedSaslMechanism.code()),
             ("s", ErrorCode::UnacceptableCredential.code()),
+            (long_name.as_str(), ErrorCode::UnacceptableCredential.code()),
+            ("salty", ErrorCode::UnacceptableCredential.code()),
             ("bob", 0),
         ]
     );

@@ -501,6 +501,10 @@ fn reconcile(
     if img.next_offset() != *link.image_tx.borrow() {
         return None;
     }
+    // The cluster's SCRAM users log in on this node's SASL listeners.
+    state
+        .scram
+        .sync_replicated(img.scram_version(), img.scram_credentials());
     let now = link.now_ms();
     let mut wanted = HashMap::new();
     let mut known = std::collections::HashSet::new();

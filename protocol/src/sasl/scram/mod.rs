@@ -247,6 +247,23 @@ impl ScramCredential {
     pub fn iterations(&self) -> u32 {
         self.iterations
     }
+
+    /// The salt.
+    pub fn salt(&self) -> &[u8] {
+        &self.salt
+    }
+
+    /// StoredKey, `H(ClientKey)`: what a server checks a client proof against. It
+    /// cannot log in by itself, but it allows an offline guess at the password, so
+    /// it is kept as carefully as the rest of the store (and never printed).
+    pub fn stored_key(&self) -> &[u8] {
+        &self.stored_key
+    }
+
+    /// ServerKey: what a server signs its final message with.
+    pub fn server_key(&self) -> &[u8] {
+        &self.server_key
+    }
 }
 
 impl std::fmt::Debug for ScramCredential {
