@@ -1,10 +1,12 @@
-//! CreateTopics, DeleteTopics, CreateAcls and DeleteAcls on a cluster node:
-//! forwarded to the controller (as KRaft brokers forward them), then answered once
-//! this node's metadata image shows the outcome, so that a client that asks this
-//! node next sees it. Everything is authorized here first (Create and Delete on
-//! topics, Alter on the cluster for ACLs); the controller applies what nodes
-//! forward.
+//! CreateTopics, DeleteTopics, CreateAcls, DeleteAcls and
+//! AlterUserScramCredentials on a cluster node: forwarded to the controller (as
+//! KRaft brokers forward them), then answered once this node's metadata image
+//! shows the outcome, so that a client that asks this node next sees it. Everything
+//! is authorized here first (Create and Delete on topics, Alter on the cluster for
+//! ACLs and SCRAM credentials); the controller applies what nodes forward. Each
+//! goes from frame to reply through [`forwarded`].
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,6 +29,31 @@ use crate::wire::{decode, encode, DispatchError, Reply};
 
 /// Longest wait for the local image to show a forwarded change.
 const APPLY_WAIT: Duration = Duration::from_secs(15);
+
+/// One forwarded request of type `R`, from frame to reply: decoded here,
+/// answered by `answer` with this node's link to the cluster, encoded.
+async fn forwarded<R, F, Fut>(
+    state: &Arc<BrokerState>,
+    frame: Bytes,
+    version: i16,
+    answer: F,
+) -> Result<Reply, DispatchError>
+where
+    R: Request,
+    F: FnOnce(Arc<ClusterLink>, R) -> Fut,
+    Fut: Future<Output = Result<R::Response, DispatchError>>,
+{
+    let Some(link) = state.mode.replica().cloned() else {
+        return Err(DispatchError::NotAClusterNode);
+    };
+    let (header, req) = decode::<R>(frame, version)?;
+    let resp = answer(link, req).await?;
+    Ok(Reply::Now(Some(encode::<R>(
+        header.correlation_id,
+        version,
+        &resp,
+    )?)))
+}
 
 async fn wait_until(state: &Arc<BrokerState>, done: impl Fn(&BrokerState) -> bool) {
     let Some(link) = state.mode.replica() else {
@@ -68,34 +95,29 @@ pub(crate) async fn create_acls(
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
-    let Some(link) = state.mode.replica().cloned() else {
-        return Err(DispatchError::NotAClusterNode);
-    };
-    let (header, req) = decode::<CreateAclsRequest>(frame, version)?;
-    let resp = match create_acls::refusal(state, ctx) {
-        Some(refusal) => create_acls::refused(&req, refusal),
-        None => {
-            let resp = call_controller(&link, &req, version, "CreateAcls").await?;
-            let created: Vec<AclBinding> = req
-                .creations
-                .iter()
-                .zip(&resp.results)
-                .filter(|(_, r)| r.error_code == 0)
-                .filter_map(|(c, _)| AclBinding::from_creation(c).ok())
-                .collect();
-            wait_until(state, |_| {
-                let img = link.image();
-                created.iter().all(|b| img.acls().contains(b))
-            })
-            .await;
-            resp
-        }
-    };
-    Ok(Reply::Now(Some(encode::<CreateAclsRequest>(
-        header.correlation_id,
-        version,
-        &resp,
-    )?)))
+    forwarded::<CreateAclsRequest, _, _>(state, frame, version, |link, req| async move {
+        let resp = match create_acls::refusal(state, ctx) {
+            Some(refusal) => create_acls::refused(&req, refusal),
+            None => {
+                let resp = call_controller(&link, &req, version, "CreateAcls").await?;
+                let created: Vec<AclBinding> = req
+                    .creations
+                    .iter()
+                    .zip(&resp.results)
+                    .filter(|(_, r)| r.error_code == 0)
+                    .filter_map(|(c, _)| AclBinding::from_creation(c).ok())
+                    .collect();
+                wait_until(state, |_| {
+                    let img = link.image();
+                    created.iter().all(|b| img.acls().contains(b))
+                })
+                .await;
+                resp
+            }
+        };
+        Ok(resp)
+    })
+    .await
 }
 
 /// AlterUserScramCredentials on a cluster node: authorized here (Alter on the
@@ -108,44 +130,47 @@ pub(crate) async fn alter_user_scram_credentials(
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
-    let Some(link) = state.mode.replica().cloned() else {
-        return Err(DispatchError::NotAClusterNode);
-    };
-    let (header, req) = decode::<AlterUserScramCredentialsRequest>(frame, version)?;
-    let resp = if state.allowed_on_cluster(ctx, AclOperation::Alter) {
-        let resp = call_controller(&link, &req, version, "AlterUserScramCredentials").await?;
-        let done: Vec<&str> = resp
-            .results
-            .iter()
-            .filter(|r| r.error_code == 0)
-            .map(|r| r.user.as_str())
-            .collect();
-        let changes: Vec<(String, i8, bool)> = req
-            .deletions
-            .iter()
-            .filter(|d| done.contains(&d.name.as_str()))
-            .map(|d| (d.name.clone(), d.mechanism, false))
-            .chain(
-                req.upsertions
+    forwarded::<AlterUserScramCredentialsRequest, _, _>(
+        state,
+        frame,
+        version,
+        |link, req| async move {
+            let resp = if state.allowed_on_cluster(ctx, AclOperation::Alter) {
+                let resp =
+                    call_controller(&link, &req, version, "AlterUserScramCredentials").await?;
+                let done: Vec<&str> = resp
+                    .results
                     .iter()
-                    .filter(|u| done.contains(&u.name.as_str()))
-                    .map(|u| (u.name.clone(), u.mechanism, true)),
-            )
-            .collect();
-        wait_until(state, |s| {
-            changes.iter().all(|(user, mechanism, present)| {
-                ScramHash::from_kafka_type(*mechanism)
-                    .is_some_and(|h| s.scram.has(user, h) == *present)
-            })
-        })
-        .await;
-        resp
-    } else {
-        alter_user_scram_credentials::alter(&req, false, &mut &*state.scram)
-    };
-    Ok(Reply::Now(Some(
-        encode::<AlterUserScramCredentialsRequest>(header.correlation_id, version, &resp)?,
-    )))
+                    .filter(|r| r.error_code == 0)
+                    .map(|r| r.user.as_str())
+                    .collect();
+                let changes: Vec<(String, i8, bool)> = req
+                    .deletions
+                    .iter()
+                    .filter(|d| done.contains(&d.name.as_str()))
+                    .map(|d| (d.name.clone(), d.mechanism, false))
+                    .chain(
+                        req.upsertions
+                            .iter()
+                            .filter(|u| done.contains(&u.name.as_str()))
+                            .map(|u| (u.name.clone(), u.mechanism, true)),
+                    )
+                    .collect();
+                wait_until(state, |s| {
+                    changes.iter().all(|(user, mechanism, present)| {
+                        ScramHash::from_kafka_type(*mechanism)
+                            .is_some_and(|h| s.scram.has(user, h) == *present)
+                    })
+                })
+                .await;
+                resp
+            } else {
+                alter_user_scram_credentials::alter(&req, false, &mut &*state.scram)
+            };
+            Ok(resp)
+        },
+    )
+    .await
 }
 
 pub(crate) async fn delete_acls(
@@ -154,33 +179,28 @@ pub(crate) async fn delete_acls(
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
-    let Some(link) = state.mode.replica().cloned() else {
-        return Err(DispatchError::NotAClusterNode);
-    };
-    let (header, req) = decode::<DeleteAclsRequest>(frame, version)?;
-    let resp = match create_acls::refusal(state, ctx) {
-        Some(refusal) => delete_acls::refused(&req, refusal),
-        None => {
-            let resp = call_controller(&link, &req, version, "DeleteAcls").await?;
-            let deleted: Vec<AclBinding> = resp
-                .filter_results
-                .iter()
-                .flat_map(|r| &r.matching_acls)
-                .filter_map(|m| AclBinding::from_matching_acl(m).ok())
-                .collect();
-            wait_until(state, |_| {
-                let img = link.image();
-                deleted.iter().all(|b| !img.acls().contains(b))
-            })
-            .await;
-            resp
-        }
-    };
-    Ok(Reply::Now(Some(encode::<DeleteAclsRequest>(
-        header.correlation_id,
-        version,
-        &resp,
-    )?)))
+    forwarded::<DeleteAclsRequest, _, _>(state, frame, version, |link, req| async move {
+        let resp = match create_acls::refusal(state, ctx) {
+            Some(refusal) => delete_acls::refused(&req, refusal),
+            None => {
+                let resp = call_controller(&link, &req, version, "DeleteAcls").await?;
+                let deleted: Vec<AclBinding> = resp
+                    .filter_results
+                    .iter()
+                    .flat_map(|r| &r.matching_acls)
+                    .filter_map(|m| AclBinding::from_matching_acl(m).ok())
+                    .collect();
+                wait_until(state, |_| {
+                    let img = link.image();
+                    deleted.iter().all(|b| !img.acls().contains(b))
+                })
+                .await;
+                resp
+            }
+        };
+        Ok(resp)
+    })
+    .await
 }
 
 /// Takes the topics `ctx` may not create (Create on the cluster or the topic) out
@@ -255,40 +275,35 @@ pub(crate) async fn create_topics(
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
-    let Some(link) = state.mode.replica().cloned() else {
-        return Err(DispatchError::NotAClusterNode);
-    };
-    let (header, mut req) = decode::<CreateTopicsRequest>(frame, version)?;
-    let refused = take_uncreatable(state, ctx, &mut req);
-    let mut resp = if req.topics.is_empty() {
-        CreateTopicsResponse::default()
-    } else {
-        call_controller(&link, &req, version, "CreateTopics").await?
-    };
-    let created: Vec<String> = resp
-        .topics
-        .iter()
-        .filter(|t| t.error_code == 0 && !req.validate_only)
-        .map(|t| t.name.clone())
-        .collect();
-    resp.topics.extend(refused);
-    wait_until(state, |s| {
-        created.iter().all(|name| {
-            s.topic(name).is_some_and(|t| {
-                t.partitions.iter().all(|p| {
-                    let st = p.lock();
-                    !matches!(st.role(), crate::partition::Role::NotReplica)
-                        || !st.replicas.contains(&link.node_id)
-                })
-            }) && link.image().topic_by_name(name).is_some()
+    forwarded::<CreateTopicsRequest, _, _>(state, frame, version, |link, mut req| async move {
+        let refused = take_uncreatable(state, ctx, &mut req);
+        let mut resp = if req.topics.is_empty() {
+            CreateTopicsResponse::default()
+        } else {
+            call_controller(&link, &req, version, "CreateTopics").await?
+        };
+        let created: Vec<String> = resp
+            .topics
+            .iter()
+            .filter(|t| t.error_code == 0 && !req.validate_only)
+            .map(|t| t.name.clone())
+            .collect();
+        resp.topics.extend(refused);
+        wait_until(state, |s| {
+            created.iter().all(|name| {
+                s.topic(name).is_some_and(|t| {
+                    t.partitions.iter().all(|p| {
+                        let st = p.lock();
+                        !matches!(st.role(), crate::partition::Role::NotReplica)
+                            || !st.replicas.contains(&link.node_id)
+                    })
+                }) && link.image().topic_by_name(name).is_some()
+            })
         })
+        .await;
+        Ok(resp)
     })
-    .await;
-    Ok(Reply::Now(Some(encode::<CreateTopicsRequest>(
-        header.correlation_id,
-        version,
-        &resp,
-    )?)))
+    .await
 }
 
 pub(crate) async fn delete_topics(
@@ -297,32 +312,27 @@ pub(crate) async fn delete_topics(
     frame: Bytes,
     version: i16,
 ) -> Result<Reply, DispatchError> {
-    let Some(link) = state.mode.replica().cloned() else {
-        return Err(DispatchError::NotAClusterNode);
-    };
-    let (header, mut req) = decode::<DeleteTopicsRequest>(frame, version)?;
-    let refused = take_undeletable(state, ctx, &link, &mut req, version);
-    let mut resp = if req.topics.is_empty() && req.topic_names.is_empty() {
-        DeleteTopicsResponse::default()
-    } else {
-        call_controller(&link, &req, version, "DeleteTopics").await?
-    };
-    let deleted: Vec<String> = resp
-        .responses
-        .iter()
-        .filter(|t| t.error_code == 0)
-        .filter_map(|t| t.name.clone())
-        .collect();
-    resp.responses.extend(refused);
-    wait_until(state, |s| {
-        deleted
+    forwarded::<DeleteTopicsRequest, _, _>(state, frame, version, |link, mut req| async move {
+        let refused = take_undeletable(state, ctx, &link, &mut req, version);
+        let mut resp = if req.topics.is_empty() && req.topic_names.is_empty() {
+            DeleteTopicsResponse::default()
+        } else {
+            call_controller(&link, &req, version, "DeleteTopics").await?
+        };
+        let deleted: Vec<String> = resp
+            .responses
             .iter()
-            .all(|n| s.topic(n).is_none() && link.image().topic_by_name(n).is_none())
+            .filter(|t| t.error_code == 0)
+            .filter_map(|t| t.name.clone())
+            .collect();
+        resp.responses.extend(refused);
+        wait_until(state, |s| {
+            deleted
+                .iter()
+                .all(|n| s.topic(n).is_none() && link.image().topic_by_name(n).is_none())
+        })
+        .await;
+        Ok(resp)
     })
-    .await;
-    Ok(Reply::Now(Some(encode::<DeleteTopicsRequest>(
-        header.correlation_id,
-        version,
-        &resp,
-    )?)))
+    .await
 }
