@@ -22,10 +22,12 @@ use baton_broker::{
     Broker, BrokerConfig, BrokerHandle, ListenerSecurity, SaslSettings, TlsSettings,
 };
 use baton_protocol::messages::MetadataRequest;
-use baton_testkit::client::{consume_from_start, create_topic};
+use baton_testkit::client::create_topic;
 use baton_testkit::seed;
 use baton_testkit::wire::fetch_req;
 use bytes::Bytes;
+
+use super::security::{round_trip, sasl_client};
 
 /// Hands out unsecured JWS tokens for the principals queued (the last one
 /// repeats), or an error when told to; counts its calls.
@@ -95,43 +97,12 @@ async fn broker(sasl: SaslSettings) -> BrokerHandle {
         .expect("broker starts")
 }
 
-async fn client(
-    broker: &BrokerHandle,
-    credentials: SaslCredentials,
-) -> Result<Client, ClientError> {
-    Client::builder([broker.bootstrap()])
-        .client_id("baton-oauth-tests")
-        .security_protocol(SecurityProtocol::SaslPlaintext)
-        .sasl(credentials)
-        .build()
-        .await
-}
-
-/// Produces `n` records to a new topic and reads them back in order.
-async fn round_trip(client: &Client, n: usize) {
-    let topic = create_topic(client, "oauth", 1).await;
-    let producer = Producer::builder(client).build();
-    let mut deliveries = Vec::new();
-    for i in 0..n {
-        let record = ProducerRecord::new(topic.clone()).value(Bytes::from(format!("v{i}")));
-        deliveries.push(producer.send(record).await.expect("accepted"));
-    }
-    producer.flush().await;
-    for d in deliveries {
-        d.await.expect("delivered");
-    }
-    let got = consume_from_start(client, &topic, 1, n, seed()).await;
-    let values: Vec<_> = got.iter().map(|r| r.value.clone().unwrap()).collect();
-    let expected: Vec<_> = (0..n).map(|i| Bytes::from(format!("v{i}"))).collect();
-    assert_eq!(values, expected);
-}
-
 #[tokio::test]
 async fn oauthbearer_round_trips_over_sasl_plaintext_and_sasl_ssl() {
     let settings = sasl(Duration::ZERO);
     let plain = broker(settings.clone()).await;
     let tokens = Tokens::new("alice", Duration::from_secs(3600));
-    let c = client(&plain, SaslCredentials::oauthbearer(tokens.clone()))
+    let c = sasl_client(&plain, SaslCredentials::oauthbearer(tokens.clone()))
         .await
         .unwrap();
     round_trip(&c, 50).await;
@@ -168,7 +139,7 @@ async fn oauthbearer_round_trips_over_sasl_plaintext_and_sasl_ssl() {
 async fn produce_and_consume_across_sessions(credentials: SaslCredentials, run: Duration) -> u64 {
     let settings = sasl(Duration::from_millis(1_500));
     let broker = broker(settings.clone()).await;
-    let c = client(&broker, credentials).await.unwrap();
+    let c = sasl_client(&broker, credentials).await.unwrap();
     let topic = create_topic(&c, "reauth", 2).await;
     let (total_tx, total_rx) = tokio::sync::watch::channel(usize::MAX);
     let reader = {
@@ -279,7 +250,7 @@ fn authentication_error(result: Result<Client, ClientError>) -> (String, String)
 async fn refused_tokens_and_provider_failures_are_typed_and_not_retriable() {
     let settings = sasl(Duration::ZERO);
     let broker = broker(settings.clone()).await;
-    let good = client(
+    let good = sasl_client(
         &broker,
         SaslCredentials::oauthbearer(Tokens::new("alice", Duration::from_secs(60))),
     )
@@ -294,7 +265,7 @@ async fn refused_tokens_and_provider_failures_are_typed_and_not_retriable() {
             .into_boxed_str(),
     ));
     for provider in [expired, Fixed("not-a-jws"), Fixed("e30.e30.")] {
-        let result = client(&broker, SaslCredentials::oauthbearer(provider)).await;
+        let result = sasl_client(&broker, SaslCredentials::oauthbearer(provider)).await;
         if let Err(e) = &result {
             assert!(!e.is_retriable(), "{e}");
         }
@@ -305,7 +276,7 @@ async fn refused_tokens_and_provider_failures_are_typed_and_not_retriable() {
 
     let mut failing = Tokens::new("alice", Duration::from_secs(60));
     failing.fail = true;
-    let result = client(&broker, SaslCredentials::oauthbearer(failing.clone())).await;
+    let result = sasl_client(&broker, SaslCredentials::oauthbearer(failing.clone())).await;
     let (mechanism, message) = authentication_error(result);
     assert_eq!(mechanism, "OAUTHBEARER");
     assert!(
@@ -360,7 +331,7 @@ async fn a_request_in_flight_during_reauthentication_is_answered() {
     let settings = sasl(Duration::from_millis(1_500));
     let broker = broker(settings.clone()).await;
     let tokens = Tokens::new("alice", Duration::from_secs(3600));
-    let admin = client(&broker, SaslCredentials::oauthbearer(tokens.clone()))
+    let admin = sasl_client(&broker, SaslCredentials::oauthbearer(tokens.clone()))
         .await
         .unwrap();
     let topic = create_topic(&admin, "in-flight", 1).await;

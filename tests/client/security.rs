@@ -45,7 +45,8 @@ async fn sasl_broker(mechanisms: &[SaslMechanism]) -> BrokerHandle {
         .expect("broker starts")
 }
 
-async fn sasl_client(
+/// A client of `broker`'s SASL_PLAINTEXT listener (also used by `oauth.rs`).
+pub(crate) async fn sasl_client(
     broker: &BrokerHandle,
     credentials: SaslCredentials,
 ) -> Result<Client, ClientError> {
@@ -57,13 +58,14 @@ async fn sasl_client(
         .await
 }
 
-/// Produces `RECORDS` records to a new topic and reads them back.
-async fn round_trip(client: &Client) {
+/// Produces `n` records to a new topic and reads them back in order (also used
+/// by `oauth.rs`).
+pub(crate) async fn round_trip(client: &Client, n: usize) {
     let seed = seed();
     let topic = create_topic(client, "security", 1).await;
     let producer = Producer::builder(client).build();
     let mut deliveries = Vec::new();
-    for i in 0..RECORDS {
+    for i in 0..n {
         let record = ProducerRecord::new(topic.clone()).value(Bytes::from(format!("v{i}")));
         deliveries.push(producer.send(record).await.expect("accepted"));
     }
@@ -71,9 +73,9 @@ async fn round_trip(client: &Client) {
     for d in deliveries {
         d.await.expect("delivered");
     }
-    let got = consume_from_start(client, &topic, 1, RECORDS, seed).await;
+    let got = consume_from_start(client, &topic, 1, n, seed).await;
     let values: Vec<_> = got.iter().map(|r| r.value.clone().unwrap()).collect();
-    let expected: Vec<_> = (0..RECORDS).map(|i| Bytes::from(format!("v{i}"))).collect();
+    let expected: Vec<_> = (0..n).map(|i| Bytes::from(format!("v{i}"))).collect();
     assert_eq!(values, expected);
 }
 
@@ -120,7 +122,7 @@ async fn sasl_plaintext_round_trips_with_every_mechanism() {
         let client = sasl_client(&broker, credentials.clone())
             .await
             .unwrap_or_else(|e| panic!("{credentials:?}: {e}"));
-        round_trip(&client).await;
+        round_trip(&client, RECORDS).await;
     }
     broker.shutdown().await;
 }
@@ -180,7 +182,7 @@ async fn produce_before_authentication_closes_only_that_connection() {
         .await;
     assert!(raw.recv_frame().await.is_none(), "closed without an answer");
 
-    round_trip(&client).await;
+    round_trip(&client, RECORDS).await;
     let got = consume_from_start(&client, &topic, 1, 0, seed()).await;
     assert!(got.is_empty());
     broker.shutdown().await;
@@ -289,7 +291,7 @@ async fn ssl_round_trips() {
     let client = tls_client(&broker, SecurityProtocol::Ssl, tls)
         .await
         .unwrap();
-    round_trip(&client).await;
+    round_trip(&client, RECORDS).await;
     broker.shutdown().await;
 }
 
@@ -301,7 +303,7 @@ async fn sasl_ssl_with_scram_sha512_round_trips() {
     let client = tls_client(&broker, SecurityProtocol::SaslSsl, tls)
         .await
         .unwrap();
-    round_trip(&client).await;
+    round_trip(&client, RECORDS).await;
 
     // Wrong password over TLS: the same typed error as over plain TCP.
     let result = Client::builder([broker.bootstrap()])
@@ -333,7 +335,7 @@ async fn sasl_ssl_round_trips_with_every_mechanism() {
             .build()
             .await
             .unwrap_or_else(|e| panic!("{credentials:?}: {e}"));
-        round_trip(&client).await;
+        round_trip(&client, RECORDS).await;
     }
     broker.shutdown().await;
 }
@@ -349,12 +351,12 @@ async fn mutual_tls_round_trips_and_requires_a_client_certificate() {
     let client = tls_client(&broker, SecurityProtocol::Ssl, with_cert)
         .await
         .unwrap();
-    round_trip(&client).await;
+    round_trip(&client, RECORDS).await;
 
     let without = TlsConfig::with_ca_pem_file(&pki.ca).unwrap();
     let message = tls_error(tls_client(&broker, SecurityProtocol::Ssl, without).await);
     assert!(message.to_lowercase().contains("certificate"), "{message}");
-    round_trip(&client).await;
+    round_trip(&client, RECORDS).await;
     broker.shutdown().await;
 }
 
@@ -400,6 +402,6 @@ async fn tls_failures_name_the_certificate_problem() {
     let client = tls_client(&broker, SecurityProtocol::Ssl, tls)
         .await
         .unwrap();
-    round_trip(&client).await;
+    round_trip(&client, RECORDS).await;
     broker.shutdown().await;
 }
