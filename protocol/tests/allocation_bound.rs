@@ -165,7 +165,9 @@ macro_rules! for_each_message {
             DescribeUserScramCredentialsRequest,
             DescribeUserScramCredentialsResponse,
             AlterUserScramCredentialsRequest,
-            AlterUserScramCredentialsResponse
+            AlterUserScramCredentialsResponse,
+            TxnOffsetCommitRequest,
+            TxnOffsetCommitResponse
         )
     };
 }

@@ -40,6 +40,7 @@ pub mod produce;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
 pub mod sync_group;
+pub mod txn_offset_commit;
 
 pub use alter_partition::*;
 pub use alter_user_scram_credentials::*;
@@ -73,6 +74,7 @@ pub use produce::*;
 pub use sasl_authenticate::*;
 pub use sasl_handshake::*;
 pub use sync_group::*;
+pub use txn_offset_commit::*;
 
 /// A top-level request or response body.
 pub trait Message: Wire + Default + Clone + std::fmt::Debug + PartialEq {
@@ -272,6 +274,8 @@ mod tests {
             $f::<DescribeUserScramCredentialsResponse>($arg);
             $f::<AlterUserScramCredentialsRequest>($arg);
             $f::<AlterUserScramCredentialsResponse>($arg);
+            $f::<TxnOffsetCommitRequest>($arg);
+            $f::<TxnOffsetCommitResponse>($arg);
         };
     }
 
