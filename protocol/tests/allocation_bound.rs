@@ -175,7 +175,9 @@ macro_rules! for_each_message {
             DescribeTransactionsRequest,
             DescribeTransactionsResponse,
             ListTransactionsRequest,
-            ListTransactionsResponse
+            ListTransactionsResponse,
+            TxnOffsetCommitRequest,
+            TxnOffsetCommitResponse
         )
     };
 }

@@ -45,6 +45,7 @@ pub mod produce;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
 pub mod sync_group;
+pub mod txn_offset_commit;
 
 pub use add_offsets_to_txn::*;
 pub use add_partitions_to_txn::*;
@@ -83,6 +84,7 @@ pub use produce::*;
 pub use sasl_authenticate::*;
 pub use sasl_handshake::*;
 pub use sync_group::*;
+pub use txn_offset_commit::*;
 
 /// A top-level request or response body.
 pub trait Message: Wire + Default + Clone + std::fmt::Debug + PartialEq {
@@ -292,6 +294,8 @@ mod tests {
             $f::<DescribeTransactionsResponse>($arg);
             $f::<ListTransactionsRequest>($arg);
             $f::<ListTransactionsResponse>($arg);
+            $f::<TxnOffsetCommitRequest>($arg);
+            $f::<TxnOffsetCommitResponse>($arg);
         };
     }
 
