@@ -87,6 +87,7 @@ pub use group::{
 pub use producer::{
     Acks, AttemptError, CancelOutcome, Compression, DeliveryFuture, FlushTimeout, InFlight,
     ProduceError, Producer, ProducerBuilder, ProducerConfigError, ProducerRecord, RecordMetadata,
+    TransactionError, TransactionOutcome,
 };
 pub use sasl::{BoxError, OAuthToken, OAuthTokenProvider, SaslCredentials};
 pub use tls::TlsConfig;
