@@ -466,3 +466,49 @@ async fn exactly_once_pipeline_survives_a_kill_and_restart() {
     );
     assert_eq!(report.outputs, total as u64, "{report}");
 }
+
+/// A transaction left open past the transaction timeout is aborted by the
+/// coordinator (which checks every 10 s by default): its commit fails with the
+/// abortable `AbortedOnTimeout`, the abort that follows gets the producer a new
+/// epoch, and the next transaction commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on() {
+    let kafka = single_node();
+    let _logs = kafka.logs_on_failure();
+    let client = client().await;
+    let topic = create_topic(&client, "ak-txn-timeout", 1).await;
+    let producer = Producer::builder(&client)
+        .transactional_id(topic_name("txn-timeout"))
+        .transaction_timeout(Duration::from_secs(1))
+        .build();
+    producer.init_transactions().await.unwrap();
+    producer.begin_transaction().await.unwrap();
+    let late = send_tagged(&producer, &topic, 1, 3, "late").await;
+    producer.flush().await;
+    for d in late {
+        d.await.expect("written before the timeout");
+    }
+    tokio::time::sleep(Duration::from_secs(13)).await;
+    let err = producer.commit_transaction().await.expect_err("timed out");
+    assert!(
+        matches!(err, TransactionError::AbortedOnTimeout { .. }),
+        "{err:?}"
+    );
+    assert!(err.is_abortable() && !err.is_fatal());
+    producer
+        .abort_transaction()
+        .await
+        .expect("abort after the timeout");
+    producer.begin_transaction().await.unwrap();
+    let fresh = send_tagged(&producer, &topic, 1, 2, "fresh").await;
+    producer
+        .commit_transaction()
+        .await
+        .expect("the next transaction commits");
+    for d in fresh {
+        d.await.unwrap();
+    }
+    let read = read_all(&client, &topic, 1, IsolationLevel::ReadCommitted, 2).await;
+    assert_eq!(values(&read), vec!["fresh-000", "fresh-001"]);
+    producer.close().await;
+}
