@@ -664,6 +664,9 @@ pub(crate) struct Drained {
     /// Partitions whose batches wait until AddPartitionsToTxn has added them to
     /// the current transaction.
     pub(crate) to_add: Vec<(Arc<str>, i32)>,
+    /// Never-sent batches of a transaction that failed, with its error (as Kafka's
+    /// client, they fail at once rather than wait for the abort).
+    pub(crate) txn_failed: Vec<(Batch, TransactionError)>,
     /// Never-sent batches that cannot be sent because the producer can never get a
     /// producer id (see [`InitBlocked`]).
     pub(crate) unsupported: Vec<Batch>,
@@ -1003,6 +1006,17 @@ impl Accumulator {
             if idem.unsupported.is_some() {
                 out.unsupported.extend(q.batches.drain(..));
                 continue;
+            }
+            if let Some(error) = txn.error.as_ref().filter(|_| txn.enabled) {
+                let mut keep = VecDeque::new();
+                for b in q.batches.drain(..) {
+                    if b.stamp.is_none() && b.attempts == 0 {
+                        out.txn_failed.push((b, error.clone()));
+                    } else {
+                        keep.push_back(b);
+                    }
+                }
+                q.batches = keep;
             }
             if let (Some(head), Some(last)) = (q.batches.front(), q.batches.back()) {
                 wake_at(head.deadline.min(last.deadline));

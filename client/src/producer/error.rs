@@ -196,9 +196,11 @@ pub enum ProduceError {
         /// The record.
         record: Box<ProducerRecord>,
     },
-    /// The producer is transactional and took no record: no transaction is open
-    /// (before [`Producer::begin_transaction`], or once commit or abort started),
-    /// or the open one failed and must be aborted. The record was never sent.
+    /// The producer is transactional and did not send the record: no transaction
+    /// is open (before [`Producer::begin_transaction`], or once commit or abort
+    /// started), or the open one failed and must be aborted (records waiting in
+    /// the accumulator then fail at once, as in Kafka's client). The record was
+    /// never sent.
     #[error("the record was not accepted: {error}")]
     Transaction {
         /// Why no transaction takes records.

@@ -68,6 +68,12 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         for batch in drained.expired {
             fail_expired(&shared, batch);
         }
+        for (batch, error) in drained.txn_failed {
+            fail_records(batch, |record| ProduceError::Transaction {
+                error: error.clone(),
+                record,
+            });
+        }
         for batch in drained.reset {
             let cause = batch.last_error.clone().unwrap_or(AttemptError::Broker {
                 code: ErrorCode::RequestTimedOut,
