@@ -165,7 +165,11 @@ macro_rules! for_each_message {
             DescribeUserScramCredentialsRequest,
             DescribeUserScramCredentialsResponse,
             AlterUserScramCredentialsRequest,
-            AlterUserScramCredentialsResponse
+            AlterUserScramCredentialsResponse,
+            WriteTxnMarkersRequest,
+            WriteTxnMarkersResponse,
+            DescribeProducersRequest,
+            DescribeProducersResponse
         )
     };
 }
