@@ -175,7 +175,11 @@ macro_rules! for_each_message {
             DescribeTransactionsRequest,
             DescribeTransactionsResponse,
             ListTransactionsRequest,
-            ListTransactionsResponse
+            ListTransactionsResponse,
+            WriteTxnMarkersRequest,
+            WriteTxnMarkersResponse,
+            DescribeProducersRequest,
+            DescribeProducersResponse
         )
     };
 }
