@@ -24,6 +24,7 @@ use baton_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
+use baton_protocol::messages::{DescribeProducersRequest, WriteTxnMarkersRequest};
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use bytes::Bytes;
 
@@ -69,6 +70,7 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DeleteTopicsRequest>(),
         entry::<InitProducerIdRequest>(),
         entry::<OffsetForLeaderEpochRequest>(),
+        entry::<WriteTxnMarkersRequest>(),
         entry::<DeleteGroupsRequest>(),
         entry::<DescribeConfigsRequest>(),
         entry::<DescribeClusterRequest>(),
@@ -79,6 +81,7 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DeleteAclsRequest>(),
         entry::<DescribeUserScramCredentialsRequest>(),
         entry::<AlterUserScramCredentialsRequest>(),
+        entry::<DescribeProducersRequest>(),
     ]
 }
 
