@@ -177,7 +177,11 @@ macro_rules! for_each_message {
             ListTransactionsRequest,
             ListTransactionsResponse,
             TxnOffsetCommitRequest,
-            TxnOffsetCommitResponse
+            TxnOffsetCommitResponse,
+            WriteTxnMarkersRequest,
+            WriteTxnMarkersResponse,
+            DescribeProducersRequest,
+            DescribeProducersResponse
         )
     };
 }

@@ -25,6 +25,7 @@ pub mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_producers;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
 pub mod end_txn;
@@ -46,6 +47,7 @@ pub mod sasl_authenticate;
 pub mod sasl_handshake;
 pub mod sync_group;
 pub mod txn_offset_commit;
+pub mod write_txn_markers;
 
 pub use add_offsets_to_txn::*;
 pub use add_partitions_to_txn::*;
@@ -64,6 +66,7 @@ pub use describe_acls::*;
 pub use describe_cluster::*;
 pub use describe_configs::*;
 pub use describe_groups::*;
+pub use describe_producers::*;
 pub use describe_transactions::*;
 pub use describe_user_scram_credentials::*;
 pub use end_txn::*;
@@ -85,6 +88,7 @@ pub use sasl_authenticate::*;
 pub use sasl_handshake::*;
 pub use sync_group::*;
 pub use txn_offset_commit::*;
+pub use write_txn_markers::*;
 
 /// A top-level request or response body.
 pub trait Message: Wire + Default + Clone + std::fmt::Debug + PartialEq {
@@ -296,6 +300,10 @@ mod tests {
             $f::<ListTransactionsResponse>($arg);
             $f::<TxnOffsetCommitRequest>($arg);
             $f::<TxnOffsetCommitResponse>($arg);
+            $f::<WriteTxnMarkersRequest>($arg);
+            $f::<WriteTxnMarkersResponse>($arg);
+            $f::<DescribeProducersRequest>($arg);
+            $f::<DescribeProducersResponse>($arg);
         };
     }
 
