@@ -119,6 +119,7 @@ impl BrokerState {
         let groups = Arc::new(GroupCoordinator::new(
             config.groups.clone(),
             config.limits.max_groups,
+            config.limits.max_pending_txn_offsets,
         ));
         // A cluster node's ACLs are the controller's; a standalone node keeps its own.
         let acl_dir = config.data_dir.as_deref().filter(|_| !mode.is_replica());

@@ -87,6 +87,8 @@ const MEMBER_COST: isize = 2048;
 const PRODUCER_COST: isize = 1024;
 const CONNECTION_COST: isize = 256 << 10;
 const ACL_COST: isize = 1024;
+/// A pending transactional offset: its key, metadata and map entries.
+const PENDING_OFFSET_COST: isize = 1024;
 
 fn limits() -> BrokerLimits {
     BrokerLimits {
@@ -98,6 +100,7 @@ fn limits() -> BrokerLimits {
         max_connections: 40,
         max_connections_per_ip: 40,
         max_acls: 100,
+        max_pending_txn_offsets: 200,
     }
 }
 
@@ -293,6 +296,7 @@ fn all_limits_allowance() -> isize {
     l.max_partitions as isize * (PARTITION_COST + PRODUCER_COST)
         + l.max_groups as isize * (GROUP_COST + 20 * MEMBER_COST)
         + l.max_acls as isize * ACL_COST
+        + l.max_pending_txn_offsets as isize * PENDING_OFFSET_COST
 }
 
 #[tokio::test]
@@ -315,6 +319,7 @@ async fn every_api_stays_within_its_bound() {
         DescribeClusterRequest, SaslHandshakeRequest, SaslAuthenticateRequest,
         DescribeAclsRequest, CreateAclsRequest, DeleteAclsRequest,
         DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest,
+        TxnOffsetCommitRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

@@ -1,0 +1,232 @@
+//! Transactional offset commits (TxnOffsetCommit) over real TCP with raw frames:
+//! pending offsets invisible to OffsetFetch (UNSTABLE_OFFSET_COMMIT with
+//! `require_stable`), the request's validation, and pending offsets that survive a
+//! restart as pending.
+
+use baton_broker::{Broker, BrokerConfig};
+use baton_protocol::messages::*;
+use baton_protocol::ErrorCode;
+use baton_testkit::wire::*;
+
+/// UNSTABLE_OFFSET_COMMIT.
+const UNSTABLE: i16 = 88;
+
+fn txn_commit(group: &str, producer: (i64, i16), offsets: &[(i32, i64)]) -> TxnOffsetCommitRequest {
+    TxnOffsetCommitRequest {
+        transactional_id: "tx".into(),
+        group_id: group.into(),
+        producer_id: producer.0,
+        producer_epoch: producer.1,
+        generation_id: -1,
+        member_id: String::new(),
+        group_instance_id: None,
+        topics: vec![TxnOffsetCommitRequestTopic {
+            name: "t".into(),
+            partitions: offsets
+                .iter()
+                .map(|&(p, o)| TxnOffsetCommitRequestPartition {
+                    partition_index: p,
+                    committed_offset: o,
+                    committed_leader_epoch: 0,
+                    committed_metadata: Some(format!("x{p}")),
+                })
+                .collect(),
+        }],
+    }
+}
+
+fn txn_errors(r: &TxnOffsetCommitResponse) -> Vec<i16> {
+    r.topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
+        .collect()
+}
+
+fn plain_commit(group: &str, offsets: &[(i32, i64)]) -> OffsetCommitRequest {
+    OffsetCommitRequest {
+        group_id: group.into(),
+        generation_id_or_member_epoch: -1,
+        topics: vec![OffsetCommitRequestTopic {
+            name: "t".into(),
+            partitions: offsets
+                .iter()
+                .map(|&(p, o)| OffsetCommitRequestPartition {
+                    partition_index: p,
+                    committed_offset: o,
+                    ..Default::default()
+                })
+                .collect(),
+        }],
+        ..Default::default()
+    }
+}
+
+/// OffsetFetch v7 of partitions 0-2 of `t`: (offset, error) per partition.
+async fn fetch(c: &mut Client, group: &str, require_stable: bool) -> Vec<(i64, i16)> {
+    let req = OffsetFetchRequest {
+        group_id: group.into(),
+        topics: Some(vec![OffsetFetchRequestTopic {
+            name: "t".into(),
+            partition_indexes: vec![0, 1, 2],
+        }]),
+        require_stable,
+        ..Default::default()
+    };
+    let r = c.call(&req, 7).await;
+    assert_eq!(r.error_code, 0);
+    r.topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.committed_offset, p.error_code))
+        .collect()
+}
+
+/// A producer id and epoch from the broker (InitProducerId, idempotent).
+async fn producer(c: &mut Client) -> (i64, i16) {
+    let r = c
+        .call(
+            &InitProducerIdRequest {
+                transactional_id: None,
+                transaction_timeout_ms: -1,
+                producer_id: -1,
+                producer_epoch: -1,
+            },
+            4,
+        )
+        .await;
+    assert_eq!(r.error_code, 0);
+    (r.producer_id, r.producer_epoch)
+}
+
+#[tokio::test]
+async fn pending_offsets_are_invisible_and_survive_a_restart_as_pending() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig::on_disk(dir.path());
+    let broker = Broker::start(cfg.clone()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c, "t", 3).await;
+    let pid = producer(&mut c).await;
+    let r = c.call(&plain_commit("g", &[(0, 5)]), 8).await;
+    assert_eq!(r.topics[0].partitions[0].error_code, 0);
+    for version in [0, 3, 5] {
+        let r = c
+            .call(&txn_commit("g", pid, &[(0, 50), (1, 60)]), version)
+            .await;
+        assert_eq!(txn_errors(&r), vec![0, 0], "v{version}");
+    }
+    // Committed offsets only, unless stable ones are asked for.
+    assert_eq!(
+        fetch(&mut c, "g", false).await,
+        vec![(5, 0), (-1, 0), (-1, 0)]
+    );
+    assert_eq!(
+        fetch(&mut c, "g", true).await,
+        vec![(-1, UNSTABLE), (-1, UNSTABLE), (-1, 0)]
+    );
+    // v8 reads several groups; all committed partitions with require_stable.
+    let r = c
+        .call(
+            &OffsetFetchRequest {
+                groups: vec![OffsetFetchRequestGroup {
+                    group_id: "g".into(),
+                    topics: None,
+                    ..Default::default()
+                }],
+                require_stable: true,
+                ..Default::default()
+            },
+            8,
+        )
+        .await;
+    let got: Vec<(i32, i64, i16)> = r.groups[0].topics[0]
+        .partitions
+        .iter()
+        .map(|p| (p.partition_index, p.committed_offset, p.error_code))
+        .collect();
+    assert_eq!(got, vec![(0, -1, UNSTABLE)]);
+    broker.shutdown().await;
+
+    // After a restart the transaction is still open: still pending.
+    let broker = Broker::start(cfg.clone()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    assert_eq!(
+        fetch(&mut c, "g", false).await,
+        vec![(5, 0), (-1, 0), (-1, 0)]
+    );
+    assert_eq!(
+        fetch(&mut c, "g", true).await,
+        vec![(-1, UNSTABLE), (-1, UNSTABLE), (-1, 0)]
+    );
+    // The coordinator's next batch for that producer follows the replayed ones.
+    let r = c.call(&txn_commit("g", pid, &[(2, 70)]), 3).await;
+    assert_eq!(txn_errors(&r), vec![0]);
+    drop(broker);
+    let broker = Broker::start(cfg).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    assert_eq!(
+        fetch(&mut c, "g", true).await,
+        vec![(-1, UNSTABLE), (-1, UNSTABLE), (-1, UNSTABLE)]
+    );
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn txn_offset_commit_is_validated() {
+    let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c, "t", 1).await;
+    let (id, epoch) = producer(&mut c).await;
+    // A newer epoch, then the older one: fenced by the partition's producer state.
+    let r = c
+        .call(&txn_commit("g", (id, epoch + 1), &[(0, 1)]), 3)
+        .await;
+    assert_eq!(txn_errors(&r), vec![0]);
+    let r = c.call(&txn_commit("g", (id, epoch), &[(0, 2)]), 3).await;
+    assert_eq!(txn_errors(&r), vec![ErrorCode::InvalidProducerEpoch.code()]);
+    // A member of a generation the unknown group never had.
+    let mut req = txn_commit("new", (id, epoch + 1), &[(0, 1)]);
+    req.generation_id = 3;
+    req.member_id = "m".into();
+    let r = c.call(&req, 3).await;
+    assert_eq!(txn_errors(&r), vec![ErrorCode::IllegalGeneration.code()]);
+    // Per partition: unknown partitions and oversized metadata.
+    let mut req = txn_commit("g", (id, epoch + 1), &[(0, 3), (7, 1)]);
+    req.topics[0].partitions[0].committed_metadata = Some("x".repeat(5000));
+    let r = c.call(&req, 3).await;
+    assert_eq!(
+        txn_errors(&r),
+        vec![
+            ErrorCode::OffsetMetadataTooLarge.code(),
+            ErrorCode::UnknownTopicOrPartition.code()
+        ]
+    );
+    // Advertised in ApiVersions with Kafka 4.0's range.
+    let v = c.call(&ApiVersionsRequest::default(), 3).await;
+    let k = v.api_keys.iter().find(|k| k.api_key == 28).unwrap();
+    assert_eq!((k.min_version, k.max_version), (0, 5));
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn pending_offsets_are_bounded_by_the_limit() {
+    let limits = baton_broker::BrokerLimits {
+        max_pending_txn_offsets: 2,
+        ..Default::default()
+    };
+    let broker = Broker::start(BrokerConfig::in_memory().with_limits(limits))
+        .await
+        .unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c, "t", 3).await;
+    let pid = producer(&mut c).await;
+    let r = c.call(&txn_commit("g", pid, &[(0, 1), (1, 1)]), 3).await;
+    assert_eq!(txn_errors(&r), vec![0, 0]);
+    let r = c.call(&txn_commit("h", pid, &[(2, 1)]), 3).await;
+    assert_eq!(txn_errors(&r), vec![ErrorCode::PolicyViolation.code()]);
+    // Nothing of the refused commit is pending.
+    assert_eq!(
+        fetch(&mut c, "h", true).await,
+        vec![(-1, 0), (-1, 0), (-1, 0)]
+    );
+    broker.shutdown().await;
+}
