@@ -108,7 +108,10 @@ impl BrokerState {
             index_interval_bytes: config.index_interval_bytes,
             node_id: config.node_id,
             cluster: mode.is_replica(),
-            max_producers_per_partition: config.limits.max_producers_per_partition,
+            producer_limits: crate::producer_state::ProducerLimits {
+                max_producers: config.limits.max_producers_per_partition,
+                max_aborted_txns: config.limits.max_aborted_txns_per_partition,
+            },
         };
         let cluster_id = topics::cluster_id(config.data_dir.as_deref())?;
         let loaded = storage.load_all()?;

@@ -97,6 +97,7 @@ fn limits() -> BrokerLimits {
         max_partitions_per_request: 500,
         max_groups: 50,
         max_producers_per_partition: 100,
+        max_aborted_txns_per_partition: 1_000,
         max_connections: 40,
         max_connections_per_ip: 40,
         max_acls: 100,
@@ -320,6 +321,7 @@ async fn every_api_stays_within_its_bound() {
         DescribeAclsRequest, CreateAclsRequest, DeleteAclsRequest,
         DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest,
         TxnOffsetCommitRequest,
+        WriteTxnMarkersRequest, DescribeProducersRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

@@ -167,7 +167,11 @@ macro_rules! for_each_message {
             AlterUserScramCredentialsRequest,
             AlterUserScramCredentialsResponse,
             TxnOffsetCommitRequest,
-            TxnOffsetCommitResponse
+            TxnOffsetCommitResponse,
+            WriteTxnMarkersRequest,
+            WriteTxnMarkersResponse,
+            DescribeProducersRequest,
+            DescribeProducersResponse
         )
     };
 }

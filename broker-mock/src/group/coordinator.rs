@@ -633,6 +633,39 @@ impl GroupCoordinator {
         await_replicated(wait)
     }
 
+    /// The marker hook: a transaction marker of `producer_id` (commit or abort)
+    /// has landed on `__consumer_offsets` partition `partition`. The pending
+    /// offsets that producer wrote for the groups of that partition become
+    /// committed or are dropped. Nothing happens when the partition is not
+    /// loaded here: its replay reads the marker from the log.
+    pub fn complete_transaction(
+        &self,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+    ) {
+        let mut inner = self.lock();
+        if !inner.owned.contains_key(&partition) {
+            return;
+        }
+        let n = inner.partitions;
+        let resolved = inner.groups.complete_transaction(producer_id, commit, |g| {
+            records::partition_for(g, n) == partition
+        });
+        tracing::debug!(
+            partition,
+            producer_id,
+            producer_epoch,
+            commit,
+            resolved,
+            "transaction marker applied to group offsets"
+        );
+        // A group left empty gets its tombstone at the next persist (the timer).
+        drop(inner);
+        self.wake.notify_one();
+    }
+
     /// The committed offsets of a group: `None` lists every committed partition.
     /// With `require_stable` (OffsetFetch v7+), a partition with a pending
     /// transactional offset answers UNSTABLE_OFFSET_COMMIT instead, as in Kafka;

@@ -25,6 +25,7 @@ use baton_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
+use baton_protocol::messages::{DescribeProducersRequest, WriteTxnMarkersRequest};
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use bytes::Bytes;
 
@@ -70,6 +71,7 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DeleteTopicsRequest>(),
         entry::<InitProducerIdRequest>(),
         entry::<OffsetForLeaderEpochRequest>(),
+        entry::<WriteTxnMarkersRequest>(),
         entry::<DeleteGroupsRequest>(),
         entry::<DescribeConfigsRequest>(),
         entry::<DescribeClusterRequest>(),
@@ -81,6 +83,7 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DescribeUserScramCredentialsRequest>(),
         entry::<AlterUserScramCredentialsRequest>(),
         entry::<TxnOffsetCommitRequest>(),
+        entry::<DescribeProducersRequest>(),
     ]
 }
 

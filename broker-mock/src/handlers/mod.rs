@@ -19,6 +19,7 @@ mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub(crate) mod describe_producers;
 pub(crate) mod describe_user_scram_credentials;
 pub mod fetch;
 pub mod find_coordinator;
@@ -39,6 +40,7 @@ pub(crate) mod sasl_handshake;
 pub mod sync_group;
 mod topic_defaults;
 pub(crate) mod txn_offset_commit;
+pub(crate) mod write_txn_markers;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +60,7 @@ use baton_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
+use baton_protocol::messages::{DescribeProducersRequest, WriteTxnMarkersRequest};
 use baton_protocol::{Message, Request, RequestHeader};
 use bytes::Bytes;
 use tokio::sync::watch;
@@ -357,6 +360,22 @@ pub(crate) async fn dispatch(
         AlterUserScramCredentialsRequest::API_KEY => {
             run::<AlterUserScramCredentialsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
                 Some(alter_user_scram_credentials::handle(s, c, r, v))
+            })
+            .await
+        }
+        WriteTxnMarkersRequest::API_KEY => {
+            let (header, request) = decode::<WriteTxnMarkersRequest>(frame, version)?;
+            Ok(write_txn_markers::start(
+                state.clone(),
+                ctx,
+                request,
+                version,
+                header.correlation_id,
+            ))
+        }
+        DescribeProducersRequest::API_KEY => {
+            run::<DescribeProducersRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(describe_producers::handle(s, c, r, v))
             })
             .await
         }

@@ -20,4 +20,5 @@ mod sasl;
 mod scram_admin;
 mod server;
 mod tls;
+mod transactions_log;
 mod txn_offsets;

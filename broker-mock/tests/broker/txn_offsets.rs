@@ -1,8 +1,11 @@
 //! Transactional offset commits (TxnOffsetCommit) over real TCP with raw frames:
 //! pending offsets invisible to OffsetFetch (UNSTABLE_OFFSET_COMMIT with
-//! `require_stable`), the request's validation, and pending offsets that survive a
-//! restart as pending.
+//! `require_stable`), made committed or dropped by the transaction's marker
+//! (WriteTxnMarkers on the group's `__consumer_offsets` partition), the request's
+//! validation, and pending and finished transactions across restarts.
 
+use baton_broker::group::records::partition_for;
+use baton_broker::group::GroupConfig;
 use baton_broker::{Broker, BrokerConfig};
 use baton_protocol::messages::*;
 use baton_protocol::ErrorCode;
@@ -228,5 +231,69 @@ async fn pending_offsets_are_bounded_by_the_limit() {
         fetch(&mut c, "h", true).await,
         vec![(-1, 0), (-1, 0), (-1, 0)]
     );
+    broker.shutdown().await;
+}
+
+/// Ends `pid`'s transaction on the `__consumer_offsets` partition of `group`.
+async fn end_txn(c: &mut Client, group: &str, pid: (i64, i16), commit: bool) {
+    let partitions = GroupConfig::default().offsets_topic_partitions;
+    let req = WriteTxnMarkersRequest {
+        markers: vec![WritableTxnMarker {
+            producer_id: pid.0,
+            producer_epoch: pid.1,
+            transaction_result: commit,
+            topics: vec![WritableTxnMarkerTopic {
+                name: "__consumer_offsets".into(),
+                partition_indexes: vec![partition_for(group, partitions)],
+            }],
+            coordinator_epoch: 0,
+        }],
+    };
+    let r = c.call(&req, 1).await;
+    assert_eq!(r.markers[0].topics[0].partitions[0].error_code, 0);
+}
+
+#[tokio::test]
+async fn markers_commit_or_drop_pending_offsets_and_restarts_keep_the_outcome() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig::on_disk(dir.path());
+    let broker = Broker::start(cfg.clone()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c, "t", 3).await;
+    let pid = producer(&mut c).await;
+    let r = c.call(&plain_commit("g", &[(0, 5)]), 8).await;
+    assert_eq!(r.topics[0].partitions[0].error_code, 0);
+    // Committed: the pending offsets become the group's.
+    let r = c.call(&txn_commit("g", pid, &[(0, 50), (1, 60)]), 3).await;
+    assert_eq!(txn_errors(&r), vec![0, 0]);
+    end_txn(&mut c, "g", pid, true).await;
+    let committed = vec![(50, 0), (60, 0), (-1, 0)];
+    assert_eq!(fetch(&mut c, "g", true).await, committed);
+    // Aborted: dropped, the committed offset stays.
+    let r = c.call(&txn_commit("g", pid, &[(0, 70)]), 3).await;
+    assert_eq!(txn_errors(&r), vec![0]);
+    assert_eq!(fetch(&mut c, "g", true).await[0], (-1, UNSTABLE));
+    end_txn(&mut c, "g", pid, false).await;
+    assert_eq!(fetch(&mut c, "g", true).await, committed);
+    // A third transaction stays open across a restart.
+    let r = c.call(&txn_commit("g", pid, &[(2, 80)]), 3).await;
+    assert_eq!(txn_errors(&r), vec![0]);
+    broker.shutdown().await;
+
+    let broker = Broker::start(cfg.clone()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    assert_eq!(fetch(&mut c, "g", false).await, committed);
+    assert_eq!(
+        fetch(&mut c, "g", true).await,
+        vec![(50, 0), (60, 0), (-1, UNSTABLE)]
+    );
+    end_txn(&mut c, "g", pid, true).await;
+    let all = vec![(50, 0), (60, 0), (80, 0)];
+    assert_eq!(fetch(&mut c, "g", true).await, all);
+    // A crash: the replay applies the markers in log order again.
+    drop(broker);
+    let broker = Broker::start(cfg).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    assert_eq!(fetch(&mut c, "g", true).await, all);
     broker.shutdown().await;
 }

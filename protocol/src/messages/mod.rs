@@ -23,6 +23,7 @@ pub mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_producers;
 pub mod describe_user_scram_credentials;
 pub mod fetch;
 pub mod find_coordinator;
@@ -41,6 +42,7 @@ pub mod sasl_authenticate;
 pub mod sasl_handshake;
 pub mod sync_group;
 pub mod txn_offset_commit;
+pub mod write_txn_markers;
 
 pub use alter_partition::*;
 pub use alter_user_scram_credentials::*;
@@ -57,6 +59,7 @@ pub use describe_acls::*;
 pub use describe_cluster::*;
 pub use describe_configs::*;
 pub use describe_groups::*;
+pub use describe_producers::*;
 pub use describe_user_scram_credentials::*;
 pub use fetch::*;
 pub use find_coordinator::*;
@@ -75,6 +78,7 @@ pub use sasl_authenticate::*;
 pub use sasl_handshake::*;
 pub use sync_group::*;
 pub use txn_offset_commit::*;
+pub use write_txn_markers::*;
 
 /// A top-level request or response body.
 pub trait Message: Wire + Default + Clone + std::fmt::Debug + PartialEq {
@@ -276,6 +280,10 @@ mod tests {
             $f::<AlterUserScramCredentialsResponse>($arg);
             $f::<TxnOffsetCommitRequest>($arg);
             $f::<TxnOffsetCommitResponse>($arg);
+            $f::<WriteTxnMarkersRequest>($arg);
+            $f::<WriteTxnMarkersResponse>($arg);
+            $f::<DescribeProducersRequest>($arg);
+            $f::<DescribeProducersResponse>($arg);
         };
     }
 

@@ -9,6 +9,7 @@ use crate::group::coordinator::load_partition;
 use crate::group::records::{self, OffsetKey};
 use crate::log::Log;
 use crate::partition::Partition;
+use crate::producer_state::ProducerLimits;
 
 #[test]
 fn txn_commit_validation_follows_kafka() {
@@ -167,7 +168,7 @@ fn replay_keeps_open_transactions_pending_and_applies_finished_ones() {
     for b in batches {
         log.append(b).unwrap();
     }
-    let p = Partition::new("__consumer_offsets", 0, 1, log, 100);
+    let p = Partition::new("__consumer_offsets", 0, 1, log, ProducerLimits::default());
     let mut groups = Groups::new(GroupConfig::default(), 1);
     load_partition(&p, 1, &mut groups);
     assert_eq!(groups.offset("g", "t", 0), Some(&offset(10)), "committed");

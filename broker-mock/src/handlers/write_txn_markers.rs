@@ -1,0 +1,261 @@
+//! WriteTxnMarkers (key 27), versions 0–1 (flexible from 1).
+//!
+//! A transaction coordinator asks this node, as partition leader, to end a
+//! producer's transaction on each listed partition with a commit or abort marker:
+//! a one-record control batch (see [`baton_protocol::record::control`]) appended
+//! like a produce with `acks=all`, then filed in the partition's producer state (the
+//! open transaction closes, the last stable offset moves on, an abort enters the
+//! aborted-transactions index). Each partition is answered once its marker is
+//! replicated to the in-sync replicas (on a single node, at once).
+//!
+//! [`write_markers`] is the one path for markers: the wire handler below and the
+//! transaction coordinator (for partitions this node leads) both call it. A
+//! marker that lands on a `__consumer_offsets` partition is then handed to the
+//! group coordinator (`GroupCoordinator::complete_transaction`), which makes the
+//! producer's pending transactional offsets committed or drops them.
+//!
+//! Per-partition errors, as in Kafka: `UNKNOWN_TOPIC_OR_PARTITION` for a partition
+//! this node does not know, `NOT_LEADER_OR_FOLLOWER` when it does not lead it (or
+//! stops leading before the marker is replicated), `INVALID_PRODUCER_EPOCH` for a
+//! producer epoch older than the partition's (a newer one fences the producer and
+//! is written), `TRANSACTION_COORDINATOR_FENCED` for a coordinator epoch older than
+//! the producer's last marker's, `NOT_ENOUGH_REPLICAS` below
+//! `min.insync.replicas`, `REQUEST_TIMED_OUT` when the in-sync replicas do not
+//! catch up within [`MARKER_REPLICATION_TIMEOUT_MS`], `KAFKA_STORAGE_ERROR` when the
+//! append fails.
+//!
+//! With an authorizer the request needs ClusterAction on the cluster, else every
+//! partition is `CLUSTER_AUTHORIZATION_FAILED` (Kafka answers the same).
+//!
+//! Deviations from Apache Kafka: the markers are appended one partition at a time
+//! in request order and the replication waits run after all appends; the
+//! partition's leader epoch is not compared with one from the coordinator (the
+//! request carries none, in Kafka either).
+
+use std::sync::Arc;
+
+use baton_protocol::acl::AclOperation;
+use baton_protocol::messages::{
+    WritableTxnMarker, WritableTxnMarkerPartitionResult, WritableTxnMarkerResult,
+    WritableTxnMarkerTopicResult, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
+};
+use baton_protocol::record::control::EndTxnMarker;
+use baton_protocol::ErrorCode;
+use tokio::sync::oneshot;
+
+use crate::acl::RequestContext;
+use crate::group::OFFSETS_TOPIC;
+use crate::partition::replication_result;
+use crate::replication::ProduceOutcome;
+use crate::state::BrokerState;
+use crate::wire::{encode, Reply};
+
+/// How long a marker waits for the in-sync replicas before its partition is
+/// answered `REQUEST_TIMED_OUT` (Kafka's coordinator uses `request.timeout.ms`,
+/// 30 s by default).
+pub(crate) const MARKER_REPLICATION_TIMEOUT_MS: i32 = 30_000;
+
+/// The outcome of one partition's marker before the replication wait: an error
+/// code now, or a wait for the high watermark.
+enum Appended {
+    Done(ErrorCode),
+    Waiting(oneshot::Receiver<ProduceOutcome>),
+}
+
+/// Appends `marker` for `producer_id`'s transaction on one partition, as leader.
+/// Runs on the blocking pool (it writes the log).
+fn append_one(
+    state: &BrokerState,
+    topic: &str,
+    partition: i32,
+    marker: &WritableTxnMarker,
+    deadline_ms: u64,
+) -> Appended {
+    let Some(topic) = state.topic(topic) else {
+        return Appended::Done(ErrorCode::UnknownTopicOrPartition);
+    };
+    let Some(partition) = topic.partition(partition) else {
+        return Appended::Done(ErrorCode::UnknownTopicOrPartition);
+    };
+    let mut st = partition.lock();
+    if !st.is_leader() {
+        return Appended::Done(ErrorCode::NotLeaderOrFollower);
+    }
+    if let Some(l) = st.leader_state() {
+        if let Err(r) = l.check_produce(true) {
+            return Appended::Done(r.error_code());
+        }
+    }
+    let end = EndTxnMarker {
+        commit: marker.transaction_result,
+        coordinator_epoch: marker.coordinator_epoch,
+    };
+    match st.append_marker(
+        marker.producer_id,
+        marker.producer_epoch,
+        end,
+        crate::clock::now_ms(),
+    ) {
+        Ok(appended) => {
+            tracing::debug!(
+                topic = %partition.topic(),
+                partition = partition.index(),
+                producer_id = marker.producer_id,
+                commit = end.commit,
+                offset = appended.offset,
+                ended = ?appended.ended,
+                "transaction marker written"
+            );
+            let leo = st.log_end_offset();
+            match st.await_replication(leo, deadline_ms) {
+                Some(rx) => Appended::Waiting(rx),
+                None => Appended::Done(ErrorCode::None),
+            }
+        }
+        Err(code) => Appended::Done(code),
+    }
+}
+
+/// Writes every marker of `request` on the partitions it names, each answered once
+/// its marker is replicated to the in-sync replicas or with the error that stopped
+/// it (see the module docs). The response lists markers, topics and partitions in
+/// request order. No authorization check: callers inside the broker are trusted,
+/// and the wire handler checks ClusterAction first.
+///
+/// # Cancel safety
+///
+/// Not cancel safe in effect: markers already appended stay in the log (as a
+/// produce's batches do) and are replicated; only the answer is lost. The
+/// coordinator retries unanswered markers, and a marker written twice is harmless
+/// (the second finds no open transaction).
+pub(crate) async fn write_markers(
+    state: &Arc<BrokerState>,
+    request: WriteTxnMarkersRequest,
+) -> WriteTxnMarkersResponse {
+    let st = state.clone();
+    let appended = tokio::task::spawn_blocking(move || {
+        let deadline_ms = st
+            .mode
+            .replica()
+            .map_or(0, |c| c.now_ms() + MARKER_REPLICATION_TIMEOUT_MS as u64);
+        let mut out = Vec::with_capacity(request.markers.len());
+        let mut any = false;
+        for marker in request.markers {
+            let mut topics = Vec::with_capacity(marker.topics.len());
+            for t in &marker.topics {
+                let mut parts = Vec::with_capacity(t.partition_indexes.len());
+                for &p in &t.partition_indexes {
+                    let a = append_one(&st, &t.name, p, &marker, deadline_ms);
+                    any |= !matches!(a, Appended::Done(code) if code != ErrorCode::None);
+                    parts.push((p, a));
+                }
+                topics.push((t.name.clone(), parts));
+            }
+            out.push((marker, topics));
+        }
+        if any {
+            st.notify_append();
+        }
+        out
+    })
+    .await;
+    let appended = match appended {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(error = %e, "writing transaction markers failed");
+            return WriteTxnMarkersResponse::default();
+        }
+    };
+    let mut response = WriteTxnMarkersResponse {
+        markers: Vec::with_capacity(appended.len()),
+    };
+    for (marker, topics) in appended {
+        let producer_id = marker.producer_id;
+        let mut topic_results = Vec::with_capacity(topics.len());
+        for (name, parts) in topics {
+            let mut partitions = Vec::with_capacity(parts.len());
+            for (partition_index, a) in parts {
+                let code = match a {
+                    Appended::Done(code) => code,
+                    Appended::Waiting(rx) => {
+                        replication_result(rx, MARKER_REPLICATION_TIMEOUT_MS).await
+                    }
+                };
+                if code == ErrorCode::None && name == OFFSETS_TOPIC {
+                    // The group coordinator's pending transactional offsets of
+                    // this producer become committed (or are dropped).
+                    state.groups.complete_transaction(
+                        partition_index,
+                        producer_id,
+                        marker.producer_epoch,
+                        marker.transaction_result,
+                    );
+                }
+                partitions.push(WritableTxnMarkerPartitionResult {
+                    partition_index,
+                    error_code: code.code(),
+                });
+            }
+            topic_results.push(WritableTxnMarkerTopicResult { name, partitions });
+        }
+        response.markers.push(WritableTxnMarkerResult {
+            producer_id,
+            topics: topic_results,
+        });
+    }
+    response
+}
+
+/// Every partition of `request` answered with `code`.
+fn refuse_all(request: &WriteTxnMarkersRequest, code: ErrorCode) -> WriteTxnMarkersResponse {
+    WriteTxnMarkersResponse {
+        markers: request
+            .markers
+            .iter()
+            .map(|m| WritableTxnMarkerResult {
+                producer_id: m.producer_id,
+                topics: m
+                    .topics
+                    .iter()
+                    .map(|t| WritableTxnMarkerTopicResult {
+                        name: t.name.clone(),
+                        partitions: t
+                            .partition_indexes
+                            .iter()
+                            .map(|&partition_index| WritableTxnMarkerPartitionResult {
+                                partition_index,
+                                error_code: code.code(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// The wire handler: checks ClusterAction, then answers from [`write_markers`] on
+/// another task once every marker is replicated (or failed), so the connection
+/// keeps serving other requests meanwhile.
+pub(crate) fn start(
+    state: Arc<BrokerState>,
+    ctx: &RequestContext,
+    request: WriteTxnMarkersRequest,
+    version: i16,
+    correlation_id: i32,
+) -> Reply {
+    let (tx, rx) = oneshot::channel();
+    let allowed = state.allowed_on_cluster(ctx, AclOperation::ClusterAction);
+    tokio::spawn(async move {
+        let response = if allowed {
+            write_markers(&state, request).await
+        } else {
+            refuse_all(&request, ErrorCode::ClusterAuthorizationFailed)
+        };
+        let bytes = encode::<WriteTxnMarkersRequest>(correlation_id, version, &response)
+            .map_err(|e| tracing::error!(error = %e, "encoding WriteTxnMarkers response failed"))
+            .ok();
+        let _ = tx.send(bytes);
+    });
+    Reply::Later(rx)
+}
