@@ -2,7 +2,8 @@
 //! pending offsets invisible to OffsetFetch (UNSTABLE_OFFSET_COMMIT with
 //! `require_stable`), made committed or dropped by the transaction's marker
 //! (WriteTxnMarkers on the group's `__consumer_offsets` partition), the request's
-//! validation, and pending and finished transactions across restarts.
+//! validation, and pending and finished transactions across restarts, crashes and
+//! a coordinator failover in a cluster.
 
 use baton_broker::group::records::partition_for;
 use baton_broker::group::GroupConfig;
@@ -296,4 +297,114 @@ async fn markers_commit_or_drop_pending_offsets_and_restarts_keep_the_outcome() 
     let mut c = Client::connect(broker.local_addr()).await;
     assert_eq!(fetch(&mut c, "g", true).await, all);
     broker.shutdown().await;
+}
+
+/// Asks `c` for the coordinator of `group` until one other than `not` is named.
+async fn find_coordinator(c: &mut Client, group: &str, not: Option<i32>) -> (i32, Client) {
+    for _ in 0..300 {
+        let fc = c
+            .call(
+                &FindCoordinatorRequest {
+                    key: group.into(),
+                    ..Default::default()
+                },
+                3,
+            )
+            .await;
+        if fc.error_code == 0 && Some(fc.node_id) != not {
+            let addr = format!("{}:{}", fc.host, fc.port).parse().unwrap();
+            return (fc.node_id, Client::connect(addr).await);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no coordinator for {group}");
+}
+
+/// Sends `req` until the coordinator stops answering with a retriable coordinator
+/// error (the ISR of `__consumer_offsets` may still be forming).
+async fn txn_commit_retrying(c: &mut Client, req: &TxnOffsetCommitRequest) {
+    let retriable = [
+        ErrorCode::CoordinatorNotAvailable.code(),
+        ErrorCode::NotCoordinator.code(),
+        ErrorCode::CoordinatorLoadInProgress.code(),
+    ];
+    for _ in 0..300 {
+        let errs = txn_errors(&c.call(req, 3).await);
+        if errs.iter().all(|&e| e == 0) {
+            return;
+        }
+        assert!(errs.iter().all(|e| retriable.contains(e)), "{errs:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("TxnOffsetCommit never accepted");
+}
+
+#[tokio::test]
+async fn a_new_coordinator_replays_finished_and_open_transactions() {
+    use baton_broker::Cluster;
+    let mut cluster = Cluster::builder()
+        .brokers(3)
+        .session_timeout(std::time::Duration::from_secs(2))
+        .start()
+        .await
+        .unwrap();
+    let first = cluster.node_ids()[0];
+    let mut c = Client::connect(cluster.node(first).addr()).await;
+    create_topic(&mut c, "t", 3).await;
+    let (coordinator, mut cc) = find_coordinator(&mut c, "fg", None).await;
+    let done = producer(&mut cc).await;
+    let open = producer(&mut cc).await;
+    txn_commit_retrying(&mut cc, &txn_commit("fg", done, &[(0, 42)])).await;
+    end_txn(&mut cc, "fg", done, true).await;
+    txn_commit_retrying(&mut cc, &txn_commit("fg", open, &[(1, 43)])).await;
+    assert_eq!(
+        fetch(&mut cc, "fg", true).await,
+        vec![(42, 0), (-1, UNSTABLE), (-1, 0)]
+    );
+
+    // The coordinator's node dies; the new leader of the group's partition replays
+    // it: the committed transaction's offset, the open one's still pending.
+    cluster.node(coordinator).kill();
+    let survivor = cluster
+        .node_ids()
+        .into_iter()
+        .find(|&id| id != coordinator)
+        .unwrap();
+    let mut c = Client::connect(cluster.node(survivor).addr()).await;
+    let mut replayed = None;
+    for _ in 0..300 {
+        let (_, mut nc) = find_coordinator(&mut c, "fg", Some(coordinator)).await;
+        let req = OffsetFetchRequest {
+            group_id: "fg".into(),
+            topics: Some(vec![OffsetFetchRequestTopic {
+                name: "t".into(),
+                partition_indexes: vec![0, 1, 2],
+            }]),
+            require_stable: true,
+            ..Default::default()
+        };
+        let r = nc.call(&req, 7).await;
+        if r.error_code == 0 {
+            replayed = Some((
+                r.topics[0]
+                    .partitions
+                    .iter()
+                    .map(|p| (p.committed_offset, p.error_code))
+                    .collect::<Vec<_>>(),
+                nc,
+            ));
+            break;
+        }
+        assert_eq!(r.error_code, ErrorCode::NotCoordinator.code(), "{r:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let (got, mut nc) = replayed.expect("a new coordinator");
+    assert_eq!(got, vec![(42, 0), (-1, UNSTABLE), (-1, 0)]);
+    // The open transaction's commit marker reaches the new leader.
+    end_txn(&mut nc, "fg", open, true).await;
+    assert_eq!(
+        fetch(&mut nc, "fg", true).await,
+        vec![(42, 0), (43, 0), (-1, 0)]
+    );
+    cluster.shutdown().await;
 }
