@@ -65,6 +65,7 @@ pub use limits::BrokerLimits;
 pub use listener_config::{ListenerConfig, MAX_LISTENER_NAME};
 pub use log::Log;
 pub use partition::Partition;
+pub use producer_state::ProducerLimits;
 pub use refusals::RefusedConnections;
 pub use security::{ClientAuth, ListenerSecurity, SaslSettings, SecurityProtocol, TlsSettings};
 pub use server::{Broker, BrokerHandle};

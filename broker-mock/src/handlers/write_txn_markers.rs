@@ -32,6 +32,7 @@
 //! partition's leader epoch is not compared with one from the coordinator (the
 //! request carries none, in Kafka either).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use baton_protocol::acl::AclOperation;
@@ -45,7 +46,7 @@ use tokio::sync::oneshot;
 
 use crate::acl::RequestContext;
 use crate::group::OFFSETS_TOPIC;
-use crate::partition::replication_result;
+use crate::partition::{replication_result, Partition};
 use crate::replication::ProduceOutcome;
 use crate::state::BrokerState;
 use crate::wire::{encode, Reply};
@@ -55,35 +56,30 @@ use crate::wire::{encode, Reply};
 /// 30 s by default).
 pub(crate) const MARKER_REPLICATION_TIMEOUT_MS: i32 = 30_000;
 
-/// The outcome of one partition's marker before the replication wait: an error
-/// code now, or a wait for the high watermark.
-enum Appended {
+/// The answer of one partition of a request: an error code now, or the index of a
+/// replication wait in its marker's `waits`.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
     Done(ErrorCode),
-    Waiting(oneshot::Receiver<ProduceOutcome>),
+    Waiting(u32),
 }
 
-/// Appends `marker` for `producer_id`'s transaction on one partition, as leader.
+/// Appends `marker` for its producer's transaction on `partition`, as leader, and
+/// returns the partition's answer (registering its replication wait in `waits`).
 /// Runs on the blocking pool (it writes the log).
 fn append_one(
-    state: &BrokerState,
-    topic: &str,
-    partition: i32,
+    partition: &Partition,
     marker: &WritableTxnMarker,
     deadline_ms: u64,
-) -> Appended {
-    let Some(topic) = state.topic(topic) else {
-        return Appended::Done(ErrorCode::UnknownTopicOrPartition);
-    };
-    let Some(partition) = topic.partition(partition) else {
-        return Appended::Done(ErrorCode::UnknownTopicOrPartition);
-    };
+    waits: &mut Vec<oneshot::Receiver<ProduceOutcome>>,
+) -> Slot {
     let mut st = partition.lock();
     if !st.is_leader() {
-        return Appended::Done(ErrorCode::NotLeaderOrFollower);
+        return Slot::Done(ErrorCode::NotLeaderOrFollower);
     }
     if let Some(l) = st.leader_state() {
         if let Err(r) = l.check_produce(true) {
-            return Appended::Done(r.error_code());
+            return Slot::Done(r.error_code());
         }
     }
     let end = EndTxnMarker {
@@ -108,19 +104,75 @@ fn append_one(
             );
             let leo = st.log_end_offset();
             match st.await_replication(leo, deadline_ms) {
-                Some(rx) => Appended::Waiting(rx),
-                None => Appended::Done(ErrorCode::None),
+                Some(rx) => {
+                    waits.push(rx);
+                    Slot::Waiting((waits.len() - 1) as u32)
+                }
+                None => Slot::Done(ErrorCode::None),
             }
         }
-        Err(code) => Appended::Done(code),
+        Err(code) => Slot::Done(code),
+    }
+}
+
+/// One marker of a request after its appends: for every partition of the request
+/// (by topic, then position) its answer, and the replication waits they name.
+struct MarkerOutcomes {
+    marker: WritableTxnMarker,
+    slots: Vec<Vec<Slot>>,
+    waits: Vec<oneshot::Receiver<ProduceOutcome>>,
+}
+
+/// Appends one marker on every partition it names, each existing partition once
+/// (a repeat gets the first place's answer, so a request cannot append more
+/// markers than the partitions that exist).
+fn append_marker(
+    state: &BrokerState,
+    marker: WritableTxnMarker,
+    deadline_ms: u64,
+) -> MarkerOutcomes {
+    let mut waits = Vec::new();
+    // (topic position in the request, partition) -> answer, for existing partitions.
+    let mut written: HashMap<(usize, i32), Slot> = HashMap::new();
+    // A topic named twice shares its first position's answers.
+    let mut first_position: HashMap<&str, usize> = HashMap::new();
+    let mut slots = Vec::with_capacity(marker.topics.len());
+    for (ti, t) in marker.topics.iter().enumerate() {
+        let topic = state.topic(&t.name);
+        if topic.is_none() {
+            slots.push(vec![
+                Slot::Done(ErrorCode::UnknownTopicOrPartition);
+                t.partition_indexes.len()
+            ]);
+            continue;
+        }
+        let ti = *first_position.entry(t.name.as_str()).or_insert(ti);
+        let mut row = Vec::with_capacity(t.partition_indexes.len());
+        for &p in &t.partition_indexes {
+            let Some(partition) = topic.as_ref().and_then(|t| t.partition(p)) else {
+                row.push(Slot::Done(ErrorCode::UnknownTopicOrPartition));
+                continue;
+            };
+            let slot = *written
+                .entry((ti, p))
+                .or_insert_with(|| append_one(partition, &marker, deadline_ms, &mut waits));
+            row.push(slot);
+        }
+        slots.push(row);
+    }
+    MarkerOutcomes {
+        marker,
+        slots,
+        waits,
     }
 }
 
 /// Writes every marker of `request` on the partitions it names, each answered once
 /// its marker is replicated to the in-sync replicas or with the error that stopped
-/// it (see the module docs). The response lists markers, topics and partitions in
-/// request order. No authorization check: callers inside the broker are trusted,
-/// and the wire handler checks ClusterAction first.
+/// it (see the module docs). A partition named twice for one marker is written
+/// once, and both places get its answer. The response lists markers, topics and
+/// partitions in request order. No authorization check: callers inside the broker
+/// are trusted, and the wire handler checks ClusterAction first.
 ///
 /// # Cancel safety
 ///
@@ -138,25 +190,21 @@ pub(crate) async fn write_markers(
             .mode
             .replica()
             .map_or(0, |c| c.now_ms() + MARKER_REPLICATION_TIMEOUT_MS as u64);
-        let mut out = Vec::with_capacity(request.markers.len());
-        let mut any = false;
-        for marker in request.markers {
-            let mut topics = Vec::with_capacity(marker.topics.len());
-            for t in &marker.topics {
-                let mut parts = Vec::with_capacity(t.partition_indexes.len());
-                for &p in &t.partition_indexes {
-                    let a = append_one(&st, &t.name, p, &marker, deadline_ms);
-                    any |= !matches!(a, Appended::Done(code) if code != ErrorCode::None);
-                    parts.push((p, a));
-                }
-                topics.push((t.name.clone(), parts));
-            }
-            out.push((marker, topics));
-        }
-        if any {
+        let markers: Vec<MarkerOutcomes> = request
+            .markers
+            .into_iter()
+            .map(|marker| append_marker(&st, marker, deadline_ms))
+            .collect();
+        let wrote = markers.iter().any(|m| {
+            m.slots
+                .iter()
+                .flatten()
+                .any(|s| matches!(s, Slot::Waiting(_) | Slot::Done(ErrorCode::None)))
+        });
+        if wrote {
             st.notify_append();
         }
-        out
+        markers
     })
     .await;
     let appended = match appended {
@@ -169,38 +217,57 @@ pub(crate) async fn write_markers(
     let mut response = WriteTxnMarkersResponse {
         markers: Vec::with_capacity(appended.len()),
     };
-    for (marker, topics) in appended {
-        let producer_id = marker.producer_id;
-        let mut topic_results = Vec::with_capacity(topics.len());
-        for (name, parts) in topics {
-            let mut partitions = Vec::with_capacity(parts.len());
-            for (partition_index, a) in parts {
-                let code = match a {
-                    Appended::Done(code) => code,
-                    Appended::Waiting(rx) => {
-                        replication_result(rx, MARKER_REPLICATION_TIMEOUT_MS).await
-                    }
-                };
-                if code == ErrorCode::None && name == OFFSETS_TOPIC {
-                    // The group coordinator's pending transactional offsets of
-                    // this producer become committed (or are dropped).
-                    state.groups.complete_transaction(
-                        partition_index,
-                        producer_id,
-                        marker.producer_epoch,
-                        marker.transaction_result,
-                    );
-                }
-                partitions.push(WritableTxnMarkerPartitionResult {
-                    partition_index,
-                    error_code: code.code(),
-                });
-            }
-            topic_results.push(WritableTxnMarkerTopicResult { name, partitions });
+    for m in appended {
+        let mut replicated = Vec::with_capacity(m.waits.len());
+        for rx in m.waits {
+            replicated.push(replication_result(rx, MARKER_REPLICATION_TIMEOUT_MS).await);
         }
+        let (producer_id, producer_epoch, commit) = (
+            m.marker.producer_id,
+            m.marker.producer_epoch,
+            m.marker.transaction_result,
+        );
+        let topics = m
+            .marker
+            .topics
+            .into_iter()
+            .zip(m.slots)
+            .map(|(t, row)| {
+                let group_offsets = t.name == OFFSETS_TOPIC;
+                WritableTxnMarkerTopicResult {
+                    name: t.name,
+                    partitions: t
+                        .partition_indexes
+                        .into_iter()
+                        .zip(row)
+                        .map(|(partition_index, slot)| {
+                            let code = match slot {
+                                Slot::Done(code) => code,
+                                Slot::Waiting(i) => replicated[i as usize],
+                            };
+                            if group_offsets && code == ErrorCode::None {
+                                // The marker landed on a `__consumer_offsets`
+                                // partition: the producer's pending transactional
+                                // offsets there become committed (or are dropped).
+                                state.groups.complete_transaction(
+                                    partition_index,
+                                    producer_id,
+                                    producer_epoch,
+                                    commit,
+                                );
+                            }
+                            WritableTxnMarkerPartitionResult {
+                                partition_index,
+                                error_code: code.code(),
+                            }
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
         response.markers.push(WritableTxnMarkerResult {
-            producer_id,
-            topics: topic_results,
+            producer_id: m.marker.producer_id,
+            topics,
         });
     }
     response

@@ -274,6 +274,14 @@ async fn markers_move_the_last_stable_offset_and_fill_the_aborted_index() {
         [ErrorCode::UnknownTopicOrPartition]
     );
 
+    // A partition named twice in one marker is written once; both places answer.
+    let end = latest(&mut c, &topic, 0).await;
+    assert_eq!(
+        marker(&mut c, 1, p1, 1, true, 3, &topic, &[0, 0]).await,
+        [ErrorCode::None, ErrorCode::None]
+    );
+    assert_eq!(latest(&mut c, &topic, 0).await, end + 1);
+
     // DescribeProducers: p2 with no open transaction, then with one.
     let (code, list) = producers(&mut c, &topic).await;
     assert_eq!(code, ErrorCode::None);
