@@ -18,7 +18,8 @@
 //! `require_stable`), until the transaction's commit marker lands on that partition
 //! (WriteTxnMarkers), which makes them committed; an abort marker drops them. A
 //! producer epoch older than the one the partition has seen is
-//! INVALID_PRODUCER_EPOCH. Coordinator errors (NOT_COORDINATOR,
+//! INVALID_PRODUCER_EPOCH. DeleteGroups on an empty group drops its pending offsets
+//! with it (in memory and, through its tombstone, in a replay). Coordinator errors (NOT_COORDINATOR,
 //! COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE) are as for OffsetCommit.
 //!
 //! With an authorizer, as in Kafka: the transactional id needs Write (else

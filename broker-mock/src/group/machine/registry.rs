@@ -294,7 +294,8 @@ impl Groups {
 
     /// Replays a persisted generation: the group exists (empty, if it was not in
     /// memory) and its next generation is above `generation_id`. `None` (a
-    /// tombstone) removes the group unless it has members or offsets.
+    /// tombstone) removes the group unless it has members or committed offsets
+    /// (pending transactional offsets are dropped with it).
     pub fn apply_generation(&mut self, group_id: &str, generation: Option<(i32, String)>) {
         match generation {
             Some((generation_id, protocol_type)) => {
@@ -314,11 +315,10 @@ impl Groups {
                 }
             }
             None => {
+                // Pending transactional offsets go with the group, as they do when
+                // DeleteGroups (the writer of this tombstone) removes it in memory.
                 let removable = self.groups.get(group_id).is_some_and(|g| {
-                    g.members.is_empty()
-                        && g.pending_members.is_empty()
-                        && g.offsets.is_empty()
-                        && g.pending_txn.is_empty()
+                    g.members.is_empty() && g.pending_members.is_empty() && g.offsets.is_empty()
                 });
                 if removable {
                     self.groups.remove(group_id);

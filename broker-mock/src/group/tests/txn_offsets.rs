@@ -86,6 +86,24 @@ fn abort_drops_pending_offsets_and_an_emptied_group() {
 }
 
 #[test]
+fn a_deleted_group_loses_its_pending_offsets_in_memory_and_in_a_replay() {
+    // In memory: DeleteGroups removes the group; its producer's marker finds nothing.
+    let mut h = Harness::new(0);
+    h.groups.apply_txn_offset("g", 7, "t", 0, offset(9), 1);
+    h.groups.delete("g");
+    h.groups.complete_transaction(7, true, |_| true);
+    assert_eq!(h.groups.state_of("g"), None);
+    // Replayed: the offset tombstones, then the group's tombstone, then the marker.
+    let mut h = Harness::new(0);
+    h.groups.apply_offset("g", "t", 1, Some(offset(3)), 0);
+    h.groups.apply_txn_offset("g", 7, "t", 0, offset(9), 1);
+    h.groups.apply_offset("g", "t", 1, None, 2);
+    h.groups.apply_generation("g", None);
+    h.groups.complete_transaction(7, true, |_| true);
+    assert_eq!(h.groups.state_of("g"), None);
+}
+
+#[test]
 fn a_later_plain_commit_wins_over_an_earlier_transaction() {
     let mut h = Harness::new(0);
     // Transactional offset at log offset 10, then a plain commit at 11.
