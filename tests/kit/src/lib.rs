@@ -15,6 +15,8 @@
 //! - [`exactly_once`]: a consume-transform-produce pipeline with transactions,
 //!   killed and restarted by tests, and the read of its output for the
 //!   exactly-once history check;
+//! - [`transactions`]: the transaction scenarios run against Apache Kafka and
+//!   baton-broker alike;
 //! - [`cluster`]: a client on a `Cluster`, and the check of what a consumer read
 //!   against the acknowledged records;
 //! - [`proxy`]: a broker behind a recording (and response-losing, rewriting,
@@ -37,6 +39,7 @@ pub mod proxy;
 pub mod security;
 mod seed;
 pub mod tools;
+pub mod transactions;
 pub mod wire;
 
 pub use baton_protocol::testing::Rng;
