@@ -9,6 +9,7 @@ mod chaos_readme;
 mod corruption_cluster;
 mod corruption_consumer;
 mod durability;
+mod exactly_once;
 mod failover;
 mod replication;
 mod rolling;
