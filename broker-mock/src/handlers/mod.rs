@@ -4,7 +4,10 @@
 //! body with the version's header format, runs the handler (off the async threads:
 //! handlers touch files), and encodes the response with its header. Anything that
 //! cannot be decoded or is not supported is an `Err` with a reason, which closes the
-//! connection. ApiVersions is the exception: a too-new version is answered (KIP-511).
+//! connection (the server logs it at warn with the peer; an unknown API key or an
+//! unsupported version names the client id too). ApiVersions is the exception: a
+//! too-new version is answered (KIP-511). Every UNSUPPORTED_VERSION answer is
+//! logged at warn with the API key, version, client id and peer.
 //! SaslHandshake and SaslAuthenticate never reach `dispatch`: the connection's
 //! authentication gate (`security::gate`) answers them with their handlers here.
 
@@ -56,13 +59,13 @@ use baton_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
-use baton_protocol::{Message, Request, RequestHeader};
+use baton_protocol::{ErrorCode, Message, Request, RequestHeader};
 use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::acl::RequestContext;
 use crate::state::BrokerState;
-use crate::wire::{decode, encode, DispatchError, Reply};
+use crate::wire::{decode, encode, ClientId, DispatchError, Reply};
 
 /// Decodes, runs `handler` on the blocking pool, and encodes its response (`None`
 /// means the request gets no response).
@@ -177,6 +180,26 @@ async fn produce_request(
     Ok(Reply::Later(rx))
 }
 
+/// Logs a request answered with UNSUPPORTED_VERSION (a closed connection is logged
+/// by the server with the [`DispatchError`]), so an operator sees what a client
+/// asked for and was refused.
+fn log_unsupported(
+    ctx: &RequestContext,
+    api_key: i16,
+    version: i16,
+    client_id: &ClientId,
+    what: &str,
+) {
+    tracing::warn!(
+        api_key,
+        version,
+        %client_id,
+        peer = %ctx.host,
+        principal = %ctx.principal,
+        "answering UNSUPPORTED_VERSION: {what}"
+    );
+}
+
 /// Handles one request frame; `Err` closes the connection with the given reason.
 /// `listener` is the index of the listener the request arrived on (in
 /// `BrokerState::listeners`): Metadata, FindCoordinator and DescribeCluster answer
@@ -191,6 +214,11 @@ pub(crate) async fn dispatch(
     let (api_key, version, _) = RequestHeader::peek(&frame).map_err(DispatchError::Peek)?;
     match api_key {
         ApiVersionsRequest::API_KEY => {
+            if !ApiVersionsRequest::supports(version) {
+                let client_id = ClientId::peek(&frame);
+                let why = "a newer version than this broker's; the v0 answer lists its versions";
+                log_unsupported(ctx, api_key, version, &client_id, why);
+            }
             api_versions::handle(frame, version).map(|b| Reply::Now(Some(b)))
         }
         MetadataRequest::API_KEY => {
@@ -242,8 +270,14 @@ pub(crate) async fn dispatch(
             .await
         }
         InitProducerIdRequest::API_KEY => {
-            run::<InitProducerIdRequest, _>(state, ctx, frame, version, |s, c, r, v| {
-                Some(init_producer_id::handle(s, c, r, v))
+            let client_id = ClientId::peek(&frame);
+            run::<InitProducerIdRequest, _>(state, ctx, frame, version, move |s, c, r, v| {
+                let response = init_producer_id::handle(s, c, r, v);
+                if response.error_code == ErrorCode::UnsupportedVersion.code() {
+                    let why = "a transactional id, and this broker has no transactions";
+                    log_unsupported(c, api_key, v, &client_id, why);
+                }
+                Some(response)
             })
             .await
         }
@@ -352,6 +386,10 @@ pub(crate) async fn dispatch(
             })
             .await
         }
-        other => Err(DispatchError::UnknownApiKey(other)),
+        api_key => Err(DispatchError::UnknownApiKey {
+            api_key,
+            version,
+            client_id: ClientId::peek(&frame),
+        }),
     }
 }

@@ -20,3 +20,4 @@ mod sasl;
 mod scram_admin;
 mod server;
 mod tls;
+mod unsupported_requests;
