@@ -1,4 +1,4 @@
-//! Interop: third-party clients (Python, kcat, Go, Java and Kafka's tools)
+//! Interop: third-party clients (Python, kcat, Go, Java, JavaScript and Kafka's tools)
 //! against `baton-broker`, and Baton against Apache Kafka, one binary so the
 //! tool setup (`baton_testkit::tools`) and the helpers compile once.
 
@@ -9,3 +9,5 @@ mod interop_go;
 mod interop_go_util;
 mod interop_java;
 mod interop_java_util;
+mod interop_js;
+mod interop_txn_util;
