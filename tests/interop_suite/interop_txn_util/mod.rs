@@ -1,5 +1,6 @@
 //! The transaction scenario every third-party client runs (`interop_js.rs`,
-//! `interop_txn.rs`), and its checks.
+//! `interop_confluent_txn.rs`), its checks, and the clients that run it
+//! ([`TxnClient`]).
 //!
 //! The test writes the input: [`INPUT_RECORDS`] records `in-<i>` on partition 0 of
 //! a one-partition input topic. The client's `transact` command is a
@@ -18,10 +19,13 @@
 //! JSON objects (client logs) are skipped.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::process::Command;
 use std::time::Duration;
 
 use baton::{Admin, Client, NewTopic, Producer, ProducerRecord};
+use baton_testkit::tools::node::{module_dir, node};
 use baton_testkit::tools::process::{run, Finished};
+use baton_testkit::tools::{python, scripts_dir};
 use bytes::Bytes;
 
 use crate::interop_go_util::GoResult as JsonLine;
@@ -36,6 +40,105 @@ pub const INPUT_RECORDS: usize = BATCH * BATCHES;
 pub const OUTPUT_PARTITIONS: i32 = 3;
 /// Longest one client command may run (the scripts give up on their own sooner).
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(150);
+
+/// A third-party client with the scenario's two commands, `transact` and `read`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TxnClient {
+    /// kafkajs 2.2.4 (`tests/interop/js/txn.mjs kafkajs`).
+    Kafkajs,
+    /// @platformatic/kafka 2.12 (`tests/interop/js/txn.mjs platformatic`).
+    Platformatic,
+    /// confluent-kafka, librdkafka inside (`tests/interop/confluent_txn.py`).
+    Confluent,
+}
+
+impl TxnClient {
+    /// The client's name in messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            TxnClient::Kafkajs => "kafkajs",
+            TxnClient::Platformatic => "platformatic",
+            TxnClient::Confluent => "confluent-kafka",
+        }
+    }
+
+    /// The client's `command` (`transact` or `read`) on `bootstrap` with `args`.
+    pub fn command(self, command: &str, bootstrap: &str, args: &[String]) -> Command {
+        let mut cmd = match self {
+            TxnClient::Kafkajs | TxnClient::Platformatic => {
+                let mut cmd = Command::new(node());
+                cmd.arg(module_dir().join("txn.mjs"))
+                    .arg(self.name())
+                    .current_dir(module_dir());
+                cmd
+            }
+            TxnClient::Confluent => {
+                let mut cmd = Command::new(python());
+                cmd.arg(scripts_dir().join("confluent_txn.py"))
+                    .current_dir(scripts_dir());
+                cmd
+            }
+        };
+        cmd.args([command, bootstrap]).args(args);
+        cmd
+    }
+}
+
+/// `writer` runs the scenario on `bootstrap`; each of `readers` reads the output
+/// at read_committed (exactly the committed records), and `writer` reads it at
+/// read_uncommitted (the aborted records too, so the abort did write them).
+pub fn transactions_commit_and_abort(
+    writer: TxnClient,
+    readers: &[TxnClient],
+    bootstrap: Vec<String>,
+) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let tag = format!("txn-{}", writer.name());
+    let scenario = runtime.block_on(Scenario::create(bootstrap.clone(), &tag));
+    let bootstrap = bootstrap.join(",");
+
+    let what = format!("{} transact", writer.name());
+    let args = [
+        scenario.input.clone(),
+        scenario.output.clone(),
+        scenario.group.clone(),
+        scenario.txn_id.clone(),
+        OUTPUT_PARTITIONS.to_string(),
+        BATCH.to_string(),
+        BATCHES.to_string(),
+    ];
+    let out = run_client(&mut writer.command("transact", &bootstrap, &args), &what);
+    check_transact(&out, &what);
+
+    let read = |reader: TxnClient, expected: &BTreeSet<String>, isolation: &str| {
+        let what = format!(
+            "{} read_{isolation} of {}'s transactions",
+            reader.name(),
+            writer.name()
+        );
+        let args = [
+            scenario.output.clone(),
+            format!("{}-{}-{isolation}", scenario.output, reader.name()),
+            expected.len().to_string(),
+            isolation.to_string(),
+        ];
+        let out = run_client(&mut reader.command("read", &bootstrap, &args), &what);
+        let seen = records(&out);
+        check_read(&seen, expected, &what).unwrap_or_else(|e| panic!("{e}"));
+        println!("{what}: {} records as expected", seen.len());
+    };
+    let committed = Scenario::committed();
+    for &reader in readers {
+        read(reader, &committed, "committed");
+    }
+    let mut everything = committed;
+    everything.extend(Scenario::aborted());
+    read(writer, &everything, "uncommitted");
+}
 
 /// The topics and group of one run of the scenario.
 #[derive(Debug, Clone)]
