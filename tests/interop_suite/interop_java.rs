@@ -469,3 +469,12 @@ fn perf_tools_run_to_completion() {
     println!("ConsumerPerformance {}: {figures}", kafka_version());
     rt.block_on(broker.shutdown());
 }
+
+/// Apache Kafka's TransactionalMessageCopier against Apache Kafka, which proves the
+/// scenario of `interop_txn_util::copier_copies_exactly_once`.
+#[test]
+fn transactional_message_copier_copies_exactly_once_on_apache_kafka() {
+    let kafka = crate::apache_kafka_util::single_node();
+    let _logs = kafka.logs_on_failure();
+    crate::interop_txn_util::copier_copies_exactly_once(kafka.bootstrap());
+}

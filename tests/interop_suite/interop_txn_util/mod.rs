@@ -140,6 +140,67 @@ pub fn transactions_commit_and_abort(
     read(writer, &everything, "uncommitted");
 }
 
+/// Records Kafka's TransactionalMessageCopier copies.
+const COPIER_RECORDS: usize = 1_000;
+
+/// Apache Kafka's own exactly-once tool, `TransactionalMessageCopier` (the
+/// kafka-tools jar), copies [`COPIER_RECORDS`] input records to the output topic in
+/// transactions of 50 with its consumer's offsets (`--use-group-metadata`),
+/// aborting some transactions at random and rewinding to the committed offset; then
+/// confluent-kafka reads the output at read_committed: every input value exactly
+/// once.
+pub fn copier_copies_exactly_once(bootstrap: Vec<String>) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let scenario = runtime.block_on(Scenario::create_sized(
+        bootstrap.clone(),
+        "copier",
+        COPIER_RECORDS,
+    ));
+    let bootstrap = bootstrap.join(",");
+    let mut copier =
+        crate::interop_java_util::java("org.apache.kafka.tools.TransactionalMessageCopier");
+    copier.args([
+        "--broker-list",
+        &bootstrap,
+        "--input-topic",
+        &scenario.input,
+        "--input-partition",
+        "0",
+        "--output-topic",
+        &scenario.output,
+        "--transactional-id",
+        &scenario.txn_id,
+        "--consumer-group",
+        &scenario.group,
+        "--transaction-size",
+        "50",
+        "--enable-random-aborts",
+        "--use-group-metadata",
+    ]);
+    let out = run_client(&mut copier, "TransactionalMessageCopier");
+    println!(
+        "TransactionalMessageCopier: {}",
+        out.stdout.lines().last().unwrap_or_default()
+    );
+    let expected: BTreeSet<String> = (0..COPIER_RECORDS).map(|i| format!("in-{i}")).collect();
+    let what = "confluent-kafka read_committed of TransactionalMessageCopier's output";
+    let args = [
+        scenario.output.clone(),
+        format!("{}-reader", scenario.output),
+        COPIER_RECORDS.to_string(),
+        "committed".to_string(),
+    ];
+    let out = run_client(
+        &mut TxnClient::Confluent.command("read", &bootstrap, &args),
+        what,
+    );
+    check_values(&records(&out), &expected, what).unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// The topics and group of one run of the scenario.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -156,6 +217,11 @@ pub struct Scenario {
 impl Scenario {
     /// Creates the topics on `bootstrap` and writes the input, named after `tag`.
     pub async fn create(bootstrap: Vec<String>, tag: &str) -> Scenario {
+        Scenario::create_sized(bootstrap, tag, INPUT_RECORDS).await
+    }
+
+    /// [`Scenario::create`] with `input_records` input records.
+    pub async fn create_sized(bootstrap: Vec<String>, tag: &str, input_records: usize) -> Scenario {
         let client = Client::builder(bootstrap)
             .client_id("interop-txn-setup")
             .build()
@@ -171,8 +237,8 @@ impl Scenario {
             .await
             .expect("topics created");
         let producer = Producer::builder(&client).build();
-        let mut deliveries = Vec::with_capacity(INPUT_RECORDS);
-        for i in 0..INPUT_RECORDS {
+        let mut deliveries = Vec::with_capacity(input_records);
+        for i in 0..input_records {
             let record = ProducerRecord::new(input.clone())
                 .partition(0)
                 .value(Bytes::from(format!("in-{i}")));
@@ -308,10 +374,7 @@ pub fn check_read(
     expected: &BTreeSet<String>,
     what: &str,
 ) -> Result<(), String> {
-    let mut values = BTreeMap::<&str, usize>::new();
-    let mut last = BTreeMap::<i32, i64>::new();
-    for (partition, offset, key, value) in seen {
-        *values.entry(value).or_default() += 1;
+    for (partition, _, key, value) in seen {
         let i: i32 = key
             .strip_prefix("k-")
             .and_then(|i| i.parse().ok())
@@ -319,6 +382,21 @@ pub fn check_read(
         if !value.starts_with(&format!("out-{i}-")) || *partition != i % OUTPUT_PARTITIONS {
             return Err(format!("{what}: {key}={value} on partition {partition}"));
         }
+    }
+    check_values(seen, expected, what)
+}
+
+/// Checks that a reader saw every value of `expected` exactly once and nothing
+/// else, with offsets rising within each partition.
+pub fn check_values(
+    seen: &[(i32, i64, String, String)],
+    expected: &BTreeSet<String>,
+    what: &str,
+) -> Result<(), String> {
+    let mut values = BTreeMap::<&str, usize>::new();
+    let mut last = BTreeMap::<i32, i64>::new();
+    for (partition, offset, _, value) in seen {
+        *values.entry(value).or_default() += 1;
         if let Some(prev) = last.insert(*partition, *offset) {
             if prev >= *offset {
                 return Err(format!(
