@@ -66,8 +66,8 @@ mod txn;
 
 pub(crate) use allocator::{AllocatorError, ProducerIdAllocator};
 pub(crate) use rebuild::rebuild_or_empty;
-pub(crate) use table::{EndedTxn, ProducerBatch, ProducerStateTable, Verdict};
 pub use table::ProducerLimits;
+pub(crate) use table::{EndedTxn, ProducerBatch, ProducerStateTable, Verdict};
 pub(crate) use txn::AbortedTxn;
 
 #[cfg(test)]
