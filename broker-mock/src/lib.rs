@@ -54,6 +54,7 @@ pub(crate) mod server;
 mod state;
 mod topic_limits;
 pub(crate) mod topics;
+pub mod txn;
 mod wire;
 
 pub use acl::AuthorizerConfig;
@@ -65,6 +66,7 @@ pub use limits::BrokerLimits;
 pub use listener_config::{ListenerConfig, MAX_LISTENER_NAME};
 pub use log::Log;
 pub use partition::Partition;
+pub use producer_state::ProducerLimits;
 pub use refusals::RefusedConnections;
 pub use security::{ClientAuth, ListenerSecurity, SaslSettings, SecurityProtocol, TlsSettings};
 pub use server::{Broker, BrokerHandle};

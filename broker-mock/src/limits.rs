@@ -24,6 +24,12 @@ pub const DEFAULT_MAX_PARTITIONS_PER_REQUEST: usize = 10_000;
 pub const DEFAULT_MAX_GROUPS: usize = 10_000;
 /// Default of [`BrokerLimits::max_producers_per_partition`].
 pub const DEFAULT_MAX_PRODUCERS_PER_PARTITION: usize = 10_000;
+/// Default of [`BrokerLimits::max_aborted_txns_per_partition`].
+pub const DEFAULT_MAX_ABORTED_TXNS_PER_PARTITION: usize = 100_000;
+/// Default of [`BrokerLimits::max_transactional_ids`].
+pub const DEFAULT_MAX_TRANSACTIONAL_IDS: usize = 10_000;
+/// Default of [`BrokerLimits::max_partitions_per_transaction`].
+pub const DEFAULT_MAX_PARTITIONS_PER_TRANSACTION: usize = 10_000;
 /// Default of [`BrokerLimits::max_acls`].
 pub const DEFAULT_MAX_ACLS: usize = 10_000;
 /// Default of [`BrokerLimits::max_connections`].
@@ -54,6 +60,14 @@ pub struct BrokerLimits {
     /// whose last batch is oldest in the log is forgotten (Kafka expires them by
     /// time, `producer.id.expiration.ms`).
     pub max_producers_per_partition: usize,
+    /// Most aborted transactions one partition's aborted-transactions index keeps
+    /// (24 bytes each); past it the oldest entry is dropped, and a read_committed
+    /// consumer reading that old range again would no longer be told to skip its
+    /// records. Kafka keeps the index per log segment, as long as the segment.
+    /// Producers with an open transaction are never forgotten, and at most
+    /// `max_producers_per_partition` transactions may be open on one partition: a
+    /// batch that would open one more fails with `POLICY_VIOLATION`.
+    pub max_aborted_txns_per_partition: usize,
     /// Most open client connections to one node, all its listeners together
     /// (Kafka's `max.connections`).
     /// A connection accepted beyond it is closed at once.
@@ -64,6 +78,14 @@ pub struct BrokerLimits {
     /// Most ACL bindings a node holds. A CreateAcls creation beyond it fails with
     /// `POLICY_VIOLATION`, naming the limit; Kafka has no such ceiling.
     pub max_acls: usize,
+    /// Most transactional ids a transaction coordinator holds. An InitProducerId
+    /// for one more fails with `POLICY_VIOLATION`; Kafka has no such ceiling (it
+    /// expires idle ids after `transactional.id.expiration.ms`).
+    pub max_transactional_ids: usize,
+    /// Most partitions (offsets partitions included) in one transaction. An
+    /// AddPartitionsToTxn or AddOffsetsToTxn past it fails with `POLICY_VIOLATION`;
+    /// Kafka has no such ceiling.
+    pub max_partitions_per_transaction: usize,
 }
 
 impl Default for BrokerLimits {
@@ -74,9 +96,12 @@ impl Default for BrokerLimits {
             max_partitions_per_request: DEFAULT_MAX_PARTITIONS_PER_REQUEST,
             max_groups: DEFAULT_MAX_GROUPS,
             max_producers_per_partition: DEFAULT_MAX_PRODUCERS_PER_PARTITION,
+            max_aborted_txns_per_partition: DEFAULT_MAX_ABORTED_TXNS_PER_PARTITION,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             max_acls: DEFAULT_MAX_ACLS,
+            max_transactional_ids: DEFAULT_MAX_TRANSACTIONAL_IDS,
+            max_partitions_per_transaction: DEFAULT_MAX_PARTITIONS_PER_TRANSACTION,
         }
     }
 }

@@ -216,8 +216,8 @@ pub(crate) struct Storage {
     pub node_id: i32,
     /// Cluster replicas start without a role (see [`Partition::new_replica`]).
     pub cluster: bool,
-    /// Idempotent producers each partition remembers (`BrokerLimits`).
-    pub max_producers_per_partition: usize,
+    /// What each partition's producer state may hold (`BrokerLimits`).
+    pub producer_limits: crate::producer_state::ProducerLimits,
 }
 
 impl Storage {
@@ -269,12 +269,7 @@ impl Storage {
             }
         };
         if self.cluster {
-            let part = Partition::new_replica(
-                shared_name.clone(),
-                p,
-                log,
-                self.max_producers_per_partition,
-            );
+            let part = Partition::new_replica(shared_name.clone(), p, log, self.producer_limits);
             if let Some(offset) = corrupt_offset {
                 // Not a torn tail: valid data was cut. The replica must re-fetch it
                 // from a healthy leader and must not lead before it has.
@@ -287,7 +282,7 @@ impl Storage {
                 p,
                 self.node_id,
                 log,
-                self.max_producers_per_partition,
+                self.producer_limits,
             ))
         }
     }

@@ -87,6 +87,8 @@ const MEMBER_COST: isize = 2048;
 const PRODUCER_COST: isize = 1024;
 const CONNECTION_COST: isize = 256 << 10;
 const ACL_COST: isize = 1024;
+/// A transactional id's state (its name and partitions are paid by request bytes).
+const TXN_COST: isize = 1024;
 
 fn limits() -> BrokerLimits {
     BrokerLimits {
@@ -95,9 +97,12 @@ fn limits() -> BrokerLimits {
         max_partitions_per_request: 500,
         max_groups: 50,
         max_producers_per_partition: 100,
+        max_aborted_txns_per_partition: 1_000,
         max_connections: 40,
         max_connections_per_ip: 40,
         max_acls: 100,
+        max_transactional_ids: 50,
+        max_partitions_per_transaction: 100,
     }
 }
 
@@ -293,6 +298,7 @@ fn all_limits_allowance() -> isize {
     l.max_partitions as isize * (PARTITION_COST + PRODUCER_COST)
         + l.max_groups as isize * (GROUP_COST + 20 * MEMBER_COST)
         + l.max_acls as isize * ACL_COST
+        + l.max_transactional_ids as isize * TXN_COST
 }
 
 #[tokio::test]
@@ -315,6 +321,9 @@ async fn every_api_stays_within_its_bound() {
         DescribeClusterRequest, SaslHandshakeRequest, SaslAuthenticateRequest,
         DescribeAclsRequest, CreateAclsRequest, DeleteAclsRequest,
         DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest,
+        WriteTxnMarkersRequest, DescribeProducersRequest,
+        AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest,
+        DescribeTransactionsRequest, ListTransactionsRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;
@@ -638,6 +647,69 @@ async fn producers_stay_within_the_limits() {
             "producer {k}"
         );
     }
+    m.end(sent, l.max_producers_per_partition as isize * PRODUCER_COST)
+        .await;
+    broker.shutdown().await;
+}
+
+/// One WriteTxnMarkers marker for `producer_id` on `partitions` of topic `topic`.
+fn txn_marker(producer_id: i64, topic: &str, partitions: Vec<i32>) -> WritableTxnMarker {
+    WritableTxnMarker {
+        producer_id,
+        producer_epoch: 0,
+        transaction_result: false,
+        topics: vec![WritableTxnMarkerTopic {
+            name: topic.into(),
+            partition_indexes: partitions,
+        }],
+        coordinator_epoch: 0,
+    }
+}
+
+#[tokio::test]
+async fn transaction_markers_stay_within_their_bound() {
+    let _serial = SERIAL.lock().await;
+    let broker = start(false).await;
+    let mut conn = Conn::open(broker.local_addr()).await;
+    let l = limits();
+    let (_, created) = conn
+        .call(&baton_testkit::wire::create_req("m", 1, &[]), 7)
+        .await;
+    assert_eq!(created.expect("created").topics[0].error_code, 0);
+
+    // One marker naming the one partition 50,000 times and 50,000 partitions that
+    // do not exist: one marker is written, the rest is answered and let go.
+    let partitions: Vec<i32> = std::iter::repeat_n(0, 50_000).chain(1..50_001).collect();
+    let req = WriteTxnMarkersRequest {
+        markers: vec![txn_marker(1, "m", partitions)],
+    };
+    let m = Measure::begin("WriteTxnMarkers: one partition 50,000 times");
+    let (sent, resp) = conn.call(&req, 1).await;
+    let resp = resp.expect("answered");
+    let codes = &resp.markers[0].topics[0].partitions;
+    assert_eq!(codes.len(), 100_000);
+    assert!(codes[..50_000].iter().all(|p| p.error_code == 0));
+    assert!(codes[50_000..]
+        .iter()
+        .all(|p| ErrorCode::from_code(p.error_code) == ErrorCode::UnknownTopicOrPartition));
+    drop(resp);
+    m.end(sent, PRODUCER_COST).await;
+
+    // 5,000 markers of as many producers: each is stored (in proportion to the
+    // bytes sent); the partition remembers at most max_producers_per_partition.
+    let req = WriteTxnMarkersRequest {
+        markers: (0..5_000)
+            .map(|pid| txn_marker(100 + pid, "m", vec![0]))
+            .collect(),
+    };
+    let m = Measure::begin("WriteTxnMarkers: 5,000 producers, one partition");
+    let (sent, resp) = conn.call(&req, 1).await;
+    let resp = resp.expect("answered");
+    assert!(resp
+        .markers
+        .iter()
+        .all(|m| m.topics[0].partitions[0].error_code == 0));
+    drop(resp);
     m.end(sent, l.max_producers_per_partition as isize * PRODUCER_COST)
         .await;
     broker.shutdown().await;

@@ -165,7 +165,21 @@ macro_rules! for_each_message {
             DescribeUserScramCredentialsRequest,
             DescribeUserScramCredentialsResponse,
             AlterUserScramCredentialsRequest,
-            AlterUserScramCredentialsResponse
+            AlterUserScramCredentialsResponse,
+            AddPartitionsToTxnRequest,
+            AddPartitionsToTxnResponse,
+            AddOffsetsToTxnRequest,
+            AddOffsetsToTxnResponse,
+            EndTxnRequest,
+            EndTxnResponse,
+            DescribeTransactionsRequest,
+            DescribeTransactionsResponse,
+            ListTransactionsRequest,
+            ListTransactionsResponse,
+            WriteTxnMarkersRequest,
+            WriteTxnMarkersResponse,
+            DescribeProducersRequest,
+            DescribeProducersResponse
         )
     };
 }

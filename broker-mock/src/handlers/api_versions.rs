@@ -10,6 +10,10 @@
 //! the client software name and version are not validated.
 
 use baton_protocol::messages::{
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeTransactionsRequest, EndTxnRequest,
+    ListTransactionsRequest,
+};
+use baton_protocol::messages::{
     AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest, SaslAuthenticateRequest,
     SaslHandshakeRequest,
 };
@@ -24,6 +28,7 @@ use baton_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
+use baton_protocol::messages::{DescribeProducersRequest, WriteTxnMarkersRequest};
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use bytes::Bytes;
 
@@ -69,6 +74,7 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DeleteTopicsRequest>(),
         entry::<InitProducerIdRequest>(),
         entry::<OffsetForLeaderEpochRequest>(),
+        entry::<WriteTxnMarkersRequest>(),
         entry::<DeleteGroupsRequest>(),
         entry::<DescribeConfigsRequest>(),
         entry::<DescribeClusterRequest>(),
@@ -79,6 +85,12 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DeleteAclsRequest>(),
         entry::<DescribeUserScramCredentialsRequest>(),
         entry::<AlterUserScramCredentialsRequest>(),
+        entry::<DescribeProducersRequest>(),
+        entry::<AddPartitionsToTxnRequest>(),
+        entry::<AddOffsetsToTxnRequest>(),
+        entry::<EndTxnRequest>(),
+        entry::<DescribeTransactionsRequest>(),
+        entry::<ListTransactionsRequest>(),
     ]
 }
 

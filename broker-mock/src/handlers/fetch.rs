@@ -1,8 +1,12 @@
 //! Fetch (key 1), versions 4–13.
 //!
 //! Reads whole batches below the high watermark (read_uncommitted) or the last stable
-//! offset (read_committed; equal to the high watermark while there are no
-//! transactions). Byte limits follow KIP-74: `max_bytes` bounds the response and
+//! offset (read_committed: the high watermark, or the first offset of the oldest
+//! open transaction if lower). Every response carries the partition's last stable
+//! offset; a read_committed one also lists the aborted transactions (producer id,
+//! first offset) that overlap the batches returned, from the partition's
+//! aborted-transactions index, so the consumer drops their records. Control batches
+//! (transaction markers) are returned like any batch; clients skip them. Byte limits follow KIP-74: `max_bytes` bounds the response and
 //! `partition_max_bytes` each partition, but the first batch of the first partition
 //! with data is returned whole even when larger. Every batch's CRC is verified before
 //! it is sent; a partition with a bad batch answers `KAFKA_STORAGE_ERROR` (and the
@@ -31,7 +35,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton_protocol::messages::{
-    FetchPartition, FetchRequest, FetchResponse, FetchResponsePartitionData, FetchableTopicResponse,
+    AbortedTransaction, FetchPartition, FetchRequest, FetchResponse, FetchResponsePartitionData,
+    FetchableTopicResponse,
 };
 use baton_protocol::ErrorCode;
 use bytes::{Bytes, BytesMut};
@@ -191,6 +196,20 @@ fn read_partition(
             }
             if !*min_one && batches[0].len() > budget {
                 return (out, 0, false);
+            }
+            if let (Some(aborted), Some(last)) = (out.aborted_transactions.as_mut(), batches.last())
+            {
+                // The aborted transactions overlapping the offsets returned.
+                let to = crate::log::header::BatchHeader::parse(last)
+                    .map_or(p.fetch_offset, |h| h.last_offset);
+                *aborted = st
+                    .aborted_transactions(p.fetch_offset, to)
+                    .into_iter()
+                    .map(|a| AbortedTransaction {
+                        producer_id: a.producer_id,
+                        first_offset: a.first_offset,
+                    })
+                    .collect();
             }
             let data = concat(batches);
             let n = data.len();

@@ -11,6 +11,8 @@
 //! SaslHandshake and SaslAuthenticate never reach `dispatch`: the connection's
 //! authentication gate (`security::gate`) answers them with their handlers here.
 
+pub(crate) mod add_offsets_to_txn;
+pub(crate) mod add_partitions_to_txn;
 pub(crate) mod alter_user_scram_credentials;
 pub mod api_versions;
 pub(crate) mod create_acls;
@@ -22,7 +24,10 @@ mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub(crate) mod describe_producers;
+pub(crate) mod describe_transactions;
 pub(crate) mod describe_user_scram_credentials;
+pub(crate) mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 mod forward;
@@ -32,6 +37,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub(crate) mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_fetch;
@@ -41,10 +47,15 @@ pub(crate) mod sasl_authenticate;
 pub(crate) mod sasl_handshake;
 pub mod sync_group;
 mod topic_defaults;
+pub(crate) mod write_txn_markers;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_protocol::messages::{
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeTransactionsRequest, EndTxnRequest,
+    ListTransactionsRequest,
+};
 use baton_protocol::messages::{
     AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
 };
@@ -59,7 +70,8 @@ use baton_protocol::messages::{
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
     ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
 };
-use baton_protocol::{ErrorCode, Message, Request, RequestHeader};
+use baton_protocol::messages::{DescribeProducersRequest, WriteTxnMarkersRequest};
+use baton_protocol::{Message, Request, RequestHeader};
 use bytes::Bytes;
 use tokio::sync::watch;
 
@@ -270,14 +282,8 @@ pub(crate) async fn dispatch(
             .await
         }
         InitProducerIdRequest::API_KEY => {
-            let client_id = ClientId::peek(&frame);
-            run::<InitProducerIdRequest, _>(state, ctx, frame, version, move |s, c, r, v| {
-                let response = init_producer_id::handle(s, c, r, v);
-                if response.error_code == ErrorCode::UnsupportedVersion.code() {
-                    let why = "a transactional id, and this broker has no transactions";
-                    log_unsupported(c, api_key, v, &client_id, why);
-                }
-                Some(response)
+            run::<InitProducerIdRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(init_producer_id::handle(s, c, r, v))
             })
             .await
         }
@@ -383,6 +389,52 @@ pub(crate) async fn dispatch(
         AlterUserScramCredentialsRequest::API_KEY => {
             run::<AlterUserScramCredentialsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
                 Some(alter_user_scram_credentials::handle(s, c, r, v))
+            })
+            .await
+        }
+        WriteTxnMarkersRequest::API_KEY => {
+            let (header, request) = decode::<WriteTxnMarkersRequest>(frame, version)?;
+            Ok(write_txn_markers::start(
+                state.clone(),
+                ctx,
+                request,
+                version,
+                header.correlation_id,
+            ))
+        }
+        DescribeProducersRequest::API_KEY => {
+            run::<DescribeProducersRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(describe_producers::handle(s, c, r, v))
+            })
+            .await
+        }
+        AddPartitionsToTxnRequest::API_KEY => {
+            run::<AddPartitionsToTxnRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(add_partitions_to_txn::handle(s, c, r, v))
+            })
+            .await
+        }
+        AddOffsetsToTxnRequest::API_KEY => {
+            run::<AddOffsetsToTxnRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(add_offsets_to_txn::handle(s, c, r, v))
+            })
+            .await
+        }
+        EndTxnRequest::API_KEY => {
+            run::<EndTxnRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(end_txn::handle(s, c, r, v))
+            })
+            .await
+        }
+        DescribeTransactionsRequest::API_KEY => {
+            run::<DescribeTransactionsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(describe_transactions::handle(s, c, r, v))
+            })
+            .await
+        }
+        ListTransactionsRequest::API_KEY => {
+            run::<ListTransactionsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(list_transactions::handle(s, c, r, v))
             })
             .await
         }

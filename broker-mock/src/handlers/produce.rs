@@ -14,14 +14,20 @@
 //! before offsets are assigned (see [`crate::producer_state`]): a retried batch is
 //! not appended again and gets its original base offset; a sequence gap is
 //! `OUT_OF_ORDER_SEQUENCE_NUMBER`, a stale epoch `INVALID_PRODUCER_EPOCH`.
+//! Transactional batches (attribute TRANSACTIONAL) follow the same rules and open
+//! a transaction on the partition, which holds its last stable offset back until
+//! the coordinator's marker (WriteTxnMarkers) ends it; a non-transactional batch
+//! from a producer with an open transaction is `INVALID_TXN_STATE`, a
+//! transactional batch without a producer id `INVALID_RECORD`.
 //!
 //! With an authorizer, every topic needs Write (else `TOPIC_AUTHORIZATION_FAILED`
 //! on each of its partitions, and an unknown topic is not auto-created), and a
 //! transactional id needs Write on it (else `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`
 //! on every partition), as in Kafka.
 //!
-//! Deviations from Apache Kafka: no transaction checks (`transactional_id` is
-//! ignored, transactional batches are treated as idempotent ones); several batches
+//! Deviations from Apache Kafka: the `transactional_id` is checked for Write only
+//! (whether the partition was added to the transaction, KIP-890's verification, is
+//! the transaction coordinator's); several batches
 //! per partition are accepted (Kafka takes exactly one from a v2 producer);
 //! compressed batches are stored without decompressing their records; no
 //! `max.message.bytes` limit; a null or empty records field is `CORRUPT_MESSAGE`.

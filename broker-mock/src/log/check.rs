@@ -16,10 +16,10 @@
 
 use std::ops::Range;
 
-use baton_protocol::record::attr::CONTROL;
+use baton_protocol::record::attr::{CONTROL, TRANSACTIONAL};
 use baton_protocol::record::offsets::{
-    ATTRIBUTES, BASE_SEQUENCE, BATCH_LENGTH, CRC, LAST_OFFSET_DELTA, MAGIC, PRODUCER_EPOCH,
-    PRODUCER_ID, RECORD_COUNT,
+    ATTRIBUTES, BASE_SEQUENCE, BATCH_LENGTH, CRC, LAST_OFFSET_DELTA, MAGIC, MAX_TIMESTAMP,
+    PRODUCER_EPOCH, PRODUCER_ID, RECORD_COUNT,
 };
 use baton_protocol::record::{walk_records, Compression, BATCH_HEADER_LEN, LOG_OVERHEAD};
 use baton_protocol::ErrorCode;
@@ -123,6 +123,8 @@ fn check_batch(batch: &[u8]) -> Result<ProducerBatch, ErrorCode> {
         producer_epoch: be_i16(batch, PRODUCER_EPOCH),
         base_sequence: be_i32(batch, BASE_SEQUENCE),
         last_offset_delta,
+        transactional: attributes & TRANSACTIONAL != 0,
+        max_timestamp: be_i64(batch, MAX_TIMESTAMP),
     })
 }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use super::state::{PartitionState, Role};
 use crate::error::LogError;
 use crate::log::Log;
-use crate::producer_state;
+use crate::producer_state::{self, ProducerLimits};
 use crate::replication::LeaderEpochCache;
 
 /// Rebuilds the epoch cache from the stored batches' leader epochs.
@@ -47,17 +47,17 @@ pub struct Partition {
 
 impl Partition {
     /// A partition led by `node_id` at epoch 0 over `log`, with the high watermark at
-    /// the log end (single node: everything stored is committed), remembering at
-    /// most `max_producers` idempotent producers.
+    /// the log end (single node: everything stored is committed), its producer
+    /// state rebuilt from the log within `producer_limits`.
     pub fn new(
         topic: impl Into<Arc<str>>,
         index: i32,
         node_id: i32,
         log: Log,
-        max_producers: usize,
+        producer_limits: ProducerLimits,
     ) -> Self {
         let hw = log.log_end_offset();
-        let producers = producer_state::rebuild_or_empty(&log, max_producers);
+        let producers = producer_state::rebuild_or_empty(&log, producer_limits);
         let topic = topic.into();
         Partition {
             state: Mutex::new(PartitionState {
@@ -85,17 +85,17 @@ impl Partition {
 
     /// A cluster replica over `log`, with no role yet. Its HW starts at the log start
     /// (a restarted replica does not know what was committed) and its epoch cache is
-    /// rebuilt from the stored batches. It remembers at most `max_producers`
-    /// idempotent producers.
+    /// rebuilt from the stored batches, and its producer state within
+    /// `producer_limits`.
     pub fn new_replica(
         topic: impl Into<Arc<str>>,
         index: i32,
         log: Log,
-        max_producers: usize,
+        producer_limits: ProducerLimits,
     ) -> Self {
         let hw = log.log_start_offset();
         let cache = rebuild_epoch_cache(&log);
-        let producers = producer_state::rebuild_or_empty(&log, max_producers);
+        let producers = producer_state::rebuild_or_empty(&log, producer_limits);
         let topic = topic.into();
         Partition {
             state: Mutex::new(PartitionState {

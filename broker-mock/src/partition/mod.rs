@@ -10,11 +10,13 @@
 //! The partition is split by what each part does: `handle` is the shared, locked
 //! [`Partition`], `state` holds [`PartitionState`] and its plain accessors, `roles`
 //! the leader/follower transitions and the driving of the leader machine, `corruption` detection, reporting and repair, `read` the
-//! CRC-checked reads served to fetch and replication, and `produce` one partition's
-//! produce, from checks to the `acks=all` wait.
+//! CRC-checked reads served to fetch and replication, `produce` one partition's
+//! produce, from checks to the `acks=all` wait, and `markers` the transaction
+//! markers and the aborted transactions read_committed fetches report.
 
 mod corruption;
 mod handle;
+mod markers;
 mod produce;
 mod read;
 mod roles;

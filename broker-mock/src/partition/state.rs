@@ -136,8 +136,9 @@ pub struct PartitionState {
     pub(super) reports: Option<mpsc::UnboundedSender<LeaderReport>>,
     /// Topic name (shared by the topic's partitions) and partition index, for reports.
     pub(super) ident: Option<(Arc<str>, i32)>,
-    /// Idempotent producers' last batches, derived from the log: rebuilt when the
-    /// partition opens and after truncation, updated after every append.
+    /// Idempotent producers' last batches and the partition's transactions,
+    /// derived from the log: rebuilt when the partition opens and after truncation,
+    /// updated after every append (a leader's, a follower's, a marker's).
     pub(super) producers: ProducerStateTable,
     /// Known corruption of this replica (boxed: rare, and every partition pays for
     /// the field's size).
@@ -157,9 +158,15 @@ impl PartitionState {
         self.high_watermark
     }
 
-    /// The last stable offset: the high watermark while there are no transactions.
+    /// The last stable offset: the high watermark, or the first offset of the oldest
+    /// open transaction if that is lower. Read_committed readers stop here.
+    ///
+    /// Invariant: `log_start_offset <= last_stable_offset <= high_watermark`.
     pub fn last_stable_offset(&self) -> i64 {
-        self.high_watermark
+        match self.producers.first_unstable_offset() {
+            Some(first) => first.max(self.log_start_offset()).min(self.high_watermark),
+            None => self.high_watermark,
+        }
     }
 
     /// The current leader epoch.
@@ -224,8 +231,7 @@ impl PartitionState {
         let leo = self.log_end_offset();
         self.high_watermark = self.high_watermark.min(leo).max(self.log_start_offset());
         self.epoch_cache.truncate_from_end(leo);
-        self.producers =
-            producer_state::rebuild_or_empty(&self.log, self.producers.max_producers());
+        self.producers = producer_state::rebuild_or_empty(&self.log, self.producers.limits());
         Ok(())
     }
 
@@ -238,8 +244,7 @@ impl PartitionState {
     /// Followers keep it current as they append, so becoming leader needs this only
     /// if the log changed behind the partition's back.
     pub fn rebuild_producer_state(&mut self) {
-        self.producers =
-            producer_state::rebuild_or_empty(&self.log, self.producers.max_producers());
+        self.producers = producer_state::rebuild_or_empty(&self.log, self.producers.limits());
     }
 
     /// The leader epoch cache.

@@ -35,15 +35,40 @@
 //!   most `BrokerLimits::max_producers_per_partition` are kept (default
 //!   [`MAX_PRODUCERS_PER_PARTITION`](table::MAX_PRODUCERS_PER_PARTITION)), and the one whose last batch is oldest in the
 //!   log is forgotten first;
-//! - transactional batches are treated as idempotent ones (no transaction state).
+//!
+//! Transactions (KIP-98): a transactional batch (attribute TRANSACTIONAL) from a
+//! producer with no open transaction on the partition opens one at its base offset;
+//! the producer's next transaction marker (a control batch written by
+//! WriteTxnMarkers) closes it, and an abort enters the aborted-transactions index
+//! ([`TxnIndex`](txn::TxnIndex)). The last stable offset is the high watermark or
+//! the first offset of the oldest open transaction, whichever is lower. Sequence
+//! numbers and epochs work for transactional batches as for idempotent ones; a
+//! marker with an older producer epoch is `INVALID_PRODUCER_EPOCH`, a newer one
+//! fences the producer (its epoch moves up), and a marker from a coordinator epoch
+//! older than the producer's last marker's is `TRANSACTION_COORDINATOR_FENCED`. A
+//! non-transactional batch from a producer with an open transaction is
+//! `INVALID_TXN_STATE`, as in Kafka. Open transactions, the aborted index and
+//! coordinator epochs are rebuilt from the log with the rest. Further deviations:
+//! - the aborted-transactions index keeps at most
+//!   `BrokerLimits::max_aborted_txns_per_partition` entries, oldest dropped first
+//!   (Kafka keeps one index per log segment, as long as the segment);
+//! - at most `max_producers_per_partition` transactions may be open on one
+//!   partition (a batch opening one more is `POLICY_VIOLATION`); a producer with an
+//!   open transaction is never forgotten;
+//! - the last stable offset does not wait for a marker to be replicated (Kafka
+//!   keeps a completed transaction unstable until the high watermark passes its
+//!   marker); the marker's aborted-index entry is what read_committed readers go by.
 
 mod allocator;
 mod rebuild;
 mod table;
+mod txn;
 
 pub(crate) use allocator::{AllocatorError, ProducerIdAllocator};
 pub(crate) use rebuild::rebuild_or_empty;
-pub(crate) use table::{ProducerBatch, ProducerStateTable, Verdict};
+pub use table::ProducerLimits;
+pub(crate) use table::{EndedTxn, ProducerBatch, ProducerStateTable, Verdict};
+pub(crate) use txn::AbortedTxn;
 
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 
 use baton_protocol::record::RecordBatch;
 
-use super::table::ProducerStateTable;
+use super::table::{ProducerLimits, ProducerStateTable};
 use crate::error::LogError;
 use crate::log::Log;
 
@@ -25,16 +25,17 @@ pub enum RebuildError {
 }
 
 /// Scans every stored batch header from the log start to the log end, in offset
-/// order, and applies it to a fresh table keeping at most `max_producers` producers:
-/// the state the live table would have if it had seen every append of the log as
-/// it stands now.
+/// order, and applies it to a fresh table with `limits`: the state (producers, open
+/// transactions, aborted-transactions index) the live table would have if it had
+/// seen every append of the log as it stands now. Control batches are decoded (one
+/// small record each) for their transaction markers.
 ///
 /// Reads the whole log (bodies included, a bounded chunk at a time) but parses only
 /// headers; CRCs are not checked here (the log checks them when it opens and the
 /// partition before serving). On `Err` the caller decides: the state covers an
 /// unknown prefix of the log and must not be used to accept retries.
-pub fn rebuild(log: &Log, max_producers: usize) -> Result<ProducerStateTable, RebuildError> {
-    let mut table = ProducerStateTable::with_max_producers(max_producers);
+pub fn rebuild(log: &Log, limits: ProducerLimits) -> Result<ProducerStateTable, RebuildError> {
+    let mut table = ProducerStateTable::with_limits(limits);
     let end = log.log_end_offset();
     let mut at = log.log_start_offset();
     while at < end {
@@ -62,12 +63,14 @@ pub fn rebuild(log: &Log, max_producers: usize) -> Result<ProducerStateTable, Re
 /// a retry of a batch past sequence 0 through: such a retry, and the producer's next
 /// batch, are `OUT_OF_ORDER_SEQUENCE_NUMBER` (a producer the partition does not know
 /// must start at sequence 0); only a retried first batch could be stored twice.
-pub fn rebuild_or_empty(log: &Log, max_producers: usize) -> ProducerStateTable {
-    match rebuild(log, max_producers) {
+/// Open transactions are lost with it, so the last stable offset follows the high
+/// watermark.
+pub fn rebuild_or_empty(log: &Log, limits: ProducerLimits) -> ProducerStateTable {
+    match rebuild(log, limits) {
         Ok(table) => table,
         Err(e) => {
             tracing::error!(error = %e, "producer state not rebuilt; starting empty");
-            ProducerStateTable::with_max_producers(max_producers)
+            ProducerStateTable::with_limits(limits)
         }
     }
 }

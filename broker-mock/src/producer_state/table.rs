@@ -4,8 +4,11 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use baton_protocol::record::control::EndTxnMarker;
 use baton_protocol::record::{RecordBatch, TimestampType};
 use baton_protocol::ErrorCode;
+
+use super::txn::{TxnIndex, MAX_ABORTED_TXNS_PER_PARTITION};
 
 /// How many of a producer's most recent batches each partition remembers, as Kafka
 /// does (`ProducerStateEntry.NUM_BATCHES_TO_RETAIN`); it is also the producer's
@@ -30,6 +33,10 @@ pub struct ProducerBatch {
     pub base_sequence: i32,
     /// The last record's offset minus the first's.
     pub last_offset_delta: i32,
+    /// Whether the batch is part of a transaction (attribute TRANSACTIONAL).
+    pub transactional: bool,
+    /// The batch's max timestamp as the producer wrote it.
+    pub max_timestamp: i64,
 }
 
 impl ProducerBatch {
@@ -40,6 +47,8 @@ impl ProducerBatch {
             producer_epoch: batch.producer_epoch(),
             base_sequence: batch.base_sequence(),
             last_offset_delta: batch.last_offset_delta(),
+            transactional: batch.is_transactional(),
+            max_timestamp: batch.max_timestamp(),
         }
     }
 
@@ -94,15 +103,36 @@ impl BatchMetadata {
 
 /// One producer's state in one partition.
 ///
-/// Invariant: `batches` holds 1 to [`BATCHES_PER_PRODUCER`] entries, all written
-/// with `epoch`, in increasing offset order.
+/// Invariant: `batches` holds at most [`BATCHES_PER_PRODUCER`] entries, all written
+/// with `epoch`, in increasing offset order, none past `last_offset`. It is empty
+/// when the producer's only trace since its last epoch change is a transaction
+/// marker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerEntry {
     epoch: i16,
     batches: VecDeque<BatchMetadata>,
+    /// The offset of the producer's last batch or transaction marker.
+    last_offset: i64,
+    /// The max timestamp of that batch or marker.
+    last_timestamp: i64,
+    /// The coordinator epoch of the producer's last transaction marker, or -1.
+    coordinator_epoch: i32,
+    /// The first offset of the producer's open transaction.
+    txn_first_offset: Option<i64>,
 }
 
 impl ProducerEntry {
+    fn empty(epoch: i16) -> Self {
+        ProducerEntry {
+            epoch,
+            batches: VecDeque::new(),
+            last_offset: -1,
+            last_timestamp: -1,
+            coordinator_epoch: -1,
+            txn_first_offset: None,
+        }
+    }
+
     /// The producer's current epoch in this partition.
     pub fn epoch(&self) -> i16 {
         self.epoch
@@ -113,21 +143,30 @@ impl ProducerEntry {
         self.batches.iter()
     }
 
-    /// The most recent batch.
-    fn last(&self) -> &BatchMetadata {
-        self.batches
-            .back()
-            .expect("a producer entry holds at least one batch")
-    }
-
-    /// The last sequence number the producer wrote.
+    /// The last sequence number the producer wrote in its current epoch, or -1
+    /// (Kafka's `NO_SEQUENCE`) if it wrote none.
     pub fn last_seq(&self) -> i32 {
-        self.last().last_seq
+        self.batches.back().map_or(-1, |b| b.last_seq)
     }
 
-    /// The offset of the producer's last record in the log.
+    /// The offset of the producer's last record or transaction marker in the log.
     pub fn last_offset(&self) -> i64 {
-        self.last().last_offset()
+        self.last_offset
+    }
+
+    /// The max timestamp of the producer's last batch or marker.
+    pub fn last_timestamp(&self) -> i64 {
+        self.last_timestamp
+    }
+
+    /// The coordinator epoch of the producer's last transaction marker, or -1.
+    pub fn coordinator_epoch(&self) -> i32 {
+        self.coordinator_epoch
+    }
+
+    /// The first offset of the producer's open transaction on this partition.
+    pub fn txn_first_offset(&self) -> Option<i64> {
+        self.txn_first_offset
     }
 
     /// The cached batch with exactly `batch`'s epoch and sequence range.
@@ -141,16 +180,21 @@ impl ProducerEntry {
             .find(|m| m.first_seq == batch.base_sequence && m.last_seq == last)
     }
 
-    /// Files a batch: a new epoch forgets the old epoch's batches; beyond
-    /// [`BATCHES_PER_PRODUCER`] the oldest is dropped.
-    fn push(&mut self, epoch: i16, meta: BatchMetadata) {
+    /// Moves to `epoch`: a new epoch forgets the old epoch's batches.
+    fn set_epoch(&mut self, epoch: i16) {
         if epoch != self.epoch {
             self.batches.clear();
             self.epoch = epoch;
         }
+    }
+
+    /// Files a batch: beyond [`BATCHES_PER_PRODUCER`] the oldest is dropped.
+    fn push(&mut self, epoch: i16, meta: BatchMetadata) {
+        self.set_epoch(epoch);
         if self.batches.len() == BATCHES_PER_PRODUCER {
             self.batches.pop_front();
         }
+        self.last_offset = meta.last_offset();
         self.batches.push_back(meta);
     }
 }
@@ -176,34 +220,87 @@ pub enum Verdict {
     Duplicate(Duplicate),
 }
 
-/// Every producer's state in one partition. I/O-free: the partition feeds it batch
-/// headers and appends by itself.
+/// The ceilings of one partition's producer state, from
+/// [`BrokerLimits`](crate::limits::BrokerLimits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProducerLimits {
+    /// Most producers remembered (at least one); see
+    /// `BrokerLimits::max_producers_per_partition`. Producers with an open
+    /// transaction are never forgotten, and at most this many transactions may be
+    /// open at once.
+    pub max_producers: usize,
+    /// Most aborted transactions kept in the index (at least one); see
+    /// `BrokerLimits::max_aborted_txns_per_partition`.
+    pub max_aborted_txns: usize,
+}
+
+impl Default for ProducerLimits {
+    fn default() -> Self {
+        ProducerLimits {
+            max_producers: MAX_PRODUCERS_PER_PARTITION,
+            max_aborted_txns: MAX_ABORTED_TXNS_PER_PARTITION,
+        }
+    }
+}
+
+/// A transaction that a marker ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EndedTxn {
+    /// The offset of the transaction's first batch on this partition.
+    pub first_offset: i64,
+    /// Whether it was committed.
+    pub commit: bool,
+}
+
+/// Every producer's state in one partition, with its transactions. I/O-free: the
+/// partition feeds it batch headers and markers and appends by itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProducerStateTable {
     producers: HashMap<i64, ProducerEntry>,
-    /// The most producers kept. Invariant: `producers.len() <= max_producers`, and
-    /// `max_producers >= 1`.
+    /// The most producers kept. Invariant: `max_producers >= 1`, and
+    /// `producers.len() <= max(max_producers, ongoing transactions + 1)` (producers
+    /// with an open transaction are never evicted).
     max_producers: usize,
+    /// Ongoing transactions and the aborted-transactions index. Invariant: a
+    /// producer's `txn_first_offset` is `Some(o)` exactly when `txns` has `o` open
+    /// for it.
+    txns: TxnIndex,
 }
 
 impl Default for ProducerStateTable {
     fn default() -> Self {
-        Self::with_max_producers(MAX_PRODUCERS_PER_PARTITION)
+        Self::with_limits(ProducerLimits::default())
     }
 }
 
 impl ProducerStateTable {
-    /// An empty table (a partition with an empty log) keeping at most
-    /// [`MAX_PRODUCERS_PER_PARTITION`] producers.
+    /// An empty table (a partition with an empty log) with the default limits.
     pub fn new() -> Self {
         Self::default()
     }
 
     /// An empty table keeping at most `max_producers` producers (at least one).
     pub fn with_max_producers(max_producers: usize) -> Self {
+        Self::with_limits(ProducerLimits {
+            max_producers,
+            ..ProducerLimits::default()
+        })
+    }
+
+    /// An empty table with `limits`.
+    pub fn with_limits(limits: ProducerLimits) -> Self {
         ProducerStateTable {
             producers: HashMap::new(),
-            max_producers: max_producers.max(1),
+            max_producers: limits.max_producers.max(1),
+            txns: TxnIndex::new(limits.max_aborted_txns),
+        }
+    }
+
+    /// The limits this table keeps (for a rebuild with the same ones).
+    pub fn limits(&self) -> ProducerLimits {
+        ProducerLimits {
+            max_producers: self.max_producers,
+            max_aborted_txns: self.txns.max_aborted(),
         }
     }
 
@@ -227,26 +324,49 @@ impl ProducerStateTable {
         self.producers.get(&producer_id)
     }
 
-    /// Forgets every producer.
+    /// Every tracked producer, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (i64, &ProducerEntry)> {
+        self.producers.iter().map(|(pid, e)| (*pid, e))
+    }
+
+    /// The partition's transactions.
+    pub fn txns(&self) -> &TxnIndex {
+        &self.txns
+    }
+
+    /// The first offset of the oldest ongoing transaction: the last stable offset
+    /// cannot pass it.
+    pub fn first_unstable_offset(&self) -> Option<i64> {
+        self.txns.first_unstable_offset()
+    }
+
+    /// Forgets every producer and transaction.
     pub fn clear(&mut self) {
-        self.producers.clear();
+        *self = Self::with_limits(self.limits());
     }
 
     /// Checks a produce request's batches (in order) without changing the state.
     /// Batches without a producer id pass unchecked.
     ///
-    /// Errors: `INVALID_RECORD` for an idempotent batch with a negative sequence;
-    /// `INVALID_PRODUCER_EPOCH` for a stale epoch; `OUT_OF_ORDER_SEQUENCE_NUMBER` for
-    /// a gap, a new epoch not starting at 0, an unknown producer not starting at 0,
-    /// or a request mixing retried and new batches.
+    /// Errors: `INVALID_RECORD` for an idempotent batch with a negative sequence or
+    /// a transactional batch without a producer id; `INVALID_PRODUCER_EPOCH` for a
+    /// stale epoch; `OUT_OF_ORDER_SEQUENCE_NUMBER` for a gap, a new epoch not
+    /// starting at 0, an unknown producer not starting at 0, or a request mixing
+    /// retried and new batches; `INVALID_TXN_STATE` for a non-transactional batch
+    /// from a producer with an open transaction; `POLICY_VIOLATION` for a batch that
+    /// would open a transaction while `max_producers` are open.
     pub fn check(&self, batches: &[ProducerBatch]) -> Result<Verdict, ErrorCode> {
         // The entries as the earlier batches of this request leave them.
         let mut pending: HashMap<i64, ProducerEntry> = HashMap::new();
         let mut first_duplicate: Option<Duplicate> = None;
         let mut duplicates = 0usize;
         let mut fresh = 0usize;
+        let mut opened = 0usize;
         for batch in batches {
             if !batch.is_idempotent() {
+                if batch.transactional {
+                    return Err(ErrorCode::InvalidRecord);
+                }
                 fresh += 1;
                 continue;
             }
@@ -274,11 +394,21 @@ impl ProducerStateTable {
                 continue;
             }
             check_sequence(entry, batch)?;
+            let open = entry.and_then(|e| e.txn_first_offset);
+            if open.is_some() && !batch.transactional {
+                return Err(ErrorCode::InvalidTxnState);
+            }
+            let mut next = entry
+                .cloned()
+                .unwrap_or_else(|| ProducerEntry::empty(batch.producer_epoch));
+            if batch.transactional && open.is_none() {
+                opened += 1;
+                if self.txns.ongoing_len() + opened > self.max_producers {
+                    return Err(ErrorCode::PolicyViolation);
+                }
+                next.txn_first_offset = Some(-1);
+            }
             fresh += 1;
-            let mut next = entry.cloned().unwrap_or_else(|| ProducerEntry {
-                epoch: batch.producer_epoch,
-                batches: VecDeque::new(),
-            });
             next.push(batch.producer_epoch, metadata(batch, -1, -1));
             pending.insert(pid, next);
         }
@@ -293,35 +423,110 @@ impl ProducerStateTable {
     /// batch after it is in the log, in offset order: by the produce path after its
     /// append, by a follower after appending replicated batches, and by [`rebuild`].
     /// Batches without a producer id are ignored. No check is made: the log is the
-    /// truth.
+    /// truth. A transactional batch from a producer without an open transaction
+    /// opens one at its base offset.
     pub fn record(&mut self, batch: &ProducerBatch, base_offset: i64, log_append_time_ms: i64) {
         if !batch.is_idempotent() {
             return;
         }
         let meta = metadata(batch, base_offset, log_append_time_ms);
-        if let Some(entry) = self.producers.get_mut(&batch.producer_id) {
-            entry.push(batch.producer_epoch, meta);
-            return;
+        let entry = self.entry_mut(batch.producer_id, batch.producer_epoch);
+        entry.push(batch.producer_epoch, meta);
+        entry.last_timestamp = if log_append_time_ms >= 0 {
+            log_append_time_ms
+        } else {
+            batch.max_timestamp
+        };
+        if batch.transactional && entry.txn_first_offset.is_none() {
+            entry.txn_first_offset = Some(base_offset);
+            self.txns.begin(batch.producer_id, base_offset);
         }
-        while self.producers.len() >= self.max_producers {
-            self.evict_oldest();
+    }
+
+    /// The entry of `producer_id`, created (at `epoch`, evicting the oldest idle
+    /// producer when full) if the partition does not know it.
+    fn entry_mut(&mut self, producer_id: i64, epoch: i16) -> &mut ProducerEntry {
+        if !self.producers.contains_key(&producer_id) {
+            while self.producers.len() >= self.max_producers && self.evict_oldest() {}
         }
-        let mut batches = VecDeque::with_capacity(BATCHES_PER_PRODUCER);
-        batches.push_back(meta);
-        self.producers.insert(
-            batch.producer_id,
-            ProducerEntry {
-                epoch: batch.producer_epoch,
-                batches,
-            },
-        );
-        debug_assert!(self.producers.len() <= self.max_producers);
+        self.producers
+            .entry(producer_id)
+            .or_insert_with(|| ProducerEntry::empty(epoch))
+    }
+
+    /// Checks a transaction marker for (`producer_id`, `producer_epoch`) written by
+    /// a coordinator at `coordinator_epoch`, without changing the state.
+    ///
+    /// Errors: `INVALID_PRODUCER_EPOCH` for an epoch older than the producer's
+    /// current one (a newer one fences the producer and is accepted);
+    /// `TRANSACTION_COORDINATOR_FENCED` for a coordinator epoch older than the last
+    /// marker's for this producer.
+    pub fn check_marker(
+        &self,
+        producer_id: i64,
+        producer_epoch: i16,
+        coordinator_epoch: i32,
+    ) -> Result<(), ErrorCode> {
+        let Some(entry) = self.producers.get(&producer_id) else {
+            return Ok(());
+        };
+        if producer_epoch < entry.epoch {
+            return Err(ErrorCode::InvalidProducerEpoch);
+        }
+        if coordinator_epoch < entry.coordinator_epoch {
+            return Err(ErrorCode::TransactionCoordinatorFenced);
+        }
+        Ok(())
+    }
+
+    /// Files a transaction marker appended at `offset`: the producer's open
+    /// transaction, if any, ends (an abort enters the aborted index); the
+    /// producer's epoch moves up to the marker's, forgetting its batches if it
+    /// changed; the coordinator epoch is remembered. Called after the append, in
+    /// offset order, like [`record`](Self::record). Returns the transaction ended.
+    pub fn record_marker(
+        &mut self,
+        producer_id: i64,
+        producer_epoch: i16,
+        marker: EndTxnMarker,
+        offset: i64,
+        timestamp: i64,
+    ) -> Option<EndedTxn> {
+        let entry = self.entry_mut(producer_id, producer_epoch);
+        if producer_epoch > entry.epoch {
+            entry.set_epoch(producer_epoch);
+        }
+        entry.coordinator_epoch = marker.coordinator_epoch;
+        entry.last_offset = offset;
+        entry.last_timestamp = timestamp;
+        let first_offset = entry.txn_first_offset.take()?;
+        self.txns
+            .end(producer_id, first_offset, offset, marker.commit);
+        Some(EndedTxn {
+            first_offset,
+            commit: marker.commit,
+        })
     }
 
     /// Files a batch as stored in the log (offsets assigned): the follower's and
-    /// the rebuild's way in. Control batches carry no producer data and are skipped.
+    /// the rebuild's way in. A control batch that is not a transaction marker is
+    /// skipped.
     pub fn record_stored(&mut self, batch: &RecordBatch) {
         if batch.is_control() {
+            match EndTxnMarker::from_batch(batch) {
+                Ok(marker) => {
+                    self.record_marker(
+                        batch.producer_id(),
+                        batch.producer_epoch(),
+                        marker,
+                        batch.base_offset(),
+                        batch.max_timestamp(),
+                    );
+                }
+                Err(e) => {
+                    tracing::debug!(offset = batch.base_offset(), error = %e, "control batch skipped")
+                }
+            }
             return;
         }
         let append_time = match batch.timestamp_type() {
@@ -337,15 +542,18 @@ impl ProducerStateTable {
         self.check(&headers)
     }
 
-    /// Forgets the producer whose last batch is oldest (ties: the smaller id).
-    fn evict_oldest(&mut self) {
+    /// Forgets the producer without an open transaction whose last batch is oldest
+    /// (ties: the smaller id). Returns whether one was forgotten.
+    fn evict_oldest(&mut self) -> bool {
         let oldest = self
             .producers
             .iter()
+            .filter(|(_, e)| e.txn_first_offset.is_none())
             .min_by_key(|(pid, e)| (e.last_offset(), **pid))
             .map(|(pid, _)| *pid);
-        if let Some(pid) = oldest {
-            self.producers.remove(&pid);
+        match oldest {
+            Some(pid) => self.producers.remove(&pid).is_some(),
+            None => false,
         }
     }
 }
@@ -372,7 +580,7 @@ fn check_sequence(entry: Option<&ProducerEntry>, batch: &ProducerBatch) -> Resul
     if batch.producer_epoch < entry.epoch {
         return Err(ErrorCode::InvalidProducerEpoch);
     }
-    let ok = if batch.producer_epoch != entry.epoch {
+    let ok = if batch.producer_epoch != entry.epoch || entry.batches.is_empty() {
         batch.base_sequence == 0
     } else {
         in_sequence(entry.last_seq(), batch.base_sequence)

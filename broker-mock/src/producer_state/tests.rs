@@ -10,6 +10,7 @@ use super::table::{
 };
 use super::*;
 use crate::log::Log;
+use baton_protocol::record::control::{control_batch, EndTxnMarker};
 
 fn b(pid: i64, epoch: i16, seq: i32, count: i32) -> ProducerBatch {
     ProducerBatch {
@@ -17,6 +18,16 @@ fn b(pid: i64, epoch: i16, seq: i32, count: i32) -> ProducerBatch {
         producer_epoch: epoch,
         base_sequence: seq,
         last_offset_delta: count - 1,
+        transactional: false,
+        max_timestamp: -1,
+    }
+}
+
+/// [`b`], transactional.
+fn tx(pid: i64, epoch: i16, seq: i32, count: i32) -> ProducerBatch {
+    ProducerBatch {
+        transactional: true,
+        ..b(pid, epoch, seq, count)
     }
 }
 
@@ -236,7 +247,13 @@ fn configured_producer_limit_evicts_the_oldest_first() {
 // ---- Rebuilding from the log ----
 
 fn encode(pid: i64, epoch: i16, seq: i32, count: i32, ts: i64) -> Bytes {
-    let mut builder = RecordBatchBuilder::new(ts).producer(pid, epoch, seq);
+    encode_as(pid, epoch, seq, count, ts, false)
+}
+
+fn encode_as(pid: i64, epoch: i16, seq: i32, count: i32, ts: i64, transactional: bool) -> Bytes {
+    let mut builder = RecordBatchBuilder::new(ts)
+        .producer(pid, epoch, seq)
+        .transactional(transactional);
     for i in 0..count {
         builder.push(ts + i as i64, None, Some(b"v"), &[]);
     }
@@ -268,6 +285,24 @@ fn produce_to_log(
     Ok(base)
 }
 
+/// The marker path over a real log: check, append at the log end, record.
+fn marker_to_log(
+    log: &mut Log,
+    table: &mut ProducerStateTable,
+    pid: i64,
+    epoch: i16,
+    marker: EndTxnMarker,
+    ts: i64,
+) -> Result<i64, ErrorCode> {
+    table.check_marker(pid, epoch, marker.coordinator_epoch)?;
+    let at = log.log_end_offset();
+    let mut buf = BytesMut::from(control_batch(pid, epoch, marker, ts));
+    set_base_offset(&mut buf, at);
+    log.append(buf.freeze()).unwrap();
+    table.record_marker(pid, epoch, marker, at, ts);
+    Ok(at)
+}
+
 /// One step of a random producer workload.
 #[derive(Debug, Clone)]
 enum Op {
@@ -284,6 +319,11 @@ enum Op {
     Plain { n: i32 },
     /// The log is truncated to `frac`/16 of its length.
     Truncate { frac: i64 },
+    /// Producer `p` sends its next batch of `n` records in a transaction.
+    TxnNext { p: usize, n: i32 },
+    /// A coordinator ends producer `p`'s transaction (commit or abort), with a
+    /// producer epoch `bump` above the client's (fencing).
+    End { p: usize, commit: bool, bump: i16 },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -294,6 +334,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0usize..4).prop_map(|p| Op::Bump { p }),
         1 => (1i32..4).prop_map(|n| Op::Plain { n }),
         1 => (0i64..16).prop_map(|frac| Op::Truncate { frac }),
+        4 => (0usize..4, 1i32..4).prop_map(|(p, n)| Op::TxnNext { p, n }),
+        3 => (0usize..4, any::<bool>(), 0i16..2).prop_map(|(p, commit, bump)| Op::End { p, commit, bump }),
     ]
 }
 
@@ -366,16 +408,57 @@ fn run_workload(log: &mut Log, ops: &[Op]) -> ProducerStateTable {
             Op::Plain { n } => {
                 produce_to_log(log, &mut table, &[encode(-1, -1, -1, n, ts)]).unwrap();
             }
+            Op::TxnNext { p, n } => {
+                let c = &mut clients[p];
+                let batch = encode_as(pid(p), c.epoch, c.next_seq, n, ts, true);
+                if produce_to_log(log, &mut table, &[batch]).is_ok() {
+                    c.sent.push((c.epoch, c.next_seq, n));
+                    c.next_seq = increment_sequence(c.next_seq, n);
+                }
+            }
+            Op::End { p, commit, bump } => {
+                let c = &mut clients[p];
+                let marker = EndTxnMarker {
+                    commit,
+                    coordinator_epoch: 0,
+                };
+                let before = table.get(pid(p)).and_then(|e| e.txn_first_offset());
+                let epoch_before = table.get(pid(p)).map(|e| e.epoch());
+                let r = marker_to_log(log, &mut table, pid(p), c.epoch + bump, marker, ts);
+                let at = r.expect("a marker at the client's epoch or newer is accepted");
+                let after = table.get(pid(p)).unwrap();
+                assert_eq!(after.txn_first_offset(), None);
+                if let (Some(first), false) = (before, commit) {
+                    let last = *table.txns().aborted().last().unwrap();
+                    assert_eq!(
+                        (last.producer_id, last.first_offset, last.last_offset),
+                        (pid(p), first, at)
+                    );
+                }
+                if epoch_before != Some(c.epoch + bump) {
+                    // The partition moved to the marker's epoch: older batches are
+                    // no longer retries.
+                    c.sent.clear();
+                }
+                if bump > 0 {
+                    c.epoch += bump;
+                    c.next_seq = 0;
+                }
+            }
             Op::Truncate { frac } => {
                 let to = log.log_end_offset() * frac / 16;
                 log.truncate_to(to).unwrap();
-                table = rebuild(log, MAX_PRODUCERS_PER_PARTITION).unwrap();
+                table = rebuild(log, ProducerLimits::default()).unwrap();
                 // The clients lost their unreplicated tail: resume from the log.
                 for (p, c) in clients.iter_mut().enumerate() {
                     c.sent.clear();
                     match table.get(pid(p)) {
                         Some(e) if e.epoch() == c.epoch => {
                             c.next_seq = increment_sequence(e.last_seq(), 1)
+                        }
+                        Some(e) if e.epoch() > c.epoch => {
+                            c.epoch = e.epoch() + 1;
+                            c.next_seq = 0;
                         }
                         Some(_) | None => {
                             c.epoch += 1;
@@ -405,7 +488,7 @@ proptest! {
     fn rebuilt_state_equals_live_state(ops in proptest::collection::vec(op(), 0..80)) {
         let mut log = Log::memory();
         let live = run_workload(&mut log, &ops);
-        let rebuilt = rebuild(&log, MAX_PRODUCERS_PER_PARTITION).unwrap();
+        let rebuilt = rebuild(&log, ProducerLimits::default()).unwrap();
         prop_assert_eq!(live, rebuilt);
     }
 }
@@ -432,9 +515,16 @@ fn rebuild_from_a_reopened_disk_log() {
     };
     assert!(!live.is_empty());
     let (log, _) = Log::open(dir.path(), 1 << 12, 256).unwrap();
-    assert_eq!(rebuild(&log, MAX_PRODUCERS_PER_PARTITION).unwrap(), live);
+    assert_eq!(rebuild(&log, ProducerLimits::default()).unwrap(), live);
     // A rebuild keeps the configured limit.
-    let small = rebuild(&log, 1).unwrap();
+    let small = rebuild(
+        &log,
+        ProducerLimits {
+            max_producers: 1,
+            ..ProducerLimits::default()
+        },
+    )
+    .unwrap();
     assert_eq!((small.len(), small.max_producers()), (1, 1));
     assert!(live.len() > 1);
 }
@@ -446,7 +536,7 @@ fn partition_dedups_and_truncation_rolls_the_state_back() {
     use crate::partition::Partition;
     use baton_protocol::record::TimestampType;
 
-    let p = Partition::new("t", 0, 1, Log::memory(), MAX_PRODUCERS_PER_PARTITION);
+    let p = Partition::new("t", 0, 1, Log::memory(), ProducerLimits::default());
     let mut st = p.lock();
     let append = |st: &mut crate::partition::PartitionState, bytes: &Bytes| {
         st.append_records(bytes, TimestampType::CreateTime, 0)
@@ -474,4 +564,236 @@ fn partition_dedups_and_truncation_rolls_the_state_back() {
     assert_eq!(append(&mut st, &b2), Ok(5));
     assert_eq!(append(&mut st, &b2), Ok(5));
     assert_eq!(st.log_end_offset(), 6);
+}
+
+// ---- Transactions ----
+
+fn commit(coordinator_epoch: i32) -> EndTxnMarker {
+    EndTxnMarker {
+        commit: true,
+        coordinator_epoch,
+    }
+}
+
+fn abort(coordinator_epoch: i32) -> EndTxnMarker {
+    EndTxnMarker {
+        commit: false,
+        coordinator_epoch,
+    }
+}
+
+#[test]
+fn a_transaction_opens_at_its_first_batch_and_its_marker_closes_it() {
+    let mut s = Sim::default();
+    assert_eq!(s.produce(&[b(1, 0, 0, 2)]), Ok(0));
+    assert_eq!(s.produce(&[tx(2, 0, 0, 3)]), Ok(2));
+    assert_eq!(s.produce(&[tx(3, 0, 0, 1)]), Ok(5));
+    assert_eq!(s.produce(&[tx(2, 0, 3, 1)]), Ok(6));
+    assert_eq!(s.table.first_unstable_offset(), Some(2));
+    assert_eq!(s.table.get(2).unwrap().txn_first_offset(), Some(2));
+    // Producer 2 commits at offset 7: producer 3's transaction (at 5) holds on.
+    let ended = s.table.record_marker(2, 0, commit(0), 7, 100);
+    assert_eq!(
+        ended,
+        Some(EndedTxn {
+            first_offset: 2,
+            commit: true
+        })
+    );
+    assert_eq!(s.table.first_unstable_offset(), Some(5));
+    assert_eq!(s.table.txns().aborted().count(), 0);
+    // Producer 3 aborts at offset 8.
+    s.end = 8;
+    s.table.record_marker(3, 0, abort(0), 8, 100);
+    assert_eq!(s.table.first_unstable_offset(), None);
+    let aborted = AbortedTxn {
+        producer_id: 3,
+        first_offset: 5,
+        last_offset: 8,
+    };
+    assert_eq!(s.table.txns().aborted_overlapping(0, 4), vec![]);
+    assert_eq!(s.table.txns().aborted_overlapping(0, 5), vec![aborted]);
+    assert_eq!(s.table.txns().aborted_overlapping(8, 20), vec![aborted]);
+    assert_eq!(s.table.txns().aborted_overlapping(9, 20), vec![]);
+    // A marker without an open transaction is filed and ends nothing.
+    assert_eq!(s.table.record_marker(3, 0, commit(0), 9, 100), None);
+    // Sequences go on across transactions of one epoch.
+    s.end = 10;
+    assert_eq!(s.produce(&[tx(2, 0, 4, 1)]), Ok(10));
+    assert_eq!(s.table.first_unstable_offset(), Some(10));
+}
+
+#[test]
+fn transactional_batches_follow_the_transaction_rules() {
+    let mut s = Sim::default();
+    // A transactional batch needs a producer id.
+    assert_eq!(
+        s.produce(&[tx(-1, -1, -1, 1)]),
+        Err(ErrorCode::InvalidRecord)
+    );
+    s.produce(&[tx(1, 0, 0, 1)]).unwrap();
+    // A plain idempotent batch in the middle of an open transaction.
+    assert_eq!(s.produce(&[b(1, 0, 1, 1)]), Err(ErrorCode::InvalidTxnState));
+    // A retry of a transactional batch is deduplicated like an idempotent one.
+    assert_eq!(s.produce(&[tx(1, 0, 0, 1)]), Ok(0));
+    assert_eq!(
+        s.produce(&[tx(1, 0, 2, 1)]),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    assert_eq!(s.end, 1);
+}
+
+#[test]
+fn marker_epochs_fence_producers_and_coordinators() {
+    let mut s = Sim::default();
+    s.produce(&[tx(1, 3, 0, 2)]).unwrap();
+    assert_eq!(
+        s.table.check_marker(1, 2, 0),
+        Err(ErrorCode::InvalidProducerEpoch)
+    );
+    assert_eq!(s.table.check_marker(1, 3, 5), Ok(()));
+    s.table.record_marker(1, 3, commit(5), 2, 0);
+    assert_eq!(s.table.get(1).unwrap().coordinator_epoch(), 5);
+    assert_eq!(
+        s.table.check_marker(1, 3, 4),
+        Err(ErrorCode::TransactionCoordinatorFenced)
+    );
+    // A newer producer epoch fences the producer: its epoch moves up and its
+    // batches are forgotten, so its old epoch is stale and the new one starts at 0.
+    s.end = 3;
+    s.produce(&[tx(1, 3, 2, 1)]).unwrap();
+    assert_eq!(s.table.check_marker(1, 4, 5), Ok(()));
+    s.table.record_marker(1, 4, abort(5), 4, 0);
+    s.end = 5;
+    let e = s.table.get(1).unwrap();
+    assert_eq!((e.epoch(), e.last_seq(), e.batches().count()), (4, -1, 0));
+    assert_eq!(
+        s.produce(&[tx(1, 3, 3, 1)]),
+        Err(ErrorCode::InvalidProducerEpoch)
+    );
+    assert_eq!(
+        s.produce(&[tx(1, 4, 1, 1)]),
+        Err(ErrorCode::OutOfOrderSequenceNumber)
+    );
+    assert_eq!(s.produce(&[tx(1, 4, 0, 1)]), Ok(5));
+    // A marker for a producer the partition never saw is filed too.
+    assert_eq!(s.table.check_marker(9, 0, 0), Ok(()));
+    s.table.record_marker(9, 0, abort(1), 6, 0);
+    assert_eq!(s.table.get(9).unwrap().coordinator_epoch(), 1);
+}
+
+#[test]
+fn open_transactions_are_bounded_and_never_evicted() {
+    let mut s = Sim {
+        table: ProducerStateTable::with_max_producers(2),
+        end: 0,
+    };
+    s.produce(&[tx(1, 0, 0, 1)]).unwrap();
+    s.produce(&[tx(2, 0, 0, 1)]).unwrap();
+    assert_eq!(
+        s.produce(&[tx(3, 0, 0, 1)]),
+        Err(ErrorCode::PolicyViolation)
+    );
+    // Idempotent producers still come and go, never pushing out 1 and 2.
+    s.produce(&[b(4, 0, 0, 1)]).unwrap();
+    s.produce(&[b(5, 0, 0, 1)]).unwrap();
+    assert!(s.table.get(1).is_some() && s.table.get(2).is_some());
+    assert!(s.table.get(4).is_none() && s.table.get(5).is_some());
+    assert_eq!(s.table.len(), 3);
+    assert_eq!(s.table.first_unstable_offset(), Some(0));
+    // Once one closes, another may open.
+    s.table.record_marker(1, 0, commit(0), 4, 0);
+    s.end = 5;
+    assert_eq!(s.produce(&[tx(3, 0, 0, 1)]), Ok(5));
+}
+
+#[test]
+fn the_aborted_index_keeps_the_newest_entries() {
+    let mut s = Sim {
+        table: ProducerStateTable::with_limits(ProducerLimits {
+            max_producers: 10,
+            max_aborted_txns: 2,
+        }),
+        end: 0,
+    };
+    for pid in 1..=3 {
+        s.produce(&[tx(pid, 0, 0, 1)]).unwrap();
+        let at = s.end;
+        s.table.record_marker(pid, 0, abort(0), at, 0);
+        s.end += 1;
+    }
+    let kept: Vec<i64> = s.table.txns().aborted().map(|a| a.producer_id).collect();
+    assert_eq!(kept, vec![2, 3]);
+    assert_eq!(s.table.txns().aborted_overlapping(0, 100).len(), 2);
+}
+
+fn append_marker_at(st: &mut crate::partition::PartitionState, pid: i64, marker: EndTxnMarker) {
+    st.append_marker(pid, 0, marker, 0).unwrap();
+}
+
+#[test]
+fn partition_last_stable_offset_and_truncation() {
+    use crate::partition::Partition;
+    use baton_protocol::record::TimestampType;
+
+    let p = Partition::new("t", 0, 1, Log::memory(), ProducerLimits::default());
+    let mut st = p.lock();
+    let append = |st: &mut crate::partition::PartitionState, bytes: &Bytes| {
+        st.append_records(bytes, TimestampType::CreateTime, 0)
+            .map(|i| i.base_offset)
+    };
+    assert_eq!(append(&mut st, &encode(1, 0, 0, 2, 0)), Ok(0));
+    assert_eq!(append(&mut st, &encode_as(2, 0, 0, 2, 0, true)), Ok(2));
+    assert_eq!(append(&mut st, &encode(1, 0, 2, 1, 0)), Ok(4));
+    assert_eq!((st.high_watermark(), st.last_stable_offset()), (5, 2));
+    assert_eq!(
+        st.max_readable(crate::partition::Isolation::ReadCommitted),
+        2
+    );
+    append_marker_at(&mut st, 2, abort(0));
+    assert_eq!((st.high_watermark(), st.last_stable_offset()), (6, 6));
+    assert_eq!(
+        st.aborted_transactions(0, 5),
+        vec![AbortedTxn {
+            producer_id: 2,
+            first_offset: 2,
+            last_offset: 5
+        }]
+    );
+    // Truncating the marker away reopens the transaction; truncating its first
+    // batch away forgets it.
+    st.truncate_to(5).unwrap();
+    assert_eq!(st.last_stable_offset(), 2);
+    assert!(st.aborted_transactions(0, 5).is_empty());
+    st.rebuild_producer_state();
+    assert_eq!(st.last_stable_offset(), 2);
+    st.truncate_to(2).unwrap();
+    assert_eq!(st.last_stable_offset(), 2);
+    assert_eq!(st.producers().txns().ongoing_len(), 0);
+    // A stale marker is refused before anything is appended.
+    append_marker_at(&mut st, 1, commit(3));
+    assert_eq!(
+        st.append_marker(1, 0, commit(2), 0).map(|a| a.offset),
+        Err(ErrorCode::TransactionCoordinatorFenced)
+    );
+    assert_eq!(st.log_end_offset(), 3);
+}
+
+#[test]
+fn aborted_lookups_find_long_transactions_and_skip_far_markers() {
+    let mut t = super::txn::TxnIndex::new(100);
+    // Producer 1's transaction spans 0..=50; producers 2.. abort short ones later.
+    t.begin(1, 0);
+    t.end(1, 0, 50, false);
+    for pid in 2..20 {
+        let first = pid * 100;
+        t.begin(pid, first);
+        t.end(pid, first, first + 2, false);
+    }
+    let ids = |v: Vec<AbortedTxn>| v.into_iter().map(|a| a.producer_id).collect::<Vec<_>>();
+    assert_eq!(ids(t.aborted_overlapping(10, 12)), [1]);
+    assert_eq!(ids(t.aborted_overlapping(51, 250)), [2]);
+    assert_eq!(ids(t.aborted_overlapping(0, 300)), [1, 2, 3]);
+    assert_eq!(ids(t.aborted_overlapping(1_901, 5_000)), [19]);
+    assert!(t.aborted_overlapping(1_903, 5_000).is_empty());
 }

@@ -1,8 +1,7 @@
 //! A request the broker does not support is answered or refused at once, never left
 //! hanging, and the binary logs each refusal at warn with the API key, the version,
 //! the client id and the peer: an unknown API key and a version below the supported
-//! range close the connection; a too-new ApiVersions gets the v0 answer (KIP-511);
-//! an InitProducerId the broker cannot serve is answered with its error.
+//! range close the connection; a too-new ApiVersions gets the v0 answer (KIP-511).
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -10,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use baton_protocol::messages::{ApiVersionsRequest, InitProducerIdRequest, ProduceRequest};
+use baton_protocol::messages::{ApiVersionsRequest, ProduceRequest};
 use baton_protocol::{ErrorCode, Message, RequestHeader};
 use baton_testkit::wire::Client;
 use bytes::BytesMut;
@@ -140,23 +139,4 @@ async fn refused_requests_are_answered_at_once_and_logged_with_client_and_peer()
         line.contains(CLIENT_ID) && line.contains("127.0.0.1"),
         "{line}"
     );
-
-    // InitProducerId with a transactional id (the first call of kafkajs'
-    // `producer.transaction()`) is answered; if the answer is UNSUPPORTED_VERSION
-    // (a broker without a transaction coordinator), the refusal is logged.
-    let request = InitProducerIdRequest {
-        transactional_id: Some("refusal-probe-txn".into()),
-        transaction_timeout_ms: 60_000,
-        ..Default::default()
-    };
-    let resp = tokio::time::timeout(ANSWER_TIMEOUT, c.call(&request, 1))
-        .await
-        .expect("answered at once");
-    if resp.error_code == ErrorCode::UnsupportedVersion.code() {
-        let line = expect_log(&logs, &["UNSUPPORTED_VERSION", "api_key=22", "version=1"]);
-        assert!(
-            line.contains("127.0.0.1") && line.contains("transactional id"),
-            "{line}"
-        );
-    }
 }

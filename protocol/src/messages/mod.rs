@@ -8,6 +8,8 @@ use bytes::{Bytes, BytesMut};
 use crate::error::{DecodeError, EncodeError};
 use crate::primitives::{Decoder, Encoder, Wire};
 
+pub mod add_offsets_to_txn;
+pub mod add_partitions_to_txn;
 pub mod alter_partition;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
@@ -23,7 +25,10 @@ pub mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub mod describe_producers;
+pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
+pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 pub mod heartbeat;
@@ -32,6 +37,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_fetch;
@@ -40,7 +46,10 @@ pub mod produce;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
 pub mod sync_group;
+pub mod write_txn_markers;
 
+pub use add_offsets_to_txn::*;
+pub use add_partitions_to_txn::*;
 pub use alter_partition::*;
 pub use alter_user_scram_credentials::*;
 pub use api_versions::*;
@@ -56,7 +65,10 @@ pub use describe_acls::*;
 pub use describe_cluster::*;
 pub use describe_configs::*;
 pub use describe_groups::*;
+pub use describe_producers::*;
+pub use describe_transactions::*;
 pub use describe_user_scram_credentials::*;
+pub use end_txn::*;
 pub use fetch::*;
 pub use find_coordinator::*;
 pub use heartbeat::*;
@@ -65,6 +77,7 @@ pub use join_group::*;
 pub use leave_group::*;
 pub use list_groups::*;
 pub use list_offsets::*;
+pub use list_transactions::*;
 pub use metadata::*;
 pub use offset_commit::*;
 pub use offset_fetch::*;
@@ -73,6 +86,7 @@ pub use produce::*;
 pub use sasl_authenticate::*;
 pub use sasl_handshake::*;
 pub use sync_group::*;
+pub use write_txn_markers::*;
 
 /// A top-level request or response body.
 pub trait Message: Wire + Default + Clone + std::fmt::Debug + PartialEq {
@@ -272,6 +286,20 @@ mod tests {
             $f::<DescribeUserScramCredentialsResponse>($arg);
             $f::<AlterUserScramCredentialsRequest>($arg);
             $f::<AlterUserScramCredentialsResponse>($arg);
+            $f::<AddPartitionsToTxnRequest>($arg);
+            $f::<AddPartitionsToTxnResponse>($arg);
+            $f::<AddOffsetsToTxnRequest>($arg);
+            $f::<AddOffsetsToTxnResponse>($arg);
+            $f::<EndTxnRequest>($arg);
+            $f::<EndTxnResponse>($arg);
+            $f::<DescribeTransactionsRequest>($arg);
+            $f::<DescribeTransactionsResponse>($arg);
+            $f::<ListTransactionsRequest>($arg);
+            $f::<ListTransactionsResponse>($arg);
+            $f::<WriteTxnMarkersRequest>($arg);
+            $f::<WriteTxnMarkersResponse>($arg);
+            $f::<DescribeProducersRequest>($arg);
+            $f::<DescribeProducersResponse>($arg);
         };
     }
 

@@ -48,6 +48,7 @@
 mod batch;
 mod builder;
 pub mod compression;
+pub mod control;
 mod pool;
 #[allow(clippy::module_inception)]
 mod record;
