@@ -89,6 +89,8 @@ const CONNECTION_COST: isize = 256 << 10;
 const ACL_COST: isize = 1024;
 /// A pending transactional offset: its key, metadata and map entries.
 const PENDING_OFFSET_COST: isize = 1024;
+/// A transactional id's state (its name and partitions are paid by request bytes).
+const TXN_COST: isize = 1024;
 
 fn limits() -> BrokerLimits {
     BrokerLimits {
@@ -102,6 +104,8 @@ fn limits() -> BrokerLimits {
         max_connections_per_ip: 40,
         max_acls: 100,
         max_pending_txn_offsets: 200,
+        max_transactional_ids: 50,
+        max_partitions_per_transaction: 100,
     }
 }
 
@@ -298,6 +302,7 @@ fn all_limits_allowance() -> isize {
         + l.max_groups as isize * (GROUP_COST + 20 * MEMBER_COST)
         + l.max_acls as isize * ACL_COST
         + l.max_pending_txn_offsets as isize * PENDING_OFFSET_COST
+        + l.max_transactional_ids as isize * TXN_COST
 }
 
 #[tokio::test]
@@ -322,6 +327,8 @@ async fn every_api_stays_within_its_bound() {
         DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest,
         TxnOffsetCommitRequest,
         WriteTxnMarkersRequest, DescribeProducersRequest,
+        AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest,
+        DescribeTransactionsRequest, ListTransactionsRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

@@ -11,6 +11,10 @@
 
 use baton_protocol::messages::TxnOffsetCommitRequest;
 use baton_protocol::messages::{
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeTransactionsRequest, EndTxnRequest,
+    ListTransactionsRequest,
+};
+use baton_protocol::messages::{
     AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest, SaslAuthenticateRequest,
     SaslHandshakeRequest,
 };
@@ -84,6 +88,11 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<AlterUserScramCredentialsRequest>(),
         entry::<TxnOffsetCommitRequest>(),
         entry::<DescribeProducersRequest>(),
+        entry::<AddPartitionsToTxnRequest>(),
+        entry::<AddOffsetsToTxnRequest>(),
+        entry::<EndTxnRequest>(),
+        entry::<DescribeTransactionsRequest>(),
+        entry::<ListTransactionsRequest>(),
     ]
 }
 
