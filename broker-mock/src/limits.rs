@@ -32,6 +32,8 @@ pub const DEFAULT_MAX_TRANSACTIONAL_IDS: usize = 10_000;
 pub const DEFAULT_MAX_PARTITIONS_PER_TRANSACTION: usize = 10_000;
 /// Default of [`BrokerLimits::max_acls`].
 pub const DEFAULT_MAX_ACLS: usize = 10_000;
+/// Default of [`BrokerLimits::max_pending_txn_offsets`].
+pub const DEFAULT_MAX_PENDING_TXN_OFFSETS: usize = 100_000;
 /// Default of [`BrokerLimits::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Default of [`BrokerLimits::max_connections_per_ip`].
@@ -78,6 +80,11 @@ pub struct BrokerLimits {
     /// Most ACL bindings a node holds. A CreateAcls creation beyond it fails with
     /// `POLICY_VIOLATION`, naming the limit; Kafka has no such ceiling.
     pub max_acls: usize,
+    /// Most transactional offsets a group coordinator holds pending (committed by
+    /// TxnOffsetCommit, waiting for their transaction's marker), over all its
+    /// groups. A TxnOffsetCommit beyond it fails with `POLICY_VIOLATION`; Kafka
+    /// has no such ceiling.
+    pub max_pending_txn_offsets: usize,
     /// Most transactional ids a transaction coordinator holds. An InitProducerId
     /// for one more fails with `POLICY_VIOLATION`; Kafka has no such ceiling (it
     /// expires idle ids after `transactional.id.expiration.ms`).
@@ -100,6 +107,7 @@ impl Default for BrokerLimits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             max_acls: DEFAULT_MAX_ACLS,
+            max_pending_txn_offsets: DEFAULT_MAX_PENDING_TXN_OFFSETS,
             max_transactional_ids: DEFAULT_MAX_TRANSACTIONAL_IDS,
             max_partitions_per_transaction: DEFAULT_MAX_PARTITIONS_PER_TRANSACTION,
         }

@@ -166,6 +166,8 @@ macro_rules! for_each_message {
             DescribeUserScramCredentialsResponse,
             AlterUserScramCredentialsRequest,
             AlterUserScramCredentialsResponse,
+            TxnOffsetCommitRequest,
+            TxnOffsetCommitResponse,
             AddPartitionsToTxnRequest,
             AddPartitionsToTxnResponse,
             AddOffsetsToTxnRequest,

@@ -23,4 +23,5 @@ mod server;
 mod tls;
 mod transactions;
 mod transactions_log;
+mod txn_offsets;
 mod unsupported_requests;
