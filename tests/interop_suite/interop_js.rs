@@ -9,11 +9,12 @@
 //! once) and the library itself at read_uncommitted (the aborted records too, so
 //! the abort did write them).
 //!
-//! Apache Kafka (the shared single node of `apache_kafka_util`) is the referee:
-//! the same scenario passes there, which proves the script and the checks.
+//! Each runs against baton-broker (one in-memory node on 127.0.0.1 port 0) and
+//! against Apache Kafka (the shared single node of `apache_kafka_util`), the
+//! referee: the same scenario passes there, which proves the script and the checks.
 
 use crate::apache_kafka_util::single_node;
-use crate::interop_txn_util::{transactions_commit_and_abort, TxnClient};
+use crate::interop_txn_util::{transactions_commit_and_abort, BatonBroker, TxnClient};
 
 /// Both JavaScript libraries, as readers.
 const JS: [TxnClient; 2] = [TxnClient::Kafkajs, TxnClient::Platformatic];
@@ -30,4 +31,16 @@ fn platformatic_transactions_commit_and_abort_on_apache_kafka() {
     let kafka = single_node();
     let _logs = kafka.logs_on_failure();
     transactions_commit_and_abort(TxnClient::Platformatic, &JS, kafka.bootstrap());
+}
+
+#[test]
+fn kafkajs_transactions_commit_and_abort_on_baton_broker() {
+    let broker = BatonBroker::start();
+    transactions_commit_and_abort(TxnClient::Kafkajs, &JS, broker.bootstrap());
+}
+
+#[test]
+fn platformatic_transactions_commit_and_abort_on_baton_broker() {
+    let broker = BatonBroker::start();
+    transactions_commit_and_abort(TxnClient::Platformatic, &JS, broker.bootstrap());
 }

@@ -23,6 +23,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use baton::{Admin, Client, NewTopic, Producer, ProducerRecord};
+use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 use baton_testkit::tools::node::{module_dir, node};
 use baton_testkit::tools::process::{run, Finished};
 use baton_testkit::tools::{python, scripts_dir};
@@ -40,6 +41,44 @@ pub const INPUT_RECORDS: usize = BATCH * BATCHES;
 pub const OUTPUT_PARTITIONS: i32 = 3;
 /// Longest one client command may run (the scripts give up on their own sooner).
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(150);
+
+/// A baton-broker on 127.0.0.1 port 0, in memory, served by a runtime of its own
+/// while the clients run as child processes; shut down on drop.
+pub struct BatonBroker {
+    runtime: tokio::runtime::Runtime,
+    broker: Option<BrokerHandle>,
+}
+
+impl BatonBroker {
+    /// Starts the broker.
+    pub fn start() -> BatonBroker {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("tokio runtime");
+        let broker = runtime
+            .block_on(Broker::start(BrokerConfig::in_memory()))
+            .expect("broker starts");
+        BatonBroker {
+            runtime,
+            broker: Some(broker),
+        }
+    }
+
+    /// Its bootstrap address.
+    pub fn bootstrap(&self) -> Vec<String> {
+        vec![self.broker.as_ref().expect("running").bootstrap()]
+    }
+}
+
+impl Drop for BatonBroker {
+    fn drop(&mut self) {
+        if let Some(broker) = self.broker.take() {
+            self.runtime.block_on(broker.shutdown());
+        }
+    }
+}
 
 /// A third-party client with the scenario's two commands, `transact` and `read`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
