@@ -63,6 +63,10 @@ pub struct BrokerConfig {
     /// (Kafka's `listeners=PLAINTEXT://...,SASL_SSL://...`). Connection limits
     /// apply across all listeners together.
     pub extra_listeners: Vec<ListenerConfig>,
+    /// Longest transaction timeout a producer may ask for (Kafka's
+    /// `transaction.max.timeout.ms`, 15 minutes); longer ones are refused with
+    /// INVALID_TRANSACTION_TIMEOUT.
+    pub transaction_max_timeout_ms: i32,
 }
 
 impl Default for BrokerConfig {
@@ -84,6 +88,7 @@ impl Default for BrokerConfig {
             authorizer: None,
             listener_name: None,
             extra_listeners: Vec::new(),
+            transaction_max_timeout_ms: 15 * 60 * 1000,
         }
     }
 }

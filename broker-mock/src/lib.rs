@@ -54,6 +54,7 @@ pub(crate) mod server;
 mod state;
 mod topic_limits;
 pub(crate) mod topics;
+pub mod txn;
 mod wire;
 
 pub use acl::AuthorizerConfig;

@@ -26,6 +26,10 @@ pub const DEFAULT_MAX_GROUPS: usize = 10_000;
 pub const DEFAULT_MAX_PRODUCERS_PER_PARTITION: usize = 10_000;
 /// Default of [`BrokerLimits::max_aborted_txns_per_partition`].
 pub const DEFAULT_MAX_ABORTED_TXNS_PER_PARTITION: usize = 100_000;
+/// Default of [`BrokerLimits::max_transactional_ids`].
+pub const DEFAULT_MAX_TRANSACTIONAL_IDS: usize = 10_000;
+/// Default of [`BrokerLimits::max_partitions_per_transaction`].
+pub const DEFAULT_MAX_PARTITIONS_PER_TRANSACTION: usize = 10_000;
 /// Default of [`BrokerLimits::max_acls`].
 pub const DEFAULT_MAX_ACLS: usize = 10_000;
 /// Default of [`BrokerLimits::max_connections`].
@@ -74,6 +78,14 @@ pub struct BrokerLimits {
     /// Most ACL bindings a node holds. A CreateAcls creation beyond it fails with
     /// `POLICY_VIOLATION`, naming the limit; Kafka has no such ceiling.
     pub max_acls: usize,
+    /// Most transactional ids a transaction coordinator holds. An InitProducerId
+    /// for one more fails with `POLICY_VIOLATION`; Kafka has no such ceiling (it
+    /// expires idle ids after `transactional.id.expiration.ms`).
+    pub max_transactional_ids: usize,
+    /// Most partitions (offsets partitions included) in one transaction. An
+    /// AddPartitionsToTxn or AddOffsetsToTxn past it fails with `POLICY_VIOLATION`;
+    /// Kafka has no such ceiling.
+    pub max_partitions_per_transaction: usize,
 }
 
 impl Default for BrokerLimits {
@@ -88,6 +100,8 @@ impl Default for BrokerLimits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             max_acls: DEFAULT_MAX_ACLS,
+            max_transactional_ids: DEFAULT_MAX_TRANSACTIONAL_IDS,
+            max_partitions_per_transaction: DEFAULT_MAX_PARTITIONS_PER_TRANSACTION,
         }
     }
 }

@@ -17,6 +17,7 @@ use crate::group::GroupCoordinator;
 use crate::node_mode::NodeMode;
 use crate::topic_limits::{check_totals, Refusal, Usage};
 use crate::topics::{self, random_uuid, Storage, Topic, TopicConfig};
+use crate::txn::{TxnCoordinator, TxnLimits};
 
 /// The topics of a node by name, with their partition count kept alongside.
 #[derive(Debug, Default)]
@@ -88,6 +89,8 @@ pub(crate) struct BrokerState {
     appended: watch::Sender<u64>,
     /// The group coordinator (consumer groups and committed offsets).
     pub groups: Arc<GroupCoordinator>,
+    /// The transaction coordinator (transactional ids and their transactions).
+    pub txn: Arc<TxnCoordinator>,
     /// Standalone, or a replica in a cluster (with its link to the cluster).
     pub mode: NodeMode,
     /// The ACLs and their settings, when authorization is on.
@@ -123,6 +126,14 @@ impl BrokerState {
             config.groups.clone(),
             config.limits.max_groups,
         ));
+        let txn = Arc::new(TxnCoordinator::new(
+            TxnLimits {
+                max_timeout_ms: config.transaction_max_timeout_ms,
+                max_partitions: config.limits.max_partitions_per_transaction,
+            },
+            config.limits.max_transactional_ids,
+            config.groups.offsets_topic_partitions,
+        ));
         // A cluster node's ACLs are the controller's; a standalone node keeps its own.
         let acl_dir = config.data_dir.as_deref().filter(|_| !mode.is_replica());
         let authorizer = match config.authorizer.clone() {
@@ -139,6 +150,7 @@ impl BrokerState {
             topics: RwLock::new(topics),
             appended: watch::Sender::new(0),
             groups,
+            txn,
             mode,
         })
     }

@@ -87,6 +87,8 @@ const MEMBER_COST: isize = 2048;
 const PRODUCER_COST: isize = 1024;
 const CONNECTION_COST: isize = 256 << 10;
 const ACL_COST: isize = 1024;
+/// A transactional id's state (its name and partitions are paid by request bytes).
+const TXN_COST: isize = 1024;
 
 fn limits() -> BrokerLimits {
     BrokerLimits {
@@ -99,6 +101,8 @@ fn limits() -> BrokerLimits {
         max_connections: 40,
         max_connections_per_ip: 40,
         max_acls: 100,
+        max_transactional_ids: 50,
+        max_partitions_per_transaction: 100,
     }
 }
 
@@ -294,6 +298,7 @@ fn all_limits_allowance() -> isize {
     l.max_partitions as isize * (PARTITION_COST + PRODUCER_COST)
         + l.max_groups as isize * (GROUP_COST + 20 * MEMBER_COST)
         + l.max_acls as isize * ACL_COST
+        + l.max_transactional_ids as isize * TXN_COST
 }
 
 #[tokio::test]
@@ -317,6 +322,8 @@ async fn every_api_stays_within_its_bound() {
         DescribeAclsRequest, CreateAclsRequest, DeleteAclsRequest,
         DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest,
         WriteTxnMarkersRequest, DescribeProducersRequest,
+        AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest,
+        DescribeTransactionsRequest, ListTransactionsRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

@@ -10,6 +10,10 @@
 //! the client software name and version are not validated.
 
 use baton_protocol::messages::{
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeTransactionsRequest, EndTxnRequest,
+    ListTransactionsRequest,
+};
+use baton_protocol::messages::{
     AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest, SaslAuthenticateRequest,
     SaslHandshakeRequest,
 };
@@ -82,6 +86,11 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DescribeUserScramCredentialsRequest>(),
         entry::<AlterUserScramCredentialsRequest>(),
         entry::<DescribeProducersRequest>(),
+        entry::<AddPartitionsToTxnRequest>(),
+        entry::<AddOffsetsToTxnRequest>(),
+        entry::<EndTxnRequest>(),
+        entry::<DescribeTransactionsRequest>(),
+        entry::<ListTransactionsRequest>(),
     ]
 }
 

@@ -11,9 +11,12 @@
 //! `GROUP_AUTHORIZATION_FAILED`) and a transactional id Describe on it (else
 //! `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`), as in Kafka.
 //!
-//! Deviations from Apache Kafka: there is no transaction coordinator, so
-//! transactional ids (key type 1) are answered with the node that was asked;
-//! share-group keys (type 2, v6) and unknown types are INVALID_REQUEST.
+//! A transactional id (key type 1) is coordinated by the leader of its
+//! `__transaction_state` partition (`txn::records::partition_for`, the same
+//! mapping), found the same way; the topic is created on the first lookup.
+//!
+//! Deviations from Apache Kafka: share-group keys (type 2, v6) and unknown types are
+//! INVALID_REQUEST.
 
 use baton_protocol::messages::{Coordinator, FindCoordinatorRequest, FindCoordinatorResponse};
 use baton_protocol::ErrorCode;
@@ -53,32 +56,35 @@ fn coordinator_for(
             state.endpoint(listener).port,
         )
     };
-    match key_type {
+    let node = match key_type {
         0 => match state.groups.coordinator_node(state, key) {
-            Some(Ok((id, host, port))) => {
-                match (state.listener_name(listener), state.mode.replica()) {
-                    // On another listener, the coordinator's endpoint of that listener.
-                    (Some(name), Some(link)) => link
-                        .image()
-                        .broker(id)
-                        .and_then(|b| {
-                            b.endpoint(Some(name))
-                                .map(|(h, p)| (h.to_owned(), i32::from(p)))
-                        })
-                        .map(|(h, p)| (id, h, p))
-                        .ok_or(ErrorCode::CoordinatorNotAvailable),
-                    _ => Ok((id, host, port)),
-                }
-            }
-            Some(Err(e)) => Err(e),
+            Some(found) => found.map(|(id, _, _)| id)?,
             None => {
                 state.groups.offsets_topic(state)?;
-                Ok(this_node())
+                return Ok(this_node());
             }
         },
-        1 => Ok(this_node()),
-        _ => Err(ErrorCode::InvalidRequest),
-    }
+        1 => match state.txn.coordinator_node(state, key) {
+            Some(found) => found?,
+            None => {
+                state.txn.state_topic(state)?;
+                return Ok(this_node());
+            }
+        },
+        _ => return Err(ErrorCode::InvalidRequest),
+    };
+    // A cluster node answers with the coordinator's endpoint of the listener the
+    // request came on.
+    let link = state
+        .mode
+        .replica()
+        .ok_or(ErrorCode::CoordinatorNotAvailable)?;
+    let img = link.image();
+    let broker = img.broker(node).ok_or(ErrorCode::CoordinatorNotAvailable)?;
+    broker
+        .endpoint(state.listener_name(listener))
+        .map(|(h, p)| (node, h.to_owned(), i32::from(p)))
+        .ok_or(ErrorCode::CoordinatorNotAvailable)
 }
 
 pub(crate) fn handle(

@@ -13,12 +13,21 @@
 //! unique across the cluster. (KRaft brokers instead take id blocks from the
 //! controller with AllocateProducerIds.)
 //!
-//! Deviations from Apache Kafka: there is no transaction coordinator, so a non-null
-//! transactional id is answered with `UNSUPPORTED_VERSION` (Kafka would route it to
-//! the coordinator; Redpanda answers transaction FindCoordinator requests with this
-//! code when transactions are disabled). An empty transactional id is
-//! `INVALID_REQUEST`, as in Kafka. A failure to persist the id block is
-//! `UNKNOWN_SERVER_ERROR`.
+//! With a transactional id the request goes to the transaction coordinator
+//! (`txn::coordinator`), and only on the node that coordinates the id (else
+//! NOT_COORDINATOR): a new id gets a fresh producer id with epoch 0; a known id gets
+//! its epoch bumped (a new producer id once the epoch is exhausted), which fences
+//! the previous producer; an open transaction of the id is aborted first, and the
+//! request is answered CONCURRENT_TRANSACTIONS until that abort completes (the
+//! client retries). With v3+ (KIP-360) the client may name its current producer id
+//! and epoch to keep the id; a name the coordinator does not know is
+//! PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v4, as Kafka maps it). A timeout
+//! above `transaction_max_timeout_ms` is INVALID_TRANSACTION_TIMEOUT.
+//!
+//! Deviations from Apache Kafka: an empty transactional id is `INVALID_REQUEST`, as
+//! in Kafka; a failure to persist the id block is `UNKNOWN_SERVER_ERROR`; a new
+//! transactional id beyond `BrokerLimits::max_transactional_ids` is
+//! `POLICY_VIOLATION` (Kafka has no such ceiling).
 //!
 //! With an authorizer, as in Kafka: a transactional id needs Write on it (else
 //! `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`); an idempotent producer needs
@@ -50,7 +59,7 @@ pub(crate) fn handle(
     state: &BrokerState,
     ctx: &RequestContext,
     req: InitProducerIdRequest,
-    _version: i16,
+    version: i16,
 ) -> InitProducerIdResponse {
     match req.transactional_id.as_deref() {
         Some(id)
@@ -66,8 +75,51 @@ pub(crate) fn handle(
         }
         None => {}
         Some("") => return failed(ErrorCode::InvalidRequest),
-        Some(_) => return failed(ErrorCode::UnsupportedVersion),
+        Some(id) => return transactional(state, id, &req, version),
     }
+    match allocate(state) {
+        Ok(producer_id) => {
+            tracing::debug!(producer_id, "allocated producer id");
+            InitProducerIdResponse {
+                throttle_time_ms: 0,
+                error_code: 0,
+                producer_id,
+                producer_epoch: 0,
+            }
+        }
+        Err(code) => failed(code),
+    }
+}
+
+/// InitProducerId for a transactional id, at its coordinator.
+fn transactional(
+    state: &BrokerState,
+    id: &str,
+    req: &InitProducerIdRequest,
+    version: i16,
+) -> InitProducerIdResponse {
+    let mut next_id = || allocate(state);
+    let expected = (req.producer_id, req.producer_epoch);
+    match state.txn.init_producer_id(
+        state,
+        id,
+        req.transaction_timeout_ms,
+        expected,
+        &mut next_id,
+    ) {
+        Ok((producer_id, producer_epoch)) => InitProducerIdResponse {
+            throttle_time_ms: 0,
+            error_code: 0,
+            producer_id,
+            producer_epoch,
+        },
+        Err(ErrorCode::ProducerFenced) if version < 4 => failed(ErrorCode::InvalidProducerEpoch),
+        Err(code) => failed(code),
+    }
+}
+
+/// A new producer id, unique across the cluster.
+fn allocate(state: &BrokerState) -> Result<i64, ErrorCode> {
     let id = ProducerIdAllocator::for_data_dir(state.config.data_dir.as_deref())
         .and_then(|a| a.next_id());
     // In a cluster every node allocates from its own data directory, so the node id
@@ -85,24 +137,13 @@ pub(crate) fn handle(
                     node,
                     "node ids of {CLUSTER_NODE_ID_LIMIT} and above cannot allocate producer ids"
                 );
-                return failed(ErrorCode::UnknownServerError);
+                return Err(ErrorCode::UnknownServerError);
             }
         }
         (_, id) => id,
     };
-    match id {
-        Ok(producer_id) => {
-            tracing::debug!(producer_id, "allocated producer id");
-            InitProducerIdResponse {
-                throttle_time_ms: 0,
-                error_code: 0,
-                producer_id,
-                producer_epoch: 0,
-            }
-        }
-        Err(e) => {
-            tracing::error!(error = %e, "allocating a producer id failed");
-            failed(ErrorCode::UnknownServerError)
-        }
-    }
+    id.map_err(|e| {
+        tracing::error!(error = %e, "allocating a producer id failed");
+        ErrorCode::UnknownServerError
+    })
 }

@@ -8,6 +8,8 @@
 //! SaslHandshake and SaslAuthenticate never reach `dispatch`: the connection's
 //! authentication gate (`security::gate`) answers them with their handlers here.
 
+pub(crate) mod add_offsets_to_txn;
+pub(crate) mod add_partitions_to_txn;
 pub(crate) mod alter_user_scram_credentials;
 pub mod api_versions;
 pub(crate) mod create_acls;
@@ -20,7 +22,9 @@ pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
 pub(crate) mod describe_producers;
+pub(crate) mod describe_transactions;
 pub(crate) mod describe_user_scram_credentials;
+pub(crate) mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
 mod forward;
@@ -30,6 +34,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub(crate) mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
 pub mod offset_fetch;
@@ -44,6 +49,10 @@ pub(crate) mod write_txn_markers;
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_protocol::messages::{
+    AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeTransactionsRequest, EndTxnRequest,
+    ListTransactionsRequest,
+};
 use baton_protocol::messages::{
     AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest,
 };
@@ -368,6 +377,36 @@ pub(crate) async fn dispatch(
         DescribeProducersRequest::API_KEY => {
             run::<DescribeProducersRequest, _>(state, ctx, frame, version, |s, c, r, v| {
                 Some(describe_producers::handle(s, c, r, v))
+            })
+            .await
+        }
+        AddPartitionsToTxnRequest::API_KEY => {
+            run::<AddPartitionsToTxnRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(add_partitions_to_txn::handle(s, c, r, v))
+            })
+            .await
+        }
+        AddOffsetsToTxnRequest::API_KEY => {
+            run::<AddOffsetsToTxnRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(add_offsets_to_txn::handle(s, c, r, v))
+            })
+            .await
+        }
+        EndTxnRequest::API_KEY => {
+            run::<EndTxnRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(end_txn::handle(s, c, r, v))
+            })
+            .await
+        }
+        DescribeTransactionsRequest::API_KEY => {
+            run::<DescribeTransactionsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(describe_transactions::handle(s, c, r, v))
+            })
+            .await
+        }
+        ListTransactionsRequest::API_KEY => {
+            run::<ListTransactionsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(list_transactions::handle(s, c, r, v))
             })
             .await
         }

@@ -69,8 +69,10 @@ async fn init_producer_id_versions_and_transactional_ids() {
     unique.dedup();
     assert_eq!(unique.len(), ids.len(), "ids {ids:?}");
 
-    let (code, pid, _) = init_producer_id(&mut c, Some("txn")).await;
-    assert_eq!((code, pid), (ErrorCode::UnsupportedVersion.code(), -1));
+    // A transactional id goes to the transaction coordinator (broker/transactions.rs).
+    let (code, pid, epoch) = init_producer_id(&mut c, Some("txn")).await;
+    assert_eq!((code, epoch), (0, 0));
+    assert!(pid >= 0);
     let (code, _, _) = init_producer_id(&mut c, Some("")).await;
     assert_eq!(code, ErrorCode::InvalidRequest.code());
     broker.shutdown().await;

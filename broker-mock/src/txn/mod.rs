@@ -1,0 +1,16 @@
+//! Transactions: the transaction coordinator (KIP-98).
+//!
+//! [`machine`] is the state of one transactional id and its transitions, without
+//! I/O; [`records`] is the layout of that state in the internal
+//! `__transaction_state` topic; `coordinator` serves the transactional ids of the
+//! state partitions this node leads, writing every transition durably; `driver` is
+//! its task: markers to the partition leaders, timeouts, ownership.
+
+mod coordinator;
+pub(crate) mod driver;
+pub mod machine;
+pub mod records;
+
+pub(crate) use coordinator::TxnCoordinator;
+pub use machine::{TxnLimits, TxnMetadata, TxnState};
+pub use records::TRANSACTION_STATE_TOPIC;
