@@ -275,6 +275,136 @@ pub fn parse_payload(p: &[u8]) -> Option<(u64, u32)> {
     ))
 }
 
+/// The input and output of a consume-transform-produce pipeline, for the
+/// exactly-once check.
+///
+/// Record every input record with [`ExactlyOnce::input`] (its partition and
+/// offset in the input topic) and every output record read at read_committed
+/// with [`ExactlyOnce::output`] (the input position it was made from, and where it
+/// sits in the output topic), then [`ExactlyOnce::check`]. The checker counts:
+///
+/// - **lost**: input records with no output record;
+/// - **duplicated**: extra output records for one input record;
+/// - **reordered**: output records of one input partition whose input offsets do
+///   not grow with their output position (compared within each output
+///   partition, in offset order);
+/// - **unknown**: output records made from no recorded input record.
+///
+/// A pipeline is exactly-once when all four are zero.
+///
+/// ```
+/// use baton_broker::history::ExactlyOnce;
+/// let mut h = ExactlyOnce::new();
+/// h.input(0, 0);
+/// h.input(0, 1);
+/// h.output((0, 0), (0, 10));
+/// h.output((0, 1), (0, 12));
+/// assert!(h.check().passed());
+/// ```
+#[derive(Debug, Default, Clone)]
+pub struct ExactlyOnce {
+    inputs: BTreeSet<(i32, i64)>,
+    /// (output partition, output offset) -> input (partition, offset); first read
+    /// wins (reading one output position twice is not a duplicate).
+    outputs: BTreeMap<(i32, i64), (i32, i64)>,
+}
+
+/// The result of [`ExactlyOnce::check`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExactlyOnceReport {
+    /// Input records.
+    pub inputs: u64,
+    /// Distinct output records read.
+    pub outputs: u64,
+    /// Input records without output.
+    pub lost: u64,
+    /// Output records beyond the first for one input record.
+    pub duplicated: u64,
+    /// Output records out of their input partition's order.
+    pub reordered: u64,
+    /// Output records of no recorded input.
+    pub unknown: u64,
+}
+
+impl ExactlyOnceReport {
+    /// Zero lost, duplicated, reordered and unknown records.
+    pub fn passed(&self) -> bool {
+        self.lost == 0 && self.duplicated == 0 && self.reordered == 0 && self.unknown == 0
+    }
+}
+
+impl fmt::Display for ExactlyOnceReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "inputs={} outputs={} | lost={} duplicated={} reordered={} unknown={} => {}",
+            self.inputs,
+            self.outputs,
+            self.lost,
+            self.duplicated,
+            self.reordered,
+            self.unknown,
+            if self.passed() { "PASS" } else { "FAIL" }
+        )
+    }
+}
+
+impl ExactlyOnce {
+    /// An empty history.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An input record at `partition`/`offset` of the input topic.
+    pub fn input(&mut self, partition: i32, offset: i64) {
+        self.inputs.insert((partition, offset));
+    }
+
+    /// An output record read (at read_committed) at `at` (partition, offset) of the
+    /// output topic, made from the input record at `from` (partition, offset).
+    pub fn output(&mut self, from: (i32, i64), at: (i32, i64)) {
+        self.outputs.entry(at).or_insert(from);
+    }
+
+    /// Counts the anomalies.
+    pub fn check(&self) -> ExactlyOnceReport {
+        let mut seen: HashMap<(i32, i64), u64> = HashMap::new();
+        let mut report = ExactlyOnceReport {
+            inputs: self.inputs.len() as u64,
+            outputs: self.outputs.len() as u64,
+            ..ExactlyOnceReport::default()
+        };
+        // (output partition, input partition) -> last input offset seen.
+        let mut last: HashMap<(i32, i32), i64> = HashMap::new();
+        for (&(out_partition, _), &from) in &self.outputs {
+            if !self.inputs.contains(&from) {
+                report.unknown += 1;
+                continue;
+            }
+            let n = seen.entry(from).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                report.duplicated += 1;
+                continue;
+            }
+            let prev = last.entry((out_partition, from.0)).or_insert(from.1);
+            if from.1 < *prev {
+                report.reordered += 1;
+            } else {
+                *prev = from.1;
+            }
+        }
+        report.lost = self.inputs.iter().filter(|i| !seen.contains_key(i)).count() as u64;
+        report
+    }
+
+    /// The input positions without output, in order (for failure messages).
+    pub fn lost(&self) -> Vec<(i32, i64)> {
+        let made: BTreeSet<(i32, i64)> = self.outputs.values().copied().collect();
+        self.inputs.difference(&made).copied().collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +485,35 @@ mod tests {
         let r = h.check();
         assert!(r.passed(), "{r}");
         assert!(r.to_string().contains("PASS"));
+    }
+
+    #[test]
+    fn exactly_once_counts_lost_duplicated_reordered_unknown() {
+        let mut h = ExactlyOnce::new();
+        for o in 0..5 {
+            h.input(0, o);
+        }
+        h.input(1, 0);
+        h.output((0, 0), (0, 0));
+        h.output((0, 2), (0, 1)); // 2 before 1: reordered
+        h.output((0, 1), (0, 2));
+        h.output((0, 1), (0, 2)); // the same output read twice: not a duplicate
+        h.output((0, 3), (0, 3));
+        h.output((0, 3), (1, 0)); // a second copy: duplicated
+        h.output((7, 7), (1, 1)); // no such input
+        let r = h.check();
+        assert_eq!(r.lost, 2, "{r}"); // (0, 4) and (1, 0)
+        assert_eq!(r.duplicated, 1, "{r}");
+        assert_eq!(r.reordered, 1, "{r}");
+        assert_eq!(r.unknown, 1, "{r}");
+        assert!(!r.passed());
+        assert_eq!(h.lost(), vec![(0, 4), (1, 0)]);
+        let mut clean = ExactlyOnce::new();
+        for o in 0..10 {
+            clean.input((o % 2) as i32, o / 2);
+            clean.output(((o % 2) as i32, o / 2), (0, o));
+        }
+        assert!(clean.check().passed(), "{}", clean.check());
     }
 
     #[test]

@@ -684,6 +684,37 @@ impl Connection {
             .map_err(|source| self.decode_error(R::API_KEY, version, source))
     }
 
+    /// Like [`Connection::send`], in the negotiated version but at most `max`: for
+    /// requests whose newer versions change the protocol the client speaks (for
+    /// example AddPartitionsToTxn v4+, which only brokers send, or the
+    /// transactions-v2 versions of EndTxn and TxnOffsetCommit).
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`Connection::send`].
+    pub(crate) async fn send_at_most<R: Request + Sync>(
+        &self,
+        req: &R,
+        max: i16,
+        timeout: Duration,
+    ) -> Result<R::Response, ConnectionError> {
+        let version = self.version_for::<R>()?.min(max);
+        let broker_min = self.broker_versions(R::API_KEY).map_or(0, |v| v.min);
+        if version < R::MIN_VERSION.max(broker_min) {
+            return Err(ConnectionError::NoCommonVersion {
+                addr: self.addr().to_string(),
+                api_key: R::API_KEY,
+                broker_min,
+                broker_max: self.broker_versions(R::API_KEY).map_or(-1, |v| v.max),
+                client_min: R::MIN_VERSION,
+                client_max: max,
+            });
+        }
+        let body = self.round_trip_raw(req, version, timeout).await?;
+        R::Response::decode_body(body, version)
+            .map_err(|source| self.decode_error(R::API_KEY, version, source))
+    }
+
     /// Sends a SASL request in the negotiated version, past the re-authentication
     /// gate (the exchange that holds it closed, or the first login).
     pub(crate) async fn send_sasl<R: Request + Sync>(

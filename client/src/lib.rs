@@ -77,15 +77,17 @@ pub use baton_protocol::sasl::{Mechanism as SaslMechanism, Secret};
 pub use baton_protocol::security::SecurityProtocol;
 pub use client::{Client, ClientBuilder, ClientError};
 pub use consumer::{
-    Consumer, ConsumerBuilder, ConsumerError, ConsumerRecord, OffsetReset, StartOffset,
+    Consumer, ConsumerBuilder, ConsumerError, ConsumerRecord, IsolationLevel, OffsetReset,
+    StartOffset,
 };
 pub use group::{
-    GroupConsumer, GroupConsumerBuilder, GroupError, GroupStream, ListenerFuture, PendingCommit,
-    RebalanceContext, RebalanceListener, TopicPartition,
+    ConsumerGroupMetadata, GroupConsumer, GroupConsumerBuilder, GroupError, GroupStream,
+    ListenerFuture, PendingCommit, RebalanceContext, RebalanceListener, TopicPartition,
 };
 pub use producer::{
     Acks, AttemptError, CancelOutcome, Compression, DeliveryFuture, FlushTimeout, InFlight,
     ProduceError, Producer, ProducerBuilder, ProducerConfigError, ProducerRecord, RecordMetadata,
+    TransactionError, TransactionOutcome,
 };
 pub use sasl::{BoxError, OAuthToken, OAuthTokenProvider, SaslCredentials};
 pub use tls::TlsConfig;

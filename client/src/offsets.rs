@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
+use crate::consumer::IsolationLevel;
 
 /// The first wait between ListOffsets rounds.
 const RETRY_BACKOFF_BASE: Duration = Duration::from_millis(10);
@@ -62,6 +63,17 @@ pub(crate) async fn list_offsets(
     client: &Client,
     queries: &[(String, i32, OffsetSpec)],
 ) -> Result<Vec<ListedOffset>, ClientError> {
+    list_offsets_at(client, queries, IsolationLevel::ReadUncommitted).await
+}
+
+/// [`list_offsets`] at `isolation`: at [`IsolationLevel::ReadCommitted`],
+/// [`OffsetSpec::Latest`] is the last stable offset (Kafka's read_committed
+/// consumers start there).
+pub(crate) async fn list_offsets_at(
+    client: &Client,
+    queries: &[(String, i32, OffsetSpec)],
+    isolation: IsolationLevel,
+) -> Result<Vec<ListedOffset>, ClientError> {
     let deadline = Instant::now() + client.request_timeout();
     let mut results: Vec<Option<ListedOffset>> = vec![None; queries.len()];
     let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
@@ -103,7 +115,7 @@ pub(crate) async fn list_offsets(
             }
             let req = ListOffsetsRequest {
                 replica_id: -1,
-                isolation_level: 0,
+                isolation_level: isolation.wire(),
                 topics: topics
                     .into_iter()
                     .map(|(name, partitions)| ListOffsetsTopic {

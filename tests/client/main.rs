@@ -21,3 +21,4 @@ mod retry;
 mod roundtrip;
 mod scram_admin;
 mod security;
+mod transactions;

@@ -29,8 +29,9 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::aborted::{is_abort_marker, AbortedFilter, BatchInfo};
 use super::budget::{record_cost, Budget};
-use super::{ConsumerConfig, ConsumerError, ConsumerRecord, OffsetReset};
+use super::{ConsumerConfig, ConsumerError, ConsumerRecord, IsolationLevel, OffsetReset};
 use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
 use crate::offsets::{list_offsets, OffsetSpec};
@@ -417,7 +418,7 @@ fn build_request(
         max_wait_ms: cfg.max_wait.as_millis().min(i32::MAX as u128) as i32,
         min_bytes: cfg.min_bytes,
         max_bytes: cfg.max_bytes,
-        isolation_level: 0,
+        isolation_level: cfg.isolation_level.wire(),
         session_id: 0,
         session_epoch: -1,
         topics,
@@ -566,7 +567,13 @@ async fn handle(
                 ErrorCode::None => {
                     part.failures = 0;
                     let data = pd.records.unwrap_or_default();
-                    consume(client, cfg, part, data, done.generation, tx).await?;
+                    let aborted = match cfg.isolation_level {
+                        IsolationLevel::ReadCommitted => {
+                            AbortedFilter::new(pd.aborted_transactions)
+                        }
+                        IsolationLevel::ReadUncommitted => AbortedFilter::default(),
+                    };
+                    consume(client, cfg, part, data, aborted, done.generation, tx).await?;
                 }
                 ErrorCode::OffsetOutOfRange => match cfg.offset_reset {
                     OffsetReset::Fail => {
@@ -642,11 +649,14 @@ enum Stop {
 /// Yields the records of one partition's fetched data, batch by batch, each only
 /// after its CRC and all its records check out. Records are decoded as they are
 /// handed on, so only a chunk of them exists at a time (see [`super::budget`]).
+/// Control batches, and batches `aborted` says belong to an aborted transaction,
+/// are skipped: the position moves past them.
 async fn consume(
     client: &Client,
     cfg: &ConsumerConfig,
     part: &mut Part,
     data: bytes::Bytes,
+    mut aborted: AbortedFilter,
     generation: u64,
     tx: &Tx,
 ) -> Result<(), Gone> {
@@ -667,6 +677,28 @@ async fn consume(
                 break;
             }
         };
+        let abort_marker = if batch.is_control() {
+            Some(
+                batch
+                    .records()
+                    .ok()
+                    .and_then(|mut r| r.next())
+                    .and_then(Result::ok)
+                    .and_then(|r| r.key)
+                    .and_then(|k| is_abort_marker(&k))
+                    .unwrap_or(false),
+            )
+        } else {
+            None
+        };
+        // Every batch passes the filter, also those below the position, so that
+        // the aborted transactions they start are known.
+        let skip = aborted.skip(BatchInfo {
+            producer_id: batch.producer_id(),
+            last_offset: batch.last_offset(),
+            transactional: batch.is_transactional(),
+            abort_marker,
+        });
         if batch.next_offset() <= part.offset {
             continue;
         }
@@ -676,7 +708,7 @@ async fn consume(
                 break;
             }
         }
-        if batch.is_control() {
+        if batch.is_control() || skip {
             part.offset = batch.next_offset();
             progressed = true;
             continue;

@@ -14,6 +14,7 @@
 //! ([`ConsumerBuilder::max_buffered_bytes`]), which is what makes
 //! [`Consumer::recv`] cancel safe and applies backpressure to fetching.
 
+mod aborted;
 mod budget;
 pub(crate) mod fetcher;
 
@@ -30,7 +31,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::task::AbortHandle;
 
 use crate::client::{Client, ClientError};
-use crate::offsets::{list_offsets, OffsetSpec};
+use crate::offsets::{list_offsets_at, OffsetSpec};
 use crate::RecordHeader;
 
 /// Where a partition's consumption starts.
@@ -58,6 +59,34 @@ pub enum OffsetReset {
     Latest,
     /// Yield [`ConsumerError::OffsetOutOfRange`] and stop fetching the partition.
     Fail,
+}
+
+/// Which records a consumer reads of partitions that transactional producers
+/// write to (Kafka's `isolation.level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IsolationLevel {
+    /// Every record, including those of open and aborted transactions, up to the
+    /// high watermark. The default, as in Kafka's consumers.
+    #[default]
+    ReadUncommitted,
+    /// Only records outside transactions and those of committed transactions:
+    /// Fetch asks the broker for data up to the last stable offset (the first
+    /// offset of the oldest open transaction), and the records of aborted
+    /// transactions, which the broker names in each Fetch answer, are skipped
+    /// (never delivered), as are the commit and abort markers (control batches).
+    /// The consumer's position moves past skipped records, so they are not fetched
+    /// again.
+    ReadCommitted,
+}
+
+impl IsolationLevel {
+    /// The Fetch request's `isolation_level` field.
+    pub(crate) fn wire(self) -> i8 {
+        match self {
+            IsolationLevel::ReadUncommitted => 0,
+            IsolationLevel::ReadCommitted => 1,
+        }
+    }
 }
 
 /// A consumed record. Key, value and header values are zero-copy slices of the
@@ -176,6 +205,7 @@ pub(crate) struct ConsumerConfig {
     pub(crate) check_crcs: bool,
     pub(crate) max_decompressed_bytes: usize,
     pub(crate) max_buffered_bytes: usize,
+    pub(crate) isolation_level: IsolationLevel,
 }
 
 impl Default for ConsumerConfig {
@@ -192,6 +222,7 @@ impl Default for ConsumerConfig {
             check_crcs: true,
             max_decompressed_bytes: DEFAULT_MEMORY_BOUND,
             max_buffered_bytes: DEFAULT_MEMORY_BOUND,
+            isolation_level: IsolationLevel::ReadUncommitted,
         }
     }
 }
@@ -242,6 +273,15 @@ impl ConsumerBuilder {
     /// What to do on OFFSET_OUT_OF_RANGE (default [`OffsetReset::Earliest`]).
     pub fn offset_reset(mut self, reset: OffsetReset) -> Self {
         self.config.offset_reset = reset;
+        self
+    }
+
+    /// Which records of transactional producers to read (default
+    /// [`IsolationLevel::ReadUncommitted`], Kafka's `isolation.level`). At
+    /// [`IsolationLevel::ReadCommitted`], [`StartOffset::Latest`] is the last
+    /// stable offset.
+    pub fn isolation_level(mut self, level: IsolationLevel) -> Self {
+        self.config.isolation_level = level;
         self
     }
 
@@ -320,7 +360,10 @@ impl ConsumerBuilder {
                 Some((t.clone(), *p, spec))
             })
             .collect();
-        let mut listed = list_offsets(&self.client, &queries).await?.into_iter();
+        let isolation = self.config.isolation_level;
+        let mut listed = list_offsets_at(&self.client, &queries, isolation)
+            .await?
+            .into_iter();
         let mut resolved = Vec::with_capacity(self.assignments.len());
         let mut latest_fallback = Vec::new();
         for (topic, partition, start) in &self.assignments {
@@ -339,7 +382,7 @@ impl ConsumerBuilder {
                 .iter()
                 .map(|&i| (resolved[i].0.clone(), resolved[i].1, OffsetSpec::Latest))
                 .collect();
-            let ends = list_offsets(&self.client, &q).await?;
+            let ends = list_offsets_at(&self.client, &q, isolation).await?;
             for (&i, end) in latest_fallback.iter().zip(ends) {
                 resolved[i].2 = end.offset.max(0);
             }

@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use crate::client::Client;
 use crate::consumer::fetcher;
-use crate::consumer::{ConsumerConfig, OffsetReset};
+use crate::consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
 
 use super::assignor::{Assignor, CooperativeStickyAssignor, RebalanceProtocol};
 use super::coordinator::Shared;
@@ -139,6 +139,17 @@ impl GroupConsumerBuilder {
     pub fn offset_reset(mut self, reset: OffsetReset) -> Self {
         self.cfg.offset_reset = reset;
         self.cfg.fetch.offset_reset = reset;
+        self
+    }
+
+    /// Which records of transactional producers to read (default
+    /// [`IsolationLevel::ReadUncommitted`]); see [`IsolationLevel`]. A
+    /// consume-transform-produce loop that commits its offsets through
+    /// [`Producer::send_offsets_to_transaction`](crate::Producer::send_offsets_to_transaction)
+    /// reads at [`IsolationLevel::ReadCommitted`], so that it never sees records of
+    /// aborted transactions.
+    pub fn isolation_level(mut self, level: IsolationLevel) -> Self {
+        self.cfg.fetch.isolation_level = level;
         self
     }
 
@@ -297,6 +308,7 @@ impl GroupConsumerBuilder {
                 pending: None,
                 next_epoch: 1,
                 offset_reset: cfg.offset_reset,
+                isolation_level: cfg.fetch.isolation_level,
                 resolve_at: None,
                 errors: VecDeque::new(),
             },

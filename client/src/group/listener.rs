@@ -11,8 +11,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::consumer::fetcher::FetchCommand;
+use crate::consumer::IsolationLevel;
 use crate::consumer::{ConsumerRecord, OffsetReset};
-use crate::offsets::{list_offsets, OffsetSpec};
+use crate::offsets::{list_offsets_at, OffsetSpec};
 
 use super::assignor::TopicPartition;
 use super::coordinator::Shared;
@@ -96,6 +97,37 @@ pub(super) struct PartState {
     pub(super) failed: bool,
 }
 
+/// A group member's identity in its generation, as the transactional producer
+/// sends it with a transaction's offsets (TxnOffsetCommit); see
+/// [`GroupConsumer::group_metadata`](crate::GroupConsumer::group_metadata).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ConsumerGroupMetadata {
+    /// The group id.
+    pub group_id: String,
+    /// The generation, -1 between generations (the coordinator then checks no
+    /// membership).
+    pub generation_id: i32,
+    /// The member id, empty before joining.
+    pub member_id: String,
+    /// The static member's instance id, if it has one.
+    pub group_instance_id: Option<String>,
+}
+
+impl ConsumerGroupMetadata {
+    /// Metadata naming only `group_id` (no generation or member): the coordinator
+    /// then accepts the offsets without a membership check, as for a group
+    /// without members.
+    pub fn new(group_id: impl Into<String>) -> Self {
+        ConsumerGroupMetadata {
+            group_id: group_id.into(),
+            generation_id: -1,
+            member_id: String::new(),
+            group_instance_id: None,
+        }
+    }
+}
+
 /// The consumer's view of its assignment, positions and commits; what
 /// [`RebalanceListener`] methods receive, and what [`GroupConsumer`]'s
 /// position and commit methods use.
@@ -108,6 +140,9 @@ pub struct RebalanceContext {
     pub(super) pending: Option<(TopicPartition, i64)>,
     pub(super) next_epoch: u64,
     pub(super) offset_reset: OffsetReset,
+    /// Where [`OffsetReset::Latest`] starts: the high watermark, or at
+    /// read_committed the last stable offset.
+    pub(super) isolation_level: IsolationLevel,
     /// When resolving start offsets may be tried again after a failure.
     pub(super) resolve_at: Option<Instant>,
     /// Errors waiting to be returned by `recv`.
@@ -151,6 +186,20 @@ impl RebalanceContext {
     /// The current generation, -1 between generations.
     pub fn generation(&self) -> i32 {
         self.shared.lock().generation
+    }
+
+    /// The member's standing in the group, for
+    /// [`Producer::send_offsets_to_transaction`](crate::Producer::send_offsets_to_transaction):
+    /// the group coordinator accepts the transaction's offsets only from the
+    /// current generation's members (KIP-447 fencing of zombie instances).
+    pub fn group_metadata(&self) -> ConsumerGroupMetadata {
+        let st = self.shared.lock();
+        ConsumerGroupMetadata {
+            group_id: self.shared.group_id.clone(),
+            generation_id: st.generation,
+            member_id: st.member_id.clone(),
+            group_instance_id: self.shared.instance_id.clone(),
+        }
     }
 
     pub(super) fn fresh_epoch(&mut self) -> u64 {
@@ -365,7 +414,7 @@ impl RebalanceContext {
                     .iter()
                     .map(|tp| (tp.topic.to_string(), tp.partition, spec))
                     .collect();
-                let found = list_offsets(&self.shared.client, &q).await?;
+                let found = list_offsets_at(&self.shared.client, &q, self.isolation_level).await?;
                 for (tp, l) in missing.iter().zip(found) {
                     starts.insert((*tp).clone(), l.offset.max(0));
                 }

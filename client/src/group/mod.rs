@@ -77,7 +77,7 @@ pub use assignor::{
 };
 pub use builder::GroupConsumerBuilder;
 pub use error::GroupError;
-pub use listener::{ListenerFuture, RebalanceContext, RebalanceListener};
+pub use listener::{ConsumerGroupMetadata, ListenerFuture, RebalanceContext, RebalanceListener};
 
 use crate::client::Client;
 use crate::consumer::fetcher::StampedChunk;
@@ -353,6 +353,11 @@ impl GroupConsumer {
     /// See [`RebalanceContext::generation`].
     pub fn generation(&self) -> i32 {
         self.ctx.generation()
+    }
+
+    /// See [`RebalanceContext::group_metadata`].
+    pub fn group_metadata(&self) -> ConsumerGroupMetadata {
+        self.ctx.group_metadata()
     }
 
     /// See [`RebalanceContext::seek`].

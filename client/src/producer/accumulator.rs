@@ -27,6 +27,7 @@ use tokio::time::Instant;
 use super::delivery::Completion;
 use super::pending::{Pending, RecordPool};
 use super::record::{ProducerRecord, RecordMetadata};
+use super::transaction::TransactionError;
 use super::{ProduceError, Shared};
 
 /// Fixed cost of a batch on the wire (its header), counted against `batch_size`.
@@ -186,6 +187,9 @@ pub(crate) struct Batch {
     /// Producer id, epoch and base sequence, set when the batch first leaves its
     /// queue with idempotence on; kept across retries.
     pub(crate) stamp: Option<Stamp>,
+    /// Written inside a transaction (the batch's TRANSACTIONAL attribute); set
+    /// with `stamp`.
+    pub(crate) transactional: bool,
     /// The encoded batch, built at the first attempt and reused by retries so every
     /// attempt sends identical bytes.
     pub(crate) encoded: Option<Bytes>,
@@ -238,6 +242,7 @@ impl Batch {
             deadline: now + delivery_timeout,
             attempts: 0,
             stamp: None,
+            transactional: false,
             encoded: None,
             retry_at: None,
             last_error: None,
@@ -310,7 +315,9 @@ impl Batch {
             builder = builder.compression_level(level);
         }
         if let Some(s) = self.stamp {
-            builder = builder.producer(s.identity.id, s.identity.epoch, s.base_sequence);
+            builder = builder
+                .producer(s.identity.id, s.identity.epoch, s.base_sequence)
+                .transactional(self.transactional);
         }
         for p in &self.records {
             builder.push(
@@ -505,6 +512,8 @@ pub(crate) enum Refusal {
     Closed,
     /// It can never get a producer id.
     Blocked(InitBlocked),
+    /// It is transactional and no transaction takes records now.
+    Transaction(TransactionError),
 }
 
 impl Refusal {
@@ -515,6 +524,10 @@ impl Refusal {
                 record: Some(Box::new(record)),
             },
             Refusal::Blocked(why) => why.error(Box::new(record)),
+            Refusal::Transaction(error) => ProduceError::Transaction {
+                error,
+                record: Box::new(record),
+            },
         }
     }
 }
@@ -648,6 +661,12 @@ pub(crate) struct Drained {
     pub(crate) expired: Vec<Batch>,
     /// Sent-before batches taken out because their partition's sequence broke.
     pub(crate) reset: Vec<Batch>,
+    /// Partitions whose batches wait until AddPartitionsToTxn has added them to
+    /// the current transaction.
+    pub(crate) to_add: Vec<(Arc<str>, i32)>,
+    /// Never-sent batches of a transaction that failed, with its error (as Kafka's
+    /// client, they fail at once rather than wait for the abort).
+    pub(crate) txn_failed: Vec<(Batch, TransactionError)>,
     /// Never-sent batches that cannot be sent because the producer can never get a
     /// producer id (see [`InitBlocked`]).
     pub(crate) unsupported: Vec<Batch>,
@@ -667,6 +686,29 @@ pub(crate) struct Accumulator {
     next_batch: u64,
     /// The idempotent producer's identity.
     pub(crate) idem: Idempotence,
+    /// The transactional producer's current transaction, as batches see it.
+    pub(crate) txn: TxnGate,
+}
+
+/// What the accumulator and the sender know of the current transaction.
+///
+/// Invariant: a fresh batch leaves its queue only while the transaction is
+/// error-free and its partition is in `added`; so every batch of a transaction
+/// is in a partition the coordinator knows to be in it.
+#[derive(Debug, Default)]
+pub(crate) struct TxnGate {
+    /// The producer is transactional.
+    pub(crate) enabled: bool,
+    /// A transaction is open and takes records (from `begin_transaction` until
+    /// commit or abort starts).
+    pub(crate) open: bool,
+    /// Partitions AddPartitionsToTxn added to the current transaction.
+    pub(crate) added: std::collections::HashSet<(Arc<str>, i32)>,
+    /// The first error of the current transaction (its batches then wait, and
+    /// new records are refused, until it is aborted).
+    pub(crate) error: Option<TransactionError>,
+    /// When the current transaction began (for the coordinator's timeout).
+    pub(crate) begun: Option<Instant>,
 }
 
 impl Accumulator {
@@ -702,6 +744,7 @@ impl Accumulator {
             closed: false,
             flushes: 0,
             next_batch: 0,
+            txn: TxnGate::default(),
             idem: Idempotence {
                 enabled: idempotent,
                 ..Idempotence::default()
@@ -714,7 +757,18 @@ impl Accumulator {
         if self.closed {
             return Some(Refusal::Closed);
         }
-        self.idem.unsupported.clone().map(Refusal::Blocked)
+        if let Some(blocked) = self.idem.unsupported.clone() {
+            return Some(Refusal::Blocked(blocked));
+        }
+        if self.txn.enabled {
+            if let Some(e) = &self.txn.error {
+                return Some(Refusal::Transaction(e.clone()));
+            }
+            if !self.txn.open {
+                return Some(Refusal::Transaction(TransactionError::NoTransaction));
+            }
+        }
+        None
     }
 
     /// The queue of `topic`/`partition`, if it exists.
@@ -931,6 +985,7 @@ impl Accumulator {
         let mut wake_at = |t: Instant| next = Some(next.map_or(t, |n: Instant| n.min(t)));
         let hurry = self.closed || self.flushes > 0;
         let idem = &mut self.idem;
+        let txn = &self.txn;
         for q in self
             .topics
             .list
@@ -951,6 +1006,17 @@ impl Accumulator {
             if idem.unsupported.is_some() {
                 out.unsupported.extend(q.batches.drain(..));
                 continue;
+            }
+            if let Some(error) = txn.error.as_ref().filter(|_| txn.enabled) {
+                let mut keep = VecDeque::new();
+                for b in q.batches.drain(..) {
+                    if b.stamp.is_none() && b.attempts == 0 {
+                        out.txn_failed.push((b, error.clone()));
+                    } else {
+                        keep.push_back(b);
+                    }
+                }
+                q.batches = keep;
             }
             if let (Some(head), Some(last)) = (q.batches.front(), q.batches.back()) {
                 wake_at(head.deadline.min(last.deadline));
@@ -980,6 +1046,17 @@ impl Accumulator {
                     if !(full || lingered || hurry) {
                         wake_at(head.created + linger);
                         break;
+                    }
+                    if txn.enabled {
+                        if txn.error.is_some() {
+                            // The transaction will be aborted; its batches wait
+                            // for that.
+                            break;
+                        }
+                        if !txn.added.contains(&(head.topic.clone(), head.partition)) {
+                            out.to_add.push((head.topic.clone(), head.partition));
+                            break;
+                        }
                     }
                     if idem.enabled {
                         let Some(identity) = idem.current else {
@@ -1012,6 +1089,7 @@ impl Accumulator {
                             identity,
                             base_sequence: q.seq.next,
                         });
+                        head.transactional = txn.enabled;
                         q.seq.next = add_sequence(q.seq.next, count);
                     }
                 }
@@ -1028,6 +1106,27 @@ impl Accumulator {
         }
         out.next = next;
         out
+    }
+
+    /// Takes every queued batch out (the transaction is being aborted): never-sent
+    /// ones and those waiting for a retry. Returns them and whether any had been
+    /// sent (its sequence numbers are then used up: the next transaction needs a
+    /// new epoch). Batches in flight stay; their outcome comes from the broker.
+    pub(crate) fn take_queued(&mut self) -> (Vec<Batch>, bool) {
+        let mut out = Vec::new();
+        let mut sent = false;
+        for q in self
+            .topics
+            .list
+            .iter_mut()
+            .flat_map(|t| t.partitions.values_mut())
+        {
+            for b in q.batches.drain(..) {
+                sent |= b.stamp.is_some();
+                out.push(b);
+            }
+        }
+        (out, sent)
     }
 
     /// Ends one attempt of batch `batch_id`: its partition no longer counts it in

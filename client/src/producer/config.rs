@@ -60,6 +60,11 @@ pub(crate) struct ProducerConfig {
     pub(crate) idempotence: Option<bool>,
     /// Batches per partition on the wire at once. Invariant: >= 1.
     pub(crate) max_in_flight: usize,
+    /// Makes the producer transactional (implies idempotence and `acks=all`).
+    pub(crate) transactional_id: Option<String>,
+    /// How long the transaction coordinator lets a transaction stay open before
+    /// it aborts it (InitProducerId's `transaction_timeout_ms`).
+    pub(crate) transaction_timeout: Duration,
 }
 
 /// The most batches per partition an idempotent producer keeps in flight (the
@@ -69,13 +74,23 @@ pub const MAX_IN_FLIGHT_IDEMPOTENT: usize = 5;
 impl ProducerConfig {
     /// Whether the producer is idempotent.
     pub(crate) fn idempotent(&self) -> bool {
-        self.idempotence
-            .unwrap_or(self.acks == Acks::All && self.max_in_flight <= MAX_IN_FLIGHT_IDEMPOTENT)
+        self.transactional_id.is_some()
+            || self
+                .idempotence
+                .unwrap_or(self.acks == Acks::All && self.max_in_flight <= MAX_IN_FLIGHT_IDEMPOTENT)
     }
 
     /// Checks the settings that can be wrong.
     fn validate(&self) -> Result<(), ProducerConfigError> {
-        if self.idempotence == Some(true) {
+        if self.transactional_id.is_some() {
+            if self.idempotence == Some(false) {
+                return Err(ProducerConfigError::TransactionsNeedIdempotence);
+            }
+            if self.transactional_id.as_deref() == Some("") {
+                return Err(ProducerConfigError::EmptyTransactionalId);
+            }
+        }
+        if self.idempotence == Some(true) || self.transactional_id.is_some() {
             if self.acks != Acks::All {
                 return Err(ProducerConfigError::IdempotenceNeedsAcksAll(self.acks));
             }
@@ -129,6 +144,13 @@ pub enum ProducerConfigError {
     /// batches in flight per partition.
     #[error("idempotence allows at most 5 batches in flight per partition, not {0}")]
     TooManyInFlight(usize),
+    /// A transactional id was set together with `idempotence(false)`: transactions
+    /// need the idempotent producer.
+    #[error("a transactional producer is idempotent; idempotence(false) conflicts with transactional_id")]
+    TransactionsNeedIdempotence,
+    /// The transactional id is empty.
+    #[error("the transactional id is empty")]
+    EmptyTransactionalId,
 }
 
 /// Builds a [`Producer`]; see [`Producer::builder`].
@@ -158,6 +180,8 @@ impl ProducerBuilder {
                 compression_level: None,
                 idempotence: None,
                 max_in_flight: MAX_IN_FLIGHT_IDEMPOTENT,
+                transactional_id: None,
+                transaction_timeout: Duration::from_secs(60),
             },
             partitioner: Arc::new(DefaultPartitioner::new()),
         }
@@ -273,6 +297,27 @@ impl ProducerBuilder {
         self
     }
 
+    /// Makes the producer transactional with this id (Kafka's `transactional.id`;
+    /// default none). A transactional producer is idempotent with `acks=all` (other
+    /// settings are an error at build); it sends records only inside a
+    /// transaction: call [`Producer::init_transactions`] once, then
+    /// [`Producer::begin_transaction`], send, and
+    /// [`Producer::commit_transaction`] or [`Producer::abort_transaction`]. The
+    /// id identifies the producer across restarts: a new producer with the same id
+    /// fences the older one and aborts its open transaction.
+    pub fn transactional_id(mut self, id: impl Into<String>) -> Self {
+        self.config.transactional_id = Some(id.into());
+        self
+    }
+
+    /// How long a transaction may stay open before the transaction coordinator
+    /// aborts it (default 60 s, Kafka's `transaction.timeout.ms`). The broker caps
+    /// it (`transaction.max.timeout.ms`, 15 minutes by default).
+    pub fn transaction_timeout(mut self, timeout: Duration) -> Self {
+        self.config.transaction_timeout = timeout;
+        self
+    }
+
     /// Checks the settings, then starts the producer and its background sender
     /// task.
     ///
@@ -310,12 +355,21 @@ impl ProducerBuilder {
         let memory = Arc::new(Semaphore::new(self.config.buffer_memory));
         let outstanding = Arc::new(AtomicUsize::new(0));
         let shared = Arc::new_cyclic(|owner| Shared {
-            acc: Mutex::new(Accumulator::for_producer(
-                idempotent,
-                memory.clone(),
-                outstanding.clone(),
-                owner.clone(),
-            )),
+            acc: Mutex::new({
+                let mut acc = Accumulator::for_producer(
+                    idempotent,
+                    memory.clone(),
+                    outstanding.clone(),
+                    owner.clone(),
+                );
+                acc.txn.enabled = self.config.transactional_id.is_some();
+                acc
+            }),
+            txn: self
+                .config
+                .transactional_id
+                .clone()
+                .map(super::transaction::TxnControl::new),
             memory,
             client: self.client,
             config: self.config,

@@ -9,6 +9,7 @@ use crate::client::ClientError;
 use crate::connection::ConnectionError;
 
 use super::record::ProducerRecord;
+use super::transaction::TransactionError;
 #[cfg(doc)]
 use super::Producer;
 #[cfg(doc)]
@@ -195,6 +196,25 @@ pub enum ProduceError {
         /// The record.
         record: Box<ProducerRecord>,
     },
+    /// The producer is transactional and did not send the record: no transaction
+    /// is open (before [`Producer::begin_transaction`], or once commit or abort
+    /// started), or the open one failed and must be aborted (records waiting in
+    /// the accumulator then fail at once, as in Kafka's client). The record was
+    /// never sent.
+    #[error("the record was not accepted: {error}")]
+    Transaction {
+        /// Why no transaction takes records.
+        error: TransactionError,
+        /// The record.
+        record: Box<ProducerRecord>,
+    },
+    /// The record's transaction was aborted ([`Producer::abort_transaction`])
+    /// before the record was sent; it was never on the wire.
+    #[error("the transaction was aborted before the record was sent")]
+    TransactionAborted {
+        /// The record.
+        record: Box<ProducerRecord>,
+    },
 }
 
 impl ProduceError {
@@ -211,7 +231,9 @@ impl ProduceError {
             | ProduceError::IdempotenceUnsupported { record, .. }
             | ProduceError::TopicAuthorizationFailed { record, .. }
             | ProduceError::IdempotenceUnauthorized { record, .. }
-            | ProduceError::IdempotenceReset { record, .. } => Some(record),
+            | ProduceError::IdempotenceReset { record, .. }
+            | ProduceError::Transaction { record, .. }
+            | ProduceError::TransactionAborted { record } => Some(record),
         }
     }
 
@@ -228,7 +250,9 @@ impl ProduceError {
             | ProduceError::IdempotenceUnsupported { record, .. }
             | ProduceError::TopicAuthorizationFailed { record, .. }
             | ProduceError::IdempotenceUnauthorized { record, .. }
-            | ProduceError::IdempotenceReset { record, .. } => Some(*record),
+            | ProduceError::IdempotenceReset { record, .. }
+            | ProduceError::Transaction { record, .. }
+            | ProduceError::TransactionAborted { record } => Some(*record),
         }
     }
 }

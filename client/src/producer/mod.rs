@@ -72,6 +72,24 @@
 //! write a batch twice (at least once), and with more than one batch in flight a
 //! retry can land behind later batches.
 //!
+//! # Transactions
+//!
+//! With [`ProducerBuilder::transactional_id`] the producer writes records in
+//! transactions (exactly-once with a read_committed consumer and
+//! [`Producer::send_offsets_to_transaction`]); see the [`transaction`] module docs:
+//!
+//! ```no_run
+//! # async fn demo(client: &baton::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use baton::{Producer, ProducerRecord};
+//!
+//! let producer = Producer::builder(client).transactional_id("billing-1").build();
+//! producer.init_transactions().await?;
+//! producer.begin_transaction().await?;
+//! producer.send(ProducerRecord::new("invoices").value("42")).await?;
+//! producer.commit_transaction().await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Cancellation
 //!
 //! Every way of giving up on a record has a typed outcome; see [`CancelOutcome`],
@@ -87,6 +105,7 @@ mod partitioner;
 mod pending;
 mod record;
 mod sender;
+pub mod transaction;
 
 use std::fmt;
 use std::future::Future;
@@ -110,6 +129,7 @@ pub use partitioner::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, RoundRobinPartitioner,
 };
 pub use record::{ProducerRecord, RecordMetadata};
+pub use transaction::{TransactionError, TransactionOutcome};
 
 use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
@@ -128,6 +148,8 @@ pub(crate) struct Shared {
     pub(crate) memory: Arc<Semaphore>,
     /// Records whose outcome is not final yet.
     pub(crate) outstanding: Arc<AtomicUsize>,
+    /// The transactional part, if the producer has a transactional id.
+    pub(crate) txn: Option<transaction::TxnControl>,
 }
 
 impl Shared {
@@ -431,10 +453,8 @@ impl Producer {
         let mut may_move = record.partition.is_none();
         let appended = loop {
             let mut acc = shared.lock();
-            if acc.closed {
-                return Err(ProduceError::Closed {
-                    record: Some(Box::new(record)),
-                });
+            if let Some(refusal) = acc.refusal() {
+                return Err(refusal.error(record));
             }
             if may_move && acc.needs_new_batch(&record.topic, partition, size, cfg.batch_size) {
                 drop(acc);

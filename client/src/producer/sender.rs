@@ -14,6 +14,7 @@ use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
 use super::accumulator::{add_sequence, sequence_after, Batch, InitBlocked, ProducerIdentity};
+use super::transaction::{self, TransactionError};
 use super::{Acks, AttemptError, ProduceError, ProducerRecord, Shared};
 use crate::backoff::Backoff;
 use crate::client::ClientError;
@@ -27,9 +28,11 @@ pub(crate) async fn run(shared: Arc<Shared>) {
         let notified = shared.wake.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
+        // A transactional producer's identity comes from init_transactions and
+        // the end of failed transactions, never from the sender.
         let need_init = {
             let acc = shared.lock();
-            acc.idem.needs_init(Instant::now()) && acc.has_queued()
+            !acc.txn.enabled && acc.idem.needs_init(Instant::now()) && acc.has_queued()
         };
         if need_init {
             init_identity(&shared).await;
@@ -45,6 +48,7 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             let done = acc.closed && acc.is_idle() && drained.ready.is_empty();
             let idem = &acc.idem;
             let waiting = idem.enabled
+                && !acc.txn.enabled
                 && idem.unsupported.is_none()
                 && (idem.current.is_none() || idem.bump_requested)
                 && acc.has_queued();
@@ -55,8 +59,20 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             };
             (drained, done, init_at)
         };
+        if !drained.expired.is_empty() || !drained.reset.is_empty() {
+            if let Some(b) = drained.expired.first().or(drained.reset.first()) {
+                let reason = format!("delivery timed out after {:?}", cfg.delivery_timeout);
+                record_failed(&shared, &b.topic, b.partition, None, reason);
+            }
+        }
         for batch in drained.expired {
             fail_expired(&shared, batch);
+        }
+        for (batch, error) in drained.txn_failed {
+            fail_records(batch, |record| ProduceError::Transaction {
+                error: error.clone(),
+                record,
+            });
         }
         for batch in drained.reset {
             let cause = batch.last_error.clone().unwrap_or(AttemptError::Broker {
@@ -77,6 +93,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             for batch in drained.unsupported {
                 fail_records(batch, |record| why.error(record));
             }
+        }
+        if !drained.to_add.is_empty() {
+            transaction::add_partitions(&shared, drained.to_add).await;
         }
         if done {
             return;
@@ -254,6 +273,34 @@ fn backoff(cfg: &super::ProducerConfig, attempts: u32) -> Duration {
         .retry_backoff_max
         .min(cfg.retry_backoff.saturating_mul(1 << 10));
     Backoff::new(cfg.retry_backoff, cap).delay(attempts)
+}
+
+/// A record of the open transaction failed at `topic`/`partition`: the
+/// transaction fails (with `code`'s error if the broker gave one).
+fn record_failed(
+    shared: &Shared,
+    topic: &str,
+    partition: i32,
+    code: Option<ErrorCode>,
+    reason: String,
+) {
+    if shared.txn.is_none() {
+        return;
+    }
+    let error = match code {
+        Some(
+            code @ (ErrorCode::ProducerFenced
+            | ErrorCode::InvalidProducerEpoch
+            | ErrorCode::TransactionAbortable
+            | ErrorCode::TransactionalIdAuthorizationFailed),
+        ) => TransactionError::from_code("Produce", code, transaction::timed_out(shared)),
+        _ => TransactionError::RecordFailed {
+            topic: topic.to_string(),
+            partition,
+            reason,
+        },
+    };
+    transaction::transaction_failed(shared, error);
 }
 
 /// Fails every record of `batch`, building each error with `make`.
@@ -577,7 +624,7 @@ fn build_request(shared: &Shared, batches: &mut [Routed]) -> ProduceRequest {
             });
     }
     ProduceRequest {
-        transactional_id: None,
+        transactional_id: shared.txn.as_ref().map(|t| t.id.clone()),
         acks: cfg.acks.wire(),
         timeout_ms: cfg.request_timeout.as_millis().min(i32::MAX as u128) as i32,
         topic_data: topics
@@ -761,6 +808,11 @@ fn settle_failure_with(
             }
         }
     };
+    if !matches!(verdict, Verdict::Retry) && acc.txn.enabled && acc.txn.error.is_none() {
+        drop(acc);
+        record_failed(shared, &topic, partition, code, error.to_string());
+        acc = shared.lock();
+    }
     let mut purged = Vec::new();
     if matches!(verdict, Verdict::Reset | Verdict::FailAndReset) {
         let identity = batch.stamp.expect("stamped").identity;

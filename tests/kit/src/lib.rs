@@ -12,6 +12,11 @@
 //! - [`chaos`]: the chaos workload (a 3-node cluster, an idempotent producer of
 //!   payloads under faults, a history check at the end);
 //! - [`client`]: a broker and a client on it, topics, reading from the start;
+//! - [`exactly_once`]: a consume-transform-produce pipeline with transactions,
+//!   killed and restarted by tests, and the read of its output for the
+//!   exactly-once history check;
+//! - [`transactions`]: the transaction scenarios run against Apache Kafka and
+//!   baton-broker alike;
 //! - [`cluster`]: a client on a `Cluster`, and the check of what a consumer read
 //!   against the acknowledged records;
 //! - [`proxy`]: a broker behind a recording (and response-losing, rewriting,
@@ -28,11 +33,13 @@ pub mod args;
 pub mod chaos;
 pub mod client;
 pub mod cluster;
+pub mod exactly_once;
 pub mod payload;
 pub mod proxy;
 pub mod security;
 mod seed;
 pub mod tools;
+pub mod transactions;
 pub mod wire;
 
 pub use baton_protocol::testing::Rng;

@@ -1,0 +1,59 @@
+//! Baton's transactional producer and read_committed consumers against the
+//! in-process broker (its transaction coordinator, partition side and group
+//! coordinator): the scenarios of `baton_testkit::transactions`, which
+//! `tests/interop_suite/apache_kafka/transactions.rs` runs against Apache Kafka.
+//!
+//! Not here: `a_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on`.
+//! After the coordinator aborted a timed-out transaction, Apache Kafka answers the
+//! producer's InitProducerId naming its previous epoch with a new epoch;
+//! baton-broker answers PRODUCER_FENCED (its state machine takes the previous
+//! epoch only in the Empty state), so the producer's recovery fails there.
+
+use baton_testkit::client::{broker_and_client, create_topic};
+use baton_testkit::transactions as scenario;
+
+/// Committed transactions are read at read_committed; aborted ones only at
+/// read_uncommitted; unsent records of an aborted transaction come back with
+/// `TransactionAborted`; records outside a transaction are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn committed_records_are_read_and_aborted_ones_only_uncommitted() {
+    let (_broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "txn", 2).await;
+    scenario::committed_records_are_read_and_aborted_ones_only_uncommitted(&client, &topic).await;
+}
+
+/// Offsets sent with the transaction become the group's only when it commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn offsets_sent_to_a_transaction_commit_with_it() {
+    let (_broker, client) = broker_and_client().await;
+    let input = create_topic(&client, "txn-in", 1).await;
+    let output = create_topic(&client, "txn-out", 1).await;
+    scenario::offsets_sent_to_a_transaction_commit_with_it(&client, &input, &output).await;
+}
+
+/// A second producer with the same transactional id fences the first and aborts
+/// its open transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_producer_fences_the_zombie_and_aborts_its_transaction() {
+    let (_broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "txn-zombie", 1).await;
+    scenario::a_newer_producer_fences_the_zombie_and_aborts_its_transaction(&client, &topic).await;
+}
+
+/// A dropped commit future's outcome matches what read_committed sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_commit_future_has_the_outcome_a_read_committed_consumer_sees() {
+    let (_broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "txn-drop", 2).await;
+    scenario::dropped_commit_future_has_the_outcome_a_read_committed_consumer_sees(&client, &topic)
+        .await;
+}
+
+/// The exactly-once pipeline, killed twice and restarted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exactly_once_pipeline_survives_a_kill_and_restart() {
+    let (_broker, client) = broker_and_client().await;
+    let input = create_topic(&client, "eos-in", 3).await;
+    let output = create_topic(&client, "eos-out", 3).await;
+    scenario::exactly_once_pipeline_survives_a_kill_and_restart(&client, &input, &output).await;
+}
