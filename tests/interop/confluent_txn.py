@@ -9,7 +9,7 @@ Usage:
 read_committed) reads the BATCH * BATCHES records of partition 0 of INPUT
 (values `in-<i>`), and a transactional producer (TXN_ID: init_transactions,
 begin_transaction, produce, send_offsets_to_transaction with the consumer's
-group metadata, commit_transaction or abort_transaction) writes
+group metadata, flush, commit_transaction or abort_transaction) writes
 `out-<i>-a<attempt>` (key `k-<i>`) to partition i % PARTITIONS of OUTPUT. Batch
 0 commits; batch 1 is aborted once (attempt 0), then the group's committed
 offset is read back (it must stay at batch 0's end), and batch 1 is redone and
@@ -152,6 +152,10 @@ def transact(bootstrap, input_topic, output, group, txn_id, partitions, batch, b
                     c.consumer_group_metadata(),
                     TIMEOUT_S,
                 )
+                # Every record reaches the log before the transaction ends:
+                # abort_transaction purges the ones still queued, and the test
+                # wants the aborted ones written (read_uncommitted sees them).
+                p.flush(TIMEOUT_S)
                 if commit:
                     p.commit_transaction(TIMEOUT_S)
                 else:
