@@ -80,11 +80,6 @@ pub struct BrokerLimits {
     /// Most ACL bindings a node holds. A CreateAcls creation beyond it fails with
     /// `POLICY_VIOLATION`, naming the limit; Kafka has no such ceiling.
     pub max_acls: usize,
-    /// Most transactional offsets a group coordinator holds pending (committed by
-    /// TxnOffsetCommit, waiting for their transaction's marker), over all its
-    /// groups. A TxnOffsetCommit beyond it fails with `POLICY_VIOLATION`; Kafka
-    /// has no such ceiling.
-    pub max_pending_txn_offsets: usize,
     /// Most transactional ids a transaction coordinator holds. An InitProducerId
     /// for one more fails with `POLICY_VIOLATION`; Kafka has no such ceiling (it
     /// expires idle ids after `transactional.id.expiration.ms`).
@@ -93,6 +88,11 @@ pub struct BrokerLimits {
     /// AddPartitionsToTxn or AddOffsetsToTxn past it fails with `POLICY_VIOLATION`;
     /// Kafka has no such ceiling.
     pub max_partitions_per_transaction: usize,
+    /// Most transactional offsets a group coordinator holds pending (committed by
+    /// TxnOffsetCommit, waiting for their transaction's marker), over all its
+    /// groups. A TxnOffsetCommit beyond it fails with `POLICY_VIOLATION`; Kafka
+    /// has no such ceiling.
+    pub max_pending_txn_offsets: usize,
 }
 
 impl Default for BrokerLimits {
@@ -107,9 +107,9 @@ impl Default for BrokerLimits {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_connections_per_ip: DEFAULT_MAX_CONNECTIONS_PER_IP,
             max_acls: DEFAULT_MAX_ACLS,
-            max_pending_txn_offsets: DEFAULT_MAX_PENDING_TXN_OFFSETS,
             max_transactional_ids: DEFAULT_MAX_TRANSACTIONAL_IDS,
             max_partitions_per_transaction: DEFAULT_MAX_PARTITIONS_PER_TRANSACTION,
+            max_pending_txn_offsets: DEFAULT_MAX_PENDING_TXN_OFFSETS,
         }
     }
 }

@@ -87,10 +87,10 @@ const MEMBER_COST: isize = 2048;
 const PRODUCER_COST: isize = 1024;
 const CONNECTION_COST: isize = 256 << 10;
 const ACL_COST: isize = 1024;
-/// A pending transactional offset: its key, metadata and map entries.
-const PENDING_OFFSET_COST: isize = 1024;
 /// A transactional id's state (its name and partitions are paid by request bytes).
 const TXN_COST: isize = 1024;
+/// A pending transactional offset: its key, metadata and map entries.
+const PENDING_OFFSET_COST: isize = 1024;
 
 fn limits() -> BrokerLimits {
     BrokerLimits {
@@ -103,9 +103,9 @@ fn limits() -> BrokerLimits {
         max_connections: 40,
         max_connections_per_ip: 40,
         max_acls: 100,
-        max_pending_txn_offsets: 200,
         max_transactional_ids: 50,
         max_partitions_per_transaction: 100,
+        max_pending_txn_offsets: 200,
     }
 }
 
@@ -301,8 +301,8 @@ fn all_limits_allowance() -> isize {
     l.max_partitions as isize * (PARTITION_COST + PRODUCER_COST)
         + l.max_groups as isize * (GROUP_COST + 20 * MEMBER_COST)
         + l.max_acls as isize * ACL_COST
-        + l.max_pending_txn_offsets as isize * PENDING_OFFSET_COST
         + l.max_transactional_ids as isize * TXN_COST
+        + l.max_pending_txn_offsets as isize * PENDING_OFFSET_COST
 }
 
 #[tokio::test]

@@ -288,8 +288,6 @@ mod tests {
             $f::<DescribeUserScramCredentialsResponse>($arg);
             $f::<AlterUserScramCredentialsRequest>($arg);
             $f::<AlterUserScramCredentialsResponse>($arg);
-            $f::<TxnOffsetCommitRequest>($arg);
-            $f::<TxnOffsetCommitResponse>($arg);
             $f::<AddPartitionsToTxnRequest>($arg);
             $f::<AddPartitionsToTxnResponse>($arg);
             $f::<AddOffsetsToTxnRequest>($arg);
@@ -300,6 +298,8 @@ mod tests {
             $f::<DescribeTransactionsResponse>($arg);
             $f::<ListTransactionsRequest>($arg);
             $f::<ListTransactionsResponse>($arg);
+            $f::<TxnOffsetCommitRequest>($arg);
+            $f::<TxnOffsetCommitResponse>($arg);
             $f::<WriteTxnMarkersRequest>($arg);
             $f::<WriteTxnMarkersResponse>($arg);
             $f::<DescribeProducersRequest>($arg);
