@@ -564,3 +564,42 @@ async fn transactions_survive_a_restart_and_a_crash() {
     );
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn verification_refuses_batches_outside_the_transaction() {
+    let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let topic = topic_name("txn-kip890");
+    create_topic(&mut c, &topic, 2).await;
+    let id = topic_name("tx");
+    let (_, pid, epoch) = init(&mut c, &id, 60_000).await;
+    assert_eq!(add(&mut c, &id, pid, epoch, &topic, &[0]).await, [0]);
+    // Partition 1 was never added: refused, nothing appended.
+    // (TRANSACTION_ABORTABLE is for Produce v11+, which the broker does not serve.)
+    for (version, code) in [
+        (9, ErrorCode::InvalidTxnState),
+        (10, ErrorCode::InvalidTxnState),
+    ] {
+        let mut req = produce_req(&topic, 1, -1, txn_batch(pid, epoch, 0, &["stray"]));
+        req.transactional_id = Some(id.clone());
+        let r = c.call(&req, version).await;
+        assert_eq!(
+            r.responses[0].partition_responses[0].error_code,
+            code.code(),
+            "v{version}"
+        );
+    }
+    let (_, lso, hw, _) = fetch(&mut c, &topic, 1, false).await;
+    assert_eq!((lso, hw), (0, 0), "nothing appended, no transaction opened");
+    // Partition 0 is in the transaction.
+    let (code, _) = produce_txn(&mut c, &id, &topic, 0, txn_batch(pid, epoch, 0, &["ok"])).await;
+    assert_eq!(code, 0);
+    // After the abort, a late retry of the batch cannot reopen the transaction.
+    assert_eq!(end(&mut c, &id, pid, epoch, false, 4).await.0, 0);
+    await_state(&mut c, &id, "CompleteAbort").await;
+    let (code, _) = produce_txn(&mut c, &id, &topic, 0, txn_batch(pid, epoch, 1, &["late"])).await;
+    assert_eq!(code, ErrorCode::InvalidTxnState.code());
+    let (_, lso, hw, _) = fetch(&mut c, &topic, 0, true).await;
+    assert_eq!((lso, hw), (2, 2), "one record and the abort marker");
+    broker.shutdown().await;
+}
