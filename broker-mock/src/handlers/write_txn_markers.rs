@@ -25,9 +25,10 @@
 //! partition is `CLUSTER_AUTHORIZATION_FAILED` (Kafka answers the same).
 //!
 //! Deviations from Apache Kafka: the markers are appended one partition at a time
-//! in request order and the replication waits run after all appends; the
-//! partition's leader epoch is not compared with one from the coordinator (the
-//! request carries none, in Kafka either).
+//! in request order and the replication waits run after all appends; a partition
+//! named twice for one marker gets one marker and both places its answer (Kafka
+//! would append one per mention), so a request appends at most one marker per
+//! existing partition and marker.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -778,3 +778,22 @@ fn partition_last_stable_offset_and_truncation() {
     );
     assert_eq!(st.log_end_offset(), 3);
 }
+
+#[test]
+fn aborted_lookups_find_long_transactions_and_skip_far_markers() {
+    let mut t = super::txn::TxnIndex::new(100);
+    // Producer 1's transaction spans 0..=50; producers 2.. abort short ones later.
+    t.begin(1, 0);
+    t.end(1, 0, 50, false);
+    for pid in 2..20 {
+        let first = pid * 100;
+        t.begin(pid, first);
+        t.end(pid, first, first + 2, false);
+    }
+    let ids = |v: Vec<AbortedTxn>| v.into_iter().map(|a| a.producer_id).collect::<Vec<_>>();
+    assert_eq!(ids(t.aborted_overlapping(10, 12)), [1]);
+    assert_eq!(ids(t.aborted_overlapping(51, 250)), [2]);
+    assert_eq!(ids(t.aborted_overlapping(0, 300)), [1, 2, 3]);
+    assert_eq!(ids(t.aborted_overlapping(1_901, 5_000)), [19]);
+    assert!(t.aborted_overlapping(1_903, 5_000).is_empty());
+}

@@ -27,12 +27,16 @@ pub struct AbortedTxn {
 ///
 /// Invariants: `ongoing` maps each open transaction's first offset to its producer,
 /// one entry per producer; `aborted` is in increasing `last_offset` order (markers are
-/// appended in offset order) and holds at most `max_aborted` entries.
+/// appended in offset order) and holds at most `max_aborted` entries; no entry
+/// spans more than `max_span` offsets (`last_offset - first_offset`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TxnIndex {
     ongoing: BTreeMap<i64, i64>,
     aborted: VecDeque<AbortedTxn>,
     max_aborted: usize,
+    /// The longest span of an aborted transaction ever entered, so that a lookup
+    /// can stop at markers too far past its range to overlap it.
+    max_span: i64,
 }
 
 impl TxnIndex {
@@ -43,6 +47,7 @@ impl TxnIndex {
             ongoing: BTreeMap::new(),
             aborted: VecDeque::new(),
             max_aborted: max_aborted.max(1),
+            max_span: 0,
         }
     }
 
@@ -70,6 +75,7 @@ impl TxnIndex {
             .aborted
             .back()
             .is_none_or(|a| a.last_offset < marker_offset));
+        self.max_span = self.max_span.max(marker_offset - first_offset);
         if self.aborted.len() == self.max_aborted {
             self.aborted.pop_front();
         }
@@ -97,11 +103,14 @@ impl TxnIndex {
 
     /// The aborted transactions that overlap the offsets `from..=to`: those whose
     /// first offset is at most `to` and whose marker is at or after `from`, in
-    /// marker order.
+    /// marker order. Looks only at markers from `from` to `to` plus the longest
+    /// span of an aborted transaction, not at the whole index.
     pub fn aborted_overlapping(&self, from: i64, to: i64) -> Vec<AbortedTxn> {
         let start = self.aborted.partition_point(|a| a.last_offset < from);
+        let last_marker = to.saturating_add(self.max_span);
         self.aborted
             .range(start..)
+            .take_while(|a| a.last_offset <= last_marker)
             .filter(|a| a.first_offset <= to)
             .copied()
             .collect()

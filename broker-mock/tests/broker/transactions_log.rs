@@ -428,6 +428,10 @@ async fn markers_replicate_and_a_new_leader_keeps_open_transactions() {
         marker(&mut f, 1, p1, 0, false, 0, &topic, &[0]).await,
         [ErrorCode::NotLeaderOrFollower]
     );
+    assert_eq!(
+        producers(&mut f, &topic).await.0,
+        ErrorCode::NotLeaderOrFollower
+    );
     // The abort is answered once the ISR has it: the HW covers the marker.
     end_txn(&mut l, p1, false, &topic).await;
     let got = fetch_committed(&mut l, &topic, 0).await;
