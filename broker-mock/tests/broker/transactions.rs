@@ -603,3 +603,72 @@ async fn verification_refuses_batches_outside_the_transaction() {
     assert_eq!((lso, hw), (2, 2), "one record and the abort marker");
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_authorizer_guards_transactional_ids_and_the_broker_form() {
+    let cfg = BrokerConfig::in_memory().with_authorizer(baton_broker::AuthorizerConfig::default());
+    let broker = Broker::start(cfg).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let denied = ErrorCode::TransactionalIdAuthorizationFailed.code();
+    assert_eq!(init(&mut c, "tx", 60_000).await.0, denied);
+    assert_eq!(add(&mut c, "tx", 1, 0, "t", &[0]).await, [denied]);
+    assert_eq!(end(&mut c, "tx", 1, 0, true, 3).await.0, denied);
+    let req = AddOffsetsToTxnRequest {
+        transactional_id: "tx".into(),
+        producer_id: 1,
+        producer_epoch: 0,
+        group_id: "g".into(),
+    };
+    assert_eq!(c.call(&req, 3).await.error_code, denied);
+    assert_eq!(describe(&mut c, "tx").await.error_code, denied);
+    let listed = c.call(&ListTransactionsRequest::default(), 0).await;
+    assert!(listed.transaction_states.is_empty());
+    // The batched broker form needs ClusterAction.
+    let req = AddPartitionsToTxnRequest {
+        transactions: vec![AddPartitionsToTxnTransaction {
+            transactional_id: "tx".into(),
+            producer_id: 1,
+            producer_epoch: 0,
+            verify_only: true,
+            topics: vec![],
+        }],
+        ..Default::default()
+    };
+    assert_eq!(
+        c.call(&req, 4).await.error_code,
+        ErrorCode::ClusterAuthorizationFailed.code()
+    );
+    let req = FindCoordinatorRequest {
+        key_type: 1,
+        coordinator_keys: vec!["tx".into()],
+        ..Default::default()
+    };
+    assert_eq!(c.call(&req, 4).await.coordinators[0].error_code, denied);
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn transactional_ids_and_transaction_sizes_are_bounded() {
+    let mut cfg = BrokerConfig::in_memory();
+    cfg.limits.max_transactional_ids = 2;
+    cfg.limits.max_partitions_per_transaction = 2;
+    let broker = Broker::start(cfg).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let topic = topic_name("txn-limits");
+    create_topic(&mut c, &topic, 3).await;
+    let (_, pid, epoch) = init(&mut c, "a", 60_000).await;
+    assert_eq!(init(&mut c, "b", 60_000).await.0, 0);
+    assert_eq!(
+        init(&mut c, "c", 60_000).await.0,
+        ErrorCode::PolicyViolation.code()
+    );
+    // A known id is not a new one.
+    assert_eq!(init(&mut c, "a", 60_000).await.0, 0);
+    let epoch = epoch + 1;
+    assert_eq!(add(&mut c, "a", pid, epoch, &topic, &[0, 1]).await, [0, 0]);
+    assert_eq!(
+        add(&mut c, "a", pid, epoch, &topic, &[2]).await,
+        [ErrorCode::PolicyViolation.code()]
+    );
+    broker.shutdown().await;
+}
