@@ -2,7 +2,8 @@
 //! `Prepare*` transition to the partitions' leaders and then completes the
 //! transaction, aborts transactions past their timeout, and (on a cluster) keeps
 //! the coordinator's ownership of `__transaction_state` partitions up to date, so a
-//! node that gains one finishes the transactions it finds prepared there.
+//! node that gains one finishes the transactions it finds prepared there (a single
+//! node does the same for its own partitions after a restart).
 //!
 //! Markers for a partition this node leads go through
 //! [`write_markers`](crate::handlers::write_txn_markers::write_markers), the same
@@ -68,9 +69,10 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
             }
             let Some(st) = weak.upgrade() else { break };
             let blocking = tokio::task::spawn_blocking(move || {
-                if cluster {
-                    st.txn.sync_ownership(&*st);
-                }
+                // Also on a single node: after a restart the state partitions are
+                // loaded without waiting for a request, so prepared transactions
+                // finish and open ones time out.
+                st.txn.sync_ownership(&*st);
                 let next = st.txn.abort_timed_out(&*st, now_ms());
                 (next, st.txn.take_jobs())
             })

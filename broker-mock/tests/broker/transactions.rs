@@ -672,3 +672,61 @@ async fn transactional_ids_and_transaction_sizes_are_bounded() {
     );
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_restarted_broker_aborts_an_expired_transaction_unasked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig::on_disk(dir.path());
+    let broker = Broker::start(cfg.clone()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let topic = topic_name("txn-expired");
+    create_topic(&mut c, &topic, 1).await;
+    let id = topic_name("tx");
+    let (_, pid, epoch) = init(&mut c, &id, 1_000).await;
+    assert_eq!(add(&mut c, &id, pid, epoch, &topic, &[0]).await, [0]);
+    let (code, _) = produce_txn(&mut c, &id, &topic, 0, txn_batch(pid, epoch, 0, &["open"])).await;
+    assert_eq!(code, 0);
+    broker.shutdown().await;
+
+    // Only fetches, which do not touch the coordinator: it loads its state
+    // partitions by itself and aborts the transaction once its timeout passes.
+    let broker = Broker::start(cfg).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let mut last = None;
+    for _ in 0..250 {
+        let (_, lso, hw, aborted) = fetch(&mut c, &topic, 0, true).await;
+        if lso == 2 {
+            assert_eq!((hw, aborted), (2, vec![pid]));
+            broker.shutdown().await;
+            return;
+        }
+        last = Some((lso, hw));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the expired transaction was not aborted: {last:?}");
+}
+
+#[tokio::test]
+async fn kip360_init_producer_id_keeps_the_producer_id() {
+    let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let id = topic_name("tx");
+    let (_, pid, epoch) = init(&mut c, &id, 60_000).await;
+    let req = |pid: i64, epoch: i16| InitProducerIdRequest {
+        transactional_id: Some(id.clone()),
+        transaction_timeout_ms: 60_000,
+        producer_id: pid,
+        producer_epoch: epoch,
+    };
+    let r = c.call(&req(pid, epoch), 4).await;
+    assert_eq!(
+        (r.error_code, r.producer_id, r.producer_epoch),
+        (0, pid, epoch + 1)
+    );
+    // An id the coordinator never gave this transactional id is fenced.
+    let r = c.call(&req(pid + 1, 0), 4).await;
+    assert_eq!(r.error_code, ErrorCode::ProducerFenced.code());
+    let r = c.call(&req(pid + 1, 0), 3).await;
+    assert_eq!(r.error_code, ErrorCode::InvalidProducerEpoch.code());
+    broker.shutdown().await;
+}
