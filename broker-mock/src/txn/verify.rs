@@ -21,7 +21,7 @@ use baton_protocol::messages::{
     AddPartitionsToTxnRequest, AddPartitionsToTxnTopic, AddPartitionsToTxnTransaction,
     ProduceRequest,
 };
-use baton_protocol::record::RecordBatch;
+use baton_protocol::record::batches;
 use baton_protocol::ErrorCode;
 
 use crate::state::BrokerState;
@@ -57,7 +57,7 @@ pub(crate) async fn verify(
             let Some(batch) = p
                 .records
                 .clone()
-                .and_then(|r| RecordBatch::parse(r).ok())
+                .and_then(|r| batches(r).next()?.ok())
                 .filter(|b| b.is_transactional() && b.producer_id() >= 0)
             else {
                 continue;

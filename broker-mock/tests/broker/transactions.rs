@@ -589,6 +589,11 @@ async fn verification_refuses_batches_outside_the_transaction() {
             "v{version}"
         );
     }
+    // Two batches in one partition's records are refused together.
+    let mut two = txn_batch(pid, epoch, 0, &["s1"]).to_vec();
+    two.extend_from_slice(&txn_batch(pid, epoch, 1, &["s2"]));
+    let (code, _) = produce_txn(&mut c, &id, &topic, 1, Bytes::from(two)).await;
+    assert_eq!(code, ErrorCode::InvalidTxnState.code());
     let (_, lso, hw, _) = fetch(&mut c, &topic, 1, false).await;
     assert_eq!((lso, hw), (0, 0), "nothing appended, no transaction opened");
     // Partition 0 is in the transaction.
