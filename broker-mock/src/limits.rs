@@ -32,6 +32,8 @@ pub const DEFAULT_MAX_TRANSACTIONAL_IDS: usize = 10_000;
 pub const DEFAULT_MAX_PARTITIONS_PER_TRANSACTION: usize = 10_000;
 /// Default of [`BrokerLimits::max_acls`].
 pub const DEFAULT_MAX_ACLS: usize = 10_000;
+/// Default of [`BrokerLimits::max_pending_txn_offsets`].
+pub const DEFAULT_MAX_PENDING_TXN_OFFSETS: usize = 100_000;
 /// Default of [`BrokerLimits::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Default of [`BrokerLimits::max_connections_per_ip`].
@@ -86,6 +88,11 @@ pub struct BrokerLimits {
     /// AddPartitionsToTxn or AddOffsetsToTxn past it fails with `POLICY_VIOLATION`;
     /// Kafka has no such ceiling.
     pub max_partitions_per_transaction: usize,
+    /// Most transactional offsets a group coordinator holds pending (committed by
+    /// TxnOffsetCommit, waiting for their transaction's marker), over all its
+    /// groups. A TxnOffsetCommit beyond it fails with `POLICY_VIOLATION`; Kafka
+    /// has no such ceiling.
+    pub max_pending_txn_offsets: usize,
 }
 
 impl Default for BrokerLimits {
@@ -102,6 +109,7 @@ impl Default for BrokerLimits {
             max_acls: DEFAULT_MAX_ACLS,
             max_transactional_ids: DEFAULT_MAX_TRANSACTIONAL_IDS,
             max_partitions_per_transaction: DEFAULT_MAX_PARTITIONS_PER_TRANSACTION,
+            max_pending_txn_offsets: DEFAULT_MAX_PENDING_TXN_OFFSETS,
         }
     }
 }

@@ -125,6 +125,7 @@ impl BrokerState {
         let groups = Arc::new(GroupCoordinator::new(
             config.groups.clone(),
             config.limits.max_groups,
+            config.limits.max_pending_txn_offsets,
         ));
         let txn = Arc::new(TxnCoordinator::new(
             TxnLimits {

@@ -89,6 +89,8 @@ const CONNECTION_COST: isize = 256 << 10;
 const ACL_COST: isize = 1024;
 /// A transactional id's state (its name and partitions are paid by request bytes).
 const TXN_COST: isize = 1024;
+/// A pending transactional offset: its key, metadata and map entries.
+const PENDING_OFFSET_COST: isize = 1024;
 
 fn limits() -> BrokerLimits {
     BrokerLimits {
@@ -103,6 +105,7 @@ fn limits() -> BrokerLimits {
         max_acls: 100,
         max_transactional_ids: 50,
         max_partitions_per_transaction: 100,
+        max_pending_txn_offsets: 200,
     }
 }
 
@@ -299,6 +302,7 @@ fn all_limits_allowance() -> isize {
         + l.max_groups as isize * (GROUP_COST + 20 * MEMBER_COST)
         + l.max_acls as isize * ACL_COST
         + l.max_transactional_ids as isize * TXN_COST
+        + l.max_pending_txn_offsets as isize * PENDING_OFFSET_COST
 }
 
 #[tokio::test]
@@ -321,6 +325,7 @@ async fn every_api_stays_within_its_bound() {
         DescribeClusterRequest, SaslHandshakeRequest, SaslAuthenticateRequest,
         DescribeAclsRequest, CreateAclsRequest, DeleteAclsRequest,
         DescribeUserScramCredentialsRequest, AlterUserScramCredentialsRequest,
+        TxnOffsetCommitRequest,
         WriteTxnMarkersRequest, DescribeProducersRequest,
         AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest,
         DescribeTransactionsRequest, ListTransactionsRequest,

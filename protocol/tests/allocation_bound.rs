@@ -176,6 +176,8 @@ macro_rules! for_each_message {
             DescribeTransactionsResponse,
             ListTransactionsRequest,
             ListTransactionsResponse,
+            TxnOffsetCommitRequest,
+            TxnOffsetCommitResponse,
             WriteTxnMarkersRequest,
             WriteTxnMarkersResponse,
             DescribeProducersRequest,

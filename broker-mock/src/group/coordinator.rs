@@ -32,7 +32,9 @@ use baton_protocol::messages::{
     CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, DescribedGroup, JoinGroupResponse,
     ListedGroup, SyncGroupResponse,
 };
-use baton_protocol::record::{RecordBatch, RecordBatchBuilder, TimestampType};
+use baton_protocol::record::{
+    ControlRecordType, Record, RecordBatch, RecordBatchBuilder, TimestampType,
+};
 use baton_protocol::{ErrorCode, Message};
 use bytes::Bytes;
 use tokio::sync::{oneshot, watch, Notify};
@@ -43,7 +45,7 @@ use super::machine::{
 };
 use super::records::{self, GroupRecord, LogKey, OffsetKey, OFFSETS_TOPIC};
 use crate::clock::now_ms;
-use crate::partition::Partition;
+use crate::partition::{Partition, PartitionState};
 use crate::replication::ProduceOutcome;
 use crate::topics::{random_u64, Topic, TopicConfig};
 
@@ -59,8 +61,13 @@ const COMMIT_TIMEOUT_MS: u64 = 5_000;
 /// `offsets.topic.replication.factor`), lowered to the number of brokers.
 const OFFSETS_REPLICATION_FACTOR: usize = 3;
 
-/// Committed offsets by topic, then partition (`None`: nothing committed).
-pub(crate) type TopicOffsets = Vec<(String, Vec<(i32, Option<CommittedOffset>)>)>;
+/// Committed offsets by topic, then partition (`None`: nothing committed; an
+/// error: UNSTABLE_OFFSET_COMMIT while stable offsets were asked for and a
+/// transactional offset is pending).
+pub(crate) type TopicOffsets = Vec<(
+    String,
+    Vec<(i32, Result<Option<CommittedOffset>, ErrorCode>)>,
+)>;
 
 #[derive(Debug)]
 struct Inner {
@@ -104,7 +111,7 @@ impl Inner {
     fn persist_generations(&mut self, state: &dyn GroupHost) {
         for group_id in self.groups.take_removed() {
             let entry = (records::encode_group_key(&group_id), None);
-            if let Err(code) = append(state, &group_id, &[entry], now_ms()) {
+            if let Err(code) = append(state, &group_id, &[entry], None, now_ms()) {
                 tracing::warn!(group = %group_id, ?code, "cannot persist the removal of a group");
             }
         }
@@ -120,7 +127,7 @@ impl Inner {
                 records::encode_group_key(&g.group_id),
                 Some(records::encode_group_value(&record)),
             );
-            if let Err(code) = append(state, &g.group_id, &[entry], now_ms()) {
+            if let Err(code) = append(state, &g.group_id, &[entry], None, now_ms()) {
                 tracing::warn!(group = %g.group_id, generation = g.generation_id, ?code, "cannot persist the generation");
             }
         }
@@ -148,6 +155,18 @@ pub(crate) struct OffsetToCommit {
     pub offset: CommittedOffset,
 }
 
+/// Who sends a TxnOffsetCommit: the group, the transactional producer, and the
+/// consumer's membership (v3+; generation -1 and empty ids before).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TxnCommitter<'a> {
+    pub group_id: &'a str,
+    pub producer_id: i64,
+    pub producer_epoch: i16,
+    pub generation_id: i32,
+    pub member_id: &'a str,
+    pub instance_id: Option<&'a str>,
+}
+
 /// The coordinator of every group whose `__consumer_offsets` partition this node
 /// leads.
 #[derive(Debug)]
@@ -167,11 +186,15 @@ fn leadership(p: &Partition) -> Option<i32> {
 }
 
 impl GroupCoordinator {
-    /// A coordinator holding at most `max_groups` groups (`BrokerLimits::max_groups`).
-    pub fn new(config: GroupConfig, max_groups: usize) -> Self {
+    /// A coordinator holding at most `max_groups` groups (`BrokerLimits::max_groups`)
+    /// and `max_pending_offsets` pending transactional offsets
+    /// (`BrokerLimits::max_pending_txn_offsets`).
+    pub fn new(config: GroupConfig, max_groups: usize, max_pending_offsets: usize) -> Self {
         GroupCoordinator {
             inner: Mutex::new(Inner {
-                groups: Groups::new(config, random_u64()).with_max_groups(max_groups),
+                groups: Groups::new(config, random_u64())
+                    .with_max_groups(max_groups)
+                    .with_max_pending_offsets(max_pending_offsets),
                 owned: HashMap::new(),
                 partitions: 0,
                 next_waiter: 0,
@@ -289,7 +312,7 @@ impl GroupCoordinator {
             Some(epoch) => {
                 if inner.owned.get(&p) != Some(&epoch) {
                     inner.unload(p);
-                    load_partition(partition, &mut inner.groups);
+                    load_partition(partition, n, &mut inner.groups);
                     inner.owned.insert(p, epoch);
                     tracing::info!(partition = p, epoch, "coordinating");
                 }
@@ -321,7 +344,8 @@ impl GroupCoordinator {
                 Some(epoch) => {
                     if inner.owned.get(&p) != Some(&epoch) {
                         inner.unload(p);
-                        load_partition(partition, &mut inner.groups);
+                        let n = inner.partitions;
+                        load_partition(partition, n, &mut inner.groups);
                         inner.owned.insert(p, epoch);
                         tracing::info!(partition = p, epoch, "coordinating");
                     }
@@ -541,41 +565,145 @@ impl GroupCoordinator {
                 )
             })
             .collect();
-        let wait = append(state, group_id, &entries, now)?;
-        for o in offsets {
+        let (base, wait) = append(state, group_id, &entries, None, now)?;
+        for (o, position) in offsets.into_iter().zip(base..) {
             inner
                 .groups
-                .apply_offset(group_id, &o.topic, o.partition, Some(o.offset));
+                .apply_offset(group_id, &o.topic, o.partition, Some(o.offset), position);
         }
         drop(inner);
         await_replicated(wait)
     }
 
+    /// Validates and durably stores a TxnOffsetCommit: the offsets are written to
+    /// the group's `__consumer_offsets` partition as one transactional batch of
+    /// `producer` (id, epoch) and kept pending, apart from the committed offsets,
+    /// until [`GroupCoordinator::complete_transaction`] sees the transaction's
+    /// marker. One error for the whole request, or `Ok` when every offset was
+    /// stored (and, in a cluster, replicated). A stale producer epoch is
+    /// INVALID_PRODUCER_EPOCH (the partition's producer state decides, as it does
+    /// for Kafka's coordinator appends).
+    pub fn txn_commit(
+        &self,
+        state: &dyn GroupHost,
+        committer: &TxnCommitter<'_>,
+        offsets: Vec<OffsetToCommit>,
+    ) -> Result<(), ErrorCode> {
+        let now = now_ms();
+        let group_id = committer.group_id;
+        let producer = (committer.producer_id, committer.producer_epoch);
+        let mut inner = self.owned(state, group_id)?;
+        inner.groups.validate_txn_commit(
+            group_id,
+            committer.generation_id,
+            committer.member_id,
+            committer.instance_id,
+        )?;
+        if offsets.is_empty() {
+            return Ok(());
+        }
+        inner.groups.admit_group(group_id)?;
+        inner.groups.admit_pending(offsets.len())?;
+        let entries: Vec<(Bytes, Option<Bytes>)> = offsets
+            .iter()
+            .map(|o| {
+                let key = OffsetKey {
+                    group: group_id.to_owned(),
+                    topic: o.topic.clone(),
+                    partition: o.partition,
+                };
+                (
+                    records::encode_key(&key),
+                    Some(records::encode_value(&o.offset)),
+                )
+            })
+            .collect();
+        let (base, wait) = append(state, group_id, &entries, Some(producer), now)?;
+        for (o, position) in offsets.into_iter().zip(base..) {
+            inner.groups.apply_txn_offset(
+                group_id,
+                producer.0,
+                &o.topic,
+                o.partition,
+                o.offset,
+                position,
+            );
+        }
+        drop(inner);
+        await_replicated(wait)
+    }
+
+    /// The marker hook: a transaction marker of `producer_id` (commit or abort)
+    /// has landed on `__consumer_offsets` partition `partition`. The pending
+    /// offsets that producer wrote for the groups of that partition become
+    /// committed or are dropped. Nothing happens when the partition is not
+    /// loaded here: its replay reads the marker from the log.
+    pub fn complete_transaction(
+        &self,
+        partition: i32,
+        producer_id: i64,
+        producer_epoch: i16,
+        commit: bool,
+    ) {
+        let mut inner = self.lock();
+        if !inner.owned.contains_key(&partition) {
+            return;
+        }
+        let n = inner.partitions;
+        let resolved = inner.groups.complete_transaction(producer_id, commit, |g| {
+            records::partition_for(g, n) == partition
+        });
+        tracing::debug!(
+            partition,
+            producer_id,
+            producer_epoch,
+            commit,
+            resolved,
+            "transaction marker applied to group offsets"
+        );
+        // A group left empty gets its tombstone at the next persist (the timer).
+        drop(inner);
+        self.wake.notify_one();
+    }
+
     /// The committed offsets of a group: `None` lists every committed partition.
+    /// With `require_stable` (OffsetFetch v7+), a partition with a pending
+    /// transactional offset answers UNSTABLE_OFFSET_COMMIT instead, as in Kafka;
+    /// without it pending offsets are invisible.
     pub fn fetch_offsets(
         &self,
         state: &dyn GroupHost,
         group_id: &str,
         wanted: Option<&[(String, Vec<i32>)]>,
+        require_stable: bool,
     ) -> Result<TopicOffsets, ErrorCode> {
         let inner = self.owned(state, group_id)?;
+        let groups = &inner.groups;
+        let answer = |t: &str, p: i32, o: Option<CommittedOffset>| {
+            if require_stable && groups.has_pending(group_id, t, p) {
+                Err(ErrorCode::UnstableOffsetCommit)
+            } else {
+                Ok(o)
+            }
+        };
         Ok(match wanted {
             Some(topics) => topics
                 .iter()
                 .map(|(t, parts)| {
                     let ps = parts
                         .iter()
-                        .map(|&p| (p, inner.groups.offset(group_id, t, p).cloned()))
+                        .map(|&p| (p, answer(t, p, groups.offset(group_id, t, p).cloned())))
                         .collect();
                     (t.clone(), ps)
                 })
                 .collect(),
             None => {
                 let mut out: TopicOffsets = Vec::new();
-                for (t, p, o) in inner.groups.offsets(group_id) {
+                for (t, p, o) in groups.offsets(group_id) {
+                    let a = answer(&t, p, Some(o));
                     match out.last_mut() {
-                        Some((last, ps)) if *last == t => ps.push((p, Some(o))),
-                        _ => out.push((t, vec![(p, Some(o))])),
+                        Some((last, ps)) if *last == t => ps.push((p, a)),
+                        _ => out.push((t, vec![(p, a)])),
                     }
                 }
                 out
@@ -625,8 +753,8 @@ impl GroupCoordinator {
             })
             .collect();
         entries.push((records::encode_group_key(group_id), None));
-        let wait = match append(state, group_id, &entries, now_ms()) {
-            Ok(w) => w,
+        let wait = match append(state, group_id, &entries, None, now_ms()) {
+            Ok((_, w)) => w,
             Err(code) => return code,
         };
         inner.groups.delete(group_id);
@@ -639,14 +767,17 @@ impl GroupCoordinator {
 }
 
 /// Appends records (key, value; a `None` value is a tombstone) as one batch to the
-/// group's partition, which this node leads. Returns the replication wait in a
-/// cluster. Errors are mapped the way Kafka's coordinator maps them.
+/// group's partition, which this node leads; with `producer` (id, epoch) the batch
+/// is transactional, as Kafka's coordinator writes a TxnOffsetCommit. Returns the
+/// log offset of the first record and the replication wait in a cluster. Errors
+/// are mapped the way Kafka's coordinator maps them.
 fn append(
     state: &dyn GroupHost,
     group_id: &str,
     entries: &[(Bytes, Option<Bytes>)],
+    producer: Option<(i64, i16)>,
     now: i64,
-) -> Result<Option<oneshot::Receiver<ProduceOutcome>>, ErrorCode> {
+) -> Result<(i64, Option<oneshot::Receiver<ProduceOutcome>>), ErrorCode> {
     let topic = state
         .topic(OFFSETS_TOPIC)
         .ok_or(ErrorCode::CoordinatorNotAvailable)?;
@@ -654,11 +785,6 @@ fn append(
     let partition = topic
         .partition(records::partition_for(group_id, n))
         .ok_or(ErrorCode::CoordinatorNotAvailable)?;
-    let mut builder = RecordBatchBuilder::new(now);
-    for (key, value) in entries {
-        builder.push(now, Some(key), value.as_deref(), &[]);
-    }
-    let batch = builder.finish();
     let mut st = partition.lock();
     if !st.is_leader() {
         return Err(ErrorCode::NotCoordinator);
@@ -668,15 +794,29 @@ fn append(
             return Err(map_append_error(r.error_code()));
         }
     }
-    if let Err(code) = st.append_records(&batch, TimestampType::CreateTime, now) {
-        drop(st);
-        tracing::warn!(
-            group = group_id,
-            ?code,
-            "appending to __consumer_offsets failed"
-        );
-        return Err(map_append_error(code));
+    let mut builder = RecordBatchBuilder::new(now);
+    if let Some((producer_id, producer_epoch)) = producer {
+        let sequence = next_sequence(&st, producer_id, producer_epoch);
+        builder = builder
+            .producer(producer_id, producer_epoch, sequence)
+            .transactional(true);
     }
+    for (key, value) in entries {
+        builder.push(now, Some(key), value.as_deref(), &[]);
+    }
+    let batch = builder.finish();
+    let base = match st.append_records(&batch, TimestampType::CreateTime, now) {
+        Ok(info) => info.base_offset,
+        Err(code) => {
+            drop(st);
+            tracing::warn!(
+                group = group_id,
+                ?code,
+                "appending to __consumer_offsets failed"
+            );
+            return Err(map_append_error(code));
+        }
+    };
     let wait = match state.mode().replica() {
         Some(link) => {
             let leo = st.log_end_offset();
@@ -686,7 +826,25 @@ fn append(
     };
     drop(st);
     state.notify_append();
-    Ok(wait)
+    Ok((base, wait))
+}
+
+/// The sequence a coordinator batch of `producer_id` must carry to pass the
+/// partition's idempotence check: the one after the producer's last batch at the
+/// same epoch, 0 for a new epoch or an unknown producer. (Kafka skips sequence
+/// checks for coordinator appends; here the coordinator numbers its own batches.)
+/// A stale epoch is left to the check, which refuses it.
+fn next_sequence(st: &PartitionState, producer_id: i64, producer_epoch: i16) -> i32 {
+    match st.producers().get(producer_id) {
+        Some(e) if e.epoch() == producer_epoch => {
+            if e.last_seq() == i32::MAX {
+                0
+            } else {
+                e.last_seq() + 1
+            }
+        }
+        _ => 0,
+    }
 }
 
 /// Kafka's mapping of log errors to coordinator errors.
@@ -717,9 +875,12 @@ fn await_replicated(wait: Option<oneshot::Receiver<ProduceOutcome>>) -> Result<(
 }
 
 /// Replays one `__consumer_offsets` partition (its whole log: a new leader's log is
-/// the truth, committed or not yet) into `groups`. Undecodable records are logged
-/// and skipped.
-fn load_partition(partition: &Partition, groups: &mut Groups) {
+/// the truth, committed or not yet) of a topic of `partitions` partitions into
+/// `groups`. Offsets in transactional batches stay pending until their producer's
+/// commit or abort marker follows in the log (a transaction still open at the end
+/// of the log stays pending). Undecodable records are logged and skipped.
+pub(super) fn load_partition(partition: &Partition, partitions: i32, groups: &mut Groups) {
+    let index = partition.index();
     let p = partition.lock();
     let mut from = p.log_start_offset();
     let end = p.log_end_offset();
@@ -728,7 +889,7 @@ fn load_partition(partition: &Partition, groups: &mut Groups) {
         let batches = match p.read_for_replica(from, LOAD_CHUNK) {
             Ok(b) => b,
             Err(e) => {
-                tracing::error!(partition = partition.index(), offset = from, error = %e, "cannot replay __consumer_offsets");
+                tracing::error!(partition = index, offset = from, error = %e, "cannot replay __consumer_offsets");
                 break;
             }
         };
@@ -745,9 +906,6 @@ fn load_partition(partition: &Partition, groups: &mut Groups) {
                 }
             };
             from = batch.next_offset();
-            if batch.is_control() {
-                continue;
-            }
             let recs = match batch.records() {
                 Ok(r) => r,
                 Err(e) => {
@@ -755,39 +913,26 @@ fn load_partition(partition: &Partition, groups: &mut Groups) {
                     continue;
                 }
             };
+            if batch.is_control() {
+                if batch.is_transactional() {
+                    replay_marker(
+                        recs,
+                        batch.producer_id(),
+                        |g| records::partition_for(g, partitions) == index,
+                        groups,
+                    );
+                }
+                continue;
+            }
+            let txn_producer = batch.is_transactional().then(|| batch.producer_id());
             for rec in recs {
                 let Ok(rec) = rec else {
                     tracing::error!("bad record in __consumer_offsets");
                     break;
                 };
-                let Some(key) = rec.key else { continue };
-                let key = match records::decode_log_key(key) {
-                    Ok(Some(k)) => k,
-                    Ok(None) => continue,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "skipping undecodable key");
-                        continue;
-                    }
-                };
-                match key {
-                    LogKey::Offset(key) => match rec.value.map(records::decode_value).transpose() {
-                        Ok(v) => groups.apply_offset(&key.group, &key.topic, key.partition, v),
-                        Err(e) => {
-                            tracing::warn!(error = %e, "skipping undecodable offset value");
-                            continue;
-                        }
-                    },
-                    LogKey::Group(group) => {
-                        match rec.value.map(records::decode_group_value).transpose() {
-                            Ok(v) => groups.apply_generation(&group, v.map(|(t, g)| (g, t))),
-                            Err(e) => {
-                                tracing::warn!(error = %e, "skipping undecodable group value");
-                                continue;
-                            }
-                        }
-                    }
+                if replay_record(rec, txn_producer, groups) {
+                    loaded += 1;
                 }
-                loaded += 1;
             }
         }
     }
@@ -795,8 +940,74 @@ fn load_partition(partition: &Partition, groups: &mut Groups) {
     // offsets) are removed, with a tombstone at the next persist.
     groups.remove_unused();
     tracing::debug!(
-        partition = partition.index(),
+        partition = index,
         records = loaded,
         "replayed __consumer_offsets"
     );
+}
+
+/// Applies the commit or abort marker of a control batch of `producer_id` to the
+/// groups `in_partition` accepts.
+fn replay_marker(
+    recs: baton_protocol::record::Records,
+    producer_id: i64,
+    in_partition: impl Fn(&str) -> bool,
+    groups: &mut Groups,
+) {
+    for rec in recs {
+        let kind = rec.and_then(|r| r.control_type());
+        match kind {
+            Ok(ControlRecordType::Commit) => {
+                groups.complete_transaction(producer_id, true, &in_partition);
+            }
+            Ok(ControlRecordType::Abort) => {
+                groups.complete_transaction(producer_id, false, &in_partition);
+            }
+            Ok(ControlRecordType::Other(_)) => {}
+            Err(e) => tracing::warn!(error = %e, "skipping undecodable control record"),
+        }
+    }
+}
+
+/// Applies one record of `__consumer_offsets`: an offset (pending for
+/// `txn_producer` when it is in a transactional batch) or a generation. Returns
+/// whether it was applied.
+fn replay_record(rec: Record, txn_producer: Option<i64>, groups: &mut Groups) -> bool {
+    let Some(key) = rec.key else { return false };
+    let key = match records::decode_log_key(key) {
+        Ok(Some(k)) => k,
+        Ok(None) => return false,
+        Err(e) => {
+            tracing::warn!(error = %e, "skipping undecodable key");
+            return false;
+        }
+    };
+    match key {
+        LogKey::Offset(key) => match (
+            rec.value.map(records::decode_value).transpose(),
+            txn_producer,
+        ) {
+            (Ok(Some(v)), Some(producer_id)) => groups.apply_txn_offset(
+                &key.group,
+                producer_id,
+                &key.topic,
+                key.partition,
+                v,
+                rec.offset,
+            ),
+            (Ok(v), _) => groups.apply_offset(&key.group, &key.topic, key.partition, v, rec.offset),
+            (Err(e), _) => {
+                tracing::warn!(error = %e, "skipping undecodable offset value");
+                return false;
+            }
+        },
+        LogKey::Group(group) => match rec.value.map(records::decode_group_value).transpose() {
+            Ok(v) => groups.apply_generation(&group, v.map(|(t, g)| (g, t))),
+            Err(e) => {
+                tracing::warn!(error = %e, "skipping undecodable group value");
+                return false;
+            }
+        },
+    }
+    true
 }

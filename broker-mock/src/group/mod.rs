@@ -1,9 +1,11 @@
-//! Consumer groups: the classic group protocol and committed offsets.
+//! Consumer groups: the classic group protocol, committed offsets and
+//! transactional offsets.
 //!
 //! [`machine`] is the protocol as a state machine without I/O (time is passed in);
 //! [`records`] is the layout of offset records in the internal `__consumer_offsets`
 //! topic; `coordinator` ties them to the broker: parked JoinGroup/SyncGroup replies,
-//! the timer task, durable commits and their replay on start. The handlers
+//! the timer task, durable commits (transactional ones completed by their
+//! transaction's marker) and their replay on start. The handlers
 //! (`handlers::join_group` and friends) translate requests in every version to and
 //! from these types.
 
@@ -15,7 +17,7 @@ pub mod records;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use coordinator::{GroupCoordinator, OffsetToCommit, TopicOffsets};
+pub(crate) use coordinator::{GroupCoordinator, OffsetToCommit, TopicOffsets, TxnCommitter};
 pub(crate) use host::GroupHost;
 pub use machine::{CommittedOffset, GroupConfig, GroupState};
 pub use records::OFFSETS_TOPIC;

@@ -9,6 +9,7 @@
 //! Deviations from Apache Kafka: no supported or finalized features are reported, and
 //! the client software name and version are not validated.
 
+use baton_protocol::messages::TxnOffsetCommitRequest;
 use baton_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeTransactionsRequest, EndTxnRequest,
     ListTransactionsRequest,
@@ -85,6 +86,7 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<DeleteAclsRequest>(),
         entry::<DescribeUserScramCredentialsRequest>(),
         entry::<AlterUserScramCredentialsRequest>(),
+        entry::<TxnOffsetCommitRequest>(),
         entry::<DescribeProducersRequest>(),
         entry::<AddPartitionsToTxnRequest>(),
         entry::<AddOffsetsToTxnRequest>(),

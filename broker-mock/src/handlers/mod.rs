@@ -44,11 +44,13 @@ pub(crate) mod sasl_authenticate;
 pub(crate) mod sasl_handshake;
 pub mod sync_group;
 mod topic_defaults;
+pub(crate) mod txn_offset_commit;
 pub(crate) mod write_txn_markers;
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_protocol::messages::TxnOffsetCommitRequest;
 use baton_protocol::messages::{
     AddOffsetsToTxnRequest, AddPartitionsToTxnRequest, DescribeTransactionsRequest, EndTxnRequest,
     ListTransactionsRequest,
@@ -285,6 +287,12 @@ pub(crate) async fn dispatch(
         OffsetCommitRequest::API_KEY => {
             run::<OffsetCommitRequest, _>(state, ctx, frame, version, |s, c, r, v| {
                 Some(offset_commit::handle(s, c, r, v))
+            })
+            .await
+        }
+        TxnOffsetCommitRequest::API_KEY => {
+            run::<TxnOffsetCommitRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(txn_offset_commit::handle(s, c, r, v))
             })
             .await
         }

@@ -11,9 +11,13 @@
 //! out of an all-topics answer, and named ones answer `TOPIC_AUTHORIZATION_FAILED`
 //! on their partitions.
 //!
-//! Deviations from Apache Kafka: `require_stable` (v7+) has nothing to wait for, as
-//! there are no transactional offset commits; the KIP-848 member id and epoch (v9+)
-//! are ignored (all groups are classic).
+//! `require_stable` (v7+, KIP-447): a partition with a transactional offset still
+//! waiting for its transaction's marker answers UNSTABLE_OFFSET_COMMIT (offset -1),
+//! so the consumer retries; without it the last committed offset is answered and
+//! pending ones are invisible, as in Kafka.
+//!
+//! Deviations from Apache Kafka: the KIP-848 member id and epoch (v9+) are ignored
+//! (all groups are classic).
 
 use baton_protocol::messages::{
     OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponseGroup,
@@ -37,6 +41,7 @@ fn lookup(
     ctx: &RequestContext,
     group_id: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
+    require_stable: bool,
 ) -> Result<(TopicOffsets, Refused), ErrorCode> {
     if !state.allowed(ctx, AclOperation::Describe, ResourceType::Group, group_id) {
         return Err(ErrorCode::GroupAuthorizationFailed);
@@ -50,9 +55,10 @@ fn lookup(
             (Some(ok), refused)
         }
     };
-    let mut found = state
-        .groups
-        .fetch_offsets(state, group_id, wanted.as_deref())?;
+    let mut found =
+        state
+            .groups
+            .fetch_offsets(state, group_id, wanted.as_deref(), require_stable)?;
     found.retain(|(name, _)| describable(name));
     Ok((found, refused))
 }
@@ -72,7 +78,16 @@ fn answers(found: TopicOffsets, refused: Refused) -> Vec<(String, Vec<Answer>)> 
     let denied = ErrorCode::TopicAuthorizationFailed.code();
     found
         .into_iter()
-        .map(|(name, ps)| (name, ps.into_iter().map(|(i, o)| (i, o, 0)).collect()))
+        .map(|(name, ps)| {
+            let ps = ps
+                .into_iter()
+                .map(|(i, o)| match o {
+                    Ok(o) => (i, o, 0),
+                    Err(code) => (i, None, code.code()),
+                })
+                .collect();
+            (name, ps)
+        })
         .chain(
             refused
                 .into_iter()
@@ -97,7 +112,7 @@ pub(crate) fn handle(
                         .map(|t| (t.name, t.partition_indexes))
                         .collect()
                 });
-                match lookup(state, ctx, &g.group_id, wanted) {
+                match lookup(state, ctx, &g.group_id, wanted, req.require_stable) {
                     Err(code) => OffsetFetchResponseGroup {
                         group_id: g.group_id,
                         topics: Vec::new(),
@@ -139,7 +154,13 @@ pub(crate) fn handle(
             .map(|t| (t.name.clone(), t.partition_indexes.clone()))
             .collect()
     });
-    match lookup(state, ctx, &req.group_id, wanted.clone()) {
+    match lookup(
+        state,
+        ctx,
+        &req.group_id,
+        wanted.clone(),
+        req.require_stable,
+    ) {
         Ok((found, refused)) => OffsetFetchResponse {
             topics: answers(found, refused)
                 .into_iter()

@@ -18,7 +18,10 @@
 //! a transaction on the partition, which holds its last stable offset back until
 //! the coordinator's marker (WriteTxnMarkers) ends it; a non-transactional batch
 //! from a producer with an open transaction is `INVALID_TXN_STATE`, a
-//! transactional batch without a producer id `INVALID_RECORD`.
+//! transactional batch without a producer id `INVALID_RECORD`, and a batch that
+//! would open more transactions on a partition than
+//! `BrokerLimits::max_producers_per_partition` `POLICY_VIOLATION` (with a message
+//! naming the limit from v8; Kafka has no such limit).
 //!
 //! With an authorizer, every topic needs Write (else `TOPIC_AUTHORIZATION_FAILED`
 //! on each of its partitions, and an unknown topic is not auto-created), and a
@@ -60,6 +63,10 @@ use crate::txn::verify::Refused;
 /// index in the response, outcome).
 pub(crate) type Wait = (usize, usize, oneshot::Receiver<ProduceOutcome>);
 
+/// Why a produce is POLICY_VIOLATION: the only limit a produce can reach.
+const OPEN_TRANSACTIONS_LIMIT: &str = "the partition has as many open transactions as \
+     BrokerLimits::max_producers_per_partition allows";
+
 fn failed(index: i32, code: ErrorCode) -> PartitionProduceResponse {
     PartitionProduceResponse {
         index,
@@ -67,6 +74,8 @@ fn failed(index: i32, code: ErrorCode) -> PartitionProduceResponse {
         base_offset: -1,
         log_append_time_ms: -1,
         log_start_offset: -1,
+        error_message: (code == ErrorCode::PolicyViolation)
+            .then(|| OPEN_TRANSACTIONS_LIMIT.to_owned()),
         ..Default::default()
     }
 }

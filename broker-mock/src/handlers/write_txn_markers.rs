@@ -9,7 +9,10 @@
 //! replicated to the in-sync replicas (on a single node, at once).
 //!
 //! [`write_markers`] is the one path for markers: the wire handler below and the
-//! transaction coordinator (for partitions this node leads) both call it.
+//! transaction coordinator (for partitions this node leads) both call it. A
+//! marker that lands on a `__consumer_offsets` partition is then handed to the
+//! group coordinator (`GroupCoordinator::complete_transaction`), which makes the
+//! producer's pending transactional offsets committed or drops them.
 //!
 //! Per-partition errors, as in Kafka: `UNKNOWN_TOPIC_OR_PARTITION` for a partition
 //! this node does not know, `NOT_LEADER_OR_FOLLOWER` when it does not lead it (or
@@ -43,6 +46,7 @@ use baton_protocol::ErrorCode;
 use tokio::sync::oneshot;
 
 use crate::acl::RequestContext;
+use crate::group::OFFSETS_TOPIC;
 use crate::partition::{replication_result, Partition};
 use crate::replication::ProduceOutcome;
 use crate::state::BrokerState;
@@ -219,25 +223,47 @@ pub(crate) async fn write_markers(
         for rx in m.waits {
             replicated.push(replication_result(rx, MARKER_REPLICATION_TIMEOUT_MS).await);
         }
+        let (producer_id, producer_epoch, commit) = (
+            m.marker.producer_id,
+            m.marker.producer_epoch,
+            m.marker.transaction_result,
+        );
         let topics = m
             .marker
             .topics
             .into_iter()
             .zip(m.slots)
-            .map(|(t, row)| WritableTxnMarkerTopicResult {
-                name: t.name,
-                partitions: t
-                    .partition_indexes
-                    .into_iter()
-                    .zip(row)
-                    .map(|(partition_index, slot)| WritableTxnMarkerPartitionResult {
-                        partition_index,
-                        error_code: match slot {
-                            Slot::Done(code) => code.code(),
-                            Slot::Waiting(i) => replicated[i as usize].code(),
-                        },
-                    })
-                    .collect(),
+            .map(|(t, row)| {
+                let group_offsets = t.name == OFFSETS_TOPIC;
+                WritableTxnMarkerTopicResult {
+                    name: t.name,
+                    partitions: t
+                        .partition_indexes
+                        .into_iter()
+                        .zip(row)
+                        .map(|(partition_index, slot)| {
+                            let code = match slot {
+                                Slot::Done(code) => code,
+                                Slot::Waiting(i) => replicated[i as usize],
+                            };
+                            if group_offsets && code == ErrorCode::None {
+                                // The marker landed on a `__consumer_offsets`
+                                // partition: the producer's pending transactional
+                                // offsets there become committed (or are dropped).
+                                state.groups.complete_transaction(
+                                    partition_index,
+                                    producer_id,
+                                    producer_epoch,
+                                    commit,
+                                );
+                            }
+                            WritableTxnMarkerPartitionResult {
+                                partition_index,
+                                error_code: code.code(),
+                            }
+                        })
+                        .collect(),
+                }
             })
             .collect();
         response.markers.push(WritableTxnMarkerResult {

@@ -23,3 +23,4 @@ mod server;
 mod tls;
 mod transactions;
 mod transactions_log;
+mod txn_offsets;

@@ -471,3 +471,112 @@ async fn markers_replicate_and_a_new_leader_keeps_open_transactions() {
     assert_eq!(data_values(&got.records), ["a1", "a2", "o", "plain"]);
     cluster.shutdown().await;
 }
+
+/// `produce` with acks=1.
+async fn produce_acks1(c: &mut Client, topic: &str, records: Bytes) -> ErrorCode {
+    let resp = c.call(&produce_req(topic, 0, 1, records), 9).await;
+    ErrorCode::from_code(resp.responses[0].partition_responses[0].error_code)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_suffix_takes_its_transactions_and_markers_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::builder()
+        .brokers(2)
+        .data_dir(dir.path())
+        .session_timeout(Duration::from_secs(3))
+        .auto_preferred_leader(false)
+        .start()
+        .await
+        .unwrap();
+    let topic = topic_name("txn-truncate");
+    let mut c = Client::connect(addr(&cluster, 1)).await;
+    let mut req = create_req(&topic, 1, &[("unclean.leader.election.enable", "true")]);
+    req.topics[0].replication_factor = 2;
+    assert_eq!(c.call(&req, 7).await.topics[0].error_code, 0);
+    let a = serving_leader(&cluster, &topic, -1).await;
+    let b = 3 - a;
+    let mut l = Client::connect(addr(&cluster, a)).await;
+    let (p1, p2) = (producer_id(&mut l).await, producer_id(&mut l).await);
+    // p1's transaction is on both replicas.
+    assert_eq!(
+        produce(&mut l, &topic, txn_batch(p1, 0, 0, &["p1"])).await,
+        (ErrorCode::None, 0)
+    );
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state(&topic, 0).unwrap();
+            v.replica(b).is_some_and(|r| r.log_end_offset == 1) && v.isr.len() == 2
+        })
+        .await
+        .unwrap();
+    // b leaves; a alone takes p2's transaction and p1's abort.
+    cluster.node(b).kill();
+    cluster
+        .wait_for(LONG, |c| {
+            c.partition_state(&topic, 0).unwrap().isr == vec![a]
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        produce_acks1(&mut l, &topic, txn_batch(p2, 0, 0, &["p2"])).await,
+        ErrorCode::None
+    );
+    end_txn(&mut l, p1, false, &topic).await;
+    assert_eq!(
+        fetch_committed(&mut l, &topic, 0).await.last_stable_offset,
+        1
+    );
+
+    // a dies; b returns and is elected uncleanly with only p1's open transaction,
+    // then takes a record of its own.
+    cluster.node(a).kill();
+    cluster.node(b).restart().await.unwrap();
+    serving_leader(&cluster, &topic, a).await;
+    let mut nb = Client::connect(addr(&cluster, b)).await;
+    assert_eq!(
+        produce_acks1(&mut nb, &topic, records(1, &["b"])).await,
+        ErrorCode::None
+    );
+
+    // a returns, truncates p2's batch and p1's abort away and catches up; b stops
+    // and a leads again: p1's transaction is open there, p2 unknown, nothing aborted.
+    cluster.node(a).restart().await.unwrap();
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state(&topic, 0).unwrap();
+            v.isr.len() == 2 && v.replica(a).is_some_and(|r| r.log_end_offset == 2)
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{a} rejoins: {:?}", cluster.partition_state(&topic, 0)));
+    cluster.node(b).stop().await;
+    serving_leader(&cluster, &topic, b).await;
+    let mut na = Client::connect(addr(&cluster, a)).await;
+    let deadline = tokio::time::Instant::now() + LONG;
+    let got = loop {
+        let mut req = fetch_req(&topic, 0, 0, 0, 0);
+        req.isolation_level = 1;
+        let mut resp = na.call(&req, 12).await;
+        let p = resp.responses.remove(0).partitions.remove(0);
+        if p.error_code == 0 && p.high_watermark == 2 {
+            break p;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{p:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(got.last_stable_offset, 0);
+    assert_eq!(got.aborted_transactions, aborted(&[]));
+    let (code, list) = producers(&mut na, &topic).await;
+    assert_eq!(code, ErrorCode::None);
+    let open: Vec<(i64, i64)> = list
+        .iter()
+        .map(|p| (p.producer_id, p.current_txn_start_offset))
+        .collect();
+    assert_eq!(open, [(p1, 0)]);
+    // The coordinator's abort, written again, lands here.
+    end_txn(&mut na, p1, false, &topic).await;
+    let got = fetch_committed(&mut na, &topic, 0).await;
+    assert_eq!(got.last_stable_offset, 3);
+    assert_eq!(got.aborted_transactions, aborted(&[(p1, 0)]));
+    cluster.shutdown().await;
+}

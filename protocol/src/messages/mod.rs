@@ -46,6 +46,7 @@ pub mod produce;
 pub mod sasl_authenticate;
 pub mod sasl_handshake;
 pub mod sync_group;
+pub mod txn_offset_commit;
 pub mod write_txn_markers;
 
 pub use add_offsets_to_txn::*;
@@ -86,6 +87,7 @@ pub use produce::*;
 pub use sasl_authenticate::*;
 pub use sasl_handshake::*;
 pub use sync_group::*;
+pub use txn_offset_commit::*;
 pub use write_txn_markers::*;
 
 /// A top-level request or response body.
@@ -296,6 +298,8 @@ mod tests {
             $f::<DescribeTransactionsResponse>($arg);
             $f::<ListTransactionsRequest>($arg);
             $f::<ListTransactionsResponse>($arg);
+            $f::<TxnOffsetCommitRequest>($arg);
+            $f::<TxnOffsetCommitResponse>($arg);
             $f::<WriteTxnMarkersRequest>($arg);
             $f::<WriteTxnMarkersResponse>($arg);
             $f::<DescribeProducersRequest>($arg);

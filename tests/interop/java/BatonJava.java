@@ -15,6 +15,17 @@
 //                                                   assignment, `CONSUMED <n>` after each commit
 //   auth-check <bootstrap>                          lists topics once; RESULT says whether the client
 //                                                   authenticated, or the authentication error
+//   txn-produce <bootstrap> <topic> <group> <transactional.id> <count> <commit|abort,...>
+//                                                   one transactional producer: per outcome listed, a
+//                                                   transaction of <count> records (keys k<i>, values
+//                                                   v<i>.<t>.<outcome>) and, by sendOffsetsToTransaction,
+//                                                   offset (t+1)*<count> of partition 0 for <group>;
+//                                                   then commitTransaction or abortTransaction
+//   read-isolated <bootstrap> <topic> <read_committed|read_uncommitted> [<group>]
+//                                                   assign() every partition from the beginning up to
+//                                                   the end offsets at that isolation level (the last
+//                                                   stable offset for read_committed); with <group>, its
+//                                                   committed offset of partition 0 (requireStable)
 // Each mode prints one line `RESULT {json}` (flat, for the Rust test) and exits 0; any
 // exception propagates (exit 1 with its stack trace on stderr).
 //
@@ -48,6 +59,8 @@ public class BatonJava {
             case "admin" -> admin(a[1], a[2], a[3]);
             case "member" -> member(a[1], a[2], a[3], a[4], a[5]);
             case "auth-check" -> authCheck(a[1]);
+            case "txn-produce" -> txnProduce(a[1], a[2], a[3], a[4], Integer.parseInt(a[5]), a[6].split(","));
+            case "read-isolated" -> readIsolated(a[1], a[2], a[3], a.length > 4 ? a[4] : null);
             default -> throw new IllegalArgumentException("unknown mode " + a[0]);
         }
     }
@@ -128,6 +141,112 @@ public class BatonJava {
             }
         }
         return acked;
+    }
+
+    /// One transactional producer: a transaction per entry of `outcomes` ("commit" or
+    /// "abort"), each with `count` records and the group offset (t+1)*count of partition 0.
+    /// The offsets go with a group's bare metadata (no member, generation -1), as a
+    /// producer outside the group's membership sends them.
+    @SuppressWarnings("removal") // ConsumerGroupMetadata(String): the group without membership
+    static void txnProduce(String bootstrap, String topic, String group, String txnId, int count,
+            String[] outcomes) throws Exception {
+        Properties p = base(bootstrap);
+        p.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, txnId);
+        p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        p.put(ProducerConfig.ACKS_CONFIG, "all");
+        p.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        p.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, "30000");
+        p.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, String.valueOf(DEADLINE.toMillis()));
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        int committed = 0;
+        int aborted = 0;
+        Set<Integer> partitions = new TreeSet<>();
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            for (int t = 0; t < outcomes.length; t++) {
+                producer.beginTransaction();
+                List<java.util.concurrent.Future<RecordMetadata>> sent = new ArrayList<>();
+                for (int i = 0; i < count; i++) {
+                    sent.add(producer.send(new ProducerRecord<>(topic, "k" + i, "v" + i + "." + t + "." + outcomes[t])));
+                }
+                for (var f : sent) {
+                    partitions.add(f.get(DEADLINE.toSeconds(), TimeUnit.SECONDS).partition());
+                }
+                producer.sendOffsetsToTransaction(
+                        Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata((t + 1L) * count, "t" + t)),
+                        new ConsumerGroupMetadata(group));
+                switch (outcomes[t]) {
+                    case "commit" -> {
+                        producer.commitTransaction();
+                        committed += count;
+                    }
+                    case "abort" -> {
+                        producer.abortTransaction();
+                        aborted += count;
+                    }
+                    default -> throw new IllegalArgumentException("unknown outcome " + outcomes[t]);
+                }
+            }
+        }
+        System.out.println("RESULT {\"committed\": " + committed + ", \"aborted\": " + aborted
+                + ", \"transactions\": " + outcomes.length + ", \"partitions\": " + partitions.size() + "}");
+    }
+
+    /// Reads every partition of `topic` from the beginning to its end offsets at `isolation`;
+    /// counts the records of committed and of aborted transactions (by their values), and
+    /// with `group` fetches its stable committed offset of partition 0.
+    static void readIsolated(String bootstrap, String topic, String isolation, String group) throws Exception {
+        Properties p = base(bootstrap);
+        p.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        int records = 0;
+        int fromCommitted = 0;
+        int fromAborted = 0;
+        int mismatched = 0;
+        boolean reachedEnd = false;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(p)) {
+            List<TopicPartition> tps = consumer.partitionsFor(topic, DEADLINE).stream()
+                    .map(i -> new TopicPartition(topic, i.partition()))
+                    .collect(Collectors.toList());
+            consumer.assign(tps);
+            consumer.seekToBeginning(tps);
+            Map<TopicPartition, Long> end = consumer.endOffsets(tps, DEADLINE);
+            long deadline = System.nanoTime() + DEADLINE.toNanos();
+            while (System.nanoTime() < deadline) {
+                reachedEnd = tps.stream().allMatch(tp -> consumer.position(tp, DEADLINE) >= end.get(tp));
+                if (reachedEnd) {
+                    break;
+                }
+                for (ConsumerRecord<String, String> r : consumer.poll(Duration.ofMillis(200))) {
+                    records++;
+                    String v = r.value();
+                    if (r.key() == null || !v.startsWith("v" + r.key().substring(1) + ".")) {
+                        mismatched++;
+                    } else if (v.endsWith(".commit")) {
+                        fromCommitted++;
+                    } else if (v.endsWith(".abort")) {
+                        fromAborted++;
+                    }
+                }
+            }
+        }
+        long groupOffset = -1;
+        if (group != null) {
+            Properties ap = base(bootstrap);
+            ap.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, "30000");
+            try (Admin admin = Admin.create(ap)) {
+                OffsetAndMetadata o = admin.listConsumerGroupOffsets(group,
+                                new ListConsumerGroupOffsetsOptions().requireStable(true))
+                        .partitionsToOffsetAndMetadata().get().get(new TopicPartition(topic, 0));
+                groupOffset = o == null ? -1 : o.offset();
+            }
+        }
+        System.out.println("RESULT {\"records\": " + records + ", \"committed_records\": " + fromCommitted
+                + ", \"aborted_records\": " + fromAborted + ", \"mismatched\": " + mismatched
+                + ", \"reached_end\": " + reachedEnd + ", \"group_offset\": " + groupOffset + "}");
     }
 
     /// Reads until `expected` distinct records arrived; every value must match its key.

@@ -1,5 +1,5 @@
-//! One group's state: its members, protocol, leader, generation and committed
-//! offsets, and the invariants `check` asserts.
+//! One group's state: its members, protocol, leader, generation, committed
+//! offsets and pending transactional offsets, and the invariants `check` asserts.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -47,6 +47,14 @@ pub struct CommittedOffset {
     pub metadata: String,
     /// When the commit was accepted, in ms since the epoch.
     pub commit_timestamp: i64,
+}
+
+/// A transactional offset waiting for its transaction's marker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct PendingOffset {
+    pub(super) offset: CommittedOffset,
+    /// The log offset of its record in `__consumer_offsets`.
+    pub(super) position: i64,
 }
 
 #[derive(Debug, Clone)]
@@ -108,6 +116,13 @@ pub(super) struct Group {
     pub(super) rebalance_deadline: Option<i64>,
     pub(super) initial_delay: Option<InitialDelay>,
     pub(super) offsets: BTreeMap<(String, i32), CommittedOffset>,
+    /// The `__consumer_offsets` log offset of the record of each committed offset
+    /// (-1 when it was not read from or written to the log), so that a transaction
+    /// committing later replaces only offsets written before its own records.
+    pub(super) positions: HashMap<(String, i32), i64>,
+    /// Transactional offsets not yet committed or aborted, by producer id (see
+    /// `txn_offsets`).
+    pub(super) pending_txn: BTreeMap<i64, BTreeMap<(String, i32), PendingOffset>>,
     /// The last generation handed out by [`Groups::take_new_generations`](super::registry::Groups::take_new_generations) (or
     /// replayed), so each generation is persisted once.
     pub(super) persisted_generation: i32,
@@ -128,6 +143,8 @@ impl Group {
             rebalance_deadline: None,
             initial_delay: None,
             offsets: BTreeMap::new(),
+            positions: HashMap::new(),
+            pending_txn: BTreeMap::new(),
             persisted_generation: 0,
         }
     }
@@ -168,12 +185,14 @@ impl Group {
     }
 
     /// Whether the group holds nothing worth keeping: no members, no pending
-    /// members, no committed offsets. Such a group is removed.
+    /// members, no committed or pending transactional offsets. Such a group is
+    /// removed.
     pub(super) fn is_unused(&self) -> bool {
         self.state == GroupState::Empty
             && self.members.is_empty()
             && self.pending_members.is_empty()
             && self.offsets.is_empty()
+            && self.pending_txn.is_empty()
     }
 
     /// Members and pending members: what `group.max.size` bounds.

@@ -42,8 +42,9 @@
 //! ([`Groups`], `max_groups`, removal and tombstones, generation records), `join`
 //! JoinGroup (MEMBER_ID_REQUIRED, static membership), `member_requests` SyncGroup,
 //! Heartbeat and LeaveGroup, `rebalance` the rebalance and session timers, and
-//! `offsets` commit validation and offset storage; `delivery` and `config` are the
-//! answers and the settings they share.
+//! `offsets` commit validation and offset storage, `txn_offsets` transactional
+//! offsets (pending until their transaction's marker); `delivery` and `config` are
+//! the answers and the settings they share.
 //!
 //! Invariants (asserted in debug builds by `check`): a group in
 //! `CompletingRebalance` or `Stable` has members, a protocol and a leader that is a
@@ -58,6 +59,7 @@ mod member_requests;
 mod offsets;
 mod rebalance;
 mod registry;
+mod txn_offsets;
 
 pub use config::GroupConfig;
 pub use delivery::{Delivery, Waiter};

@@ -61,13 +61,15 @@ impl Groups {
 
     /// Records a committed offset (`None` removes it), creating an empty group for
     /// a group seen for the first time. Used after a commit is durable and when
-    /// replaying `__consumer_offsets`.
+    /// replaying `__consumer_offsets`; `position` is the log offset of its record
+    /// there (-1 if unknown).
     pub fn apply_offset(
         &mut self,
         group_id: &str,
         topic: &str,
         partition: i32,
         offset: Option<CommittedOffset>,
+        position: i64,
     ) {
         match offset {
             Some(o) => {
@@ -79,15 +81,15 @@ impl Groups {
                     group.state = GroupState::Empty;
                 }
                 group.offsets.insert((topic.to_owned(), partition), o);
+                group
+                    .positions
+                    .insert((topic.to_owned(), partition), position);
             }
             None => {
                 if let Some(group) = self.groups.get_mut(group_id) {
                     group.offsets.remove(&(topic.to_owned(), partition));
-                    if group.offsets.is_empty()
-                        && group.state == GroupState::Empty
-                        && group.members.is_empty()
-                        && group.pending_members.is_empty()
-                    {
+                    group.positions.remove(&(topic.to_owned(), partition));
+                    if group.is_unused() {
                         self.groups.remove(group_id);
                     }
                 }

@@ -36,6 +36,10 @@ pub struct Groups {
     /// Most groups held (`BrokerLimits::max_groups`). Invariant: only replaying
     /// `__consumer_offsets` may take `groups` past it.
     pub(super) max_groups: usize,
+    /// Most pending transactional offsets held over all groups
+    /// (`BrokerLimits::max_pending_txn_offsets`). Invariant: only replaying
+    /// `__consumer_offsets` may take the count past it.
+    pub(super) max_pending_offsets: usize,
     /// Groups removed because nothing was left in them, whose generation record
     /// needs a tombstone (see [`Groups::take_removed`]).
     pub(super) removed: Vec<String>,
@@ -52,6 +56,7 @@ impl Groups {
             config,
             groups: HashMap::new(),
             max_groups: crate::limits::DEFAULT_MAX_GROUPS,
+            max_pending_offsets: crate::limits::DEFAULT_MAX_PENDING_TXN_OFFSETS,
             removed: Vec::new(),
             next_member: 0,
             nonce,
@@ -62,6 +67,13 @@ impl Groups {
     /// create one more fails with POLICY_VIOLATION.
     pub fn with_max_groups(mut self, max_groups: usize) -> Self {
         self.max_groups = max_groups;
+        self
+    }
+
+    /// Holds at most `max` pending transactional offsets: a TxnOffsetCommit that
+    /// would pass it fails with POLICY_VIOLATION.
+    pub fn with_max_pending_offsets(mut self, max: usize) -> Self {
+        self.max_pending_offsets = max;
         self
     }
 
@@ -282,7 +294,8 @@ impl Groups {
 
     /// Replays a persisted generation: the group exists (empty, if it was not in
     /// memory) and its next generation is above `generation_id`. `None` (a
-    /// tombstone) removes the group unless it has members or offsets.
+    /// tombstone) removes the group unless it has members or committed offsets
+    /// (pending transactional offsets are dropped with it).
     pub fn apply_generation(&mut self, group_id: &str, generation: Option<(i32, String)>) {
         match generation {
             Some((generation_id, protocol_type)) => {
@@ -302,6 +315,8 @@ impl Groups {
                 }
             }
             None => {
+                // Pending transactional offsets go with the group, as they do when
+                // DeleteGroups (the writer of this tombstone) removes it in memory.
                 let removable = self.groups.get(group_id).is_some_and(|g| {
                     g.members.is_empty() && g.pending_members.is_empty() && g.offsets.is_empty()
                 });

@@ -13,6 +13,7 @@ mod member_requests;
 mod offsets;
 mod rebalance;
 mod registry;
+mod txn_offsets;
 
 const SESSION: i32 = 10_000;
 const REBALANCE: i32 = 30_000;

@@ -21,7 +21,7 @@ fn offset_commit_validation() {
         metadata: String::new(),
         commit_timestamp: h.now,
     };
-    h.groups.apply_offset("s", "t", 0, Some(o.clone()));
+    h.groups.apply_offset("s", "t", 0, Some(o.clone()), 0);
     assert_eq!(h.groups.state_of("s"), Some((GroupState::Empty, 0)));
     assert_eq!(h.groups.offset("s", "t", 0), Some(&o));
     assert_eq!(h.groups.validate_commit("s", -1, "", None, h.now), Ok(()));

@@ -35,6 +35,7 @@ fn delete_describe_and_list() {
             metadata: String::new(),
             commit_timestamp: 0,
         }),
+        0,
     );
     let all = h.groups.list(&[], &[]);
     let ids: Vec<&str> = all.iter().map(|g| g.group_id.as_str()).collect();
@@ -56,8 +57,9 @@ fn delete_describe_and_list() {
             metadata: String::new(),
             commit_timestamp: 0,
         }),
+        0,
     );
-    h.groups.apply_offset("f", "t", 0, None);
+    h.groups.apply_offset("f", "t", 0, None, -1);
     assert_eq!(h.groups.state_of("f"), None);
 }
 
@@ -75,7 +77,7 @@ fn group_limit_refuses_new_groups_and_frees_room_when_groups_go() {
     // Group "g" by JoinGroup, "s" by a commit.
     let (a, _b, gen) = two_member_group_no_delay(&mut h);
     assert_eq!(h.groups.admit_group("s"), Ok(()));
-    h.groups.apply_offset("s", "t", 0, Some(offset(1)));
+    h.groups.apply_offset("s", "t", 0, Some(offset(1)), 0);
     assert_eq!(h.groups.len(), 2);
     // A third group, by either way, is refused and not created.
     let r = join_group(&mut h, "x").unwrap();
@@ -91,7 +93,7 @@ fn group_limit_refuses_new_groups_and_frees_room_when_groups_go() {
     let (w, out) = h.join(Harness::join_req(&a, None, b"m2"));
     assert!(join_of(&out, w).is_none(), "a rebalance, not a refusal");
     // When "s" loses its last offset it goes, and makes room.
-    h.groups.apply_offset("s", "t", 0, None);
+    h.groups.apply_offset("s", "t", 0, None, -1);
     assert_eq!(h.groups.len(), 1);
     let r = join_group(&mut h, "x").unwrap();
     assert_eq!(r.error_code, ErrorCode::MemberIdRequired.code());
@@ -119,7 +121,7 @@ fn groups_left_with_nothing_are_removed() {
         "it never had a generation"
     );
     // A group with offsets stays when its members leave.
-    h.groups.apply_offset("g", "t", 0, Some(offset(3)));
+    h.groups.apply_offset("g", "t", 0, Some(offset(3)), 0);
     let (a, b, _) = two_member_group_no_delay(&mut h);
     let leaving = [a, b].map(|member_id| LeavingMember {
         member_id,
