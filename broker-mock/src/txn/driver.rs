@@ -13,7 +13,7 @@
 //! is retried with a growing pause until its marker lands, for as long as this node
 //! coordinates the transaction.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -91,7 +91,6 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
 async fn run_job(weak: Weak<BrokerState>, job: MarkerJob) {
     let mut owed: Vec<(String, i32)> = job.partitions.clone();
     let mut pause = RETRY_MIN;
-    let mut rpcs: HashMap<i32, crate::rpc::Rpc> = HashMap::new();
     while !owed.is_empty() {
         let Some(state) = weak.upgrade() else { return };
         if !state.txn.still_owes(&job) {
@@ -112,15 +111,14 @@ async fn run_job(weak: Weak<BrokerState>, job: MarkerJob) {
                 let Some(addr) = link.broker_addr(leader) else {
                     continue;
                 };
-                let me = link.node_id;
-                let rpc = rpcs
-                    .entry(leader)
-                    .or_insert_with(|| link.rpc(addr, format!("node-{me}-txn-markers")));
+                let mut rpc = state.txn.peers.take(link, addr);
                 match rpc.call(&req, 1, MARKER_RPC_TIMEOUT).await {
-                    Ok(r) => r,
+                    Ok(r) => {
+                        state.txn.peers.give(addr, rpc);
+                        r
+                    }
                     Err(e) => {
                         tracing::debug!(leader, error = %e, "sending transaction markers failed");
-                        rpcs.remove(&leader);
                         continue;
                     }
                 }

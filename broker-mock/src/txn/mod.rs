@@ -10,6 +10,7 @@
 mod coordinator;
 pub(crate) mod driver;
 pub mod machine;
+mod peers;
 pub mod records;
 pub(crate) mod verify;
 

@@ -165,9 +165,12 @@ async fn ask(
         }],
         ..Default::default()
     };
-    let mut rpc = link.rpc(addr, format!("node-{}-txn-verify", link.node_id));
+    let mut rpc = state.txn.peers.take(link, addr);
     let resp = match rpc.call(&req, 4, VERIFY_TIMEOUT).await {
-        Ok(r) => r,
+        Ok(r) => {
+            state.txn.peers.give(addr, rpc);
+            r
+        }
         Err(e) => {
             tracing::debug!(error = %e, "transaction verification failed");
             return all(ErrorCode::CoordinatorNotAvailable);
