@@ -316,6 +316,20 @@ async fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
         end(&mut c, &id, pid, epoch, true, 4).await.0,
         ErrorCode::ProducerFenced.code()
     );
+    // The producer recovers (KIP-360) by naming its old epoch: it gets the
+    // coordinator's current one and starts over.
+    let req = InitProducerIdRequest {
+        transactional_id: Some(id.clone()),
+        transaction_timeout_ms: 60_000,
+        producer_id: pid,
+        producer_epoch: epoch,
+    };
+    let r = c.call(&req, 4).await;
+    assert_eq!(
+        (r.error_code, r.producer_id, r.producer_epoch),
+        (0, pid, epoch + 1)
+    );
+    assert_eq!(add(&mut c, &id, pid, epoch + 1, &topic, &[0]).await, [0]);
     broker.shutdown().await;
 }
 

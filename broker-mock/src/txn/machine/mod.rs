@@ -296,10 +296,18 @@ impl TxnMetadata {
                     && exp_id == cur.producer_id
                     && exp_epoch == cur.last_producer_epoch
                     && cur.last_producer_epoch != NO_PRODUCER_EPOCH
-                    && cur.state == TxnState::Empty
                 {
-                    // A retry of the bump that made the current epoch: answer it again.
-                    return Ok(InitOutcome::Ready(cur.clone()));
+                    // The client names the epoch before the last bump: a retry of
+                    // that bump, or a producer recovering after the coordinator
+                    // bumped its epoch to abort it (a timeout). It gets the current
+                    // epoch, as in Kafka, without another bump.
+                    let mut next = cur.clone();
+                    next.state = TxnState::Empty;
+                    next.timeout_ms = timeout_ms;
+                    next.partitions.clear();
+                    next.start_ms = -1;
+                    next.last_update_ms = now;
+                    return Ok(InitOutcome::Ready(next));
                 }
                 if named && exp_id == cur.producer_id && exp_epoch != cur.producer_epoch {
                     return Err(ErrorCode::ProducerFenced);
