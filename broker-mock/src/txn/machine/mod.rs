@@ -19,7 +19,8 @@
 //!
 //! Invariants (asserted where metadata is built): the epoch never decreases for one
 //! producer id; `partitions` is empty outside `Ongoing` and `Prepare*`; a
-//! `Prepare*` state names the partitions whose markers are still owed.
+//! `Prepare*` state names the partitions owed a marker (all of the transaction's,
+//! until the completion record).
 
 use std::collections::BTreeSet;
 
