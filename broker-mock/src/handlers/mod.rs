@@ -158,12 +158,15 @@ async fn produce_request(
         // request with the roles it gives.
         link.await_reconciled(RECONCILE_WAIT).await;
     }
+    // KIP-890: batches opening a transaction here must be in it at the coordinator.
+    let refused = crate::txn::verify::verify(state, &request, version).await;
     let st = state.clone();
     let ctx = ctx.clone();
-    let (response, waits) =
-        tokio::task::spawn_blocking(move || produce::handle(&st, &ctx, request, frame, version))
-            .await
-            .map_err(DispatchError::ProduceHandler)?;
+    let (response, waits) = tokio::task::spawn_blocking(move || {
+        produce::handle(&st, &ctx, request, frame, version, &refused)
+    })
+    .await
+    .map_err(DispatchError::ProduceHandler)?;
     let Some(mut response) = response else {
         return Ok(Reply::Now(None));
     };

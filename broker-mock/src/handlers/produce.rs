@@ -28,9 +28,12 @@
 //! transactional id needs Write on it (else `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`
 //! on every partition), as in Kafka.
 //!
-//! Deviations from Apache Kafka: the `transactional_id` is checked for Write only
-//! (whether the partition was added to the transaction, KIP-890's verification, is
-//! the transaction coordinator's); several batches
+//! A transactional batch that would open a transaction on the partition is first
+//! verified with the transaction coordinator (KIP-890 part 1, `txn::verify`): if
+//! the partition is not in the producer's ongoing transaction it is refused with
+//! INVALID_TXN_STATE and nothing is appended.
+//!
+//! Deviations from Apache Kafka: several batches
 //! per partition are accepted (Kafka takes exactly one from a v2 producer);
 //! compressed batches are stored without decompressing their records; no
 //! `max.message.bytes` limit; a null or empty records field is `CORRUPT_MESSAGE`.
@@ -54,6 +57,7 @@ use crate::acl::RequestContext;
 use crate::partition::{produce_batch, replication_result, ProduceRecords, ProduceSettings};
 use crate::replication::ProduceOutcome;
 use crate::state::BrokerState;
+use crate::txn::verify::Refused;
 
 /// An `acks=all` partition waiting for the high watermark: (topic index, partition
 /// index in the response, outcome).
@@ -150,6 +154,7 @@ pub(crate) fn handle(
     mut req: ProduceRequest,
     frame: Bytes,
     _version: i16,
+    refused: &Refused,
 ) -> (Option<ProduceResponse>, Vec<Wait>) {
     let inputs = take_records(&mut req, frame);
     let transaction_refused = req.transactional_id.as_ref().is_some_and(|id| {
@@ -204,6 +209,11 @@ pub(crate) fn handle(
             .zip(topic_inputs)
             .enumerate()
             .map(|(pi, (pd, records))| {
+                if !refused.is_empty() {
+                    if let Some(code) = refused.get(&(topic_data.name.clone(), pd.index)) {
+                        return failed(pd.index, *code);
+                    }
+                }
                 let partition = topic.as_ref().and_then(|t| t.partition(pd.index));
                 match produce_batch(partition.map(|p| &**p), records, timestamp_type, settings) {
                     Ok(batch) => {
