@@ -102,7 +102,7 @@ pub struct ProduceSettings {
 }
 
 /// Outstanding deliveries an application keeps before awaiting the oldest.
-const WINDOW: usize = 200_000;
+pub const WINDOW: usize = 200_000;
 
 fn err<E: std::fmt::Display>(what: &'static str) -> impl Fn(E) -> String {
     move |e| format!("{what}: {e}")

@@ -8,6 +8,7 @@ mod kafka;
 mod measure;
 mod referee;
 mod security;
+mod transactions;
 
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
@@ -21,7 +22,7 @@ baton-bench: Baton against librdkafka, rskafka, tansu, the Java client and Apach
 Kafka's broker, in the same run
 
 USAGE:
-    cargo run --release -- <producer|consumer|group|broker|large|failover|java|kafka-broker|security|all> [OPTIONS]
+    cargo run --release -- <producer|consumer|group|broker|large|failover|java|kafka-broker|security|transactions|all> [OPTIONS]
 
     java          Baton's producer and consumer against the Java client (a warm
                   harness JVM, and Kafka's ProducerPerformance/ConsumerPerformance),
@@ -32,6 +33,9 @@ USAGE:
                   (SCRAM-SHA-512) and PLAINTEXT, against two baton-broker processes
                   (this binary in its serve-broker mode, in memory); --records per
                   produce run, --consume-records per consume run
+    transactions  transactional produce (a commit every 100 ms, every 1 s) against
+                  idempotent produce, per client, on one broker (--txn-broker);
+                  --records per run (not part of `all`)
 
 OPTIONS:
     --runs N               runs per client (default 5); tables show medians
@@ -43,6 +47,8 @@ OPTIONS:
     --large-values N       1 MiB values per large-value run (default 1024)
     --failover-rate R      records/s of the paced failover producer (default 2000)
     --session-timeout-ms T broker session timeout of the failover cluster (default 6000)
+    --txn-broker B         transactions: baton (baton-broker, in memory; default) or kafka
+                           (Apache Kafka, the referee)
     --clients LIST         comma-separated subset of baton,librdkafka,rskafka (consumer:
                            also librdkafka-tuned, a larger prefetch queue; default
                            baton,librdkafka,librdkafka-tuned,rskafka there)
@@ -67,6 +73,7 @@ struct Options {
     failover_rate: u64,
     session_timeout_ms: u64,
     clients: Vec<String>,
+    txn_broker: String,
 }
 
 fn parse() -> Result<(String, Options), String> {
@@ -79,6 +86,7 @@ fn parse() -> Result<(String, Options), String> {
         failover_rate: 2000,
         session_timeout_ms: 6000,
         clients: vec!["baton".into(), "librdkafka".into(), "rskafka".into()],
+        txn_broker: "baton".into(),
     };
     let mut args = std::env::args().skip(1);
     let mut sub = None;
@@ -101,6 +109,7 @@ fn parse() -> Result<(String, Options), String> {
             "--large-values" => o.large_values = num("--large-values")?,
             "--failover-rate" => o.failover_rate = num("--failover-rate")?,
             "--session-timeout-ms" => o.session_timeout_ms = num("--session-timeout-ms")?,
+            "--txn-broker" => o.txn_broker = args.next().ok_or("--txn-broker needs a value")?,
             "--clients" => {
                 o.clients = args
                     .next()
@@ -575,6 +584,7 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
         "java" => referee::clients(o).await,
         "kafka-broker" => referee::brokers(o).await,
         "security" => security::run(o).await,
+        "transactions" => transactions::run(o).await,
         "sizes" => {
             sizes().await;
             Ok(())

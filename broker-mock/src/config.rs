@@ -67,6 +67,10 @@ pub struct BrokerConfig {
     /// `transaction.max.timeout.ms`, 15 minutes); longer ones are refused with
     /// INVALID_TRANSACTION_TIMEOUT.
     pub transaction_max_timeout_ms: i32,
+    /// Partitions of `__transaction_state` when this node creates it (Kafka's
+    /// `transaction.state.log.num.partitions`); `None`, the default, gives it as
+    /// many as `__consumer_offsets` (`groups.offsets_topic_partitions`).
+    pub transaction_state_partitions: Option<i32>,
 }
 
 impl Default for BrokerConfig {
@@ -89,6 +93,7 @@ impl Default for BrokerConfig {
             listener_name: None,
             extra_listeners: Vec::new(),
             transaction_max_timeout_ms: 15 * 60 * 1000,
+            transaction_state_partitions: None,
         }
     }
 }

@@ -17,10 +17,10 @@ Usage:
                           [LIMITS]
   baton-broker node --id N --controller ADDR [--listen ADDR] [--data-dir DIR]
                     [--advertised-host HOST] [--min-insync-replicas N]
-                    [--replica-lag-time-max-ms N]
+                    [--replica-lag-time-max-ms N] [TXN-LIMITS]
   baton-broker cluster [--brokers N] [--data-dir DIR] [--listen-ip IP] [--base-port PORT]
                        [--advertised-host HOST] [--min-insync-replicas N]
-                       [--session-timeout-ms N] [LIMITS]
+                       [--session-timeout-ms N] [LIMITS] [TXN-LIMITS]
 
   controller  the cluster's controller: its metadata log lives in DIR/metadata.log
               (in memory without --data-dir); listens on ADDR (default 127.0.0.1:9093)
@@ -33,6 +33,9 @@ Usage:
               bootstrap servers.
 LIMITS (controller, cluster; checked by the controller, as on a single broker):
   --max-partitions N  --max-topics N  --max-partitions-per-request N
+TXN-LIMITS (node, cluster; checked by each node, as on a single broker):
+  --max-aborted-txns-per-partition N  --max-transactional-ids N
+  --max-partitions-per-transaction N  --max-pending-txn-offsets N
 All modes take --log-level LEVEL.
 ";
 
@@ -60,6 +63,16 @@ Options:
   --max-topics N           most topics (default 10000)
   --max-partitions-per-request N
                            most partitions one CreateTopics creates (default 10000)
+  --max-aborted-txns-per-partition N
+                           most aborted transactions indexed per partition
+                           (default 100000; the oldest are dropped)
+  --max-transactional-ids N
+                           most transactional ids a coordinator holds (default 10000)
+  --max-partitions-per-transaction N
+                           most partitions in one transaction (default 10000)
+  --max-pending-txn-offsets N
+                           most transactional offsets pending at a group
+                           coordinator (default 100000)
   --log-level LEVEL        tracing filter, e.g. info or baton_broker=debug (RUST_LOG also works)
   -h, --help               print this help
   -V, --version            print the version
@@ -163,6 +176,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, St
                 config.limits.max_partitions_per_request =
                     limit("--max-partitions-per-request", &take(&flag)?)?
             }
+            f if TXN_LIMIT_FLAGS.contains(&f) => {
+                *txn_limit(&mut config.limits, f) = limit(f, &take(f)?)?
+            }
             "--log-level" => log_level = Some(take("--log-level")?),
             other => return Err(format!("unknown argument {other:?} (see --help)")),
         }
@@ -187,6 +203,34 @@ fn limit(flag: &str, v: &str) -> Result<usize, String> {
         .ok()
         .filter(|n: &usize| *n >= 1)
         .ok_or_else(|| format!("{flag} {v:?}: expected an integer >= 1"))
+}
+
+/// The flags of the limits each node checks for transactions (`BrokerLimits`).
+const TXN_LIMIT_FLAGS: [&str; 4] = [
+    "--max-aborted-txns-per-partition",
+    "--max-transactional-ids",
+    "--max-partitions-per-transaction",
+    "--max-pending-txn-offsets",
+];
+
+/// The field of `limits` that the flag `flag` (one of [`TXN_LIMIT_FLAGS`]) sets.
+fn txn_limit<'a>(limits: &'a mut BrokerLimits, flag: &str) -> &'a mut usize {
+    match flag {
+        "--max-aborted-txns-per-partition" => &mut limits.max_aborted_txns_per_partition,
+        "--max-transactional-ids" => &mut limits.max_transactional_ids,
+        "--max-partitions-per-transaction" => &mut limits.max_partitions_per_transaction,
+        _ => &mut limits.max_pending_txn_offsets,
+    }
+}
+
+/// Applies the cluster modes' [`TXN_LIMIT_FLAGS`] to `limits`.
+fn apply_txn_limits(flags: &Flags, limits: &mut BrokerLimits) -> Result<(), String> {
+    for flag in TXN_LIMIT_FLAGS {
+        if let Some(v) = flags.get(flag) {
+            *txn_limit(limits, flag) = limit(flag, v)?;
+        }
+    }
+    Ok(())
 }
 
 /// The topic and partition limits of the cluster modes' flags, over the defaults.
@@ -360,6 +404,10 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
                 "--min-insync-replicas",
                 "--replica-lag-time-max-ms",
                 "--cluster-id",
+                TXN_LIMIT_FLAGS[0],
+                TXN_LIMIT_FLAGS[1],
+                TXN_LIMIT_FLAGS[2],
+                TXN_LIMIT_FLAGS[3],
             ])?;
             let id: i32 = flags
                 .get("--id")
@@ -380,6 +428,7 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
             opts.default_min_insync_replicas = flags.parse_or("--min-insync-replicas", 1)?;
             opts.replica_lag_time_max_ms =
                 flags.parse_or("--replica-lag-time-max-ms", opts.replica_lag_time_max_ms)?;
+            apply_txn_limits(&flags, &mut opts.broker.limits)?;
             if let Some(c) = flags.get("--cluster-id") {
                 opts.cluster_id = c.to_owned();
             }
@@ -405,6 +454,10 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
                 "--max-partitions",
                 "--max-topics",
                 "--max-partitions-per-request",
+                TXN_LIMIT_FLAGS[0],
+                TXN_LIMIT_FLAGS[1],
+                TXN_LIMIT_FLAGS[2],
+                TXN_LIMIT_FLAGS[3],
             ])?;
             let mut b = Cluster::builder()
                 .brokers(flags.parse_or("--brokers", 3usize)?)
@@ -414,7 +467,9 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
                 .session_timeout(Duration::from_millis(
                     flags.parse_or("--session-timeout-ms", 6_000u64)?,
                 ));
-            b = b.limits(cluster_limits(&flags)?);
+            let mut limits = cluster_limits(&flags)?;
+            apply_txn_limits(&flags, &mut limits)?;
+            b = b.limits(limits);
             if let Some(d) = flags.get("--data-dir") {
                 b = b.data_dir(d);
             }

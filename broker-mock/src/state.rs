@@ -133,7 +133,9 @@ impl BrokerState {
                 max_partitions: config.limits.max_partitions_per_transaction,
             },
             config.limits.max_transactional_ids,
-            config.groups.offsets_topic_partitions,
+            config
+                .transaction_state_partitions
+                .unwrap_or(config.groups.offsets_topic_partitions),
         ));
         // A cluster node's ACLs are the controller's; a standalone node keeps its own.
         let acl_dir = config.data_dir.as_deref().filter(|_| !mode.is_replica());

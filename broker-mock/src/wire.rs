@@ -18,14 +18,26 @@ pub(crate) enum DispatchError {
     #[error("{0}")]
     Peek(#[source] DecodeError),
     /// No handler for this API key.
-    #[error("unknown api key {0}")]
-    UnknownApiKey(i16),
+    #[error("unknown api key {api_key} v{version} (client id {client_id})")]
+    UnknownApiKey {
+        api_key: i16,
+        version: i16,
+        client_id: ClientId,
+    },
     /// The controller serves only its private and admin APIs.
-    #[error("controller: unsupported api key {0}")]
-    ControllerApiKey(i16),
+    #[error("controller: unsupported api key {api_key} v{version} (client id {client_id})")]
+    ControllerApiKey {
+        api_key: i16,
+        version: i16,
+        client_id: ClientId,
+    },
     /// The API key is known, the version is not.
-    #[error("unsupported version {version} of api key {api_key}")]
-    UnsupportedVersion { api_key: i16, version: i16 },
+    #[error("unsupported version {version} of api key {api_key} (client id {client_id})")]
+    UnsupportedVersion {
+        api_key: i16,
+        version: i16,
+        client_id: ClientId,
+    },
     /// The request header does not decode.
     #[error("bad request header for api key {api_key}: {source}")]
     BadHeader { api_key: i16, source: DecodeError },
@@ -60,6 +72,44 @@ pub(crate) enum DispatchError {
     Forward { api: &'static str, source: RpcError },
 }
 
+/// A request's client id as its header carries it, for the logs of refused
+/// requests (whose header may not decode in full).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ClientId(Option<String>);
+
+impl ClientId {
+    /// Longest client id kept, in bytes; a longer one is cut (the log line stays
+    /// short whatever the client sends).
+    const MAX_BYTES: usize = 256;
+
+    /// Reads the client id that request headers v1 and v2 put after the correlation
+    /// id (a nullable string with a 2-byte length, in both). Absent, null or
+    /// truncated ids are `None`; bytes that are not UTF-8 are replaced.
+    pub(crate) fn peek(frame: &[u8]) -> ClientId {
+        let Some(len) = frame.get(8..10) else {
+            return ClientId(None);
+        };
+        let len = i16::from_be_bytes([len[0], len[1]]);
+        let Ok(len) = usize::try_from(len) else {
+            return ClientId(None);
+        };
+        let Some(bytes) = frame.get(10..10 + len) else {
+            return ClientId(None);
+        };
+        let bytes = &bytes[..len.min(Self::MAX_BYTES)];
+        ClientId(Some(String::from_utf8_lossy(bytes).into_owned()))
+    }
+}
+
+impl std::fmt::Display for ClientId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            Some(id) => write!(f, "{id:?}"),
+            None => f.write_str("none"),
+        }
+    }
+}
+
 /// A reply to one request, in request order.
 #[derive(Debug)]
 pub(crate) enum Reply {
@@ -75,16 +125,19 @@ pub(crate) fn decode<R: Request>(
     frame: Bytes,
     version: i16,
 ) -> Result<(RequestHeader, R), DispatchError> {
-    let (header, body) =
-        envelope::split_request::<R>(frame, version).map_err(|source| match source {
-            DecodeError::UnsupportedVersion { api_key, version } => {
-                DispatchError::UnsupportedVersion { api_key, version }
-            }
-            source => DispatchError::BadHeader {
-                api_key: R::API_KEY,
-                source,
-            },
-        })?;
+    if !R::supports(version) {
+        return Err(DispatchError::UnsupportedVersion {
+            api_key: R::API_KEY,
+            version,
+            client_id: ClientId::peek(&frame),
+        });
+    }
+    let (header, body) = envelope::split_request::<R>(frame, version).map_err(|source| {
+        DispatchError::BadHeader {
+            api_key: R::API_KEY,
+            source,
+        }
+    })?;
     let (body, trailing) = envelope::decode_request_body::<R>(body, version).map_err(|source| {
         DispatchError::BadRequest {
             api_key: R::API_KEY,

@@ -469,3 +469,91 @@ fn perf_tools_run_to_completion() {
     println!("ConsumerPerformance {}: {figures}", kafka_version());
     rt.block_on(broker.shutdown());
 }
+
+/// Apache Kafka's TransactionalMessageCopier against Apache Kafka, which proves the
+/// scenario of `interop_txn_util::copier_copies_exactly_once`.
+#[test]
+fn transactional_message_copier_copies_exactly_once_on_apache_kafka() {
+    let kafka = crate::apache_kafka_util::single_node();
+    let _logs = kafka.logs_on_failure();
+    crate::interop_txn_util::copier_copies_exactly_once(kafka.bootstrap());
+}
+
+/// Apache Kafka's TransactionalMessageCopier against baton-broker.
+#[test]
+fn transactional_message_copier_copies_exactly_once_on_baton_broker() {
+    let broker = crate::interop_txn_util::BatonBroker::start();
+    crate::interop_txn_util::copier_copies_exactly_once(broker.bootstrap());
+}
+
+/// The Java harness's transactional producer and isolation-level readers against
+/// `bootstrap`, as `apache_kafka::java_transactional_producer_and_read_committed_consumer`
+/// runs them on Apache Kafka: four transactions of 100 records (commit, abort,
+/// commit, abort), each sending its group offset with `sendOffsetsToTransaction`;
+/// a `read_committed` consumer reads exactly the 200 committed records, a
+/// `read_uncommitted` one all 400, and the group's stable offset is the last
+/// committed transaction's (300), not the aborted one's (400).
+fn java_transactions(bootstrap: Vec<String>, rf: i16, rt: &Runtime) {
+    let topic = topic_name("java-txn");
+    let group = topic_name("java-txn-group");
+    let txn_id = topic_name("java-txn-id");
+    rt.block_on(create_topic(bootstrap.clone(), &topic, PARTITIONS, rf));
+    let bootstrap = bootstrap.join(",");
+    let produced = harness(
+        "txn-produce",
+        &[
+            &bootstrap,
+            &topic,
+            &group,
+            &txn_id,
+            "100",
+            "commit,abort,commit,abort",
+        ],
+    );
+    assert_eq!(int(&produced, "committed"), Some(200), "{produced}");
+    assert_eq!(int(&produced, "aborted"), Some(200), "{produced}");
+    let committed = harness(
+        "read-isolated",
+        &[&bootstrap, &topic, "read_committed", &group],
+    );
+    assert_eq!(
+        field(&committed, "reached_end"),
+        Some("true"),
+        "{committed}"
+    );
+    assert_eq!(int(&committed, "records"), Some(200), "{committed}");
+    assert_eq!(
+        int(&committed, "committed_records"),
+        Some(200),
+        "{committed}"
+    );
+    assert_eq!(int(&committed, "aborted_records"), Some(0), "{committed}");
+    assert_eq!(int(&committed, "group_offset"), Some(300), "{committed}");
+    let all = harness(
+        "read-isolated",
+        &[&bootstrap, &topic, "read_uncommitted", &group],
+    );
+    assert_eq!(int(&all, "records"), Some(400), "{all}");
+    assert_eq!(int(&all, "aborted_records"), Some(200), "{all}");
+    assert_eq!(int(&all, "mismatched"), Some(0), "{all}");
+}
+
+#[test]
+fn java_transactional_producer_and_read_committed_consumer_on_a_single_broker() {
+    let rt = runtime();
+    let broker = rt
+        .block_on(Broker::start(BrokerConfig::in_memory()))
+        .expect("broker starts");
+    java_transactions(vec![broker.bootstrap()], 1, &rt);
+    rt.block_on(broker.shutdown());
+}
+
+#[test]
+fn java_transactional_producer_and_read_committed_consumer_on_a_cluster() {
+    let rt = runtime();
+    let cluster = rt
+        .block_on(Cluster::builder().brokers(3).in_memory().start())
+        .expect("cluster starts");
+    java_transactions(cluster.bootstrap_servers(), 3, &rt);
+    rt.block_on(cluster.shutdown());
+}

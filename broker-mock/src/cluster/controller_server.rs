@@ -65,7 +65,7 @@ use crate::server::{serve, Dispatch, ServeOptions};
 use crate::state::Creation;
 use crate::topic_limits::{check_totals, Refusal, Usage};
 use crate::topics::random_uuid;
-use crate::wire::{decode, encode, DispatchError, Reply};
+use crate::wire::{decode, encode, ClientId, DispatchError, Reply};
 
 /// The metadata log's topic name in Fetch requests.
 pub const METADATA_TOPIC: &str = "__cluster_metadata";
@@ -470,7 +470,11 @@ async fn handle(
             let resp = fetch_metadata(core, req, stop).await;
             encode::<FetchRequest>(h.correlation_id, version, &resp)
         }
-        other => Err(DispatchError::ControllerApiKey(other)),
+        api_key => Err(DispatchError::ControllerApiKey {
+            api_key,
+            version,
+            client_id: ClientId::peek(&frame),
+        }),
     }
 }
 

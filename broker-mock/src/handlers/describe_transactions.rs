@@ -2,13 +2,15 @@
 //!
 //! Each transactional id is described by its coordinator: state, timeout, start
 //! time, producer id and epoch, and the partitions of the current transaction
-//! (while a commit or abort is in progress, those still owed a marker).
-//! NOT_COORDINATOR for an id this node does not coordinate,
+//! (while a commit or abort is in progress, all of them until every marker is
+//! written). NOT_COORDINATOR for an id this node does not coordinate,
 //! TRANSACTIONAL_ID_NOT_FOUND for an id it has no state for. With an authorizer,
 //! as in Kafka: Describe on the id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
 //! and only topics the principal may Describe are listed.
 //!
-//! Deviations from Apache Kafka: none known.
+//! Deviations from Apache Kafka: while markers are being written, Kafka lists only
+//! the partitions still waiting for theirs; here the list shrinks at once, when
+//! the last marker has landed.
 
 use baton_protocol::acl::{AclOperation, ResourceType};
 use baton_protocol::messages::{

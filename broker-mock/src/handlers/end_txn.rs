@@ -18,7 +18,8 @@
 //! was decided, or no transaction). With an authorizer: Write on the transactional
 //! id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 //!
-//! Deviations from Apache Kafka: none known for v0–4; in v5 a producer whose epoch
+//! Deviations from Apache Kafka: TRANSACTION_ABORTABLE (v4+) is never answered
+//! here; in v5 a producer whose epoch
 //! is exhausted keeps it at the end (the next InitProducerId takes a new id) where
 //! Kafka hands out the next producer id in the response.
 

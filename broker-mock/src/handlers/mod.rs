@@ -4,7 +4,10 @@
 //! body with the version's header format, runs the handler (off the async threads:
 //! handlers touch files), and encodes the response with its header. Anything that
 //! cannot be decoded or is not supported is an `Err` with a reason, which closes the
-//! connection. ApiVersions is the exception: a too-new version is answered (KIP-511).
+//! connection (the server logs it at warn with the peer; an unknown API key or an
+//! unsupported version names the client id too). ApiVersions is the exception: a
+//! too-new version is answered (KIP-511). Every UNSUPPORTED_VERSION answer is
+//! logged at warn with the API key, version, client id and peer.
 //! SaslHandshake and SaslAuthenticate never reach `dispatch`: the connection's
 //! authentication gate (`security::gate`) answers them with their handlers here.
 
@@ -76,7 +79,7 @@ use tokio::sync::watch;
 
 use crate::acl::RequestContext;
 use crate::state::BrokerState;
-use crate::wire::{decode, encode, DispatchError, Reply};
+use crate::wire::{decode, encode, ClientId, DispatchError, Reply};
 
 /// Decodes, runs `handler` on the blocking pool, and encodes its response (`None`
 /// means the request gets no response).
@@ -155,12 +158,15 @@ async fn produce_request(
         // request with the roles it gives.
         link.await_reconciled(RECONCILE_WAIT).await;
     }
+    // KIP-890: batches opening a transaction here must be in it at the coordinator.
+    let refused = crate::txn::verify::verify(state, &request, version).await;
     let st = state.clone();
     let ctx = ctx.clone();
-    let (response, waits) =
-        tokio::task::spawn_blocking(move || produce::handle(&st, &ctx, request, frame, version))
-            .await
-            .map_err(DispatchError::ProduceHandler)?;
+    let (response, waits) = tokio::task::spawn_blocking(move || {
+        produce::handle(&st, &ctx, request, frame, version, &refused)
+    })
+    .await
+    .map_err(DispatchError::ProduceHandler)?;
     let Some(mut response) = response else {
         return Ok(Reply::Now(None));
     };
@@ -191,6 +197,26 @@ async fn produce_request(
     Ok(Reply::Later(rx))
 }
 
+/// Logs a request answered with UNSUPPORTED_VERSION (a closed connection is logged
+/// by the server with the [`DispatchError`]), so an operator sees what a client
+/// asked for and was refused.
+fn log_unsupported(
+    ctx: &RequestContext,
+    api_key: i16,
+    version: i16,
+    client_id: &ClientId,
+    what: &str,
+) {
+    tracing::warn!(
+        api_key,
+        version,
+        %client_id,
+        peer = %ctx.host,
+        principal = %ctx.principal,
+        "answering UNSUPPORTED_VERSION: {what}"
+    );
+}
+
 /// Handles one request frame; `Err` closes the connection with the given reason.
 /// `listener` is the index of the listener the request arrived on (in
 /// `BrokerState::listeners`): Metadata, FindCoordinator and DescribeCluster answer
@@ -205,6 +231,11 @@ pub(crate) async fn dispatch(
     let (api_key, version, _) = RequestHeader::peek(&frame).map_err(DispatchError::Peek)?;
     match api_key {
         ApiVersionsRequest::API_KEY => {
+            if !ApiVersionsRequest::supports(version) {
+                let client_id = ClientId::peek(&frame);
+                let why = "a newer version than this broker's; the v0 answer lists its versions";
+                log_unsupported(ctx, api_key, version, &client_id, why);
+            }
             api_versions::handle(frame, version).map(|b| Reply::Now(Some(b)))
         }
         MetadataRequest::API_KEY => {
@@ -418,6 +449,10 @@ pub(crate) async fn dispatch(
             })
             .await
         }
-        other => Err(DispatchError::UnknownApiKey(other)),
+        api_key => Err(DispatchError::UnknownApiKey {
+            api_key,
+            version,
+            client_id: ClientId::peek(&frame),
+        }),
     }
 }

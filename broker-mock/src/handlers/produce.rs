@@ -18,16 +18,22 @@
 //! a transaction on the partition, which holds its last stable offset back until
 //! the coordinator's marker (WriteTxnMarkers) ends it; a non-transactional batch
 //! from a producer with an open transaction is `INVALID_TXN_STATE`, a
-//! transactional batch without a producer id `INVALID_RECORD`.
+//! transactional batch without a producer id `INVALID_RECORD`, and a batch that
+//! would open more transactions on a partition than
+//! `BrokerLimits::max_producers_per_partition` `POLICY_VIOLATION` (with a message
+//! naming the limit from v8; Kafka has no such limit).
 //!
 //! With an authorizer, every topic needs Write (else `TOPIC_AUTHORIZATION_FAILED`
 //! on each of its partitions, and an unknown topic is not auto-created), and a
 //! transactional id needs Write on it (else `TRANSACTIONAL_ID_AUTHORIZATION_FAILED`
 //! on every partition), as in Kafka.
 //!
-//! Deviations from Apache Kafka: the `transactional_id` is checked for Write only
-//! (whether the partition was added to the transaction, KIP-890's verification, is
-//! the transaction coordinator's); several batches
+//! A transactional batch that would open a transaction on the partition is first
+//! verified with the transaction coordinator (KIP-890 part 1, `txn::verify`): if
+//! the partition is not in the producer's ongoing transaction it is refused with
+//! INVALID_TXN_STATE and nothing is appended.
+//!
+//! Deviations from Apache Kafka: several batches
 //! per partition are accepted (Kafka takes exactly one from a v2 producer);
 //! compressed batches are stored without decompressing their records; no
 //! `max.message.bytes` limit; a null or empty records field is `CORRUPT_MESSAGE`.
@@ -51,10 +57,15 @@ use crate::acl::RequestContext;
 use crate::partition::{produce_batch, replication_result, ProduceRecords, ProduceSettings};
 use crate::replication::ProduceOutcome;
 use crate::state::BrokerState;
+use crate::txn::verify::Refused;
 
 /// An `acks=all` partition waiting for the high watermark: (topic index, partition
 /// index in the response, outcome).
 pub(crate) type Wait = (usize, usize, oneshot::Receiver<ProduceOutcome>);
+
+/// Why a produce is POLICY_VIOLATION: the only limit a produce can reach.
+const OPEN_TRANSACTIONS_LIMIT: &str = "the partition has as many open transactions as \
+     BrokerLimits::max_producers_per_partition allows";
 
 fn failed(index: i32, code: ErrorCode) -> PartitionProduceResponse {
     PartitionProduceResponse {
@@ -63,6 +74,8 @@ fn failed(index: i32, code: ErrorCode) -> PartitionProduceResponse {
         base_offset: -1,
         log_append_time_ms: -1,
         log_start_offset: -1,
+        error_message: (code == ErrorCode::PolicyViolation)
+            .then(|| OPEN_TRANSACTIONS_LIMIT.to_owned()),
         ..Default::default()
     }
 }
@@ -141,6 +154,7 @@ pub(crate) fn handle(
     mut req: ProduceRequest,
     frame: Bytes,
     _version: i16,
+    refused: &Refused,
 ) -> (Option<ProduceResponse>, Vec<Wait>) {
     let inputs = take_records(&mut req, frame);
     let transaction_refused = req.transactional_id.as_ref().is_some_and(|id| {
@@ -195,6 +209,11 @@ pub(crate) fn handle(
             .zip(topic_inputs)
             .enumerate()
             .map(|(pi, (pd, records))| {
+                if !refused.is_empty() {
+                    if let Some(code) = refused.get(&(topic_data.name.clone(), pd.index)) {
+                        return failed(pd.index, *code);
+                    }
+                }
                 let partition = topic.as_ref().and_then(|t| t.partition(pd.index));
                 match produce_batch(partition.map(|p| &**p), records, timestamp_type, settings) {
                     Ok(batch) => {

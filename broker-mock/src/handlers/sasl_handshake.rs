@@ -13,7 +13,7 @@ use baton_protocol::sasl::{Mechanism, ServerSession};
 use baton_protocol::{ErrorCode, Message};
 use bytes::Bytes;
 
-use crate::wire::{decode, encode, DispatchError};
+use crate::wire::{decode, encode, ClientId, DispatchError};
 
 /// The only version served.
 pub(crate) const VERSION: i16 = 1;
@@ -37,6 +37,7 @@ pub(crate) fn handle(
         return Err(DispatchError::UnsupportedVersion {
             api_key: SaslHandshakeRequest::API_KEY,
             version,
+            client_id: ClientId::peek(&frame),
         });
     }
     let (header, request) = decode::<SaslHandshakeRequest>(frame, version)?;

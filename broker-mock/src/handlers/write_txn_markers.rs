@@ -6,7 +6,9 @@
 //! like a produce with `acks=all`, then filed in the partition's producer state (the
 //! open transaction closes, the last stable offset moves on, an abort enters the
 //! aborted-transactions index). Each partition is answered once its marker is
-//! replicated to the in-sync replicas (on a single node, at once).
+//! replicated to the in-sync replicas (on a single node, at once). On a topic with
+//! `message.timestamp.type=LogAppendTime` the marker carries the log-append
+//! timestamp type and the append time, as Kafka stamps control batches too.
 //!
 //! [`write_markers`] is the one path for markers: the wire handler below and the
 //! transaction coordinator (for partitions this node leads) both call it. A
@@ -28,9 +30,10 @@
 //! partition is `CLUSTER_AUTHORIZATION_FAILED` (Kafka answers the same).
 //!
 //! Deviations from Apache Kafka: the markers are appended one partition at a time
-//! in request order and the replication waits run after all appends; the
-//! partition's leader epoch is not compared with one from the coordinator (the
-//! request carries none, in Kafka either).
+//! in request order and the replication waits run after all appends; a partition
+//! named twice for one marker gets one marker and both places its answer (Kafka
+//! would append one per mention), so a request appends at most one marker per
+//! existing partition and marker.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -41,6 +44,7 @@ use baton_protocol::messages::{
     WritableTxnMarkerTopicResult, WriteTxnMarkersRequest, WriteTxnMarkersResponse,
 };
 use baton_protocol::record::control::EndTxnMarker;
+use baton_protocol::record::TimestampType;
 use baton_protocol::ErrorCode;
 use tokio::sync::oneshot;
 
@@ -69,6 +73,7 @@ enum Slot {
 /// Runs on the blocking pool (it writes the log).
 fn append_one(
     partition: &Partition,
+    timestamp_type: TimestampType,
     marker: &WritableTxnMarker,
     deadline_ms: u64,
     waits: &mut Vec<oneshot::Receiver<ProduceOutcome>>,
@@ -90,6 +95,7 @@ fn append_one(
         marker.producer_id,
         marker.producer_epoch,
         end,
+        timestamp_type,
         crate::clock::now_ms(),
     ) {
         Ok(appended) => {
@@ -147,15 +153,19 @@ fn append_marker(
             continue;
         }
         let ti = *first_position.entry(t.name.as_str()).or_insert(ti);
+        let timestamp_type = topic
+            .as_ref()
+            .map(|t| t.config.timestamp_type())
+            .unwrap_or_default();
         let mut row = Vec::with_capacity(t.partition_indexes.len());
         for &p in &t.partition_indexes {
             let Some(partition) = topic.as_ref().and_then(|t| t.partition(p)) else {
                 row.push(Slot::Done(ErrorCode::UnknownTopicOrPartition));
                 continue;
             };
-            let slot = *written
-                .entry((ti, p))
-                .or_insert_with(|| append_one(partition, &marker, deadline_ms, &mut waits));
+            let slot = *written.entry((ti, p)).or_insert_with(|| {
+                append_one(partition, timestamp_type, &marker, deadline_ms, &mut waits)
+            });
             row.push(slot);
         }
         slots.push(row);

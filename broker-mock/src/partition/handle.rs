@@ -57,7 +57,7 @@ impl Partition {
         producer_limits: ProducerLimits,
     ) -> Self {
         let hw = log.log_end_offset();
-        let producers = producer_state::rebuild_or_empty(&log, producer_limits);
+        let producers = producer_state::rebuild_or_empty(&log, producer_limits, hw);
         let topic = topic.into();
         Partition {
             state: Mutex::new(PartitionState {
@@ -95,7 +95,7 @@ impl Partition {
     ) -> Self {
         let hw = log.log_start_offset();
         let cache = rebuild_epoch_cache(&log);
-        let producers = producer_state::rebuild_or_empty(&log, producer_limits);
+        let producers = producer_state::rebuild_or_empty(&log, producer_limits, hw);
         let topic = topic.into();
         Partition {
             state: Mutex::new(PartitionState {

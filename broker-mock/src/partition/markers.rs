@@ -2,7 +2,9 @@
 //! batch) as leader, and the aborted transactions a read_committed fetch reports.
 
 use baton_protocol::record::control::{control_batch, EndTxnMarker};
-use baton_protocol::record::{set_base_offset, set_partition_leader_epoch};
+use baton_protocol::record::{
+    set_base_offset, set_log_append_time, set_partition_leader_epoch, TimestampType,
+};
 use baton_protocol::ErrorCode;
 use bytes::BytesMut;
 
@@ -22,15 +24,17 @@ impl PartitionState {
     /// Appends the marker that ends (`producer_id`, `producer_epoch`)'s transaction,
     /// as leader: checks it against the producer state (INVALID_PRODUCER_EPOCH,
     /// TRANSACTION_COORDINATOR_FENCED), builds the one-record control batch with
-    /// `now_ms` as its timestamp, stamps the next offset and the leader epoch,
-    /// appends it and files it. The caller checked that this node leads; a marker
-    /// for a producer without an open transaction here is still written, as Kafka
-    /// does.
+    /// `now_ms` as its timestamp, stamps the next offset and the leader epoch (and,
+    /// on a `LogAppendTime` topic, the log-append timestamp type, as Kafka does
+    /// for control batches too), appends it and files it. The caller checked that
+    /// this node leads; a marker for a producer without an open transaction here
+    /// is still written, as Kafka does.
     pub(crate) fn append_marker(
         &mut self,
         producer_id: i64,
         producer_epoch: i16,
         marker: EndTxnMarker,
+        timestamp_type: TimestampType,
         now_ms: i64,
     ) -> Result<MarkerAppend, ErrorCode> {
         if self.deleted {
@@ -42,6 +46,9 @@ impl PartitionState {
         let mut batch = BytesMut::from(control_batch(producer_id, producer_epoch, marker, now_ms));
         set_base_offset(&mut batch, offset);
         set_partition_leader_epoch(&mut batch, self.leader_epoch);
+        if timestamp_type == TimestampType::LogAppendTime {
+            set_log_append_time(&mut batch, now_ms);
+        }
         if let Err(e) = self.log.append(batch.freeze()) {
             tracing::error!(error = %e, "marker append failed");
             return Err(ErrorCode::KafkaStorageError);

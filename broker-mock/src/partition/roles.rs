@@ -205,7 +205,7 @@ impl PartitionState {
 
     /// Sets a follower's HW (bounded by the log end).
     pub(crate) fn set_follower_high_watermark(&mut self, hw: i64) {
-        let hw = hw.min(self.log_end_offset()).max(self.log_start_offset());
-        self.high_watermark = hw;
+        let hw = hw.min(self.log_end_offset());
+        self.store_high_watermark(hw);
     }
 }

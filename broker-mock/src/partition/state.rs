@@ -159,7 +159,11 @@ impl PartitionState {
     }
 
     /// The last stable offset: the high watermark, or the first offset of the oldest
-    /// open transaction if that is lower. Read_committed readers stop here.
+    /// unstable transaction if that is lower. A transaction is unstable while it is
+    /// open and, once its marker is written, until the high watermark passes the
+    /// marker (as in Kafka), so the last stable offset never passes a transaction
+    /// whose outcome is not replicated and a new leader's never goes below an old
+    /// one's for a lack of the marker. Read_committed readers stop here.
     ///
     /// Invariant: `log_start_offset <= last_stable_offset <= high_watermark`.
     pub fn last_stable_offset(&self) -> i64 {
@@ -204,7 +208,15 @@ impl PartitionState {
             "high watermark {hw} past log end {}",
             self.log_end_offset()
         );
+        self.store_high_watermark(hw);
+    }
+
+    /// Stores `hw` (raised to the log start) and tells the producer state, which
+    /// makes transactions whose marker it passed stable. Every move of the high
+    /// watermark goes through here.
+    pub(super) fn store_high_watermark(&mut self, hw: i64) {
         self.high_watermark = hw.max(self.log_start_offset());
+        self.producers.on_high_watermark(self.high_watermark);
     }
 
     /// Sets a new leader epoch; asserts it does not go backwards.
@@ -231,7 +243,11 @@ impl PartitionState {
         let leo = self.log_end_offset();
         self.high_watermark = self.high_watermark.min(leo).max(self.log_start_offset());
         self.epoch_cache.truncate_from_end(leo);
-        self.producers = producer_state::rebuild_or_empty(&self.log, self.producers.limits());
+        self.producers = producer_state::rebuild_or_empty(
+            &self.log,
+            self.producers.limits(),
+            self.high_watermark,
+        );
         Ok(())
     }
 
@@ -244,7 +260,11 @@ impl PartitionState {
     /// Followers keep it current as they append, so becoming leader needs this only
     /// if the log changed behind the partition's back.
     pub fn rebuild_producer_state(&mut self) {
-        self.producers = producer_state::rebuild_or_empty(&self.log, self.producers.limits());
+        self.producers = producer_state::rebuild_or_empty(
+            &self.log,
+            self.producers.limits(),
+            self.high_watermark,
+        );
     }
 
     /// The leader epoch cache.

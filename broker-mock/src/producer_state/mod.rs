@@ -41,7 +41,9 @@
 //! the producer's next transaction marker (a control batch written by
 //! WriteTxnMarkers) closes it, and an abort enters the aborted-transactions index
 //! ([`TxnIndex`](txn::TxnIndex)). The last stable offset is the high watermark or
-//! the first offset of the oldest open transaction, whichever is lower. Sequence
+//! the first offset of the oldest unstable transaction, whichever is lower; as in
+//! Kafka, a transaction is unstable while open and, once its marker is written,
+//! until the high watermark passes the marker. Sequence
 //! numbers and epochs work for transactional batches as for idempotent ones; a
 //! marker with an older producer epoch is `INVALID_PRODUCER_EPOCH`, a newer one
 //! fences the producer (its epoch moves up), and a marker from a coordinator epoch
@@ -54,10 +56,7 @@
 //!   (Kafka keeps one index per log segment, as long as the segment);
 //! - at most `max_producers_per_partition` transactions may be open on one
 //!   partition (a batch opening one more is `POLICY_VIOLATION`); a producer with an
-//!   open transaction is never forgotten;
-//! - the last stable offset does not wait for a marker to be replicated (Kafka
-//!   keeps a completed transaction unstable until the high watermark passes its
-//!   marker); the marker's aborted-index entry is what read_committed readers go by.
+//!   open transaction is never forgotten.
 
 mod allocator;
 mod rebuild;

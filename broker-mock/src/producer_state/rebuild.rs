@@ -27,15 +27,22 @@ pub enum RebuildError {
 /// Scans every stored batch header from the log start to the log end, in offset
 /// order, and applies it to a fresh table with `limits`: the state (producers, open
 /// transactions, aborted-transactions index) the live table would have if it had
-/// seen every append of the log as it stands now. Control batches are decoded (one
-/// small record each) for their transaction markers.
+/// seen every append of the log as it stands now, with the high watermark at
+/// `high_watermark` (completed transactions whose marker is at or past it stay
+/// unstable; only those are kept). Control batches are decoded (one small record
+/// each) for their transaction markers.
 ///
 /// Reads the whole log (bodies included, a bounded chunk at a time) but parses only
 /// headers; CRCs are not checked here (the log checks them when it opens and the
 /// partition before serving). On `Err` the caller decides: the state covers an
 /// unknown prefix of the log and must not be used to accept retries.
-pub fn rebuild(log: &Log, limits: ProducerLimits) -> Result<ProducerStateTable, RebuildError> {
+pub fn rebuild(
+    log: &Log,
+    limits: ProducerLimits,
+    high_watermark: i64,
+) -> Result<ProducerStateTable, RebuildError> {
     let mut table = ProducerStateTable::with_limits(limits);
+    table.on_high_watermark(high_watermark);
     let end = log.log_end_offset();
     let mut at = log.log_start_offset();
     while at < end {
@@ -65,12 +72,18 @@ pub fn rebuild(log: &Log, limits: ProducerLimits) -> Result<ProducerStateTable, 
 /// must start at sequence 0); only a retried first batch could be stored twice.
 /// Open transactions are lost with it, so the last stable offset follows the high
 /// watermark.
-pub fn rebuild_or_empty(log: &Log, limits: ProducerLimits) -> ProducerStateTable {
-    match rebuild(log, limits) {
+pub fn rebuild_or_empty(
+    log: &Log,
+    limits: ProducerLimits,
+    high_watermark: i64,
+) -> ProducerStateTable {
+    match rebuild(log, limits, high_watermark) {
         Ok(table) => table,
         Err(e) => {
             tracing::error!(error = %e, "producer state not rebuilt; starting empty");
-            ProducerStateTable::with_limits(limits)
+            let mut table = ProducerStateTable::with_limits(limits);
+            table.on_high_watermark(high_watermark);
+            table
         }
     }
 }

@@ -334,10 +334,17 @@ impl ProducerStateTable {
         &self.txns
     }
 
-    /// The first offset of the oldest ongoing transaction: the last stable offset
+    /// The first offset of the oldest transaction that is ongoing, or completed
+    /// with its marker not yet below the high watermark: the last stable offset
     /// cannot pass it.
     pub fn first_unstable_offset(&self) -> Option<i64> {
         self.txns.first_unstable_offset()
+    }
+
+    /// The partition's high watermark moved to `high_watermark`: completed
+    /// transactions whose marker is below it become stable.
+    pub fn on_high_watermark(&mut self, high_watermark: i64) {
+        self.txns.on_high_watermark(high_watermark);
     }
 
     /// Forgets every producer and transaction.

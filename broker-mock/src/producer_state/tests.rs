@@ -448,7 +448,7 @@ fn run_workload(log: &mut Log, ops: &[Op]) -> ProducerStateTable {
             Op::Truncate { frac } => {
                 let to = log.log_end_offset() * frac / 16;
                 log.truncate_to(to).unwrap();
-                table = rebuild(log, ProducerLimits::default()).unwrap();
+                table = rebuild(log, ProducerLimits::default(), 0).unwrap();
                 // The clients lost their unreplicated tail: resume from the log.
                 for (p, c) in clients.iter_mut().enumerate() {
                     c.sent.clear();
@@ -483,12 +483,20 @@ fn seeded(cases: u32, seed: u64) -> Config {
 proptest! {
     #![proptest_config(seeded(128, 0x1de4_0b07))]
 
-    /// After any workload, the state rebuilt from the log equals the live state.
+    /// After any workload, the state rebuilt from the log equals the live state,
+    /// with the high watermark anywhere in the log.
     #[test]
-    fn rebuilt_state_equals_live_state(ops in proptest::collection::vec(op(), 0..80)) {
+    fn rebuilt_state_equals_live_state(
+        ops in proptest::collection::vec(op(), 0..80),
+        hw_frac in 0..=16i64,
+    ) {
         let mut log = Log::memory();
-        let live = run_workload(&mut log, &ops);
-        let rebuilt = rebuild(&log, ProducerLimits::default()).unwrap();
+        let mut live = run_workload(&mut log, &ops);
+        let rebuilt = rebuild(&log, ProducerLimits::default(), 0).unwrap();
+        prop_assert_eq!(&live, &rebuilt);
+        let hw = log.log_end_offset() * hw_frac / 16;
+        live.on_high_watermark(hw);
+        let rebuilt = rebuild(&log, ProducerLimits::default(), hw).unwrap();
         prop_assert_eq!(live, rebuilt);
     }
 }
@@ -515,7 +523,7 @@ fn rebuild_from_a_reopened_disk_log() {
     };
     assert!(!live.is_empty());
     let (log, _) = Log::open(dir.path(), 1 << 12, 256).unwrap();
-    assert_eq!(rebuild(&log, ProducerLimits::default()).unwrap(), live);
+    assert_eq!(rebuild(&log, ProducerLimits::default(), 0).unwrap(), live);
     // A rebuild keeps the configured limit.
     let small = rebuild(
         &log,
@@ -523,6 +531,7 @@ fn rebuild_from_a_reopened_disk_log() {
             max_producers: 1,
             ..ProducerLimits::default()
         },
+        0,
     )
     .unwrap();
     assert_eq!((small.len(), small.max_producers()), (1, 1));
@@ -591,7 +600,8 @@ fn a_transaction_opens_at_its_first_batch_and_its_marker_closes_it() {
     assert_eq!(s.produce(&[tx(2, 0, 3, 1)]), Ok(6));
     assert_eq!(s.table.first_unstable_offset(), Some(2));
     assert_eq!(s.table.get(2).unwrap().txn_first_offset(), Some(2));
-    // Producer 2 commits at offset 7: producer 3's transaction (at 5) holds on.
+    // Producer 2 commits at offset 7: its transaction stays unstable until the
+    // high watermark passes the marker; then producer 3's (at 5) holds on.
     let ended = s.table.record_marker(2, 0, commit(0), 7, 100);
     assert_eq!(
         ended,
@@ -600,11 +610,19 @@ fn a_transaction_opens_at_its_first_batch_and_its_marker_closes_it() {
             commit: true
         })
     );
+    assert_eq!(s.table.first_unstable_offset(), Some(2));
+    assert_eq!(s.table.txns().unreplicated().collect::<Vec<_>>(), [(2, 7)]);
+    s.table.on_high_watermark(7);
+    assert_eq!(s.table.first_unstable_offset(), Some(2));
+    s.table.on_high_watermark(8);
     assert_eq!(s.table.first_unstable_offset(), Some(5));
+    assert_eq!(s.table.txns().unreplicated().count(), 0);
     assert_eq!(s.table.txns().aborted().count(), 0);
     // Producer 3 aborts at offset 8.
     s.end = 8;
     s.table.record_marker(3, 0, abort(0), 8, 100);
+    assert_eq!(s.table.first_unstable_offset(), Some(5));
+    s.table.on_high_watermark(9);
     assert_eq!(s.table.first_unstable_offset(), None);
     let aborted = AbortedTxn {
         producer_id: 3,
@@ -728,7 +746,14 @@ fn the_aborted_index_keeps_the_newest_entries() {
 }
 
 fn append_marker_at(st: &mut crate::partition::PartitionState, pid: i64, marker: EndTxnMarker) {
-    st.append_marker(pid, 0, marker, 0).unwrap();
+    st.append_marker(
+        pid,
+        0,
+        marker,
+        baton_protocol::record::TimestampType::CreateTime,
+        0,
+    )
+    .unwrap();
 }
 
 #[test]
@@ -773,8 +798,112 @@ fn partition_last_stable_offset_and_truncation() {
     // A stale marker is refused before anything is appended.
     append_marker_at(&mut st, 1, commit(3));
     assert_eq!(
-        st.append_marker(1, 0, commit(2), 0).map(|a| a.offset),
+        st.append_marker(1, 0, commit(2), TimestampType::CreateTime, 0)
+            .map(|a| a.offset),
         Err(ErrorCode::TransactionCoordinatorFenced)
     );
     assert_eq!(st.log_end_offset(), 3);
+}
+
+#[test]
+fn markers_follow_the_topic_timestamp_type() {
+    use crate::partition::Partition;
+    use baton_protocol::record::TimestampType;
+
+    let p = Partition::new("t", 0, 1, Log::memory(), ProducerLimits::default());
+    let mut st = p.lock();
+    st.append_records(
+        &encode_as(1, 0, 0, 1, 5, true),
+        TimestampType::CreateTime,
+        0,
+    )
+    .unwrap();
+    for (pid, ty, now) in [
+        (1, TimestampType::CreateTime, 1_000),
+        (2, TimestampType::LogAppendTime, 2_000),
+    ] {
+        let at = st.append_marker(pid, 0, commit(0), ty, now).unwrap().offset;
+        let stored = st.log().read(at, 1 << 10).unwrap();
+        let batch = RecordBatch::parse(stored[0].clone()).unwrap();
+        assert!(batch.is_control());
+        assert_eq!((batch.timestamp_type(), batch.max_timestamp()), (ty, now));
+        batch.verify_crc().unwrap();
+    }
+}
+
+/// `bytes` stamped at `offset`, as a follower receives it from its leader.
+fn at_offset(bytes: Bytes, offset: i64) -> Bytes {
+    let mut buf = BytesMut::from(&bytes[..]);
+    set_base_offset(&mut buf, offset);
+    buf.freeze()
+}
+
+#[test]
+fn a_completed_transaction_is_unstable_until_the_high_watermark_passes_its_marker() {
+    use crate::partition::Partition;
+
+    // A replica appends what its leader sends and learns the HW separately.
+    let p = Partition::new_replica("t", 0, Log::memory(), ProducerLimits::default());
+    let mut st = p.lock();
+    st.append_replica_batch(at_offset(encode(1, 0, 0, 2, 0), 0))
+        .unwrap();
+    st.append_replica_batch(at_offset(encode_as(2, 0, 0, 2, 0, true), 2))
+        .unwrap();
+    st.append_replica_batch(at_offset(encode_as(3, 0, 0, 1, 0, true), 4))
+        .unwrap();
+    st.append_replica_batch(at_offset(control_batch(2, 0, commit(0), 0), 5))
+        .unwrap();
+    st.append_replica_batch(at_offset(control_batch(3, 0, abort(0), 0), 6))
+        .unwrap();
+    assert_eq!(st.log_end_offset(), 7);
+    assert_eq!(st.producers().txns().ongoing_len(), 0);
+    // Both transactions are complete, but no marker is below the HW yet.
+    for (hw, lso) in [(2, 2), (5, 2), (6, 4), (7, 7)] {
+        st.set_follower_high_watermark(hw);
+        assert_eq!(
+            (st.high_watermark(), st.last_stable_offset()),
+            (hw, lso),
+            "high watermark {hw}"
+        );
+    }
+    assert_eq!(st.producers().txns().unreplicated().count(), 0);
+    // A rebuild knows the HW: the markers below it are stable at once.
+    st.rebuild_producer_state();
+    assert_eq!(st.last_stable_offset(), 7);
+    // Truncating the abort marker away reopens producer 3's transaction; with
+    // the HW back at 5 the commit marker at 5 is not below it and holds too.
+    st.truncate_to(6).unwrap();
+    st.set_follower_high_watermark(5);
+    st.rebuild_producer_state();
+    assert_eq!(st.last_stable_offset(), 2);
+    st.set_follower_high_watermark(6);
+    assert_eq!(st.last_stable_offset(), 4);
+    assert_eq!(
+        st.producers().txns().ongoing().collect::<Vec<_>>(),
+        [(4, 3)]
+    );
+    // A replica reopened over the log knows no HW (it starts at the log start):
+    // the completed transaction is unstable again until it learns one.
+    let reopened = rebuild(st.log(), ProducerLimits::default(), 0).unwrap();
+    assert_eq!(reopened.txns().unreplicated().collect::<Vec<_>>(), [(2, 5)]);
+    assert_eq!(reopened.first_unstable_offset(), Some(2));
+}
+
+#[test]
+fn aborted_lookups_find_long_transactions_and_skip_far_markers() {
+    let mut t = super::txn::TxnIndex::new(100);
+    // Producer 1's transaction spans 0..=50; producers 2.. abort short ones later.
+    t.begin(1, 0);
+    t.end(1, 0, 50, false);
+    for pid in 2..20 {
+        let first = pid * 100;
+        t.begin(pid, first);
+        t.end(pid, first, first + 2, false);
+    }
+    let ids = |v: Vec<AbortedTxn>| v.into_iter().map(|a| a.producer_id).collect::<Vec<_>>();
+    assert_eq!(ids(t.aborted_overlapping(10, 12)), [1]);
+    assert_eq!(ids(t.aborted_overlapping(51, 250)), [2]);
+    assert_eq!(ids(t.aborted_overlapping(0, 300)), [1, 2, 3]);
+    assert_eq!(ids(t.aborted_overlapping(1_901, 5_000)), [19]);
+    assert!(t.aborted_overlapping(1_903, 5_000).is_empty());
 }

@@ -6,6 +6,11 @@
 //! `log.segment.bytes`, `log.index.interval.bytes`,
 //! `group.initial.rebalance.delay.ms`, `offsets.topic.num.partitions`.
 //!
+//! Transactions: `transaction.max.timeout.ms` (longer producer timeouts are
+//! `INVALID_TRANSACTION_TIMEOUT`), `transaction.state.log.num.partitions`.
+//! `transactional.id.expiration.ms` is unknown: ids never expire here, their
+//! number is bounded by `baton.max.transactional.ids` instead.
+//!
 //! Listeners: `listeners` (`NAME://host:port,...`; the host an IP literal,
 //! `localhost` or empty for every interface), `advertised.listeners` (each
 //! naming a listener; port 0 or an empty host keeps the bound one),
@@ -36,7 +41,10 @@
 //! frame limit raises the frame limit to it, so such batches fit),
 //! `max.connections`, `max.connections.per.ip`, and Baton's own
 //! `baton.max.partitions`, `baton.max.topics`,
-//! `baton.max.partitions.per.request` (the `--max-*` flags).
+//! `baton.max.partitions.per.request`, `baton.max.aborted.txns.per.partition`,
+//! `baton.max.transactional.ids`, `baton.max.partitions.per.transaction`,
+//! `baton.max.pending.txn.offsets` (the `--max-*` flags; see
+//! [`BrokerLimits`](crate::BrokerLimits)).
 //!
 //! `connections.max.reauth.ms` bounds the SASL sessions of every SASL listener
 //! (KIP-368).
@@ -87,6 +95,8 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "log.index.interval.bytes",
     "group.initial.rebalance.delay.ms",
     "offsets.topic.num.partitions",
+    "transaction.max.timeout.ms",
+    "transaction.state.log.num.partitions",
     "sasl.enabled.mechanisms",
     "ssl.keystore.type",
     "ssl.keystore.location",
@@ -108,6 +118,10 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "baton.max.partitions",
     "baton.max.topics",
     "baton.max.partitions.per.request",
+    "baton.max.aborted.txns.per.partition",
+    "baton.max.transactional.ids",
+    "baton.max.partitions.per.transaction",
+    "baton.max.pending.txn.offsets",
     "default.replication.factor",
     "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
@@ -439,6 +453,12 @@ fn read_entry<'a>(
         "offsets.topic.num.partitions" => {
             base.groups.offsets_topic_partitions = e.parse_in(1, 10_000)?
         }
+        "transaction.max.timeout.ms" => {
+            base.transaction_max_timeout_ms = e.parse_in(1, i32::MAX)?
+        }
+        "transaction.state.log.num.partitions" => {
+            base.transaction_state_partitions = Some(e.parse_in(1, 10_000)?)
+        }
         "sasl.enabled.mechanisms" => {
             mechanisms(e)?;
             parsed.mechanisms = Some(e);
@@ -486,6 +506,18 @@ fn read_entry<'a>(
         "baton.max.topics" => limits.max_topics = e.parse_in(1, usize::MAX)?,
         "baton.max.partitions.per.request" => {
             limits.max_partitions_per_request = e.parse_in(1, usize::MAX)?
+        }
+        "baton.max.aborted.txns.per.partition" => {
+            limits.max_aborted_txns_per_partition = e.parse_in(1, usize::MAX)?
+        }
+        "baton.max.transactional.ids" => {
+            limits.max_transactional_ids = e.parse_in(1, usize::MAX)?
+        }
+        "baton.max.partitions.per.transaction" => {
+            limits.max_partitions_per_transaction = e.parse_in(1, usize::MAX)?
+        }
+        "baton.max.pending.txn.offsets" => {
+            limits.max_pending_txn_offsets = e.parse_in(1, usize::MAX)?
         }
         k if SINGLE_REPLICA_KEYS.contains(&k) => {
             if e.value.trim() != "1" {

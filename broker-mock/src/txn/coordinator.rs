@@ -35,6 +35,7 @@ use bytes::Bytes;
 use tokio::sync::{oneshot, Notify};
 
 use super::machine::{AddOutcome, EndOutcome, InitOutcome, TxnLimits, TxnMetadata, TxnState};
+use super::peers::PeerPool;
 use super::records::{self, TRANSACTION_STATE_TOPIC};
 use crate::clock::now_ms;
 use crate::group::GroupHost;
@@ -125,6 +126,8 @@ pub(crate) struct TxnCoordinator {
     pub(crate) wake: Notify,
     /// A request to create the topic through the controller is under way.
     creating: Arc<AtomicBool>,
+    /// Idle connections to other nodes (markers, verification).
+    pub(crate) peers: PeerPool,
 }
 
 /// Whether this node leads `p`, and at which epoch.
@@ -144,6 +147,7 @@ impl TxnCoordinator {
             topic_partitions: topic_partitions.max(1),
             wake: Notify::new(),
             creating: Arc::new(AtomicBool::new(false)),
+            peers: PeerPool::default(),
         }
     }
 

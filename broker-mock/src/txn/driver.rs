@@ -2,7 +2,8 @@
 //! `Prepare*` transition to the partitions' leaders and then completes the
 //! transaction, aborts transactions past their timeout, and (on a cluster) keeps
 //! the coordinator's ownership of `__transaction_state` partitions up to date, so a
-//! node that gains one finishes the transactions it finds prepared there.
+//! node that gains one finishes the transactions it finds prepared there (a single
+//! node does the same for its own partitions after a restart).
 //!
 //! Markers for a partition this node leads go through
 //! [`write_markers`](crate::handlers::write_txn_markers::write_markers), the same
@@ -12,7 +13,7 @@
 //! is retried with a growing pause until its marker lands, for as long as this node
 //! coordinates the transaction.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -68,9 +69,10 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
             }
             let Some(st) = weak.upgrade() else { break };
             let blocking = tokio::task::spawn_blocking(move || {
-                if cluster {
-                    st.txn.sync_ownership(&*st);
-                }
+                // Also on a single node: after a restart the state partitions are
+                // loaded without waiting for a request, so prepared transactions
+                // finish and open ones time out.
+                st.txn.sync_ownership(&*st);
                 let next = st.txn.abort_timed_out(&*st, now_ms());
                 (next, st.txn.take_jobs())
             })
@@ -89,7 +91,6 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
 async fn run_job(weak: Weak<BrokerState>, job: MarkerJob) {
     let mut owed: Vec<(String, i32)> = job.partitions.clone();
     let mut pause = RETRY_MIN;
-    let mut rpcs: HashMap<i32, crate::rpc::Rpc> = HashMap::new();
     while !owed.is_empty() {
         let Some(state) = weak.upgrade() else { return };
         if !state.txn.still_owes(&job) {
@@ -110,15 +111,14 @@ async fn run_job(weak: Weak<BrokerState>, job: MarkerJob) {
                 let Some(addr) = link.broker_addr(leader) else {
                     continue;
                 };
-                let me = link.node_id;
-                let rpc = rpcs
-                    .entry(leader)
-                    .or_insert_with(|| link.rpc(addr, format!("node-{me}-txn-markers")));
+                let mut rpc = state.txn.peers.take(link, addr);
                 match rpc.call(&req, 1, MARKER_RPC_TIMEOUT).await {
-                    Ok(r) => r,
+                    Ok(r) => {
+                        state.txn.peers.give(addr, rpc);
+                        r
+                    }
                     Err(e) => {
                         tracing::debug!(leader, error = %e, "sending transaction markers failed");
-                        rpcs.remove(&leader);
                         continue;
                     }
                 }

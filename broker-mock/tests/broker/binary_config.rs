@@ -2,7 +2,8 @@
 //! PLAINTEXT and a SASL_SSL listener (SCRAM-SHA-512 users from `scram.users`, PLAIN
 //! users from a JAAS entry, PEM key material), and Baton clients on both
 //! listeners sharing one topic; flags override the file; a malformed file stops
-//! the binary at start-up with the key and line.
+//! the binary at start-up with the key and line; the transaction settings
+//! (`transaction.max.timeout.ms`, `--max-transactional-ids`) take effect.
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
@@ -179,4 +180,57 @@ async fn flags_override_the_file_and_bad_files_stop_the_binary() {
         err.contains("line 3: unknown property some.unknown.key"),
         "{err}"
     );
+}
+
+#[tokio::test]
+async fn transaction_settings_from_the_file_and_the_flags_take_effect() {
+    use baton_protocol::ErrorCode;
+    use baton_testkit::wire::Client as Wire;
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("server.properties");
+    std::fs::write(
+        &file,
+        "listeners=PLAINTEXT://127.0.0.1:0\ntransaction.max.timeout.ms=2000\n\
+         transaction.state.log.num.partitions=2\n",
+    )
+    .unwrap();
+    let (_proc, addrs) = start(
+        &[
+            "--config",
+            file.to_str().unwrap(),
+            "--max-transactional-ids",
+            "1",
+        ],
+        1,
+    );
+    let mut c = Wire::connect(addrs["PLAINTEXT"]).await;
+    let init = super::transactions::init;
+    // transaction.max.timeout.ms bounds the producer's timeout.
+    assert_eq!(
+        init(&mut c, "first", 5_000).await.0,
+        ErrorCode::InvalidTransactionTimeout.code()
+    );
+    assert_eq!(init(&mut c, "first", 2_000).await.0, 0);
+    // --max-transactional-ids 1: a second id is refused.
+    assert_eq!(
+        init(&mut c, "second", 1_000).await.0,
+        ErrorCode::PolicyViolation.code()
+    );
+    // transaction.state.log.num.partitions sized __transaction_state.
+    let resp = c
+        .call(
+            &baton_protocol::messages::MetadataRequest {
+                topics: Some(vec![baton_protocol::messages::MetadataRequestTopic {
+                    name: Some("__transaction_state".into()),
+                    ..Default::default()
+                }]),
+                allow_auto_topic_creation: false,
+                ..Default::default()
+            },
+            12,
+        )
+        .await;
+    assert_eq!(resp.topics[0].error_code, 0, "{resp:?}");
+    assert_eq!(resp.topics[0].partitions.len(), 2);
 }

@@ -290,3 +290,73 @@ async fn all_in_one_cluster_process_serves_and_stops_on_sigterm() {
         "cluster exits cleanly after SIGTERM: {exit}"
     );
 }
+
+/// InitProducerId for `id` at `addr`, retried while the coordinator is not ready.
+async fn init_transactional(addr: SocketAddr, id: &str) -> i16 {
+    use baton_protocol::ErrorCode;
+    let mut c = Client::connect(addr).await;
+    let req = InitProducerIdRequest {
+        transactional_id: Some(id.to_owned()),
+        transaction_timeout_ms: 10_000,
+        producer_id: -1,
+        producer_epoch: -1,
+    };
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let code = c.call(&req, 4).await.error_code;
+        let not_ready = [
+            ErrorCode::CoordinatorNotAvailable,
+            ErrorCode::CoordinatorLoadInProgress,
+            ErrorCode::NotCoordinator,
+            ErrorCode::ConcurrentTransactions,
+        ];
+        if !not_ready.iter().any(|e| e.code() == code) || tokio::time::Instant::now() > deadline {
+            return code;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_process_takes_the_transaction_limit_flags() {
+    // The controller checks no transaction limits: the flags are not its own.
+    let out = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
+        .args(["controller", "--max-transactional-ids", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown argument \"--max-transactional-ids\""),
+        "{err}"
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
+        .args(["cluster", "--max-pending-txn-offsets", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--max-pending-txn-offsets \"0\""), "{err}");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
+        .args(["cluster", "--brokers", "1", "--max-transactional-ids", "1"])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("baton-broker starts");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let _procs = Procs(vec![("cluster".into(), child)]);
+    let mut line = String::new();
+    out.read_line(&mut line).expect("bootstrap line");
+    let addr: SocketAddr = line
+        .trim()
+        .strip_prefix("baton-broker cluster bootstrap: ")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+    assert_eq!(init_transactional(addr, "first").await, 0);
+    assert_eq!(
+        init_transactional(addr, "second").await,
+        baton_protocol::ErrorCode::PolicyViolation.code()
+    );
+}

@@ -222,15 +222,25 @@ async fn a_new_coordinator_takes_over_an_open_transaction() {
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = start(&dir).await;
     let topic = topic_name("txn-failover");
-    create_data(&mut cluster, &topic, 2, 3).await;
+    create_data(&mut cluster, &topic, 3, 3).await;
     let id = topic_name("tx");
     let (coord, pid, epoch) = init(&mut cluster, &id).await;
-    add(&mut cluster, &id, pid, epoch, &topic, &[0, 1]).await;
-    for (p, v) in [(0, "a"), (1, "b")] {
-        let mut c = leader(&mut cluster, &topic, p).await;
-        let (code, _) = produce_txn(&mut c, &id, &topic, p, txn_batch(pid, epoch, 0, &[v])).await;
+    // One partition led elsewhere stays out of the transaction; the others join.
+    let stray = (0..3)
+        .find(|p| cluster.partition_state(&topic, *p).unwrap().leader != coord)
+        .expect("a partition led by another node");
+    let joined: Vec<i32> = (0..3).filter(|p| *p != stray).collect();
+    add(&mut cluster, &id, pid, epoch, &topic, &joined).await;
+    for (p, v) in joined.iter().zip(["a", "b"]) {
+        let mut c = leader(&mut cluster, &topic, *p).await;
+        let (code, _) = produce_txn(&mut c, &id, &topic, *p, txn_batch(pid, epoch, 0, &[v])).await;
         assert_eq!(code, 0);
     }
+    // KIP-890: the stray partition's leader asks the coordinator (over the network)
+    // and refuses the batch.
+    let mut c = leader(&mut cluster, &topic, stray).await;
+    let (code, _) = produce_txn(&mut c, &id, &topic, stray, txn_batch(pid, epoch, 0, &["x"])).await;
+    assert_eq!(code, ErrorCode::InvalidTxnState.code());
 
     cluster.node(coord).kill();
     // The node that takes over the state partition knows the open transaction.
@@ -238,8 +248,9 @@ async fn a_new_coordinator_takes_over_an_open_transaction() {
     assert_ne!(next, coord);
     commit(&mut cluster, &id, Some(coord), pid, epoch).await;
     await_state(&mut cluster, &id, Some(coord), "CompleteCommit").await;
-    all_committed(&mut cluster, &topic, 0, &["a"]).await;
-    all_committed(&mut cluster, &topic, 1, &["b"]).await;
+    all_committed(&mut cluster, &topic, joined[0], &["a"]).await;
+    all_committed(&mut cluster, &topic, joined[1], &["b"]).await;
+    all_committed(&mut cluster, &topic, stray, &[]).await;
     cluster.shutdown().await;
 }
 

@@ -369,3 +369,44 @@ async fn producers_past_the_partition_limit_are_forgotten_oldest_first() {
     assert_eq!(produce(&mut c, &topic, 3, 1).await, 0);
     broker.shutdown().await;
 }
+
+#[tokio::test]
+async fn open_transactions_past_the_partition_limit_are_refused() {
+    let limits = BrokerLimits {
+        max_producers_per_partition: 2,
+        ..BrokerLimits::default()
+    };
+    let broker = start(limits, GroupConfig::default()).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    let topic = topic_name("open-txns");
+    create_topic(&mut c, &topic, 1).await;
+    let txn = |pid: i64| {
+        let mut b = RecordBatchBuilder::new(1_000)
+            .producer(pid, 0, 0)
+            .transactional(true);
+        b.push(1_000, None, Some(b"v"), &[]);
+        b.finish()
+    };
+    for pid in [1, 2, 3] {
+        let resp = c.call(&produce_req(&topic, 0, -1, txn(pid)), 9).await;
+        let p = &resp.responses[0].partition_responses[0];
+        if pid < 3 {
+            assert_eq!(p.error_code, 0, "producer {pid}");
+        } else {
+            assert_eq!(
+                ErrorCode::from_code(p.error_code),
+                ErrorCode::PolicyViolation
+            );
+            assert!(p
+                .error_message
+                .as_deref()
+                .is_some_and(|m| m.contains("max_producers_per_partition")));
+        }
+    }
+    // Producers with an open transaction are not forgotten for idle ones.
+    assert_eq!(produce(&mut c, &topic, 4, 0).await, 0);
+    assert_eq!(produce(&mut c, &topic, 5, 0).await, 0);
+    let again = c.call(&produce_req(&topic, 0, -1, txn(1)), 9).await;
+    assert_eq!(again.responses[0].partition_responses[0].base_offset, 0);
+    broker.shutdown().await;
+}

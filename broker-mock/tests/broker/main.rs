@@ -24,3 +24,4 @@ mod tls;
 mod transactions;
 mod transactions_log;
 mod txn_offsets;
+mod unsupported_requests;

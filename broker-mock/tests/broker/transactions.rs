@@ -316,6 +316,20 @@ async fn a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() {
         end(&mut c, &id, pid, epoch, true, 4).await.0,
         ErrorCode::ProducerFenced.code()
     );
+    // The producer recovers (KIP-360) by naming its old epoch: it gets the
+    // coordinator's current one and starts over.
+    let req = InitProducerIdRequest {
+        transactional_id: Some(id.clone()),
+        transaction_timeout_ms: 60_000,
+        producer_id: pid,
+        producer_epoch: epoch,
+    };
+    let r = c.call(&req, 4).await;
+    assert_eq!(
+        (r.error_code, r.producer_id, r.producer_epoch),
+        (0, pid, epoch + 1)
+    );
+    assert_eq!(add(&mut c, &id, pid, epoch + 1, &topic, &[0]).await, [0]);
     broker.shutdown().await;
 }
 
@@ -562,5 +576,176 @@ async fn transactions_survive_a_restart_and_a_crash() {
         (d.transaction_state.as_str(), d.producer_epoch),
         ("Empty", done_epoch + 1)
     );
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn verification_refuses_batches_outside_the_transaction() {
+    let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let topic = topic_name("txn-kip890");
+    create_topic(&mut c, &topic, 2).await;
+    let id = topic_name("tx");
+    let (_, pid, epoch) = init(&mut c, &id, 60_000).await;
+    assert_eq!(add(&mut c, &id, pid, epoch, &topic, &[0]).await, [0]);
+    // Partition 1 was never added: refused, nothing appended.
+    // (TRANSACTION_ABORTABLE is for Produce v11+, which the broker does not serve.)
+    for (version, code) in [
+        (9, ErrorCode::InvalidTxnState),
+        (10, ErrorCode::InvalidTxnState),
+    ] {
+        let mut req = produce_req(&topic, 1, -1, txn_batch(pid, epoch, 0, &["stray"]));
+        req.transactional_id = Some(id.clone());
+        let r = c.call(&req, version).await;
+        assert_eq!(
+            r.responses[0].partition_responses[0].error_code,
+            code.code(),
+            "v{version}"
+        );
+    }
+    // Two batches in one partition's records are refused together.
+    let mut two = txn_batch(pid, epoch, 0, &["s1"]).to_vec();
+    two.extend_from_slice(&txn_batch(pid, epoch, 1, &["s2"]));
+    let (code, _) = produce_txn(&mut c, &id, &topic, 1, Bytes::from(two)).await;
+    assert_eq!(code, ErrorCode::InvalidTxnState.code());
+    let (_, lso, hw, _) = fetch(&mut c, &topic, 1, false).await;
+    assert_eq!((lso, hw), (0, 0), "nothing appended, no transaction opened");
+    // Partition 0 is in the transaction.
+    let (code, _) = produce_txn(&mut c, &id, &topic, 0, txn_batch(pid, epoch, 0, &["ok"])).await;
+    assert_eq!(code, 0);
+    // After the abort, a late retry of the batch cannot reopen the transaction.
+    assert_eq!(end(&mut c, &id, pid, epoch, false, 4).await.0, 0);
+    await_state(&mut c, &id, "CompleteAbort").await;
+    let (code, _) = produce_txn(&mut c, &id, &topic, 0, txn_batch(pid, epoch, 1, &["late"])).await;
+    assert_eq!(code, ErrorCode::InvalidTxnState.code());
+    let (_, lso, hw, _) = fetch(&mut c, &topic, 0, true).await;
+    assert_eq!((lso, hw), (2, 2), "one record and the abort marker");
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_authorizer_guards_transactional_ids_and_the_broker_form() {
+    let cfg = BrokerConfig::in_memory().with_authorizer(baton_broker::AuthorizerConfig::default());
+    let broker = Broker::start(cfg).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let denied = ErrorCode::TransactionalIdAuthorizationFailed.code();
+    assert_eq!(init(&mut c, "tx", 60_000).await.0, denied);
+    assert_eq!(add(&mut c, "tx", 1, 0, "t", &[0]).await, [denied]);
+    assert_eq!(end(&mut c, "tx", 1, 0, true, 3).await.0, denied);
+    let req = AddOffsetsToTxnRequest {
+        transactional_id: "tx".into(),
+        producer_id: 1,
+        producer_epoch: 0,
+        group_id: "g".into(),
+    };
+    assert_eq!(c.call(&req, 3).await.error_code, denied);
+    assert_eq!(describe(&mut c, "tx").await.error_code, denied);
+    let listed = c.call(&ListTransactionsRequest::default(), 0).await;
+    assert!(listed.transaction_states.is_empty());
+    // The batched broker form needs ClusterAction.
+    let req = AddPartitionsToTxnRequest {
+        transactions: vec![AddPartitionsToTxnTransaction {
+            transactional_id: "tx".into(),
+            producer_id: 1,
+            producer_epoch: 0,
+            verify_only: true,
+            topics: vec![],
+        }],
+        ..Default::default()
+    };
+    assert_eq!(
+        c.call(&req, 4).await.error_code,
+        ErrorCode::ClusterAuthorizationFailed.code()
+    );
+    let req = FindCoordinatorRequest {
+        key_type: 1,
+        coordinator_keys: vec!["tx".into()],
+        ..Default::default()
+    };
+    assert_eq!(c.call(&req, 4).await.coordinators[0].error_code, denied);
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn transactional_ids_and_transaction_sizes_are_bounded() {
+    let mut cfg = BrokerConfig::in_memory();
+    cfg.limits.max_transactional_ids = 2;
+    cfg.limits.max_partitions_per_transaction = 2;
+    let broker = Broker::start(cfg).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let topic = topic_name("txn-limits");
+    create_topic(&mut c, &topic, 3).await;
+    let (_, pid, epoch) = init(&mut c, "a", 60_000).await;
+    assert_eq!(init(&mut c, "b", 60_000).await.0, 0);
+    assert_eq!(
+        init(&mut c, "c", 60_000).await.0,
+        ErrorCode::PolicyViolation.code()
+    );
+    // A known id is not a new one.
+    assert_eq!(init(&mut c, "a", 60_000).await.0, 0);
+    let epoch = epoch + 1;
+    assert_eq!(add(&mut c, "a", pid, epoch, &topic, &[0, 1]).await, [0, 0]);
+    assert_eq!(
+        add(&mut c, "a", pid, epoch, &topic, &[2]).await,
+        [ErrorCode::PolicyViolation.code()]
+    );
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_restarted_broker_aborts_an_expired_transaction_unasked() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = BrokerConfig::on_disk(dir.path());
+    let broker = Broker::start(cfg.clone()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let topic = topic_name("txn-expired");
+    create_topic(&mut c, &topic, 1).await;
+    let id = topic_name("tx");
+    let (_, pid, epoch) = init(&mut c, &id, 1_000).await;
+    assert_eq!(add(&mut c, &id, pid, epoch, &topic, &[0]).await, [0]);
+    let (code, _) = produce_txn(&mut c, &id, &topic, 0, txn_batch(pid, epoch, 0, &["open"])).await;
+    assert_eq!(code, 0);
+    broker.shutdown().await;
+
+    // Only fetches, which do not touch the coordinator: it loads its state
+    // partitions by itself and aborts the transaction once its timeout passes.
+    let broker = Broker::start(cfg).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let mut last = None;
+    for _ in 0..250 {
+        let (_, lso, hw, aborted) = fetch(&mut c, &topic, 0, true).await;
+        if lso == 2 {
+            assert_eq!((hw, aborted), (2, vec![pid]));
+            broker.shutdown().await;
+            return;
+        }
+        last = Some((lso, hw));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the expired transaction was not aborted: {last:?}");
+}
+
+#[tokio::test]
+async fn kip360_init_producer_id_keeps_the_producer_id() {
+    let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let id = topic_name("tx");
+    let (_, pid, epoch) = init(&mut c, &id, 60_000).await;
+    let req = |pid: i64, epoch: i16| InitProducerIdRequest {
+        transactional_id: Some(id.clone()),
+        transaction_timeout_ms: 60_000,
+        producer_id: pid,
+        producer_epoch: epoch,
+    };
+    let r = c.call(&req(pid, epoch), 4).await;
+    assert_eq!(
+        (r.error_code, r.producer_id, r.producer_epoch),
+        (0, pid, epoch + 1)
+    );
+    // An id the coordinator never gave this transactional id is fenced.
+    let r = c.call(&req(pid + 1, 0), 4).await;
+    assert_eq!(r.error_code, ErrorCode::ProducerFenced.code());
+    let r = c.call(&req(pid + 1, 0), 3).await;
+    assert_eq!(r.error_code, ErrorCode::InvalidProducerEpoch.code());
     broker.shutdown().await;
 }

@@ -428,6 +428,10 @@ async fn markers_replicate_and_a_new_leader_keeps_open_transactions() {
         marker(&mut f, 1, p1, 0, false, 0, &topic, &[0]).await,
         [ErrorCode::NotLeaderOrFollower]
     );
+    assert_eq!(
+        producers(&mut f, &topic).await.0,
+        ErrorCode::NotLeaderOrFollower
+    );
     // The abort is answered once the ISR has it: the HW covers the marker.
     end_txn(&mut l, p1, false, &topic).await;
     let got = fetch_committed(&mut l, &topic, 0).await;
@@ -465,5 +469,247 @@ async fn markers_replicate_and_a_new_leader_keeps_open_transactions() {
     let got = fetch_committed(&mut n, &topic, 0).await;
     assert_eq!((got.high_watermark, got.last_stable_offset), (6, 6));
     assert_eq!(data_values(&got.records), ["a1", "a2", "o", "plain"]);
+    cluster.shutdown().await;
+}
+
+/// `produce` with acks=1.
+async fn produce_acks1(c: &mut Client, topic: &str, records: Bytes) -> ErrorCode {
+    let resp = c.call(&produce_req(topic, 0, 1, records), 9).await;
+    ErrorCode::from_code(resp.responses[0].partition_responses[0].error_code)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_suffix_takes_its_transactions_and_markers_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::builder()
+        .brokers(2)
+        .data_dir(dir.path())
+        .session_timeout(Duration::from_secs(3))
+        .auto_preferred_leader(false)
+        .start()
+        .await
+        .unwrap();
+    let topic = topic_name("txn-truncate");
+    let mut c = Client::connect(addr(&cluster, 1)).await;
+    let mut req = create_req(&topic, 1, &[("unclean.leader.election.enable", "true")]);
+    req.topics[0].replication_factor = 2;
+    assert_eq!(c.call(&req, 7).await.topics[0].error_code, 0);
+    let a = serving_leader(&cluster, &topic, -1).await;
+    let b = 3 - a;
+    let mut l = Client::connect(addr(&cluster, a)).await;
+    let (p1, p2) = (producer_id(&mut l).await, producer_id(&mut l).await);
+    // p1's transaction is on both replicas.
+    assert_eq!(
+        produce(&mut l, &topic, txn_batch(p1, 0, 0, &["p1"])).await,
+        (ErrorCode::None, 0)
+    );
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state(&topic, 0).unwrap();
+            v.replica(b).is_some_and(|r| r.log_end_offset == 1) && v.isr.len() == 2
+        })
+        .await
+        .unwrap();
+    // b leaves; a alone takes p2's transaction and p1's abort.
+    cluster.node(b).kill();
+    cluster
+        .wait_for(LONG, |c| {
+            c.partition_state(&topic, 0).unwrap().isr == vec![a]
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        produce_acks1(&mut l, &topic, txn_batch(p2, 0, 0, &["p2"])).await,
+        ErrorCode::None
+    );
+    end_txn(&mut l, p1, false, &topic).await;
+    assert_eq!(
+        fetch_committed(&mut l, &topic, 0).await.last_stable_offset,
+        1
+    );
+
+    // a dies; b returns and is elected uncleanly with only p1's open transaction,
+    // then takes a record of its own.
+    cluster.node(a).kill();
+    cluster.node(b).restart().await.unwrap();
+    serving_leader(&cluster, &topic, a).await;
+    let mut nb = Client::connect(addr(&cluster, b)).await;
+    assert_eq!(
+        produce_acks1(&mut nb, &topic, records(1, &["b"])).await,
+        ErrorCode::None
+    );
+
+    // a returns, truncates p2's batch and p1's abort away and catches up; b stops
+    // and a leads again: p1's transaction is open there, p2 unknown, nothing aborted.
+    cluster.node(a).restart().await.unwrap();
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state(&topic, 0).unwrap();
+            v.isr.len() == 2 && v.replica(a).is_some_and(|r| r.log_end_offset == 2)
+        })
+        .await
+        .unwrap_or_else(|_| panic!("{a} rejoins: {:?}", cluster.partition_state(&topic, 0)));
+    cluster.node(b).stop().await;
+    serving_leader(&cluster, &topic, b).await;
+    let mut na = Client::connect(addr(&cluster, a)).await;
+    let deadline = tokio::time::Instant::now() + LONG;
+    let got = loop {
+        let mut req = fetch_req(&topic, 0, 0, 0, 0);
+        req.isolation_level = 1;
+        let mut resp = na.call(&req, 12).await;
+        let p = resp.responses.remove(0).partitions.remove(0);
+        if p.error_code == 0 && p.high_watermark == 2 {
+            break p;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{p:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(got.last_stable_offset, 0);
+    assert_eq!(got.aborted_transactions, aborted(&[]));
+    let (code, list) = producers(&mut na, &topic).await;
+    assert_eq!(code, ErrorCode::None);
+    let open: Vec<(i64, i64)> = list
+        .iter()
+        .map(|p| (p.producer_id, p.current_txn_start_offset))
+        .collect();
+    assert_eq!(open, [(p1, 0)]);
+    // The coordinator's abort, written again, lands here.
+    end_txn(&mut na, p1, false, &topic).await;
+    let got = fetch_committed(&mut na, &topic, 0).await;
+    assert_eq!(got.last_stable_offset, 3);
+    assert_eq!(got.aborted_transactions, aborted(&[(p1, 0)]));
+    cluster.shutdown().await;
+}
+
+/// A read_committed fetch of partition 0 from offset 0 at `c`, retried until its
+/// high watermark is `hw`: (high watermark, last stable offset).
+async fn stable_at_hw(c: &mut Client, topic: &str, hw: i64) -> (i64, i64) {
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let mut req = fetch_req(topic, 0, 0, 0, 0);
+        req.isolation_level = 1;
+        let mut resp = c.call(&req, 12).await;
+        let p = resp.responses.remove(0).partitions.remove(0);
+        if p.error_code == 0 && p.high_watermark == hw {
+            return (p.high_watermark, p.last_stable_offset);
+        }
+        assert!(tokio::time::Instant::now() < deadline, "HW {hw}: {p:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Writes `pid`'s marker on partition 0 at `to` from a task of its own, which
+/// answers once the marker is replicated.
+fn marker_in_background(
+    to: SocketAddr,
+    pid: i64,
+    commit: bool,
+    topic: &str,
+) -> tokio::task::JoinHandle<Vec<ErrorCode>> {
+    let topic = topic.to_string();
+    tokio::spawn(async move {
+        let mut c = Client::connect(to).await;
+        marker(&mut c, 1, pid, 0, commit, 0, &topic, &[0]).await
+    })
+}
+
+/// Stops `node`'s replica fetchers and waits out a fetch already in flight (a
+/// long poll of at most 500 ms), so nothing appended from now on reaches it.
+async fn hold_replication(cluster: &mut Cluster, node: i32) {
+    cluster.node(node).pause_replication(true);
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_marker_held_back_from_a_follower_keeps_the_last_stable_offset() {
+    let mut cluster = Cluster::builder()
+        .brokers(2)
+        .session_timeout(Duration::from_secs(3))
+        .replica_lag_time_max(Duration::from_secs(120))
+        .auto_preferred_leader(false)
+        .start()
+        .await
+        .unwrap();
+    let topic = topic_name("txn-unreplicated");
+    let mut c = Client::connect(addr(&cluster, 1)).await;
+    let mut req = create_req(&topic, 1, &[]);
+    req.topics[0].replication_factor = 2;
+    assert_eq!(c.call(&req, 7).await.topics[0].error_code, 0);
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state(&topic, 0).unwrap();
+            v.isr.len() == 2 && v.replica_states.iter().all(|r| r.role != "none")
+        })
+        .await
+        .unwrap();
+    let leader = serving_leader(&cluster, &topic, -1).await;
+    let follower = 3 - leader;
+    let mut l = Client::connect(addr(&cluster, leader)).await;
+    let (p1, p2) = (producer_id(&mut l).await, producer_id(&mut l).await);
+    assert_eq!(
+        produce(&mut l, &topic, txn_batch(p1, 0, 0, &["a"])).await,
+        (ErrorCode::None, 0)
+    );
+    produce(&mut l, &topic, records(1, &["plain"])).await;
+    assert_eq!(stable_at_hw(&mut l, &topic, 2).await, (2, 0));
+
+    // The follower stops fetching: p1's commit marker (offset 2) is in the
+    // leader's log but not below the HW, so the transaction stays unstable.
+    hold_replication(&mut cluster, follower).await;
+    let commit = marker_in_background(addr(&cluster, leader), p1, true, &topic);
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state(&topic, 0).unwrap();
+            v.replica(leader).is_some_and(|r| r.log_end_offset == 3)
+        })
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        assert_eq!(stable_at_hw(&mut l, &topic, 2).await, (2, 0));
+        assert_eq!(latest(&mut l, &topic, 1).await, 0);
+        let got = fetch_committed(&mut l, &topic, 0).await;
+        assert_eq!(data_values(&got.records), Vec::<String>::new());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!commit.is_finished(), "the marker waits for the follower");
+
+    // Once the follower has the marker the HW passes it, the marker is answered
+    // and the LSO moves to the HW.
+    cluster.node(follower).pause_replication(false);
+    assert_eq!(commit.await.unwrap(), [ErrorCode::None]);
+    assert_eq!(stable_at_hw(&mut l, &topic, 3).await, (3, 3));
+    assert_eq!(latest(&mut l, &topic, 1).await, 3);
+    let got = fetch_committed(&mut l, &topic, 0).await;
+    assert_eq!(data_values(&got.records), ["a", "plain"]);
+
+    // p2's abort marker (offset 4) is held back too; then the leader dies. The
+    // LSO was held at p2's first offset on the old leader and stays there on the
+    // new one, which never saw the marker: it does not move backwards.
+    assert_eq!(
+        produce(&mut l, &topic, txn_batch(p2, 0, 0, &["b"])).await,
+        (ErrorCode::None, 3)
+    );
+    assert_eq!(stable_at_hw(&mut l, &topic, 4).await, (4, 3));
+    hold_replication(&mut cluster, follower).await;
+    let abort = marker_in_background(addr(&cluster, leader), p2, false, &topic);
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state(&topic, 0).unwrap();
+            v.replica(leader).is_some_and(|r| r.log_end_offset == 5)
+        })
+        .await
+        .unwrap();
+    assert_eq!(stable_at_hw(&mut l, &topic, 4).await, (4, 3));
+    abort.abort();
+    cluster.node(leader).kill();
+    serving_leader(&cluster, &topic, leader).await;
+    cluster.node(follower).pause_replication(false);
+    let mut n = Client::connect(addr(&cluster, follower)).await;
+    assert_eq!(stable_at_hw(&mut n, &topic, 4).await, (4, 3));
+    // The coordinator's abort, written again, lands on the new leader.
+    end_txn(&mut n, p2, false, &topic).await;
+    assert_eq!(stable_at_hw(&mut n, &topic, 5).await, (5, 5));
+    let got = fetch_committed(&mut n, &topic, 0).await;
+    assert_eq!(got.aborted_transactions, aborted(&[(p2, 3)]));
     cluster.shutdown().await;
 }

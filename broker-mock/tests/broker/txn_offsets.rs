@@ -408,3 +408,54 @@ async fn a_new_coordinator_replays_finished_and_open_transactions() {
     );
     cluster.shutdown().await;
 }
+
+/// Waits until the group's offsets of `t` are stable (the markers are written after
+/// EndTxn answers) and returns them.
+async fn stable(c: &mut Client, group: &str) -> Vec<(i64, i16)> {
+    for _ in 0..500 {
+        let got = fetch(c, group, true).await;
+        if got.iter().all(|&(_, e)| e == 0) {
+            return got;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("{group}'s offsets never became stable");
+}
+
+#[tokio::test]
+async fn offsets_of_a_transaction_through_the_transaction_coordinator() {
+    use crate::transactions::{await_state, end, init};
+    let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c, "t", 3).await;
+    let id = "tx-offsets";
+    let (code, pid, epoch) = init(&mut c, id, 60_000).await;
+    assert_eq!(code, 0);
+    for (offset, commit, expected) in [(11, true, 11), (22, false, 11), (33, true, 33)] {
+        let add = AddOffsetsToTxnRequest {
+            transactional_id: id.into(),
+            producer_id: pid,
+            producer_epoch: epoch,
+            group_id: "eg".into(),
+        };
+        assert_eq!(c.call(&add, 3).await.error_code, 0);
+        let mut req = txn_commit("eg", (pid, epoch), &[(0, offset)]);
+        req.transactional_id = id.into();
+        assert_eq!(txn_errors(&c.call(&req, 3).await), vec![0]);
+        assert_eq!(fetch(&mut c, "eg", true).await[0], (-1, UNSTABLE));
+        let (code, _, _) = end(&mut c, id, pid, epoch, commit, 3).await;
+        assert_eq!(code, 0);
+        let state = if commit {
+            "CompleteCommit"
+        } else {
+            "CompleteAbort"
+        };
+        await_state(&mut c, id, state).await;
+        assert_eq!(
+            stable(&mut c, "eg").await,
+            vec![(expected, 0), (-1, 0), (-1, 0)],
+            "after the {state} of offset {offset}"
+        );
+    }
+    broker.shutdown().await;
+}

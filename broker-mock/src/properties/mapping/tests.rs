@@ -82,6 +82,12 @@ message.max.bytes=4194304
 max.connections=100
 max.connections.per.ip=10
 baton.max.topics=50
+baton.max.aborted.txns.per.partition=7
+baton.max.transactional.ids=8
+baton.max.partitions.per.transaction=9
+baton.max.pending.txn.offsets=11
+transaction.max.timeout.ms=60000
+transaction.state.log.num.partitions=6
 offsets.topic.replication.factor=1
 num.network.threads=3
 ",
@@ -100,6 +106,12 @@ num.network.threads=3
     assert_eq!(config.limits.max_connections, 100);
     assert_eq!(config.limits.max_connections_per_ip, 10);
     assert_eq!(config.limits.max_topics, 50);
+    assert_eq!(config.limits.max_aborted_txns_per_partition, 7);
+    assert_eq!(config.limits.max_transactional_ids, 8);
+    assert_eq!(config.limits.max_partitions_per_transaction, 9);
+    assert_eq!(config.limits.max_pending_txn_offsets, 11);
+    assert_eq!(config.transaction_max_timeout_ms, 60_000);
+    assert_eq!(config.transaction_state_partitions, Some(6));
 
     let listeners = config.listeners();
     let names: Vec<_> = listeners.iter().map(|l| l.name.as_str()).collect();
@@ -216,6 +228,18 @@ fn unknown_and_malformed_properties_name_key_and_line() {
         ("listener.name.nolistener=1\n", "unknown property"),
         ("process.roles=controller\n", "must include broker"),
         ("offsets.topic.replication.factor=3\n", "one replica"),
+        (
+            "transaction.max.timeout.ms=0\n",
+            "line 1: transaction.max.timeout.ms: expected an integer",
+        ),
+        (
+            "baton.max.transactional.ids=0\n",
+            "line 1: baton.max.transactional.ids: expected an integer",
+        ),
+        (
+            "transactional.id.expiration.ms=1000\n",
+            "unknown property transactional.id.expiration.ms",
+        ),
         ("bad=\\u00zz\n", "line 1: malformed \\u escape"),
         ("a=1\na=2\n", "line 2: a is already set on line 1"),
     ] {

@@ -19,7 +19,8 @@
 //!
 //! Invariants (asserted where metadata is built): the epoch never decreases for one
 //! producer id; `partitions` is empty outside `Ongoing` and `Prepare*`; a
-//! `Prepare*` state names the partitions whose markers are still owed.
+//! `Prepare*` state names the partitions owed a marker (all of the transaction's,
+//! until the completion record).
 
 use std::collections::BTreeSet;
 
@@ -296,10 +297,18 @@ impl TxnMetadata {
                     && exp_id == cur.producer_id
                     && exp_epoch == cur.last_producer_epoch
                     && cur.last_producer_epoch != NO_PRODUCER_EPOCH
-                    && cur.state == TxnState::Empty
                 {
-                    // A retry of the bump that made the current epoch: answer it again.
-                    return Ok(InitOutcome::Ready(cur.clone()));
+                    // The client names the epoch before the last bump: a retry of
+                    // that bump, or a producer recovering after the coordinator
+                    // bumped its epoch to abort it (a timeout). It gets the current
+                    // epoch, as in Kafka, without another bump.
+                    let mut next = cur.clone();
+                    next.state = TxnState::Empty;
+                    next.timeout_ms = timeout_ms;
+                    next.partitions.clear();
+                    next.start_ms = -1;
+                    next.last_update_ms = now;
+                    return Ok(InitOutcome::Ready(next));
                 }
                 if named && exp_id == cur.producer_id && exp_epoch != cur.producer_epoch {
                     return Err(ErrorCode::ProducerFenced);

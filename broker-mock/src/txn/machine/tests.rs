@@ -369,3 +369,23 @@ fn timed_out_transactions_abort_with_a_bumped_epoch() {
         .abort_timed_out(i64::MAX)
         .is_none());
 }
+
+#[test]
+fn a_producer_aborted_by_a_timeout_recovers_by_naming_its_epoch() {
+    let m = ongoing();
+    let done = m.abort_timed_out(i64::MAX).unwrap().complete(1).unwrap();
+    assert_eq!((done.producer_epoch, done.last_producer_epoch), (1, 0));
+    // KIP-360: the fenced producer names (id, old epoch) and gets the current one.
+    let r = ready(
+        TxnMetadata::init_producer_id(Some(&done), T, (7, 0), &mut ids(9), &limits(), 2).unwrap(),
+    );
+    assert_eq!(
+        (r.producer_id, r.producer_epoch, r.state),
+        (7, 1, TxnState::Empty)
+    );
+    // Naming the current epoch bumps it.
+    let b = ready(
+        TxnMetadata::init_producer_id(Some(&r), T, (7, 1), &mut ids(9), &limits(), 3).unwrap(),
+    );
+    assert_eq!(b.producer_epoch, 2);
+}
