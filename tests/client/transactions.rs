@@ -2,12 +2,6 @@
 //! in-process broker (its transaction coordinator, partition side and group
 //! coordinator): the scenarios of `baton_testkit::transactions`, which
 //! `tests/interop_suite/apache_kafka/transactions.rs` runs against Apache Kafka.
-//!
-//! Not here: `a_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on`.
-//! After the coordinator aborted a timed-out transaction, Apache Kafka answers the
-//! producer's InitProducerId naming its previous epoch with a new epoch;
-//! baton-broker answers PRODUCER_FENCED (its state machine takes the previous
-//! epoch only in the Empty state), so the producer's recovery fails there.
 
 use baton_testkit::client::{broker_and_client, create_topic};
 use baton_testkit::transactions as scenario;
@@ -56,4 +50,15 @@ async fn exactly_once_pipeline_survives_a_kill_and_restart() {
     let input = create_topic(&client, "eos-in", 3).await;
     let output = create_topic(&client, "eos-out", 3).await;
     scenario::exactly_once_pipeline_survives_a_kill_and_restart(&client, &input, &output).await;
+}
+
+/// A transaction past its timeout is aborted by the coordinator; the producer
+/// aborts, gets a new epoch (InitProducerId naming the previous one, KIP-360)
+/// and goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on() {
+    let (_broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "txn-timeout", 1).await;
+    scenario::a_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on(&client, &topic)
+        .await;
 }
