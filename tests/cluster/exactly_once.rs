@@ -191,10 +191,7 @@ async fn run_through(fault: Fault) {
         cluster.timeline_text()
     );
     assert_eq!(report.outputs, TOTAL as u64, "{report}");
-    // Dropped, not shut down: after the coordinator's node was killed and
-    // restarted, a controlled shutdown of the whole cluster was seen to hang once
-    // (the broker's concern, reported); the check above is what this test proves.
-    drop(cluster);
+    cluster.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

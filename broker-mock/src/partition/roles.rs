@@ -153,6 +153,18 @@ impl PartitionState {
         self.role = Role::NotReplica;
     }
 
+    /// The node stops serving (killed or shut down): a leadership ends here, so
+    /// every write waiting for replication (a produce, a coordinator's state change
+    /// on a blocking thread) fails with NOT_LEADER_OR_FOLLOWER now instead of
+    /// waiting for a deadline that only the stopped node's ticker enforced, and
+    /// later writes are refused. The partition waits for a leader, as a follower.
+    pub(crate) fn halt(&mut self) {
+        if matches!(self.role, Role::Leader(_)) {
+            let epoch = self.leader_epoch;
+            self.become_follower(-1, epoch);
+        }
+    }
+
     /// Ends a leadership: waiting produces fail with NOT_LEADER_OR_FOLLOWER.
     pub(super) fn end_role(&mut self) {
         if let Role::Leader(l) = std::mem::replace(&mut self.role, Role::NotReplica) {
@@ -207,5 +219,43 @@ impl PartitionState {
     pub(crate) fn set_follower_high_watermark(&mut self, hw: i64) {
         let hw = hw.min(self.log_end_offset());
         self.store_high_watermark(hw);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use tokio::sync::mpsc;
+
+    use crate::log::Log;
+    use crate::partition::Partition;
+    use crate::producer_state::ProducerLimits;
+    use crate::replication::{LeaderConfig, LeaderInit, ProduceOutcome};
+
+    #[test]
+    fn halting_a_leader_fails_its_waiting_writes_and_refuses_new_waits() {
+        let p = Partition::new_replica("t", 0, Log::memory(), ProducerLimits::default());
+        let mut st = p.lock();
+        let (reports, _keep) = mpsc::unbounded_channel();
+        let init = LeaderInit {
+            local_id: 1,
+            leader_epoch: 3,
+            partition_epoch: 0,
+            replicas: vec![1, 2],
+            isr: vec![1, 2],
+            log_end_offset: 0,
+            high_watermark: 0,
+            now_ms: 0,
+        };
+        st.become_leader(init, LeaderConfig::default(), reports)
+            .expect("leads");
+        let mut waiting = st
+            .await_replication(1, u64::MAX)
+            .expect("a leader registers the wait");
+        assert!(waiting.try_recv().is_err(), "nothing answers it yet");
+        st.halt();
+        assert_eq!(waiting.try_recv(), Ok(ProduceOutcome::NotLeader));
+        assert!(!st.is_leader());
+        assert_eq!(st.leader_epoch(), 3, "the epoch is kept");
+        assert!(st.await_replication(1, u64::MAX).is_none());
     }
 }

@@ -185,9 +185,20 @@ impl NodeHandle {
     /// Hard stop: tasks and connections are aborted, nothing is flushed, the
     /// controller is not told (it fences the node when its session expires).
     pub fn kill(mut self) {
-        self.tasks.clear();
-        drop(self.broker.take());
+        self.halt();
         tracing::info!(node = self.link.node_id, "node killed");
+    }
+
+    /// Aborts the node's tasks, then ends every leadership it holds (see
+    /// [`PartitionState::halt`](crate::partition::PartitionState::halt)) and drops
+    /// the broker: with the ticker gone nothing would ever answer a write waiting
+    /// for replication, and the blocking thread running it (a coordinator's state
+    /// change) would keep the node's state alive and hold up the runtime's shutdown.
+    fn halt(&mut self) {
+        self.tasks.clear();
+        if let Some(b) = self.broker.take() {
+            halt_partitions(b.state());
+        }
     }
 
     /// Controlled shutdown: asks the controller to move this node's leaderships away
@@ -219,9 +230,25 @@ impl NodeHandle {
         }
         self.tasks.clear();
         if let Some(b) = self.broker.take() {
+            halt_partitions(b.state());
             b.shutdown().await;
         }
         tracing::info!(node = self.link.node_id, "node stopped");
+    }
+}
+
+impl Drop for NodeHandle {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Ends every leadership of a stopping node's partitions.
+fn halt_partitions(state: &BrokerState) {
+    for t in state.all_topics() {
+        for p in &t.partitions {
+            p.lock().halt();
+        }
     }
 }
 
