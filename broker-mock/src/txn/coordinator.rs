@@ -14,7 +14,9 @@
 //! Durability: a transition is appended while the lock is held and applied to
 //! memory in the same critical section, so memory follows the leader's log order;
 //! the answer then waits (without the lock) until the high watermark covers it on a
-//! cluster (`acks=all`). A transition that is not replicated because leadership
+//! cluster (`acks=all`). An answer read from memory without a write (a retry
+//! finding its change applied) waits likewise for what the partition holds. A
+//! transition that is not replicated because leadership
 //! moved is not lost from the protocol's view: the new leader's log is the truth,
 //! and the client retries against the new coordinator.
 //!
@@ -364,7 +366,7 @@ impl TxnCoordinator {
             InitOutcome::Ready(m) => {
                 let answer = (m.producer_id, m.producer_epoch);
                 if current.as_ref() == Some(&m) {
-                    return Ok(answer);
+                    return await_durable(host, id, inner).map(|()| answer);
                 }
                 let wait = self.write(host, &mut inner, id, m)?;
                 drop(inner);
@@ -394,7 +396,7 @@ impl TxnCoordinator {
             .get(id)
             .ok_or(ErrorCode::InvalidProducerIdMapping)?;
         match current.add_partitions(producer_id, epoch, partitions, &self.limits, now_ms())? {
-            AddOutcome::Unchanged => Ok(()),
+            AddOutcome::Unchanged => await_durable(host, id, inner),
             AddOutcome::Write(m) => {
                 let wait = self.write(host, &mut inner, id, m)?;
                 drop(inner);
@@ -441,7 +443,7 @@ impl TxnCoordinator {
             .get(id)
             .ok_or(ErrorCode::InvalidProducerIdMapping)?;
         match current.end(producer_id, epoch, commit, v2, now_ms())? {
-            EndOutcome::Done(pid, e) => Ok((pid, e)),
+            EndOutcome::Done(pid, e) => await_durable(host, id, inner).map(|()| (pid, e)),
             EndOutcome::Prepare(m) => {
                 let answer = (m.producer_id, m.producer_epoch);
                 let wait = self.write(host, &mut inner, id, m)?;
@@ -617,6 +619,48 @@ fn append(
     drop(st);
     host.notify_append();
     Ok(wait)
+}
+
+/// Registers a wait for everything already appended to `id`'s state partition
+/// to be replicated (`None` on a single node, or once this node no longer leads
+/// it: a stale answer is then refused by [`await_durable`]). Memory follows the
+/// leader's log, which may hold changes a leader change would still undo.
+fn durable_wait(
+    host: &dyn GroupHost,
+    id: &str,
+) -> Result<Option<oneshot::Receiver<ProduceOutcome>>, ErrorCode> {
+    let Some(link) = host.mode().replica() else {
+        return Ok(None);
+    };
+    let topic = host
+        .topic(TRANSACTION_STATE_TOPIC)
+        .ok_or(ErrorCode::CoordinatorNotAvailable)?;
+    let n = topic.partitions.len() as i32;
+    let partition = topic
+        .partition(records::partition_for(id, n))
+        .ok_or(ErrorCode::CoordinatorNotAvailable)?;
+    let mut st = partition.lock();
+    let leo = st.log_end_offset();
+    match st.await_replication(leo, link.now_ms() + WRITE_TIMEOUT_MS) {
+        Some(wait) => Ok(Some(wait)),
+        None => Err(ErrorCode::NotCoordinator),
+    }
+}
+
+/// An answer read from memory without a write of its own (a retry finding its
+/// change already applied, an add of partitions already in the transaction, an
+/// end already completed) is given only once what memory holds is replicated:
+/// otherwise a change whose write timed out could be confirmed to the client and
+/// then lost with a leader change, and the client's next request (at an epoch the
+/// new coordinator never saw) would be answered PRODUCER_FENCED.
+fn await_durable(
+    host: &dyn GroupHost,
+    id: &str,
+    inner: MutexGuard<'_, Inner>,
+) -> Result<(), ErrorCode> {
+    let wait = durable_wait(host, id);
+    drop(inner);
+    await_replicated(wait?)
 }
 
 /// Kafka's mapping of log errors to transaction coordinator errors.

@@ -290,3 +290,62 @@ async fn a_new_coordinator_completes_a_prepared_commit() {
     all_committed(&mut cluster, &wide, 0, &["y"]).await;
     cluster.shutdown().await;
 }
+
+/// A change the coordinator applied but could not replicate is not confirmed to a
+/// retry from memory: the retried AddPartitionsToTxn waits for replication as the
+/// first attempt did. (Confirming it early let a leader change undo a change the
+/// client had been told of, and the client's next request was fenced.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_is_not_confirmed_before_the_change_is_replicated() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cluster = Cluster::builder()
+        .brokers(3)
+        .data_dir(dir.path())
+        .replica_lag_time_max(Duration::from_secs(60))
+        .start()
+        .await
+        .unwrap();
+    let topic = topic_name("txn-durable");
+    create_data(&mut cluster, &topic, 1, 3).await;
+    let id = topic_name("tx");
+    let (coord, pid, epoch) = init(&mut cluster, &id).await;
+    let others: Vec<i32> = cluster
+        .node_ids()
+        .into_iter()
+        .filter(|n| *n != coord)
+        .collect();
+    for n in &others {
+        cluster.node(*n).pause_replication(true);
+    }
+    let req = AddPartitionsToTxnRequest {
+        v3_and_below_transactional_id: id.clone(),
+        v3_and_below_producer_id: pid,
+        v3_and_below_producer_epoch: epoch,
+        v3_and_below_topics: vec![AddPartitionsToTxnTopic {
+            name: topic.clone(),
+            partitions: vec![0],
+        }],
+        ..Default::default()
+    };
+    let code = |r: &AddPartitionsToTxnResponse| {
+        r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
+    };
+    let mut c = Client::connect(cluster.node(coord).addr()).await;
+    let first = c.call(&req, 3).await;
+    assert_eq!(
+        code(&first),
+        ErrorCode::CoordinatorNotAvailable.code(),
+        "the write is not replicated in time"
+    );
+    let retried = c.call(&req, 3).await;
+    assert_eq!(
+        code(&retried),
+        ErrorCode::CoordinatorNotAvailable.code(),
+        "a retry is not confirmed from memory before replication"
+    );
+    for n in &others {
+        cluster.node(*n).pause_replication(false);
+    }
+    add(&mut cluster, &id, pid, epoch, &topic, &[0]).await;
+    cluster.shutdown().await;
+}
