@@ -361,7 +361,12 @@ impl TxnCoordinator {
             next_id,
             &self.limits,
             now_ms(),
-        )?;
+        )
+        .inspect_err(|&code| {
+            if let Some(m) = &current {
+                refused("InitProducerId", id, expected.0, expected.1, m, code);
+            }
+        })?;
         match out {
             InitOutcome::Ready(m) => {
                 let answer = (m.producer_id, m.producer_epoch);
@@ -395,7 +400,12 @@ impl TxnCoordinator {
             .txns
             .get(id)
             .ok_or(ErrorCode::InvalidProducerIdMapping)?;
-        match current.add_partitions(producer_id, epoch, partitions, &self.limits, now_ms())? {
+        let outcome = current
+            .add_partitions(producer_id, epoch, partitions, &self.limits, now_ms())
+            .inspect_err(|&code| {
+                refused("AddPartitionsToTxn", id, producer_id, epoch, current, code)
+            })?;
+        match outcome {
             AddOutcome::Unchanged => await_durable(host, id, inner),
             AddOutcome::Write(m) => {
                 let wait = self.write(host, &mut inner, id, m)?;
@@ -442,7 +452,10 @@ impl TxnCoordinator {
             .txns
             .get(id)
             .ok_or(ErrorCode::InvalidProducerIdMapping)?;
-        match current.end(producer_id, epoch, commit, v2, now_ms())? {
+        let outcome = current
+            .end(producer_id, epoch, commit, v2, now_ms())
+            .inspect_err(|&code| refused("EndTxn", id, producer_id, epoch, current, code))?;
+        match outcome {
             EndOutcome::Done(pid, e) => await_durable(host, id, inner).map(|()| (pid, e)),
             EndOutcome::Prepare(m) => {
                 let answer = (m.producer_id, m.producer_epoch);
@@ -569,6 +582,30 @@ impl TxnCoordinator {
         out.sort_by(|a, b| a.0.cmp(&b.0));
         out
     }
+}
+
+/// Logs a request the state machine refused, with what the coordinator holds:
+/// a fenced producer is then traceable to the state that fenced it.
+fn refused(
+    request: &str,
+    id: &str,
+    producer_id: i64,
+    epoch: i16,
+    current: &TxnMetadata,
+    code: ErrorCode,
+) {
+    tracing::debug!(
+        request,
+        transactional_id = id,
+        producer_id,
+        epoch,
+        ?code,
+        current_producer_id = current.producer_id,
+        current_epoch = current.producer_epoch,
+        last_epoch = current.last_producer_epoch,
+        state = current.state.name(),
+        "transactional request refused"
+    );
 }
 
 /// Appends one record to `id`'s state partition, which this node leads. Returns
