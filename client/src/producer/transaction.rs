@@ -1187,13 +1187,14 @@ pub(crate) async fn add_partitions(shared: &Shared, partitions: Vec<(Arc<str>, i
     let Some(identity) = identity(shared) else {
         return;
     };
-    let mut todo: Vec<(Arc<str>, i32)> = {
+    let (begun, mut todo): (Option<Instant>, Vec<(Arc<str>, i32)>) = {
         let acc = shared.lock();
         let mut seen = HashSet::new();
-        partitions
+        let todo = partitions
             .into_iter()
             .filter(|p| !acc.txn.added.contains(p) && seen.insert(p.clone()))
-            .collect()
+            .collect();
+        (acc.txn.begun, todo)
     };
     let timeout = shared.config.delivery_timeout;
     let deadline = Instant::now() + timeout;
@@ -1203,7 +1204,16 @@ pub(crate) async fn add_partitions(shared: &Shared, partitions: Vec<(Arc<str>, i
         if todo.is_empty() {
             break Ok(());
         }
-        let last = match add_partitions_once(shared, txn, identity, &todo).await {
+        let answer = add_partitions_once(shared, txn, identity, &todo).await;
+        if !same_transaction(shared, identity, begun) {
+            // The transaction ended (and the epoch may have been bumped) while this
+            // was retrying: its answer, a fencing one included, is not the current
+            // transaction's.
+            tracing::debug!("AddPartitionsToTxn outlived its transaction; dropped");
+            shared.wake.notify_one();
+            return;
+        }
+        let last = match answer {
             Ok((added, worst)) => {
                 let mut acc = shared.lock();
                 for (t, p) in added {
@@ -1238,6 +1248,13 @@ pub(crate) async fn add_partitions(shared: &Shared, partitions: Vec<(Arc<str>, i
         transaction_failed(shared, e);
     }
     shared.wake.notify_one();
+}
+
+/// Whether the transaction begun at `begun` under `identity` is still the
+/// producer's current one.
+fn same_transaction(shared: &Shared, identity: ProducerIdentity, begun: Option<Instant>) -> bool {
+    let acc = shared.lock();
+    acc.idem.current == Some(identity) && acc.txn.begun == begun
 }
 
 /// One AddPartitionsToTxn round trip: the partitions added, and the worst error
