@@ -785,24 +785,31 @@ fn install_identity(shared: &Shared, identity: ProducerIdentity) {
 /// type 1) unless known.
 async fn coordinator_connection(shared: &Shared) -> Result<Connection, Attempt> {
     let txn = control(shared).map_err(Attempt::Fail)?;
-    let known = txn
-        .coordinator
-        .lock()
-        .expect("coordinator lock poisoned")
-        .clone();
-    let (node, addr) = match known {
-        Some(found) => found,
-        None => {
-            let found = find_coordinator(shared, 1, &txn.id).await?;
-            *txn.coordinator.lock().expect("coordinator lock poisoned") = Some(found.clone());
-            found
-        }
-    };
+    let (node, addr) = cached_coordinator(shared, &txn.coordinator, 1, &txn.id).await?;
     match shared.client.node_connection_at(node, &addr).await {
         Ok(conn) => Ok(conn),
         Err(e) => {
             txn.forget_coordinator();
             Err(Attempt::Retry(e.to_string()))
+        }
+    }
+}
+
+/// The coordinator (node and address) `cache` holds, or else the one
+/// FindCoordinator names for `key` of `key_type`, which `cache` then keeps.
+async fn cached_coordinator(
+    shared: &Shared,
+    cache: &std::sync::Mutex<Option<(i32, String)>>,
+    key_type: i8,
+    key: &str,
+) -> Result<(i32, String), Attempt> {
+    let known = cache.lock().expect("coordinator lock poisoned").clone();
+    match known {
+        Some(found) => Ok(found),
+        None => {
+            let found = find_coordinator(shared, key_type, key).await?;
+            *cache.lock().expect("coordinator lock poisoned") = Some(found.clone());
+            Ok(found)
         }
     }
 }
@@ -1111,18 +1118,8 @@ async fn txn_offset_commit(
     };
     let group_coordinator: std::sync::Mutex<Option<(i32, String)>> = std::sync::Mutex::new(None);
     with_retries(shared, "TxnOffsetCommit", || async {
-        let known = group_coordinator
-            .lock()
-            .expect("coordinator lock poisoned")
-            .clone();
-        let (node, addr) = match known {
-            Some(found) => found,
-            None => {
-                let found = find_coordinator(shared, 0, &group.group_id).await?;
-                *group_coordinator.lock().expect("coordinator lock poisoned") = Some(found.clone());
-                found
-            }
-        };
+        let (node, addr) =
+            cached_coordinator(shared, &group_coordinator, 0, &group.group_id).await?;
         let forget = || *group_coordinator.lock().expect("coordinator lock poisoned") = None;
         let conn = match shared.client.node_connection_at(node, &addr).await {
             Ok(c) => c,
