@@ -37,7 +37,7 @@ use bytes::Bytes;
 use tokio::sync::{oneshot, watch, Notify};
 
 use super::host::GroupHost;
-use super::internal_topic::InternalTopic;
+use super::internal_topic::{self, InternalTopic};
 use super::machine::{
     CommittedOffset, Delivery, GroupConfig, Groups, JoinRequest, LeavingMember, SyncRequest, Waiter,
 };
@@ -783,14 +783,7 @@ fn map_append_error(code: ErrorCode) -> ErrorCode {
 
 /// Waits (on a blocking-pool thread) until the high watermark covers an append.
 fn await_replicated(wait: Option<oneshot::Receiver<ProduceOutcome>>) -> Result<(), ErrorCode> {
-    let Some(rx) = wait else {
-        return Ok(());
-    };
-    let outcome = rx.blocking_recv().unwrap_or(ProduceOutcome::NotLeader);
-    match outcome.error_code() {
-        ErrorCode::None => Ok(()),
-        code => Err(map_append_error(code)),
-    }
+    internal_topic::await_replicated(wait, map_append_error)
 }
 
 /// Replays one `__consumer_offsets` partition (its whole log: a new leader's log is

@@ -1,6 +1,7 @@
 //! The compacted internal topics the coordinators create on first use
 //! (`__consumer_offsets`, `__transaction_state`): at once on a single node, through
-//! the controller in a cluster, one creation request at a time.
+//! the controller in a cluster, one creation request at a time; and the wait for
+//! an append to them to be replicated.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -8,8 +9,10 @@ use std::time::Duration;
 
 use baton_protocol::messages::{CreatableTopic, CreatableTopicConfig, CreateTopicsRequest};
 use baton_protocol::{ErrorCode, Message};
+use tokio::sync::oneshot;
 
 use super::host::GroupHost;
+use crate::replication::ProduceOutcome;
 use crate::topics::{Topic, TopicConfig};
 
 /// Replication factor asked for an internal topic in a cluster (Kafka's
@@ -114,5 +117,26 @@ impl InternalTopic {
             }
             creating.store(false, Ordering::Release);
         });
+    }
+}
+
+/// Waits (on a blocking-pool thread) until the high watermark covers an append to
+/// an internal topic (`None`: nothing to wait for); an error is the append's, as
+/// `map_error` turns it into the coordinator's answer (a lost wait is
+/// NOT_LEADER_OR_FOLLOWER before mapping).
+pub(crate) fn await_replicated(
+    wait: Option<oneshot::Receiver<ProduceOutcome>>,
+    map_error: fn(ErrorCode) -> ErrorCode,
+) -> Result<(), ErrorCode> {
+    let Some(rx) = wait else {
+        return Ok(());
+    };
+    match rx
+        .blocking_recv()
+        .unwrap_or(ProduceOutcome::NotLeader)
+        .error_code()
+    {
+        ErrorCode::None => Ok(()),
+        code => Err(map_error(code)),
     }
 }

@@ -11,7 +11,7 @@
 
 mod coordinator;
 mod host;
-mod internal_topic;
+pub(crate) mod internal_topic;
 pub mod machine;
 pub mod records;
 

@@ -35,7 +35,7 @@ use super::machine::{AddOutcome, EndOutcome, InitOutcome, TxnLimits, TxnMetadata
 use super::peers::PeerPool;
 use super::records::{self, TRANSACTION_STATE_TOPIC};
 use crate::clock::now_ms;
-use crate::group::{GroupHost, InternalTopic};
+use crate::group::{internal_topic, GroupHost, InternalTopic};
 use crate::partition::Partition;
 use crate::replication::ProduceOutcome;
 use crate::topics::Topic;
@@ -560,17 +560,7 @@ fn map_append_error(code: ErrorCode) -> ErrorCode {
 
 /// Waits (on a blocking-pool thread) until the high watermark covers an append.
 fn await_replicated(wait: Option<oneshot::Receiver<ProduceOutcome>>) -> Result<(), ErrorCode> {
-    let Some(rx) = wait else {
-        return Ok(());
-    };
-    match rx
-        .blocking_recv()
-        .unwrap_or(ProduceOutcome::NotLeader)
-        .error_code()
-    {
-        ErrorCode::None => Ok(()),
-        code => Err(map_append_error(code)),
-    }
+    internal_topic::await_replicated(wait, map_append_error)
 }
 
 /// Replays one `__transaction_state` partition (its whole log: a new leader's log
