@@ -7,8 +7,7 @@
 //! read_committed must hold every input record exactly once, in input order per
 //! partition.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use baton::{Admin, Client, NewTopic};
@@ -115,19 +114,8 @@ async fn run_through(fault: Fault) {
         .expect("topics created");
     let mut history = ExactlyOnce::new();
     seed_input(&client, &input, PARTITIONS, TOTAL, &mut history).await;
-    let committed = Arc::new(AtomicUsize::new(0));
-    let pipeline = Pipeline {
-        input: input.clone(),
-        output: output.clone(),
-        group: topic_name("eos-group"),
-        transactional_id: topic_name("eos-txn"),
-        instance_id: "eos-member".into(),
-        batch: 20,
-        ends: (0..PARTITIONS)
-            .map(|p| (p, (TOTAL / PARTITIONS as usize) as i64))
-            .collect(),
-        committed: committed.clone(),
-    };
+    let pipeline = Pipeline::evenly_seeded(&input, &output, PARTITIONS, TOTAL, 20);
+    let committed = pipeline.committed.clone();
     let transactional_id = pipeline.transactional_id.clone();
     let run = supervise(pipeline, client.clone());
     let progress = |at: usize| {

@@ -28,18 +28,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use baton_protocol::messages::{
-    CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, DescribedGroup, JoinGroupResponse,
-    ListedGroup, SyncGroupResponse,
-};
+use baton_protocol::messages::{DescribedGroup, JoinGroupResponse, ListedGroup, SyncGroupResponse};
 use baton_protocol::record::{
     ControlRecordType, Record, RecordBatch, RecordBatchBuilder, TimestampType,
 };
-use baton_protocol::{ErrorCode, Message};
+use baton_protocol::ErrorCode;
 use bytes::Bytes;
 use tokio::sync::{oneshot, watch, Notify};
 
 use super::host::GroupHost;
+use super::internal_topic::{self, InternalTopic};
 use super::machine::{
     CommittedOffset, Delivery, GroupConfig, Groups, JoinRequest, LeavingMember, SyncRequest, Waiter,
 };
@@ -47,7 +45,7 @@ use super::records::{self, GroupRecord, LogKey, OffsetKey, OFFSETS_TOPIC};
 use crate::clock::now_ms;
 use crate::partition::{Partition, PartitionState};
 use crate::replication::ProduceOutcome;
-use crate::topics::{random_u64, Topic, TopicConfig};
+use crate::topics::{random_u64, Topic};
 
 /// Bytes read per step while replaying `__consumer_offsets`.
 const LOAD_CHUNK: usize = 1 << 20;
@@ -57,9 +55,6 @@ const IDLE_SLEEP: Duration = Duration::from_secs(60);
 const OWNERSHIP_CHECK: Duration = Duration::from_millis(250);
 /// How long a commit waits for replication (Kafka's `offsets.commit.timeout.ms`).
 const COMMIT_TIMEOUT_MS: u64 = 5_000;
-/// Replication factor asked for `__consumer_offsets` in a cluster (Kafka's
-/// `offsets.topic.replication.factor`), lowered to the number of brokers.
-const OFFSETS_REPLICATION_FACTOR: usize = 3;
 
 /// Committed offsets by topic, then partition (`None`: nothing committed; an
 /// error: UNSTABLE_OFFSET_COMMIT while stable offsets were asked for and a
@@ -175,14 +170,54 @@ pub(crate) struct GroupCoordinator {
     /// Wakes the driver when a deadline may have moved earlier.
     wake: Notify,
     driver_running: AtomicBool,
-    /// A request to create `__consumer_offsets` through the controller is under way.
-    creating: Arc<AtomicBool>,
+    /// `__consumer_offsets`, created on first use.
+    topic: InternalTopic,
 }
 
 /// Whether this node leads `p`, and at which epoch.
 fn leadership(p: &Partition) -> Option<i32> {
     let st = p.lock();
     st.is_leader().then(|| st.leader_epoch())
+}
+
+/// The `__consumer_offsets` records (key, value) storing `offsets` of `group_id`.
+fn offset_entries(group_id: &str, offsets: &[OffsetToCommit]) -> Vec<(Bytes, Option<Bytes>)> {
+    offsets
+        .iter()
+        .map(|o| {
+            let key = OffsetKey {
+                group: group_id.to_owned(),
+                topic: o.topic.clone(),
+                partition: o.partition,
+            };
+            (
+                records::encode_key(&key),
+                Some(records::encode_value(&o.offset)),
+            )
+        })
+        .collect()
+}
+
+/// Brings `partition`'s ownership up to date: its groups replayed at the current
+/// leader epoch when it is led here, forgotten when not.
+fn own(inner: &mut Inner, partition: &Partition) {
+    let p = partition.index();
+    match leadership(partition) {
+        None => {
+            if inner.owned.contains_key(&p) {
+                inner.unload(p);
+            }
+        }
+        Some(epoch) => {
+            if inner.owned.get(&p) != Some(&epoch) {
+                inner.unload(p);
+                let n = inner.partitions;
+                load_partition(partition, n, &mut inner.groups);
+                inner.owned.insert(p, epoch);
+                tracing::info!(partition = p, epoch, "coordinating");
+            }
+        }
+    }
 }
 
 impl GroupCoordinator {
@@ -203,7 +238,7 @@ impl GroupCoordinator {
             }),
             wake: Notify::new(),
             driver_running: AtomicBool::new(false),
-            creating: Arc::new(AtomicBool::new(false)),
+            topic: InternalTopic::new(OFFSETS_TOPIC, "groups"),
         }
     }
 
@@ -215,75 +250,13 @@ impl GroupCoordinator {
     /// cluster a creation request goes to the controller and the caller gets
     /// COORDINATOR_NOT_AVAILABLE meanwhile.
     pub fn offsets_topic(&self, state: &dyn GroupHost) -> Result<Arc<Topic>, ErrorCode> {
-        if let Some(t) = state.topic(OFFSETS_TOPIC) {
-            return Ok(t);
-        }
-        let config = self.lock().groups.config().clone();
-        let mut topic_config = TopicConfig::default();
-        topic_config
-            .entries
-            .insert("cleanup.policy".to_owned(), "compact".to_owned());
-        if !state.mode().is_replica() {
-            let n = config.offsets_topic_partitions.max(1);
-            let created = state.create_topic(OFFSETS_TOPIC, n, 1, topic_config);
-            return match created {
-                Ok(t) => Ok(t),
-                Err((code, reason)) => state.topic(OFFSETS_TOPIC).ok_or_else(|| {
-                    tracing::warn!(?code, reason, "creating {OFFSETS_TOPIC} refused");
-                    ErrorCode::CoordinatorNotAvailable
-                }),
-            };
-        }
-        self.request_offsets_topic(state, &config);
-        Err(ErrorCode::CoordinatorNotAvailable)
+        self.topic
+            .get_or_create(state, || self.offsets_topic_partitions())
     }
 
-    /// Asks the controller to create `__consumer_offsets` (one request at a time).
-    fn request_offsets_topic(&self, state: &dyn GroupHost, config: &GroupConfig) {
-        let Some(link) = state.mode().replica().cloned() else {
-            return;
-        };
-        if self.creating.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let brokers = link.image().brokers().count().max(1);
-        let rf = OFFSETS_REPLICATION_FACTOR.min(brokers) as i16;
-        let req = CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: OFFSETS_TOPIC.to_owned(),
-                num_partitions: config.offsets_topic_partitions.max(1),
-                replication_factor: rf,
-                assignments: Vec::new(),
-                configs: vec![CreatableTopicConfig {
-                    name: "cleanup.policy".to_owned(),
-                    value: Some("compact".to_owned()),
-                }],
-            }],
-            timeout_ms: 30_000,
-            validate_only: false,
-        };
-        let creating = self.creating.clone();
-        tokio::spawn(async move {
-            let mut rpc = link.rpc(
-                link.options.controller,
-                format!("node-{}-groups", link.node_id),
-            );
-            let version = CreateTopicsRequest::MAX_VERSION;
-            match rpc.call(&req, version, Duration::from_secs(30)).await {
-                Ok(resp) => {
-                    let code = resp.topics.first().map_or(0, |t| t.error_code);
-                    if code != 0 && code != ErrorCode::TopicAlreadyExists.code() {
-                        tracing::warn!(code, "creating __consumer_offsets failed");
-                    } else {
-                        tracing::info!(rf, "__consumer_offsets requested");
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot ask the controller for __consumer_offsets")
-                }
-            }
-            creating.store(false, Ordering::Release);
-        });
+    /// Partitions of `__consumer_offsets` when this node creates it.
+    fn offsets_topic_partitions(&self) -> i32 {
+        self.lock().groups.config().offsets_topic_partitions
     }
 
     /// Locks the coordinator for a request about `group_id`: NOT_COORDINATOR unless
@@ -302,22 +275,11 @@ impl GroupCoordinator {
             .ok_or(ErrorCode::CoordinatorNotAvailable)?;
         let mut inner = self.lock();
         inner.partitions = n;
-        match leadership(partition) {
-            None => {
-                if inner.owned.contains_key(&p) {
-                    inner.unload(p);
-                }
-                Err(ErrorCode::NotCoordinator)
-            }
-            Some(epoch) => {
-                if inner.owned.get(&p) != Some(&epoch) {
-                    inner.unload(p);
-                    load_partition(partition, n, &mut inner.groups);
-                    inner.owned.insert(p, epoch);
-                    tracing::info!(partition = p, epoch, "coordinating");
-                }
-                Ok(inner)
-            }
+        own(&mut inner, partition);
+        if inner.owned.contains_key(&p) {
+            Ok(inner)
+        } else {
+            Err(ErrorCode::NotCoordinator)
         }
     }
 
@@ -334,23 +296,7 @@ impl GroupCoordinator {
         };
         inner.partitions = topic.partitions.len() as i32;
         for partition in &topic.partitions {
-            let p = partition.index();
-            match leadership(partition) {
-                None => {
-                    if inner.owned.contains_key(&p) {
-                        inner.unload(p);
-                    }
-                }
-                Some(epoch) => {
-                    if inner.owned.get(&p) != Some(&epoch) {
-                        inner.unload(p);
-                        let n = inner.partitions;
-                        load_partition(partition, n, &mut inner.groups);
-                        inner.owned.insert(p, epoch);
-                        tracing::info!(partition = p, epoch, "coordinating");
-                    }
-                }
-            }
+            own(&mut inner, partition);
         }
         inner
     }
@@ -378,8 +324,7 @@ impl GroupCoordinator {
         Some(match found {
             Some(r) => r,
             None => {
-                let config = self.lock().groups.config().clone();
-                self.request_offsets_topic(state, &config);
+                self.topic.request(state, self.offsets_topic_partitions());
                 Err(ErrorCode::CoordinatorNotAvailable)
             }
         })
@@ -551,20 +496,7 @@ impl GroupCoordinator {
             return Ok(());
         }
         inner.groups.admit_group(group_id)?;
-        let entries: Vec<(Bytes, Option<Bytes>)> = offsets
-            .iter()
-            .map(|o| {
-                let key = OffsetKey {
-                    group: group_id.to_owned(),
-                    topic: o.topic.clone(),
-                    partition: o.partition,
-                };
-                (
-                    records::encode_key(&key),
-                    Some(records::encode_value(&o.offset)),
-                )
-            })
-            .collect();
+        let entries = offset_entries(group_id, &offsets);
         let (base, wait) = append(state, group_id, &entries, None, now)?;
         for (o, position) in offsets.into_iter().zip(base..) {
             inner
@@ -604,20 +536,7 @@ impl GroupCoordinator {
         }
         inner.groups.admit_group(group_id)?;
         inner.groups.admit_pending(offsets.len())?;
-        let entries: Vec<(Bytes, Option<Bytes>)> = offsets
-            .iter()
-            .map(|o| {
-                let key = OffsetKey {
-                    group: group_id.to_owned(),
-                    topic: o.topic.clone(),
-                    partition: o.partition,
-                };
-                (
-                    records::encode_key(&key),
-                    Some(records::encode_value(&o.offset)),
-                )
-            })
-            .collect();
+        let entries = offset_entries(group_id, &offsets);
         let (base, wait) = append(state, group_id, &entries, Some(producer), now)?;
         for (o, position) in offsets.into_iter().zip(base..) {
             inner.groups.apply_txn_offset(
@@ -864,14 +783,7 @@ fn map_append_error(code: ErrorCode) -> ErrorCode {
 
 /// Waits (on a blocking-pool thread) until the high watermark covers an append.
 fn await_replicated(wait: Option<oneshot::Receiver<ProduceOutcome>>) -> Result<(), ErrorCode> {
-    let Some(rx) = wait else {
-        return Ok(());
-    };
-    let outcome = rx.blocking_recv().unwrap_or(ProduceOutcome::NotLeader);
-    match outcome.error_code() {
-        ErrorCode::None => Ok(()),
-        code => Err(map_append_error(code)),
-    }
+    internal_topic::await_replicated(wait, map_append_error)
 }
 
 /// Replays one `__consumer_offsets` partition (its whole log: a new leader's log is

@@ -11,6 +11,7 @@
 
 mod coordinator;
 mod host;
+pub(crate) mod internal_topic;
 pub mod machine;
 pub mod records;
 
@@ -19,5 +20,6 @@ mod tests;
 
 pub(crate) use coordinator::{GroupCoordinator, OffsetToCommit, TopicOffsets, TxnCommitter};
 pub(crate) use host::GroupHost;
+pub(crate) use internal_topic::InternalTopic;
 pub use machine::{CommittedOffset, GroupConfig, GroupState};
 pub use records::OFFSETS_TOPIC;

@@ -33,6 +33,7 @@ use crate::acl::RequestContext;
 use crate::clock::now_ms;
 use crate::group::{CommittedOffset, OffsetToCommit};
 use crate::state::BrokerState;
+use crate::topics::Topic;
 
 pub(crate) fn handle(
     state: &BrokerState,
@@ -53,33 +54,24 @@ pub(crate) fn handle(
         let readable = state.allowed(ctx, AclOperation::Read, ResourceType::Topic, &t.name);
         let mut parts = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
-            let known = topic
-                .as_ref()
-                .is_some_and(|tp| tp.partition(p.partition_index).is_some());
-            let metadata = p.committed_metadata.clone().unwrap_or_default();
-            let result = if !readable {
-                Err(ErrorCode::TopicAuthorizationFailed)
-            } else if !known {
-                Err(ErrorCode::UnknownTopicOrPartition)
-            } else if metadata.len() > max_metadata {
-                Err(ErrorCode::OffsetMetadataTooLarge)
-            } else {
-                to_commit.push(OffsetToCommit {
-                    topic: t.name.clone(),
-                    partition: p.partition_index,
-                    offset: CommittedOffset {
-                        offset: p.committed_offset,
-                        leader_epoch: p.committed_leader_epoch,
-                        metadata,
-                        commit_timestamp: if version == 1 && p.commit_timestamp >= 0 {
-                            p.commit_timestamp
-                        } else {
-                            now
-                        },
-                    },
-                });
-                Ok(())
+            let offset = CommittedOffset {
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.clone().unwrap_or_default(),
+                commit_timestamp: if version == 1 && p.commit_timestamp >= 0 {
+                    p.commit_timestamp
+                } else {
+                    now
+                },
             };
+            let result = checked(
+                topic.as_deref(),
+                readable,
+                max_metadata,
+                p.partition_index,
+                offset,
+            )
+            .map(|o| to_commit.push(o));
             parts.push((p.partition_index, result));
         }
         decided.push(parts);
@@ -116,6 +108,36 @@ pub(crate) fn handle(
     OffsetCommitResponse {
         throttle_time_ms: 0,
         topics,
+    }
+}
+
+/// One partition of an OffsetCommit or a TxnOffsetCommit to `topic` (`None`:
+/// unknown), checked before the coordinator sees the request: the offset to store,
+/// or TOPIC_AUTHORIZATION_FAILED (the topic is not `readable`),
+/// UNKNOWN_TOPIC_OR_PARTITION, or OFFSET_METADATA_TOO_LARGE (metadata longer than
+/// `max_metadata` bytes), in that order.
+pub(super) fn checked(
+    topic: Option<&Topic>,
+    readable: bool,
+    max_metadata: usize,
+    partition: i32,
+    offset: CommittedOffset,
+) -> Result<OffsetToCommit, ErrorCode> {
+    let topic = topic.filter(|tp| tp.partition(partition).is_some());
+    if !readable {
+        Err(ErrorCode::TopicAuthorizationFailed)
+    } else if let Some(topic) = topic {
+        if offset.metadata.len() > max_metadata {
+            Err(ErrorCode::OffsetMetadataTooLarge)
+        } else {
+            Ok(OffsetToCommit {
+                topic: topic.name.clone(),
+                partition,
+                offset,
+            })
+        }
+    } else {
+        Err(ErrorCode::UnknownTopicOrPartition)
     }
 }
 

@@ -42,9 +42,10 @@ use baton_protocol::messages::{
 };
 use baton_protocol::ErrorCode;
 
+use super::offset_commit::checked;
 use crate::acl::RequestContext;
 use crate::clock::now_ms;
-use crate::group::{CommittedOffset, OffsetToCommit, TxnCommitter};
+use crate::group::{CommittedOffset, TxnCommitter};
 use crate::state::BrokerState;
 
 pub(crate) fn handle(
@@ -73,29 +74,20 @@ pub(crate) fn handle(
         let readable = state.allowed(ctx, AclOperation::Read, ResourceType::Topic, &t.name);
         let mut parts = Vec::with_capacity(t.partitions.len());
         for p in &t.partitions {
-            let known = topic
-                .as_ref()
-                .is_some_and(|tp| tp.partition(p.partition_index).is_some());
-            let metadata = p.committed_metadata.clone().unwrap_or_default();
-            let result = if !readable {
-                Err(ErrorCode::TopicAuthorizationFailed)
-            } else if !known {
-                Err(ErrorCode::UnknownTopicOrPartition)
-            } else if metadata.len() > max_metadata {
-                Err(ErrorCode::OffsetMetadataTooLarge)
-            } else {
-                to_commit.push(OffsetToCommit {
-                    topic: t.name.clone(),
-                    partition: p.partition_index,
-                    offset: CommittedOffset {
-                        offset: p.committed_offset,
-                        leader_epoch: p.committed_leader_epoch,
-                        metadata,
-                        commit_timestamp: now,
-                    },
-                });
-                Ok(())
+            let offset = CommittedOffset {
+                offset: p.committed_offset,
+                leader_epoch: p.committed_leader_epoch,
+                metadata: p.committed_metadata.clone().unwrap_or_default(),
+                commit_timestamp: now,
             };
+            let result = checked(
+                topic.as_deref(),
+                readable,
+                max_metadata,
+                p.partition_index,
+                offset,
+            )
+            .map(|o| to_commit.push(o));
             parts.push((p.partition_index, result));
         }
         decided.push(parts);

@@ -26,13 +26,10 @@
 //! or wait for replication, so callers run them on the blocking pool.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
-use baton_protocol::messages::{CreatableTopic, CreatableTopicConfig, CreateTopicsRequest};
 use baton_protocol::record::{RecordBatch, RecordBatchBuilder, TimestampType};
-use baton_protocol::{ErrorCode, Message};
+use baton_protocol::ErrorCode;
 use bytes::Bytes;
 use tokio::sync::{oneshot, Notify};
 
@@ -40,18 +37,15 @@ use super::machine::{AddOutcome, EndOutcome, InitOutcome, TxnLimits, TxnMetadata
 use super::peers::PeerPool;
 use super::records::{self, TRANSACTION_STATE_TOPIC};
 use crate::clock::now_ms;
-use crate::group::GroupHost;
+use crate::group::{internal_topic, GroupHost, InternalTopic};
 use crate::partition::Partition;
 use crate::replication::ProduceOutcome;
-use crate::topics::{Topic, TopicConfig};
+use crate::topics::Topic;
 
 /// Bytes read per step while replaying `__transaction_state`.
 const LOAD_CHUNK: usize = 1 << 20;
 /// How long a state change waits for replication.
 const WRITE_TIMEOUT_MS: u64 = 5_000;
-/// Replication factor asked for `__transaction_state` in a cluster (Kafka's
-/// `transaction.state.log.replication.factor`), lowered to the number of brokers.
-const STATE_REPLICATION_FACTOR: usize = 3;
 
 /// The markers a `Prepare*` transition owes: one per partition of the transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,8 +120,8 @@ pub(crate) struct TxnCoordinator {
     topic_partitions: i32,
     /// Wakes the driver: a job was queued or a deadline moved.
     pub(crate) wake: Notify,
-    /// A request to create the topic through the controller is under way.
-    creating: Arc<AtomicBool>,
+    /// `__transaction_state`, created on first use.
+    topic: InternalTopic,
     /// Idle connections to other nodes (markers, verification).
     pub(crate) peers: PeerPool,
 }
@@ -148,7 +142,7 @@ impl TxnCoordinator {
             max_ids,
             topic_partitions: topic_partitions.max(1),
             wake: Notify::new(),
-            creating: Arc::new(AtomicBool::new(false)),
+            topic: InternalTopic::new(TRANSACTION_STATE_TOPIC, "txn"),
             peers: PeerPool::default(),
         }
     }
@@ -160,75 +154,7 @@ impl TxnCoordinator {
     /// `__transaction_state`, created if missing: at once on a single node; in a
     /// cluster through the controller, COORDINATOR_NOT_AVAILABLE meanwhile.
     pub fn state_topic(&self, host: &dyn GroupHost) -> Result<Arc<Topic>, ErrorCode> {
-        if let Some(t) = host.topic(TRANSACTION_STATE_TOPIC) {
-            return Ok(t);
-        }
-        let mut config = TopicConfig::default();
-        config
-            .entries
-            .insert("cleanup.policy".to_owned(), "compact".to_owned());
-        if !host.mode().is_replica() {
-            return match host.create_topic(
-                TRANSACTION_STATE_TOPIC,
-                self.topic_partitions,
-                1,
-                config,
-            ) {
-                Ok(t) => Ok(t),
-                Err((code, reason)) => host.topic(TRANSACTION_STATE_TOPIC).ok_or_else(|| {
-                    tracing::warn!(?code, reason, "creating {TRANSACTION_STATE_TOPIC} refused");
-                    ErrorCode::CoordinatorNotAvailable
-                }),
-            };
-        }
-        self.request_topic(host);
-        Err(ErrorCode::CoordinatorNotAvailable)
-    }
-
-    /// Asks the controller to create `__transaction_state` (one request at a time).
-    fn request_topic(&self, host: &dyn GroupHost) {
-        let Some(link) = host.mode().replica().cloned() else {
-            return;
-        };
-        if self.creating.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let brokers = link.image().brokers().count().max(1);
-        let rf = STATE_REPLICATION_FACTOR.min(brokers) as i16;
-        let req = CreateTopicsRequest {
-            topics: vec![CreatableTopic {
-                name: TRANSACTION_STATE_TOPIC.to_owned(),
-                num_partitions: self.topic_partitions,
-                replication_factor: rf,
-                assignments: Vec::new(),
-                configs: vec![CreatableTopicConfig {
-                    name: "cleanup.policy".to_owned(),
-                    value: Some("compact".to_owned()),
-                }],
-            }],
-            timeout_ms: 30_000,
-            validate_only: false,
-        };
-        let creating = self.creating.clone();
-        tokio::spawn(async move {
-            let mut rpc = link.rpc(
-                link.options.controller,
-                format!("node-{}-txn", link.node_id),
-            );
-            let version = CreateTopicsRequest::MAX_VERSION;
-            match rpc.call(&req, version, Duration::from_secs(30)).await {
-                Ok(resp) => {
-                    let code = resp.topics.first().map_or(0, |t| t.error_code);
-                    if code != 0 && code != ErrorCode::TopicAlreadyExists.code() {
-                        tracing::warn!(code, "creating {TRANSACTION_STATE_TOPIC} failed");
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot ask the controller for {TRANSACTION_STATE_TOPIC}")
-                }
-            }
-            creating.store(false, Ordering::Release);
-        });
+        self.topic.get_or_create(host, || self.topic_partitions)
     }
 
     /// The node coordinating `transactional_id` on a cluster (node id), from the
@@ -250,7 +176,7 @@ impl TxnCoordinator {
             })
         };
         Some(found.unwrap_or_else(|| {
-            self.request_topic(host);
+            self.topic.request(host, self.topic_partitions);
             Err(ErrorCode::CoordinatorNotAvailable)
         }))
     }
@@ -715,17 +641,7 @@ fn map_append_error(code: ErrorCode) -> ErrorCode {
 
 /// Waits (on a blocking-pool thread) until the high watermark covers an append.
 fn await_replicated(wait: Option<oneshot::Receiver<ProduceOutcome>>) -> Result<(), ErrorCode> {
-    let Some(rx) = wait else {
-        return Ok(());
-    };
-    match rx
-        .blocking_recv()
-        .unwrap_or(ProduceOutcome::NotLeader)
-        .error_code()
-    {
-        ErrorCode::None => Ok(()),
-        code => Err(map_append_error(code)),
-    }
+    internal_topic::await_replicated(wait, map_append_error)
 }
 
 /// Replays one `__transaction_state` partition (its whole log: a new leader's log

@@ -718,3 +718,11 @@ impl Drop for FlushGuard<'_> {
         acc.flushes = acc.flushes.saturating_sub(1);
     }
 }
+
+/// The brokers `known`, those this client already has a connection to first
+/// (they answer without a new handshake).
+fn brokers_connected_first<'a>(client: &Client, known: impl Iterator<Item = &'a i32>) -> Vec<i32> {
+    let mut nodes: Vec<i32> = known.copied().collect();
+    nodes.sort_by_key(|id| client.existing_node_connection(*id).is_none());
+    nodes
+}

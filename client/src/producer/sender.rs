@@ -15,7 +15,7 @@ use tokio::time::Instant;
 
 use super::accumulator::{add_sequence, sequence_after, Batch, InitBlocked, ProducerIdentity};
 use super::transaction::{self, TransactionError};
-use super::{Acks, AttemptError, ProduceError, ProducerRecord, Shared};
+use super::{brokers_connected_first, Acks, AttemptError, ProduceError, ProducerRecord, Shared};
 use crate::backoff::Backoff;
 use crate::client::ClientError;
 use crate::connection::{Connection, ConnectionError};
@@ -185,10 +185,7 @@ async fn request_identity(
     current: Option<ProducerIdentity>,
 ) -> Result<ProducerIdentity, InitError> {
     let client = &shared.client;
-    let (meta, _) = client.metadata_snapshot();
-    let mut nodes: Vec<i32> = meta.brokers.keys().copied().collect();
-    // Prefer a broker we already talk to.
-    nodes.sort_by_key(|id| client.existing_node_connection(*id).is_none());
+    let nodes = brokers_connected_first(client, client.metadata_snapshot().0.brokers.keys());
     let mut last = "no broker known".to_string();
     for node in nodes {
         let conn = match client.node_connection(node).await {

@@ -54,7 +54,7 @@ use tokio::time::Instant;
 use super::accumulator::ProducerIdentity;
 #[cfg(doc)]
 use super::ProducerBuilder;
-use super::{ProduceError, Producer, Shared};
+use super::{brokers_connected_first, ProduceError, Producer, Shared};
 use crate::backoff::Backoff;
 use crate::connection::Connection;
 use crate::group::{ConsumerGroupMetadata, TopicPartition};
@@ -408,11 +408,52 @@ async fn settle_pending(shared: &Shared, core: &mut Core) {
     }
 }
 
-fn fatal_of(core: &Core) -> Option<TransactionError> {
-    match &core.phase {
-        Phase::Fatal(e) => Some(e.clone()),
-        _ => None,
+/// The opening of every transactional call: the transaction part, its core
+/// locked (calls run one at a time), the end a dropped call left running
+/// applied, and the fatal error if the producer has one.
+async fn settled_core(
+    shared: &Shared,
+) -> Result<(&TxnControl, tokio::sync::MutexGuard<'_, Core>), TransactionError> {
+    let txn = control(shared)?;
+    let mut core = txn.core.lock().await;
+    settle_pending(shared, &mut core).await;
+    if let Phase::Fatal(e) = &core.phase {
+        return Err(e.clone());
     }
+    Ok((txn, core))
+}
+
+/// [`TransactionError::InvalidState`] for `operation` unless the phase is
+/// `wanted`.
+fn require_phase(
+    core: &Core,
+    operation: &'static str,
+    wanted: impl Fn(&Phase) -> bool,
+) -> Result<(), TransactionError> {
+    if wanted(&core.phase) {
+        Ok(())
+    } else {
+        Err(TransactionError::InvalidState {
+            operation,
+            state: core.phase.describe(),
+        })
+    }
+}
+
+/// Whether a commit (`commit`) or an abort may start: `Ok(true)` with a
+/// transaction open, `Ok(false)` when the same end is already under way (a
+/// failed or dropped one, to be resumed), otherwise
+/// [`TransactionError::InvalidState`] for `operation`.
+fn end_may_start(
+    core: &Core,
+    commit: bool,
+    operation: &'static str,
+) -> Result<bool, TransactionError> {
+    require_phase(core, operation, |p| {
+        matches!(p, Phase::InTransaction)
+            || matches!(p, Phase::Ending { commit: c } if *c == commit)
+    })?;
+    Ok(matches!(core.phase, Phase::InTransaction))
 }
 
 impl Producer {
@@ -431,18 +472,10 @@ impl Producer {
     /// one.
     pub async fn init_transactions(&self) -> Result<(), TransactionError> {
         let shared = &self.handle.shared;
-        let txn = control(shared)?;
-        let mut core = txn.core.lock().await;
-        settle_pending(shared, &mut core).await;
-        if let Some(e) = fatal_of(&core) {
-            return Err(e);
-        }
-        if !matches!(core.phase, Phase::Uninitialized) {
-            return Err(TransactionError::InvalidState {
-                operation: "init_transactions",
-                state: core.phase.describe(),
-            });
-        }
+        let (_, mut core) = settled_core(shared).await?;
+        require_phase(&core, "init_transactions", |p| {
+            matches!(p, Phase::Uninitialized)
+        })?;
         match init_producer_id(shared, None).await {
             Ok(identity) => {
                 install_identity(shared, identity);
@@ -469,18 +502,8 @@ impl Producer {
     /// opened.
     pub async fn begin_transaction(&self) -> Result<(), TransactionError> {
         let shared = &self.handle.shared;
-        let txn = control(shared)?;
-        let mut core = txn.core.lock().await;
-        settle_pending(shared, &mut core).await;
-        if let Some(e) = fatal_of(&core) {
-            return Err(e);
-        }
-        if !matches!(core.phase, Phase::Ready) {
-            return Err(TransactionError::InvalidState {
-                operation: "begin_transaction",
-                state: core.phase.describe(),
-            });
-        }
+        let (_, mut core) = settled_core(shared).await?;
+        require_phase(&core, "begin_transaction", |p| matches!(p, Phase::Ready))?;
         let mut acc = shared.lock();
         acc.txn.open = true;
         acc.txn.error = None;
@@ -510,12 +533,7 @@ impl Producer {
         group: &ConsumerGroupMetadata,
     ) -> Result<(), TransactionError> {
         let shared = &self.handle.shared;
-        let txn = control(shared)?;
-        let mut core = txn.core.lock().await;
-        settle_pending(shared, &mut core).await;
-        if let Some(e) = fatal_of(&core) {
-            return Err(e);
-        }
+        let (_, mut core) = settled_core(shared).await?;
         if !matches!(core.phase, Phase::InTransaction) {
             return Err(TransactionError::NoTransaction);
         }
@@ -563,23 +581,9 @@ impl Producer {
     /// outcome.
     pub async fn commit_transaction(&self) -> Result<(), TransactionError> {
         let shared = &self.handle.shared;
-        let txn = control(shared)?;
-        let mut core = txn.core.lock().await;
-        settle_pending(shared, &mut core).await;
-        if let Some(e) = fatal_of(&core) {
-            return Err(e);
-        }
-        match core.phase {
-            Phase::InTransaction => {}
-            Phase::Ending { commit: true } => {
-                return self.end_in_task(&mut core, true, false).await;
-            }
-            _ => {
-                return Err(TransactionError::InvalidState {
-                    operation: "commit_transaction",
-                    state: core.phase.describe(),
-                })
-            }
+        let (txn, mut core) = settled_core(shared).await?;
+        if !end_may_start(&core, true, "commit_transaction")? {
+            return self.end_in_task(&mut core, true, false).await;
         }
         if let Some(e) = shared.lock().txn.error.clone() {
             return Err(e);
@@ -626,23 +630,9 @@ impl Producer {
     /// producer owns, as for [`Producer::commit_transaction`].
     pub async fn abort_transaction(&self) -> Result<(), TransactionError> {
         let shared = &self.handle.shared;
-        let txn = control(shared)?;
-        let mut core = txn.core.lock().await;
-        settle_pending(shared, &mut core).await;
-        if let Some(e) = fatal_of(&core) {
-            return Err(e);
-        }
-        match core.phase {
-            Phase::InTransaction => {}
-            Phase::Ending { commit: false } => {
-                return self.end_in_task(&mut core, false, false).await;
-            }
-            _ => {
-                return Err(TransactionError::InvalidState {
-                    operation: "abort_transaction",
-                    state: core.phase.describe(),
-                })
-            }
+        let (_, mut core) = settled_core(shared).await?;
+        if !end_may_start(&core, false, "abort_transaction")? {
+            return self.end_in_task(&mut core, false, false).await;
         }
         let (dropped, sent) = {
             let mut acc = shared.lock();
@@ -795,24 +785,31 @@ fn install_identity(shared: &Shared, identity: ProducerIdentity) {
 /// type 1) unless known.
 async fn coordinator_connection(shared: &Shared) -> Result<Connection, Attempt> {
     let txn = control(shared).map_err(Attempt::Fail)?;
-    let known = txn
-        .coordinator
-        .lock()
-        .expect("coordinator lock poisoned")
-        .clone();
-    let (node, addr) = match known {
-        Some(found) => found,
-        None => {
-            let found = find_coordinator(shared, 1, &txn.id).await?;
-            *txn.coordinator.lock().expect("coordinator lock poisoned") = Some(found.clone());
-            found
-        }
-    };
+    let (node, addr) = cached_coordinator(shared, &txn.coordinator, 1, &txn.id).await?;
     match shared.client.node_connection_at(node, &addr).await {
         Ok(conn) => Ok(conn),
         Err(e) => {
             txn.forget_coordinator();
             Err(Attempt::Retry(e.to_string()))
+        }
+    }
+}
+
+/// The coordinator (node and address) `cache` holds, or else the one
+/// FindCoordinator names for `key` of `key_type`, which `cache` then keeps.
+async fn cached_coordinator(
+    shared: &Shared,
+    cache: &std::sync::Mutex<Option<(i32, String)>>,
+    key_type: i8,
+    key: &str,
+) -> Result<(i32, String), Attempt> {
+    let known = cache.lock().expect("coordinator lock poisoned").clone();
+    match known {
+        Some(found) => Ok(found),
+        None => {
+            let found = find_coordinator(shared, key_type, key).await?;
+            *cache.lock().expect("coordinator lock poisoned") = Some(found.clone());
+            Ok(found)
         }
     }
 }
@@ -833,13 +830,11 @@ async fn find_coordinator(
     key: &str,
 ) -> Result<(i32, String), Attempt> {
     let client = &shared.client;
-    let (meta, _) = client.metadata_snapshot();
-    let mut nodes: Vec<i32> = meta.brokers.keys().copied().collect();
+    let mut nodes = brokers_connected_first(client, client.metadata_snapshot().0.brokers.keys());
     if nodes.is_empty() {
         let _ = client.refresh_metadata().await;
-        nodes = client.metadata().brokers.keys().copied().collect();
+        nodes = brokers_connected_first(client, client.metadata().brokers.keys());
     }
-    nodes.sort_by_key(|id| client.existing_node_connection(*id).is_none());
     let mut last = "no broker known".to_string();
     for node in nodes {
         let conn = match client.node_connection(node).await {
@@ -1123,18 +1118,8 @@ async fn txn_offset_commit(
     };
     let group_coordinator: std::sync::Mutex<Option<(i32, String)>> = std::sync::Mutex::new(None);
     with_retries(shared, "TxnOffsetCommit", || async {
-        let known = group_coordinator
-            .lock()
-            .expect("coordinator lock poisoned")
-            .clone();
-        let (node, addr) = match known {
-            Some(found) => found,
-            None => {
-                let found = find_coordinator(shared, 0, &group.group_id).await?;
-                *group_coordinator.lock().expect("coordinator lock poisoned") = Some(found.clone());
-                found
-            }
-        };
+        let (node, addr) =
+            cached_coordinator(shared, &group_coordinator, 0, &group.group_id).await?;
         let forget = || *group_coordinator.lock().expect("coordinator lock poisoned") = None;
         let conn = match shared.client.node_connection_at(node, &addr).await {
             Ok(c) => c,

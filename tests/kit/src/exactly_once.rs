@@ -23,6 +23,8 @@ use baton::{
 };
 use baton_broker::history::ExactlyOnce;
 
+use crate::topic_name;
+
 /// The header naming an output record's input position, `partition:offset`.
 pub const INPUT_HEADER: &str = "input";
 
@@ -76,6 +78,31 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
+    /// A pipeline from `input` (`partitions` partitions holding `total` records
+    /// spread evenly, as [`seed_input`] writes them) to `output`, `batch` input
+    /// records per transaction, with a fresh group, transactional id and
+    /// committed counter, and one static member id for all its runs.
+    pub fn evenly_seeded(
+        input: &str,
+        output: &str,
+        partitions: i32,
+        total: usize,
+        batch: usize,
+    ) -> Self {
+        Pipeline {
+            input: input.to_string(),
+            output: output.to_string(),
+            group: topic_name("eos-group"),
+            transactional_id: topic_name("eos-txn"),
+            instance_id: "eos-member".into(),
+            batch,
+            ends: (0..partitions)
+                .map(|p| (p, (total / partitions as usize) as i64))
+                .collect(),
+            committed: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
     /// Runs until every input partition is consumed to its end and committed, or
     /// the task is aborted (a crash). Abortable transaction errors abort the
     /// transaction and rewind the consumer to the batch's start; other errors end

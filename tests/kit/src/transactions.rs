@@ -8,8 +8,7 @@
 //! restarted. Each takes a client and the topics it needs, created by the caller.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use baton::{
@@ -430,18 +429,8 @@ pub async fn exactly_once_pipeline_survives_a_kill_and_restart(
     let total = 600;
     let mut history = ExactlyOnce::new();
     seed_input(&client, &input, 3, total, &mut history).await;
-    let ends = (0..3).map(|p| (p, (total / 3) as i64)).collect();
-    let committed = Arc::new(AtomicUsize::new(0));
-    let pipeline = Pipeline {
-        input: input.clone(),
-        output: output.clone(),
-        group: topic_name("eos-group"),
-        transactional_id: topic_name("eos-txn"),
-        instance_id: "eos-member".into(),
-        batch: 25,
-        ends,
-        committed: committed.clone(),
-    };
+    let pipeline = Pipeline::evenly_seeded(&input, &output, 3, total, 25);
+    let committed = pipeline.committed.clone();
     let mut rng = Rng::new(seed());
     for kill in 0..2 {
         let run = {

@@ -3,7 +3,7 @@
 
 use baton_protocol::ErrorCode;
 
-use super::group::{CommittedOffset, Group, GroupState};
+use super::group::{CommittedOffset, GroupState};
 use super::registry::Groups;
 
 impl Groups {
@@ -73,13 +73,7 @@ impl Groups {
     ) {
         match offset {
             Some(o) => {
-                let group = self
-                    .groups
-                    .entry(group_id.to_owned())
-                    .or_insert_with(|| Group::new(group_id));
-                if group.state == GroupState::Dead {
-                    group.state = GroupState::Empty;
-                }
+                let group = self.revived(group_id);
                 group.offsets.insert((topic.to_owned(), partition), o);
                 group
                     .positions

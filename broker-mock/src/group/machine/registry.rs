@@ -292,6 +292,20 @@ impl Groups {
         out
     }
 
+    /// `group_id` for a record applied to it (a committed or pending offset, a
+    /// replayed generation): created empty if missing, brought back to Empty if
+    /// Dead.
+    pub(super) fn revived(&mut self, group_id: &str) -> &mut Group {
+        let group = self
+            .groups
+            .entry(group_id.to_owned())
+            .or_insert_with(|| Group::new(group_id));
+        if group.state == GroupState::Dead {
+            group.state = GroupState::Empty;
+        }
+        group
+    }
+
     /// Replays a persisted generation: the group exists (empty, if it was not in
     /// memory) and its next generation is above `generation_id`. `None` (a
     /// tombstone) removes the group unless it has members or committed offsets
@@ -299,13 +313,7 @@ impl Groups {
     pub fn apply_generation(&mut self, group_id: &str, generation: Option<(i32, String)>) {
         match generation {
             Some((generation_id, protocol_type)) => {
-                let group = self
-                    .groups
-                    .entry(group_id.to_owned())
-                    .or_insert_with(|| Group::new(group_id));
-                if group.state == GroupState::Dead {
-                    group.state = GroupState::Empty;
-                }
+                let group = self.revived(group_id);
                 if generation_id > group.generation_id {
                     group.generation_id = generation_id;
                     group.persisted_generation = generation_id;

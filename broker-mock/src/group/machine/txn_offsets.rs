@@ -15,7 +15,7 @@
 
 use baton_protocol::ErrorCode;
 
-use super::group::{CommittedOffset, Group, GroupState, PendingOffset};
+use super::group::{CommittedOffset, GroupState, PendingOffset};
 use super::registry::Groups;
 
 impl Groups {
@@ -104,13 +104,7 @@ impl Groups {
         offset: CommittedOffset,
         position: i64,
     ) {
-        let group = self
-            .groups
-            .entry(group_id.to_owned())
-            .or_insert_with(|| Group::new(group_id));
-        if group.state == GroupState::Dead {
-            group.state = GroupState::Empty;
-        }
+        let group = self.revived(group_id);
         group.pending_txn.entry(producer_id).or_default().insert(
             (topic.to_owned(), partition),
             PendingOffset { offset, position },
