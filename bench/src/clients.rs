@@ -288,7 +288,13 @@ pub fn rdkafka_produce(
     Ok(sample)
 }
 
-fn send_blocking(p: &ThreadedProducer<Counting>, topic: &str, value: &[u8]) -> Result<(), String> {
+/// Sends one record to partition 0 of `topic`, polling while librdkafka's queue is
+/// full. Shared by every librdkafka producer job, whatever its delivery context.
+pub fn send_blocking<C: ProducerContext<DeliveryOpaque = ()> + 'static>(
+    p: &ThreadedProducer<C>,
+    topic: &str,
+    value: &[u8],
+) -> Result<(), String> {
     let mut record = BaseRecord::<(), [u8]>::to(topic)
         .partition(0)
         .payload(value);

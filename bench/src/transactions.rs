@@ -12,9 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use rdkafka::config::ClientConfig;
-use rdkafka::producer::{
-    BaseRecord, DeliveryResult, Producer as _, ProducerContext, ThreadedProducer,
-};
+use rdkafka::producer::{DeliveryResult, Producer as _, ProducerContext, ThreadedProducer};
 use rdkafka::ClientContext;
 
 use crate::clients::{self, ProduceSettings};
@@ -316,7 +314,7 @@ fn rdkafka_produce(bootstrap: &str, topic: &str, n: u64, mode: Mode) -> Result<S
         txn(producer.begin_transaction(), "begin_transaction")?;
     }
     // Warm up: metadata, the connection (and the partition in the transaction).
-    send(&producer, topic, b"warm")?;
+    clients::send_blocking(&producer, topic, b"warm")?;
     let value = vec![b'v'; 100];
     let (cpu0, t0) = (self_cpu(), Instant::now());
     let mut commits = 0u64;
@@ -325,7 +323,7 @@ fn rdkafka_produce(bootstrap: &str, topic: &str, n: u64, mode: Mode) -> Result<S
         Mode::Idempotent => None,
     };
     for _ in 0..n {
-        send(&producer, topic, &value)?;
+        clients::send_blocking(&producer, topic, &value)?;
         if let Some((d, at)) = next_commit {
             if Instant::now() >= at {
                 txn(producer.commit_transaction(COMMIT_TIMEOUT), "commit")?;
@@ -359,25 +357,4 @@ fn rdkafka_produce(bootstrap: &str, topic: &str, n: u64, mode: Mode) -> Result<S
         ));
     }
     Ok(sample)
-}
-
-fn send(p: &ThreadedProducer<Deliveries>, topic: &str, value: &[u8]) -> Result<(), String> {
-    let mut record = BaseRecord::<(), [u8]>::to(topic)
-        .partition(0)
-        .payload(value);
-    loop {
-        match p.send(record) {
-            Ok(()) => return Ok(()),
-            Err((
-                rdkafka::error::KafkaError::MessageProduction(
-                    rdkafka::types::RDKafkaErrorCode::QueueFull,
-                ),
-                r,
-            )) => {
-                record = r;
-                p.poll(Duration::from_millis(1));
-            }
-            Err((e, _)) => return Err(format!("librdkafka send: {e}")),
-        }
-    }
 }
