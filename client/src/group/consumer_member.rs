@@ -25,7 +25,11 @@
 //!   not know yet stay pending until a metadata refresh names them.
 //! - **Fencing.** FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID mean the coordinator
 //!   removed the member: everything owned is lost (`on_lost`, no commit) and the
-//!   member rejoins with epoch 0 and the same member id.
+//!   member rejoins with epoch 0 and the same member id. Fenced while a
+//!   revocation waits for the application (which stopped calling `recv` for
+//!   longer than the rebalance timeout), the member declares everything lost at
+//!   once (the partitions being revoked too, unless the application already
+//!   started revoking them) and rejoins once the application has caught up.
 //! - **Coordinator moves.** NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 //!   COORDINATOR_LOAD_IN_PROGRESS and broken connections send the member back to
 //!   FindCoordinator; it keeps its epoch and partitions and heartbeats the new
@@ -45,6 +49,7 @@
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -490,11 +495,13 @@ impl Member {
     async fn revoke(&mut self, partitions: Vec<TopicPartition>) -> Result<bool, GroupError> {
         tracing::info!(group = %self.shared.group_id, count = partitions.len(), "revoking partitions");
         let (ack, mut acked) = oneshot::channel();
+        let lost = Arc::new(AtomicBool::new(false));
         if self
             .events
             .send(Event::Revoked {
                 partitions: partitions.clone(),
                 ack,
+                lost: lost.clone(),
             })
             .is_err()
         {
@@ -514,6 +521,17 @@ impl Member {
                         Beat::Fenced(code) => {
                             tracing::info!(group = %self.shared.group_id, %code, "fenced while revoking");
                             fenced = true;
+                            // Everything is lost at once: the partitions being
+                            // revoked (the application handles them as lost if it
+                            // has not started yet) and the others, which the
+                            // application must stop returning records of now, not
+                            // only after it acknowledges the revocation. Rejoining
+                            // waits for the acknowledgement.
+                            lost.store(true, Ordering::Release);
+                            for tp in &partitions {
+                                self.owned.remove(tp);
+                            }
+                            self.fence();
                         }
                     }
                 }
@@ -522,11 +540,7 @@ impl Member {
         for tp in &partitions {
             self.owned.remove(tp);
         }
-        if fenced {
-            self.fence();
-            return Ok(false);
-        }
-        Ok(true)
+        Ok(!fenced)
     }
 }
 

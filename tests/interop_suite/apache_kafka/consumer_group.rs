@@ -76,3 +76,22 @@ async fn consumer_protocol_members_keep_membership_when_the_coordinator_node_is_
     );
     assert!(report.owned_twice.is_empty(), "{report:?}");
 }
+
+/// A member that stops calling `recv` during a rebalance is fenced after its
+/// rebalance timeout: its partitions move on, it sees them lost (`on_lost`) when
+/// it resumes (before any record of them is returned), rejoins at epoch 0 and
+/// gets a share again; no record is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_fenced_member_loses_its_partitions_and_rejoins() {
+    let kafka = single_node();
+    let _logs = kafka.logs_on_failure();
+    let client = client().await;
+    let topic = create_topic(&client, "ak-k848-fenced", 4).await;
+    let report = scenario::fenced_member_loses_its_partitions_and_rejoins(&client, &topic, 4).await;
+    eprintln!("Apache Kafka, KIP-848 group, fenced member: {report}");
+    assert_eq!((report.lost, report.unexpected), (0, 0), "{report}");
+    assert_eq!(
+        report.partitions_lost, 4,
+        "member 0 lost what it owned: {report}"
+    );
+}

@@ -24,6 +24,7 @@ use baton::{
 };
 use baton_protocol::messages::FindCoordinatorRequest;
 use baton_protocol::ErrorCode;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::topic_name;
@@ -53,6 +54,7 @@ struct Inner {
     /// Partitions assigned while another member owned them.
     owned_twice: Vec<String>,
     lost: usize,
+    lost_by: BTreeMap<usize, usize>,
     assigned: usize,
     revoked: usize,
     /// Every record read: (partition, offset) and who read it.
@@ -87,6 +89,11 @@ impl History {
     /// Partitions lost so far (`on_lost`).
     pub fn lost_partitions(&self) -> usize {
         self.lock().lost
+    }
+
+    /// The partitions member `member` lost so far (`on_lost`).
+    pub fn lost_by(&self, member: usize) -> usize {
+        self.lock().lost_by.get(&member).copied().unwrap_or(0)
     }
 
     /// Revocations so far (partitions).
@@ -212,6 +219,7 @@ impl RebalanceListener for Recorder {
         let mut st = self.history.lock();
         for tp in partitions {
             st.lost += 1;
+            *st.lost_by.entry(self.member).or_default() += 1;
             if st.owner.get(&tp.partition) == Some(&self.member) {
                 st.owner.remove(&tp.partition);
             }
@@ -224,6 +232,9 @@ impl RebalanceListener for Recorder {
 #[derive(Debug)]
 pub struct Member {
     stop: CancellationToken,
+    /// While `true`, the member does not call `recv` (an application that
+    /// stopped polling).
+    pause: watch::Sender<bool>,
     task: JoinHandle<Result<(), GroupError>>,
 }
 
@@ -244,12 +255,21 @@ impl Member {
             .await
             .expect("group consumer");
         let stop = CancellationToken::new();
+        let (pause, mut paused) = watch::channel(false);
         let (token, history) = (stop.clone(), history.clone());
         let task = tokio::spawn(async move {
             loop {
+                if *paused.borrow_and_update() {
+                    tokio::select! {
+                        biased;
+                        _ = token.cancelled() => break,
+                        _ = paused.changed() => continue,
+                    }
+                }
                 tokio::select! {
                     biased;
                     _ = token.cancelled() => break,
+                    _ = paused.changed() => {}
                     r = consumer.recv() => {
                         let r = r?;
                         history.lock().reads.push((r.partition, r.offset, member));
@@ -258,7 +278,12 @@ impl Member {
             }
             consumer.close().await
         });
-        Member { stop, task }
+        Member { stop, pause, task }
+    }
+
+    /// Stops (`true`) or resumes (`false`) calling `recv`.
+    pub fn pause(&self, paused: bool) {
+        self.pause.send_replace(paused);
     }
 
     /// Stops receiving and closes the consumer (commit, `on_revoked`, leave).
@@ -486,4 +511,57 @@ where
         "membership kept through the coordinator move (owners {owners:?}): {report}"
     );
     (report, coordinator)
+}
+
+/// A member that stops calling `recv` while a rebalance needs it to revoke
+/// partitions is removed by the coordinator after its rebalance timeout (3 s
+/// here): its partitions go to the other member, and when it calls `recv` again it
+/// learns they were lost (`on_lost`, no commit), rejoins with epoch 0 and gets a
+/// share again. No record is lost (records it read but did not commit are read
+/// again by the new owner, which is what "lost" allows). Returns the report.
+pub async fn fenced_member_loses_its_partitions_and_rejoins(
+    client: &Client,
+    topic: &str,
+    partitions: i32,
+) -> Report {
+    let group = topic_name("k848-fenced");
+    let history = Arc::new(History::default());
+    let producer = Producer::builder(client).build();
+    let mut expected = BTreeMap::new();
+    let within = Duration::from_secs(90);
+    let slow = member_builder(client, &group, topic)
+        .rebalance_timeout(Duration::from_secs(3))
+        .manual_commit();
+    let m0 = Member::start(slow, 0, &history).await;
+    produce(&producer, topic, partitions, 60, &mut expected).await;
+    wait_until(&history, within, "member 0 alone to read 60", |h| {
+        h.distinct() >= 60 && spread(h, 1, partitions)
+    })
+    .await;
+    m0.pause(true);
+    let m1 = Member::start(member_builder(client, &group, topic), 1, &history).await;
+    // Member 0 cannot revoke: after its rebalance timeout member 1 gets everything.
+    wait_until(&history, within, "member 1 to own every partition", |h| {
+        h.owners().get(&1).map(BTreeSet::len) == Some(partitions as usize)
+    })
+    .await;
+    produce(&producer, topic, partitions, 60, &mut expected).await;
+    wait_until(&history, within, "member 1 to read the new records", |h| {
+        h.distinct() >= 120
+    })
+    .await;
+    m0.pause(false);
+    wait_until(
+        &history,
+        within,
+        "member 0 to lose its partitions and rejoin",
+        |h| h.lost_by(0) > 0 && spread(h, 2, partitions),
+    )
+    .await;
+    produce(&producer, topic, partitions, 60, &mut expected).await;
+    producer.close().await;
+    wait_until(&history, within, "180 read", |h| h.distinct() >= 180).await;
+    m0.stop().await;
+    m1.stop().await;
+    history.check(&expected)
 }
