@@ -1,8 +1,9 @@
 //! Baton's `GroupConsumer` on the consumer rebalance protocol (KIP-848,
 //! `GroupProtocol::Consumer`) against Apache Kafka: the scenarios of
 //! `baton_testkit::consumer_group` on the shared single node (members joining
-//! and leaving with each server assignor, commits) and on the 3-node cluster (the
-//! coordinator node killed).
+//! and leaving with each server assignor, commits, a fenced member, a regular
+//! expression subscription, a static member coming back) and on the 3-node
+//! cluster (the coordinator node killed).
 
 use baton_testkit::consumer_group as scenario;
 
@@ -94,4 +95,57 @@ async fn consumer_protocol_fenced_member_loses_its_partitions_and_rejoins() {
         report.partitions_lost, 4,
         "member 0 lost what it owned: {report}"
     );
+}
+
+/// Two members subscribed by a regular expression that Apache Kafka's
+/// coordinator evaluates share exactly the two matching topics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_regex_subscription_gets_the_matching_topics() {
+    let kafka = single_node();
+    let _logs = kafka.logs_on_failure();
+    let client = client().await;
+    let base = baton_testkit::topic_name("ak-k848-re");
+    let topics = [format!("{base}-x"), format!("{base}-y")];
+    let admin = Admin::new(&client);
+    for t in &topics {
+        admin.create_topic(t.clone(), 2, 1).await.expect("topic");
+    }
+    // Not matching: the subscription must not take it.
+    create_topic(&client, "ak-k848-other", 2).await;
+    let report = scenario::regex_subscription(&client, &format!("{base}-.*"), &topics, 2).await;
+    eprintln!("Apache Kafka, KIP-848 group, regex subscription: {report}");
+    assert_eq!(
+        (
+            report.lost,
+            report.duplicated,
+            report.unexpected,
+            report.partitions_lost
+        ),
+        (0, 0, 0, 0),
+        "{report}"
+    );
+    assert!(report.owned_twice.is_empty(), "{report:?}");
+}
+
+/// A static member closes (epoch -2) and comes back under its instance id: the
+/// same partitions, no rebalance of the other member, nothing lost or read twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_static_member_returns_to_its_partitions() {
+    let kafka = single_node();
+    let _logs = kafka.logs_on_failure();
+    let client = client().await;
+    let topic = create_topic(&client, "ak-k848-static", 4).await;
+    let report = scenario::static_member_returns(&client, &topic, 4).await;
+    eprintln!("Apache Kafka, KIP-848 group, static member: {report}");
+    assert_eq!(
+        (
+            report.lost,
+            report.duplicated,
+            report.unexpected,
+            report.partitions_lost
+        ),
+        (0, 0, 0, 0),
+        "{report}"
+    );
+    assert!(report.owned_twice.is_empty(), "{report:?}");
 }

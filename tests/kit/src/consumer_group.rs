@@ -41,6 +41,13 @@ pub fn member_builder(client: &Client, group: &str, topic: &str) -> GroupConsume
         .max_wait(Duration::from_millis(50))
 }
 
+/// A partition: topic and index.
+pub type Tp = (String, i32);
+
+fn key(tp: &TopicPartition) -> Tp {
+    (tp.topic.to_string(), tp.partition)
+}
+
 /// What happened to the group, in order.
 #[derive(Debug, Default)]
 pub struct History {
@@ -50,7 +57,7 @@ pub struct History {
 #[derive(Debug, Default)]
 struct Inner {
     /// The member owning each partition now.
-    owner: BTreeMap<i32, usize>,
+    owner: BTreeMap<Tp, usize>,
     /// Partitions assigned while another member owned them.
     owned_twice: Vec<String>,
     lost: usize,
@@ -58,7 +65,7 @@ struct Inner {
     assigned: usize,
     revoked: usize,
     /// Every record read: (partition, offset) and who read it.
-    reads: Vec<(i32, i64, usize)>,
+    reads: Vec<(Tp, i64, usize)>,
 }
 
 impl History {
@@ -71,17 +78,17 @@ impl History {
         let st = self.lock();
         st.reads
             .iter()
-            .map(|&(p, o, _)| (p, o))
+            .map(|(tp, o, _)| (tp, *o))
             .collect::<BTreeSet<_>>()
             .len()
     }
 
     /// The partitions each member owns now.
-    pub fn owners(&self) -> BTreeMap<usize, BTreeSet<i32>> {
+    pub fn owners(&self) -> BTreeMap<usize, BTreeSet<Tp>> {
         let st = self.lock();
-        let mut out: BTreeMap<usize, BTreeSet<i32>> = BTreeMap::new();
-        for (&p, &m) in &st.owner {
-            out.entry(m).or_default().insert(p);
+        let mut out: BTreeMap<usize, BTreeSet<Tp>> = BTreeMap::new();
+        for (tp, &m) in &st.owner {
+            out.entry(m).or_default().insert(tp.clone());
         }
         out
     }
@@ -103,19 +110,21 @@ impl History {
 
     /// The check: `expected` records per partition were produced (offsets
     /// `0..expected[p]`).
-    pub fn check(&self, expected: &BTreeMap<i32, i64>) -> Report {
+    pub fn check(&self, expected: &BTreeMap<Tp, i64>) -> Report {
         let st = self.lock();
-        let mut seen: BTreeMap<(i32, i64), usize> = BTreeMap::new();
-        for &(p, o, _) in &st.reads {
-            *seen.entry((p, o)).or_default() += 1;
+        let mut seen: BTreeMap<(Tp, i64), usize> = BTreeMap::new();
+        for (tp, o, _) in &st.reads {
+            *seen.entry((tp.clone(), *o)).or_default() += 1;
         }
         let mut lost = 0;
-        for (&p, &n) in expected {
-            lost += (0..n).filter(|o| !seen.contains_key(&(p, *o))).count();
+        for (tp, &n) in expected {
+            lost += (0..n)
+                .filter(|o| !seen.contains_key(&(tp.clone(), *o)))
+                .count();
         }
         let unexpected = seen
             .keys()
-            .filter(|(p, o)| expected.get(p).is_none_or(|&n| *o >= n))
+            .filter(|(tp, o)| expected.get(tp).is_none_or(|&n| *o >= n))
             .count();
         Report {
             read: st.reads.len(),
@@ -183,11 +192,11 @@ impl RebalanceListener for Recorder {
         let mut st = self.history.lock();
         for tp in partitions {
             st.assigned += 1;
-            if let Some(other) = st.owner.insert(tp.partition, self.member) {
+            if let Some(other) = st.owner.insert(key(tp), self.member) {
                 if other != self.member {
                     let line = format!(
-                        "partition {} assigned to member {} while member {other} owned it",
-                        tp.partition, self.member
+                        "{tp:?} assigned to member {} while member {other} owned it",
+                        self.member
                     );
                     st.owned_twice.push(line);
                 }
@@ -204,8 +213,8 @@ impl RebalanceListener for Recorder {
         let mut st = self.history.lock();
         for tp in partitions {
             st.revoked += 1;
-            if st.owner.get(&tp.partition) == Some(&self.member) {
-                st.owner.remove(&tp.partition);
+            if st.owner.get(&key(tp)) == Some(&self.member) {
+                st.owner.remove(&key(tp));
             }
         }
         Box::pin(std::future::ready(()))
@@ -220,8 +229,8 @@ impl RebalanceListener for Recorder {
         for tp in partitions {
             st.lost += 1;
             *st.lost_by.entry(self.member).or_default() += 1;
-            if st.owner.get(&tp.partition) == Some(&self.member) {
-                st.owner.remove(&tp.partition);
+            if st.owner.get(&key(tp)) == Some(&self.member) {
+                st.owner.remove(&key(tp));
             }
         }
         Box::pin(std::future::ready(()))
@@ -272,7 +281,8 @@ impl Member {
                     _ = paused.changed() => {}
                     r = consumer.recv() => {
                         let r = r?;
-                        history.lock().reads.push((r.partition, r.offset, member));
+                        let tp = (r.topic.to_string(), r.partition);
+                        history.lock().reads.push((tp, r.offset, member));
                     }
                 }
             }
@@ -303,7 +313,7 @@ pub async fn produce(
     topic: &str,
     partitions: i32,
     count: usize,
-    expected: &mut BTreeMap<i32, i64>,
+    expected: &mut BTreeMap<Tp, i64>,
 ) {
     let mut deliveries = Vec::with_capacity(count);
     for i in 0..count {
@@ -317,7 +327,9 @@ pub async fn produce(
         let m = d
             .await
             .unwrap_or_else(|e| panic!("{topic}: not delivered: {e}"));
-        let n = expected.entry(m.partition).or_default();
+        let n = expected
+            .entry((topic.to_string(), m.partition))
+            .or_default();
         *n = (*n).max(m.offset + 1);
     }
 }
@@ -563,5 +575,107 @@ pub async fn fenced_member_loses_its_partitions_and_rejoins(
     wait_until(&history, within, "180 read", |h| h.distinct() >= 180).await;
     m0.stop().await;
     m1.stop().await;
+    history.check(&expected)
+}
+
+/// Two members subscribed by a regular expression (evaluated by the coordinator,
+/// KIP-848) that matches `topics` (created by the caller, each with `partitions`
+/// partitions, and only these): together they own every partition of them, each
+/// some, and read every record once. Returns the report.
+pub async fn regex_subscription(
+    client: &Client,
+    regex: &str,
+    topics: &[String],
+    partitions: i32,
+) -> Report {
+    let group = topic_name("k848-regex");
+    let history = Arc::new(History::default());
+    let producer = Producer::builder(client).build();
+    let mut expected = BTreeMap::new();
+    let within = Duration::from_secs(90);
+    let builder = || {
+        GroupConsumer::builder(client, &group)
+            .group_protocol(GroupProtocol::Consumer)
+            .subscribe_regex(regex)
+            .heartbeat_interval(Duration::from_millis(300))
+            .auto_commit_interval(Duration::from_millis(200))
+            .max_wait(Duration::from_millis(50))
+    };
+    let m0 = Member::start(builder(), 0, &history).await;
+    let m1 = Member::start(builder(), 1, &history).await;
+    for topic in topics {
+        produce(&producer, topic, partitions, 40, &mut expected).await;
+    }
+    producer.close().await;
+    let total = 40 * topics.len();
+    let all = partitions * topics.len() as i32;
+    wait_until(
+        &history,
+        within,
+        "both members reading every matched topic",
+        |h| h.distinct() >= total && spread(h, 2, all),
+    )
+    .await;
+    let owned: BTreeSet<String> = history
+        .owners()
+        .values()
+        .flatten()
+        .map(|(t, _)| t.clone())
+        .collect();
+    assert_eq!(
+        owned,
+        topics.iter().cloned().collect(),
+        "exactly the matching topics are assigned"
+    );
+    m0.stop().await;
+    m1.stop().await;
+    history.check(&expected)
+}
+
+/// Two static members (KIP-848 with `group.instance.id`): member 0 closes, which
+/// leaves with epoch -2 (it will come back), and a new consumer with its instance
+/// id takes its place before the session times out: it gets the same partitions
+/// back and member 1 sees no rebalance; nothing is lost or read twice. Returns the
+/// report.
+pub async fn static_member_returns(client: &Client, topic: &str, partitions: i32) -> Report {
+    let group = topic_name("k848-static");
+    let history = Arc::new(History::default());
+    let producer = Producer::builder(client).build();
+    let mut expected = BTreeMap::new();
+    let within = Duration::from_secs(90);
+    let builder = |id: &str| member_builder(client, &group, topic).group_instance_id(id);
+    let a = Member::start(builder("a"), 0, &history).await;
+    let b = Member::start(builder("b"), 1, &history).await;
+    produce(&producer, topic, partitions, 40, &mut expected).await;
+    wait_until(
+        &history,
+        within,
+        "two static members settled, 40 read",
+        |h| h.distinct() >= 40 && spread(h, 2, partitions),
+    )
+    .await;
+    let before = history.owners();
+    let revoked = history.revoked();
+    a.stop().await;
+    let a_again = Member::start(builder("a"), 0, &history).await;
+    produce(&producer, topic, partitions, 40, &mut expected).await;
+    producer.close().await;
+    wait_until(&history, within, "member 0 back, 80 read", |h| {
+        h.distinct() >= 80 && spread(h, 2, partitions)
+    })
+    .await;
+    let after = history.owners();
+    let revoked_by_close = history.revoked() - revoked;
+    a_again.stop().await;
+    b.stop().await;
+    assert_eq!(
+        after, before,
+        "the same partitions came back to the same members"
+    );
+    assert_eq!(
+        revoked_by_close,
+        before[&0].len(),
+        "only member 0's close revoked anything"
+    );
     history.check(&expected)
 }
