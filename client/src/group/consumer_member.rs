@@ -358,7 +358,10 @@ impl Member {
                 self.shared.coordinator_failed(node);
                 return Ok(Beat::Retry);
             }
-            ErrorCode::FencedInstanceId | ErrorCode::UnreleasedInstanceId => {
+            // Another process uses this static member's instance id. (Kafka answers
+            // UNRELEASED_INSTANCE_ID when the other one has not left; it is fatal
+            // too and comes back as a `GroupError::Coordinator` naming the code.)
+            ErrorCode::FencedInstanceId => {
                 return Err(GroupError::FencedInstanceId {
                     group_instance_id: self.shared.instance_id.clone().unwrap_or_default(),
                 });
