@@ -64,6 +64,7 @@ use tokio::time::Instant;
 use super::coordinator::{Lane, Shared};
 use super::member::{Event, MemberConfig};
 use super::{GroupError, TopicPartition};
+use crate::backoff::Backoff;
 use crate::client::ClientError;
 
 /// The request's name in errors.
@@ -183,11 +184,16 @@ impl Member {
 
     async fn run(&mut self) -> Result<(), GroupError> {
         tracing::info!(group = %self.shared.group_id, member = %self.member_id, "joining group (consumer protocol)");
+        // Failed heartbeats are retried after `retry_backoff`, doubling up to 1 s
+        // (Kafka's `retry.backoff.max.ms`), never later than the next heartbeat.
+        let base = self.shared.retry_backoff;
+        let backoff = Backoff::new(base, Duration::from_secs(1).max(base));
         let mut failures = 0u32;
         loop {
             if self.events.is_closed() {
                 return Ok(());
             }
+            let joining = self.epoch == 0;
             let wait = match self.heartbeat().await? {
                 Beat::Ok => {
                     failures = 0;
@@ -200,12 +206,17 @@ impl Member {
                 Beat::Fenced(code) => {
                     tracing::info!(group = %self.shared.group_id, member = %self.member_id, %code, "fenced by the coordinator; rejoining");
                     self.fence();
-                    failures = 0;
-                    continue;
+                    if !joining {
+                        failures = 0;
+                        continue;
+                    }
+                    // Refused while joining already: do not spin.
+                    failures = failures.saturating_add(1);
+                    backoff.delay(failures).min(self.interval)
                 }
                 Beat::Retry => {
                     failures = failures.saturating_add(1);
-                    self.shared.retry_backoff.min(self.interval)
+                    backoff.delay(failures).min(self.interval)
                 }
             };
             tokio::select! {
