@@ -9,6 +9,7 @@ use baton_testkit::consumer_group as scenario;
 
 use super::{client, create_topic};
 use crate::apache_kafka_util::{single_node, three_nodes};
+use crate::interop_java_util::mixed_group::{self, Strategy};
 use baton::{Admin, NewTopic};
 
 /// Members join one by one and one leaves, with the `uniform` and the `range`
@@ -148,4 +149,20 @@ async fn consumer_protocol_static_member_returns_to_its_partitions() {
         "{report}"
     );
     assert!(report.owned_twice.is_empty(), "{report:?}");
+}
+
+/// A KIP-848 group shared by Baton's `GroupConsumer`s and a Java `KafkaConsumer`
+/// (`group.protocol=consumer`), each side joining first once: every partition to
+/// one member, every record read exactly once, a member's leave taken over at its
+/// commits (see `mixed_group::run`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_group_shared_with_java_consumers() {
+    let kafka = single_node();
+    let _logs = kafka.logs_on_failure();
+    let client = client().await;
+    let bootstrap = kafka.bootstrap().join(",");
+    for java_first in [false, true] {
+        let summary = mixed_group::run(&client, &bootstrap, Strategy::Consumer, java_first).await;
+        eprintln!("Apache Kafka: {summary}");
+    }
 }
