@@ -91,6 +91,10 @@ pub(crate) struct MemberConfig {
     pub(crate) session_timeout: Duration,
     pub(crate) rebalance_timeout: Duration,
     pub(crate) heartbeat_interval: Duration,
+    /// The server-side assignor asked for (consumer protocol only).
+    pub(crate) server_assignor: Option<String>,
+    /// The subscribed topic regular expression (consumer protocol only).
+    pub(crate) topic_regex: Option<String>,
 }
 
 /// Why the stable phase ended.
