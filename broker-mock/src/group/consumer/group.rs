@@ -93,6 +93,22 @@ impl ConsumerGroup {
         }
     }
 
+    /// The assignor the group uses: the one most members ask for (ties by
+    /// name), else `uniform`.
+    pub fn assignor_name(&self) -> String {
+        let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
+        for m in self.members.values() {
+            if let Some(a) = &m.sub.server_assignor {
+                *votes.entry(a.as_str()).or_default() += 1;
+            }
+        }
+        votes
+            .iter()
+            .max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n)))
+            .map(|(n, _)| (*n).to_owned())
+            .unwrap_or_else(|| super::assignor::DEFAULT_ASSIGNOR.to_owned())
+    }
+
     /// Replaces a member's current assignment, keeping `owners` in step.
     pub fn set_current(&mut self, member_id: &str, current: Current) {
         let Some(m) = self.members.get_mut(member_id) else {

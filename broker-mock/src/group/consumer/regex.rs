@@ -67,7 +67,8 @@ impl Class {
 #[derive(Debug, Clone)]
 enum Node {
     Empty,
-    Set(Class),
+    /// An index into the parser's class table (shared by repetitions).
+    Set(usize),
     Concat(Vec<Node>),
     Alt(Vec<Node>),
     Repeat(Box<Node>, u32, Option<u32>),
@@ -76,6 +77,7 @@ enum Node {
 struct Parser<'a> {
     chars: std::iter::Peekable<std::str::Chars<'a>>,
     depth: usize,
+    classes: Vec<Class>,
 }
 
 fn digit() -> Vec<(char, char)> {
@@ -89,6 +91,11 @@ fn space() -> Vec<(char, char)> {
 }
 
 impl Parser<'_> {
+    fn set(&mut self, c: Class) -> Node {
+        self.classes.push(c);
+        Node::Set(self.classes.len() - 1)
+    }
+
     fn alt(&mut self) -> Result<Node, RegexError> {
         let mut branches = vec![self.concat()?];
         while self.chars.peek() == Some(&'|') {
@@ -208,13 +215,16 @@ impl Parser<'_> {
             }
             '*' | '+' | '?' | '{' => err("missing argument to repetition operator"),
             '^' | '$' => Ok(Node::Empty),
-            '.' => Ok(Node::Set(Class {
+            '.' => Ok(self.set(Class {
                 ranges: vec![('\n', '\n')],
                 negated: true,
             })),
             '[' => self.class(),
-            '\\' => Ok(Node::Set(self.escape()?)),
-            c => Ok(Node::Set(Class::one(c))),
+            '\\' => {
+                let c = self.escape()?;
+                Ok(self.set(c))
+            }
+            c => Ok(self.set(Class::one(c))),
         }
     }
 
@@ -288,13 +298,13 @@ impl Parser<'_> {
                 ranges.push((lo, lo));
             }
         }
-        Ok(Node::Set(Class { ranges, negated }))
+        Ok(self.set(Class { ranges, negated }))
     }
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 enum Inst {
-    Set(Class),
+    Set(usize),
     Split(usize, usize),
     Jmp(usize),
     Match,
@@ -316,7 +326,7 @@ impl Compiler {
     fn node(&mut self, n: &Node) -> Result<(), RegexError> {
         match n {
             Node::Empty => Ok(()),
-            Node::Set(c) => self.push(Inst::Set(c.clone())).map(drop),
+            Node::Set(c) => self.push(Inst::Set(*c)).map(drop),
             Node::Concat(items) => items.iter().try_for_each(|i| self.node(i)),
             Node::Alt(branches) => {
                 let mut jumps = Vec::new();
@@ -371,6 +381,7 @@ impl Compiler {
 #[derive(Debug, Clone)]
 pub struct TopicRegex {
     prog: Vec<Inst>,
+    classes: Vec<Class>,
 }
 
 impl TopicRegex {
@@ -382,6 +393,7 @@ impl TopicRegex {
         let mut p = Parser {
             chars: pattern.chars().peekable(),
             depth: 0,
+            classes: Vec::new(),
         };
         let ast = p.alt()?;
         if p.chars.next().is_some() {
@@ -390,7 +402,10 @@ impl TopicRegex {
         let mut c = Compiler { prog: Vec::new() };
         c.node(&ast)?;
         c.push(Inst::Match)?;
-        Ok(TopicRegex { prog: c.prog })
+        Ok(TopicRegex {
+            prog: c.prog,
+            classes: p.classes,
+        })
     }
 
     /// Whether the whole of `name` matches.
@@ -404,8 +419,8 @@ impl TopicRegex {
             seen.iter_mut().for_each(|s| *s = false);
             next.clear();
             for &pc in &current {
-                if let Inst::Set(class) = &self.prog[pc] {
-                    if class.matches(c) {
+                if let Inst::Set(class) = self.prog[pc] {
+                    if self.classes[class].matches(c) {
                         self.add(&mut next, &mut seen, pc + 1);
                     }
                 }

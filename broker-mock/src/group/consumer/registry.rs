@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use baton_protocol::primitives::Uuid;
 use baton_protocol::ErrorCode;
 
-use super::assignor::{self, AssignorMember, ASSIGNORS, DEFAULT_ASSIGNOR};
+use super::assignor::{self, AssignorMember, ASSIGNORS};
 use super::group::{metadata_hash, Catalog, ConsumerGroup};
 use super::member::{
     Assignment, Current, Member, MemberState, Subscription, LEAVE_EPOCH, LEAVE_STATIC_EPOCH,
@@ -889,17 +889,7 @@ fn update_target(
     catalog: &Catalog,
     matcher: &dyn Fn(&str, &str) -> bool,
 ) -> Vec<ConsumerRecord> {
-    let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
-    for m in g.members.values() {
-        if let Some(a) = &m.sub.server_assignor {
-            *votes.entry(a.as_str()).or_default() += 1;
-        }
-    }
-    let name = votes
-        .iter()
-        .max_by_key(|(n, c)| (**c, std::cmp::Reverse(**n)))
-        .map(|(n, _)| (*n).to_owned())
-        .unwrap_or_else(|| DEFAULT_ASSIGNOR.to_owned());
+    let name = g.assignor_name();
     let mut partitions: BTreeMap<Uuid, i32> = BTreeMap::new();
     let mut input: BTreeMap<String, AssignorMember> = BTreeMap::new();
     for (id, m) in &g.members {
