@@ -1,18 +1,151 @@
 //! Baton's `GroupConsumer` on the consumer rebalance protocol (KIP-848,
-//! `GroupProtocol::Consumer`) against baton-broker: a broker without
+//! `GroupProtocol::Consumer`) against baton-broker: the scenarios of
+//! `baton_testkit::consumer_group` (the same ones run against Apache Kafka in
+//! `tests/interop_suite/apache_kafka/consumer_group.rs`) on one broker, and the
+//! coordinator node killed in a 3-node `Cluster`; a broker without
 //! ConsumerGroupHeartbeat.
 
 use std::time::Duration;
 
 use baton::connection::ConnectionError;
-use baton::{ClientError, GroupConsumer, GroupError, GroupProtocol};
+use baton::{Admin, Client, ClientError, GroupConsumer, GroupError, GroupProtocol, NewTopic};
+use baton_broker::{Broker, BrokerConfig, BrokerHandle, Cluster};
 use baton_protocol::envelope;
 use baton_protocol::messages::{ApiVersionsRequest, ConsumerGroupHeartbeatRequest};
 use baton_protocol::Message;
 use baton_testkit::client::create_topic;
+use baton_testkit::consumer_group as scenario;
 use baton_testkit::proxy::{Proxied, ProxyState};
 use baton_testkit::topic_name;
 use bytes::Bytes;
+
+/// An in-memory broker whose consumer groups heartbeat every 500 ms (Kafka's
+/// default, 5 s, would only slow the scenarios down), and a client on it.
+async fn broker_and_client() -> (BrokerHandle, Client) {
+    let mut config = BrokerConfig::in_memory();
+    config.groups.consumer_heartbeat_interval_ms = 500;
+    config.groups.consumer_session_timeout_ms = 10_000;
+    let broker = Broker::start(config).await.expect("broker starts");
+    let client = Client::builder([broker.bootstrap()])
+        .client_id("baton-k848-tests")
+        .build()
+        .await
+        .expect("client connects");
+    (broker, client)
+}
+
+fn assert_clean(what: &str, report: &scenario::Report) {
+    assert_eq!(
+        (
+            report.lost,
+            report.duplicated,
+            report.unexpected,
+            report.partitions_lost
+        ),
+        (0, 0, 0, 0),
+        "{what}: {report}"
+    );
+    assert!(report.owned_twice.is_empty(), "{what}: {report:?}");
+}
+
+/// Members join one by one and one leaves, with the `uniform` and the `range`
+/// assignor: no partition owned twice or lost, no record lost or read twice, and a
+/// later member resumes at the commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_members_join_and_leave_without_loss_or_double_ownership() {
+    baton_testkit::init_tracing();
+    let (_broker, client) = broker_and_client().await;
+    for assignor in ["uniform", "range"] {
+        let topic = create_topic(&client, "k848", 6).await;
+        let report = scenario::members_join_and_leave(&client, &topic, 6, Some(assignor)).await;
+        eprintln!("baton-broker, KIP-848 group, {assignor} assignor: {report}");
+        assert_clean(assignor, &report);
+        assert!(
+            report.revoked > 0,
+            "{assignor}: rebalances happened: {report}"
+        );
+    }
+}
+
+/// A member that stops calling `recv` during a rebalance is fenced after its
+/// rebalance timeout, sees its partitions lost before returning any further
+/// record of them, rejoins at epoch 0 and gets a share again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_fenced_member_loses_its_partitions_and_rejoins() {
+    baton_testkit::init_tracing();
+    let (_broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "k848-fenced", 4).await;
+    let report = scenario::fenced_member_loses_its_partitions_and_rejoins(&client, &topic, 4).await;
+    eprintln!("baton-broker, KIP-848 group, fenced member: {report}");
+    assert_eq!((report.lost, report.unexpected), (0, 0), "{report}");
+    assert_eq!(
+        report.partitions_lost, 4,
+        "member 0 lost all it owned: {report}"
+    );
+    assert!(report.duplicated <= 60, "{report}");
+}
+
+/// Two members subscribed by a regular expression share exactly the matching
+/// topics.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_regex_subscription_gets_the_matching_topics() {
+    baton_testkit::init_tracing();
+    let (_broker, client) = broker_and_client().await;
+    let base = topic_name("k848-re");
+    let topics = [format!("{base}-x"), format!("{base}-y")];
+    let admin = Admin::new(&client);
+    for t in &topics {
+        admin.create_topic(t.clone(), 2, 1).await.expect("topic");
+    }
+    create_topic(&client, "k848-other", 2).await;
+    let report = scenario::regex_subscription(&client, &format!("{base}-.*"), &topics, 2).await;
+    eprintln!("baton-broker, KIP-848 group, regex subscription: {report}");
+    assert_clean("regex", &report);
+}
+
+/// A static member closes (epoch -2) and comes back under its instance id: the
+/// same partitions, no rebalance of the other member.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_static_member_returns_to_its_partitions() {
+    baton_testkit::init_tracing();
+    let (_broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "k848-static", 4).await;
+    let report = scenario::static_member_returns(&client, &topic, 4).await;
+    eprintln!("baton-broker, KIP-848 group, static member: {report}");
+    assert_clean("static", &report);
+}
+
+/// The coordinator node of a 3-node cluster is hard-killed while two members
+/// consume: they find the new coordinator and keep membership and partitions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_protocol_members_keep_membership_when_the_coordinator_node_is_killed() {
+    baton_testkit::init_tracing();
+    let mut cluster = Cluster::builder()
+        .brokers(3)
+        .in_memory()
+        .session_timeout(Duration::from_secs(2))
+        .start()
+        .await
+        .expect("cluster starts");
+    let client = Client::builder(cluster.bootstrap_servers())
+        .client_id("baton-k848-failover")
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .await
+        .expect("client connects");
+    let topic = topic_name("k848-failover");
+    Admin::new(&client)
+        .create_topics([NewTopic::new(topic.clone(), 4, 3).config("min.insync.replicas", "2")])
+        .await
+        .expect("topic created");
+    let (report, killed) = scenario::coordinator_failover(&client, &topic, 4, |node| {
+        cluster.node(node).kill();
+        std::future::ready(())
+    })
+    .await;
+    eprintln!("baton-broker cluster, KIP-848 group, coordinator {killed} killed: {report}");
+    assert_clean("failover", &report);
+}
 
 /// A broker that does not offer ConsumerGroupHeartbeat (the proxy removes it
 /// from ApiVersions, as a Kafka 3.x broker without the new protocol enabled
