@@ -203,3 +203,114 @@ async fn a_broker_without_consumer_group_heartbeat_ends_the_membership_with_a_ty
     drop(consumer);
     setup.shutdown().await;
 }
+
+/// The coordinator answers NOT_COORDINATOR, then COORDINATOR_NOT_AVAILABLE, to
+/// heartbeats of a settled group (the proxy rewrites the responses): the members
+/// look the coordinator up again and keep their membership, epoch and partitions
+/// (no rebalance, nothing lost), as Kafka's consumer does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coordinator_errors_on_heartbeats_keep_the_membership() {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use baton::Producer;
+    use baton_protocol::messages::FindCoordinatorRequest;
+    use baton_protocol::ErrorCode;
+
+    // Heartbeat responses still to turn into coordinator errors.
+    let inject = Arc::new(AtomicUsize::new(0));
+    let injecting = inject.clone();
+    let config = ProxyState {
+        rewrite: Some(Box::new(move |ex, frame| {
+            if ex.api_key != ConsumerGroupHeartbeatRequest::API_KEY {
+                return frame;
+            }
+            let Ok(left) =
+                injecting.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            else {
+                return frame;
+            };
+            let (header, mut resp) = envelope::decode_response::<ConsumerGroupHeartbeatRequest>(
+                Bytes::copy_from_slice(&frame),
+                ex.version,
+            )
+            .expect("ConsumerGroupHeartbeat response");
+            let code = if left.is_multiple_of(2) {
+                ErrorCode::NotCoordinator
+            } else {
+                ErrorCode::CoordinatorNotAvailable
+            };
+            resp.error_code = code.code();
+            resp.assignment = None;
+            envelope::encode_response::<ConsumerGroupHeartbeatRequest>(
+                header.correlation_id,
+                ex.version,
+                &resp,
+            )
+            .expect("encodes")[4..]
+                .to_vec()
+        })),
+        ..ProxyState::default()
+    };
+    let setup = Proxied::start("baton-k848-coordinator-errors", config).await;
+    let client = setup.client.clone();
+    let topic = create_topic(&client, "k848-coord-errors", 4).await;
+    let group = topic_name("k848-coord-errors");
+    let history = Arc::new(scenario::History::default());
+    let m0 = scenario::Member::start(
+        scenario::member_builder(&client, &group, &topic),
+        0,
+        &history,
+    )
+    .await;
+    let m1 = scenario::Member::start(
+        scenario::member_builder(&client, &group, &topic),
+        1,
+        &history,
+    )
+    .await;
+    let producer = Producer::builder(&client).build();
+    let mut expected = BTreeMap::new();
+    scenario::produce(&producer, &topic, 4, 40, &mut expected).await;
+    let within = Duration::from_secs(60);
+    scenario::wait_until(&history, within, "two members settled, 40 read", |h| {
+        let owners = h.owners();
+        h.distinct() >= 40 && owners.len() == 2 && owners.values().all(|o| o.len() == 2)
+    })
+    .await;
+    let owners = history.owners();
+    let revoked = history.revoked();
+    let lookups = |setup: &Proxied| {
+        setup
+            .state
+            .lock()
+            .unwrap()
+            .api_keys
+            .iter()
+            .filter(|&&k| k == FindCoordinatorRequest::API_KEY)
+            .count()
+    };
+    let lookups_before = lookups(&setup);
+    inject.store(6, Ordering::SeqCst);
+    scenario::wait_until(&history, within, "the injected errors answered", |_| {
+        inject.load(Ordering::SeqCst) == 0
+    })
+    .await;
+    scenario::produce(&producer, &topic, 4, 40, &mut expected).await;
+    producer.close().await;
+    scenario::wait_until(&history, within, "80 read", |h| h.distinct() >= 80).await;
+    // A few more heartbeats on the coordinator found again.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        lookups(&setup) > lookups_before,
+        "the members looked the coordinator up again"
+    );
+    assert_eq!(history.owners(), owners, "the same partitions throughout");
+    assert_eq!(history.revoked(), revoked, "no rebalance");
+    m0.stop().await;
+    m1.stop().await;
+    let report = history.check(&expected);
+    assert_clean("coordinator errors", &report);
+    setup.shutdown().await;
+}
