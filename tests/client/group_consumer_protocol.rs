@@ -5,13 +5,21 @@
 //! coordinator node killed in a 3-node `Cluster`; a broker without
 //! ConsumerGroupHeartbeat.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use baton::connection::ConnectionError;
-use baton::{Admin, Client, ClientError, GroupConsumer, GroupError, GroupProtocol, NewTopic};
+use baton::{
+    Admin, Client, ClientError, GroupConsumer, GroupError, GroupProtocol, NewTopic, Producer,
+};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle, Cluster};
 use baton_protocol::envelope;
-use baton_protocol::messages::{ApiVersionsRequest, ConsumerGroupHeartbeatRequest};
+use baton_protocol::messages::{
+    ApiVersionsRequest, ConsumerGroupHeartbeatRequest, FindCoordinatorRequest,
+};
+use baton_protocol::ErrorCode;
 use baton_protocol::Message;
 use baton_testkit::client::create_topic;
 use baton_testkit::consumer_group as scenario;
@@ -204,21 +212,10 @@ async fn a_broker_without_consumer_group_heartbeat_ends_the_membership_with_a_ty
     setup.shutdown().await;
 }
 
-/// The coordinator answers NOT_COORDINATOR, then COORDINATOR_NOT_AVAILABLE, to
-/// heartbeats of a settled group (the proxy rewrites the responses): the members
-/// look the coordinator up again and keep their membership, epoch and partitions
-/// (no rebalance, nothing lost), as Kafka's consumer does.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn coordinator_errors_on_heartbeats_keep_the_membership() {
-    use std::collections::BTreeMap;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-
-    use baton::Producer;
-    use baton_protocol::messages::FindCoordinatorRequest;
-    use baton_protocol::ErrorCode;
-
-    // Heartbeat responses still to turn into coordinator errors.
+/// A broker behind the proxy whose next `n` heartbeat responses (`n` stored in
+/// the returned counter) become NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE,
+/// alternately, after the broker processed the heartbeat.
+async fn proxied_with_heartbeat_errors(client_id: &str) -> (Proxied, Arc<AtomicUsize>) {
     let inject = Arc::new(AtomicUsize::new(0));
     let injecting = inject.clone();
     let config = ProxyState {
@@ -253,7 +250,16 @@ async fn coordinator_errors_on_heartbeats_keep_the_membership() {
         })),
         ..ProxyState::default()
     };
-    let setup = Proxied::start("baton-k848-coordinator-errors", config).await;
+    (Proxied::start(client_id, config).await, inject)
+}
+
+/// The coordinator answers NOT_COORDINATOR, then COORDINATOR_NOT_AVAILABLE, to
+/// heartbeats of a settled group (the proxy rewrites the responses): the members
+/// look the coordinator up again and keep their membership, epoch and partitions
+/// (no rebalance, nothing lost), as Kafka's consumer does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn coordinator_errors_on_heartbeats_keep_the_membership() {
+    let (setup, inject) = proxied_with_heartbeat_errors("baton-k848-coordinator-errors").await;
     let client = setup.client.clone();
     let topic = create_topic(&client, "k848-coord-errors", 4).await;
     let group = topic_name("k848-coord-errors");
@@ -312,5 +318,58 @@ async fn coordinator_errors_on_heartbeats_keep_the_membership() {
     m1.stop().await;
     let report = history.check(&expected);
     assert_clean("coordinator errors", &report);
+    setup.shutdown().await;
+}
+
+/// A member joins while the coordinator's answers to heartbeats are lost (turned
+/// into coordinator errors after the broker processed them), among them those
+/// that carried new epochs and assignments: the members resend their full state
+/// with the epoch they know, and the group still settles with every partition
+/// owned once, nothing lost and nothing read twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rebalance_whose_heartbeat_answers_are_lost_still_settles() {
+    let (setup, inject) = proxied_with_heartbeat_errors("baton-k848-lost-answers").await;
+    let client = setup.client.clone();
+    let topic = create_topic(&client, "k848-lost-answers", 4).await;
+    let group = topic_name("k848-lost-answers");
+    let history = Arc::new(scenario::History::default());
+    let producer = Producer::builder(&client).build();
+    let mut expected = BTreeMap::new();
+    let within = Duration::from_secs(60);
+    let m0 = scenario::Member::start(
+        scenario::member_builder(&client, &group, &topic),
+        0,
+        &history,
+    )
+    .await;
+    scenario::produce(&producer, &topic, 4, 40, &mut expected).await;
+    scenario::wait_until(&history, within, "member 0 alone, 40 read", |h| {
+        h.distinct() >= 40 && h.owners().get(&0).map(|o| o.len()) == Some(4)
+    })
+    .await;
+    inject.store(8, Ordering::SeqCst);
+    let m1 = scenario::Member::start(
+        scenario::member_builder(&client, &group, &topic),
+        1,
+        &history,
+    )
+    .await;
+    scenario::produce(&producer, &topic, 4, 40, &mut expected).await;
+    producer.close().await;
+    scenario::wait_until(&history, within, "two members settled, 80 read", |h| {
+        let owners = h.owners();
+        h.distinct() >= 80 && owners.len() == 2 && owners.values().all(|o| o.len() == 2)
+    })
+    .await;
+    assert_eq!(
+        inject.load(Ordering::SeqCst),
+        0,
+        "every injected error was answered"
+    );
+    m0.stop().await;
+    m1.stop().await;
+    let report = history.check(&expected);
+    eprintln!("baton-broker, KIP-848 group, lost heartbeat answers: {report}");
+    assert_clean("lost heartbeat answers", &report);
     setup.shutdown().await;
 }
