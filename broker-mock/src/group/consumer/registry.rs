@@ -285,7 +285,7 @@ impl ConsumerGroups {
                 if hb.topic_names.is_none() && hb.topic_regex.is_none() {
                     return refuse(
                         Bad,
-                        "SubscribedTopicNames or SubscribedTopicRegex must be set in first request.",
+                        "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
                     );
                 }
             }
@@ -297,10 +297,9 @@ impl ConsumerGroups {
             e if e < LEAVE_STATIC_EPOCH => return refuse(Bad, "MemberEpoch is invalid."),
             _ => {}
         }
-        if let Some(re) = &hb.topic_regex {
-            if re.is_empty() {
-                return refuse(Bad, "SubscribedTopicRegex must not be empty.");
-            }
+        // An empty regex (what librdkafka sends without one) or name list
+        // subscribes to nothing, as Kafka accepts it.
+        if let Some(re) = hb.topic_regex.as_deref().filter(|r| !r.is_empty()) {
             self.regex(re)?;
         }
         if let Some(a) = &hb.server_assignor {
@@ -611,7 +610,7 @@ impl ConsumerGroups {
             sub.topic_names = names;
         }
         if let Some(re) = &hb.topic_regex {
-            sub.topic_regex = Some(re.clone());
+            sub.topic_regex = (!re.is_empty()).then(|| re.clone());
         }
         if hb.server_assignor.is_some() {
             sub.server_assignor = hb.server_assignor.clone();

@@ -407,6 +407,11 @@ fn regex_subscriptions_follow_topics() {
     j.topic_regex = Some("pay.*|ord.rs".into());
     let ans = ok(g.heartbeat(&j, &catalog(), Ok(()), 0));
     assert_eq!(count(&ans.assignment.unwrap()), 8);
+    // An empty regex beside names means no regex (librdkafka sends one).
+    let mut j = join("b", &["payments"]);
+    j.topic_regex = Some(String::new());
+    ok(g.heartbeat(&j, &catalog(), Ok(()), 1));
+    assert_eq!(g.get("g").unwrap().members["b"].sub.topic_regex, None);
 }
 
 #[test]
