@@ -71,6 +71,10 @@ pub struct BrokerConfig {
     /// `transaction.state.log.num.partitions`); `None`, the default, gives it as
     /// many as `__consumer_offsets` (`groups.offsets_topic_partitions`).
     pub transaction_state_partitions: Option<i32>,
+    /// The log cleaner (compaction of `cleanup.policy=compact` topics): Kafka's
+    /// `log.cleaner.*` settings. Its memory bound is
+    /// [`BrokerLimits::cleaner_dedupe_buffer_bytes`](crate::BrokerLimits).
+    pub cleaner: crate::log::compaction::CleanerConfig,
 }
 
 impl Default for BrokerConfig {
@@ -94,6 +98,7 @@ impl Default for BrokerConfig {
             extra_listeners: Vec::new(),
             transaction_max_timeout_ms: 15 * 60 * 1000,
             transaction_state_partitions: None,
+            cleaner: Default::default(),
         }
     }
 }
@@ -206,6 +211,12 @@ impl BrokerConfig {
     /// Sets the index interval.
     pub fn with_index_interval_bytes(mut self, n: u32) -> Self {
         self.index_interval_bytes = n;
+        self
+    }
+
+    /// Sets the log cleaner's settings.
+    pub fn with_cleaner(mut self, cleaner: crate::CleanerConfig) -> Self {
+        self.cleaner = cleaner;
         self
     }
 }

@@ -27,6 +27,7 @@
 //! producer state) are crate-private; `docs/ARCHITECTURE.md` maps them.
 
 pub(crate) mod acl;
+mod cleaner;
 mod clock;
 pub mod cluster;
 pub(crate) mod config;
@@ -64,6 +65,7 @@ pub use error::{BrokerError, LogError};
 pub use inter_node::InterNodeSecurity;
 pub use limits::BrokerLimits;
 pub use listener_config::{ListenerConfig, MAX_LISTENER_NAME};
+pub use log::compaction::{CleanerConfig, TopicCleaning};
 pub use log::Log;
 pub use partition::Partition;
 pub use producer_state::ProducerLimits;

@@ -106,6 +106,7 @@ fn limits() -> BrokerLimits {
         max_transactional_ids: 50,
         max_partitions_per_transaction: 100,
         max_pending_txn_offsets: 200,
+        cleaner_dedupe_buffer_bytes: 1 << 20,
     }
 }
 

@@ -20,6 +20,8 @@ use bytes::Bytes;
 use super::header::{frame_len, validate, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
 use crate::error::LogError;
 
+mod swap;
+
 const INDEX_ENTRY: usize = 8;
 
 /// Why recovery cut a segment, how many bytes it cut, and whether a valid batch
@@ -162,6 +164,7 @@ impl Segment {
         base: i64,
         min_offset: i64,
         interval: u32,
+        gaps: bool,
     ) -> Result<(Segment, Option<Cut>), LogError> {
         let (path, index_path) = segment_paths(dir, base);
         let file = open_rw(&path)?;
@@ -220,7 +223,7 @@ impl Segment {
                 cut = Some(("batch offsets go backwards", left));
                 break;
             }
-            if pos > 0 && h.base_offset != expected {
+            if pos > 0 && h.base_offset != expected && !gaps {
                 cut = Some(("batch offsets skip ahead", left));
                 break;
             }
@@ -399,6 +402,9 @@ pub struct DiskLog {
     segment_bytes: u64,
     index_interval: u32,
     segments: Vec<Segment>,
+    /// Whether offsets may have gaps between batches (a compacted log, or one that
+    /// replicated a compacted leader; see `swap`). Sticky: kept in a marker file.
+    gaps: bool,
 }
 
 impl DiskLog {
@@ -410,6 +416,8 @@ impl DiskLog {
     ) -> Result<(DiskLog, Recovery), LogError> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|e| LogError::io(&dir, e))?;
+        crate::log::swap_files::finish_leftovers(&dir)?;
+        let gaps = crate::log::swap_files::has_gaps_marker(&dir);
         let mut bases = Vec::new();
         for entry in fs::read_dir(&dir).map_err(|e| LogError::io(&dir, e))? {
             let entry = entry.map_err(|e| LogError::io(&dir, e))?;
@@ -445,7 +453,7 @@ impl DiskLog {
                     .get_or_insert("segment overlaps its predecessor");
                 break;
             }
-            let (seg, cut) = Segment::recover(&dir, base, min, index_interval_bytes)?;
+            let (seg, cut) = Segment::recover(&dir, base, min, index_interval_bytes, gaps)?;
             let had_cut = cut.is_some();
             if let Some((reason, bytes, mid_log)) = cut {
                 recovery.truncated_bytes += bytes;
@@ -478,6 +486,7 @@ impl DiskLog {
                 segment_bytes: segment_bytes.max(HEADER_LEN as u64),
                 index_interval: index_interval_bytes,
                 segments,
+                gaps,
             },
             recovery,
         ))
@@ -507,6 +516,9 @@ impl DiskLog {
     }
 
     pub(super) fn append(&mut self, h: BatchHeader, data: Bytes) -> Result<(), LogError> {
+        if h.base_offset > self.end() {
+            self.mark_gaps()?;
+        }
         let len = data.len() as u64;
         let seg_bytes = self.segment_bytes.min(u32::MAX as u64);
         let active = self.active();

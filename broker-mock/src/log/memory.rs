@@ -22,6 +22,9 @@ pub struct MemoryLog {
     start: i64,
     end: i64,
     batches: VecDeque<Stored>,
+    /// Whether offsets may have gaps between batches (compacted, or replicated from
+    /// a compacted leader).
+    gaps: bool,
 }
 
 impl MemoryLog {
@@ -40,6 +43,7 @@ impl MemoryLog {
 
     pub(super) fn append(&mut self, header: BatchHeader, data: Bytes) {
         debug_assert!(header.base_offset >= self.end);
+        self.gaps |= header.base_offset > self.end;
         self.end = header.last_offset + 1;
         self.batches.push_back(Stored { header, data });
     }
@@ -97,6 +101,35 @@ impl MemoryLog {
             }
         }
         best.map(|b| b.data.clone())
+    }
+
+    pub(super) fn has_gaps(&self) -> bool {
+        self.gaps
+    }
+
+    /// Replaces the batches whose base offset is in `from..to` by `batches` (headers
+    /// parsed, in order, within the same range): the cleaner's swap.
+    pub(super) fn replace_range(&mut self, from: i64, to: i64, batches: Vec<(BatchHeader, Bytes)>) {
+        let lo = self
+            .batches
+            .partition_point(|b| b.header.base_offset < from);
+        let hi = self.batches.partition_point(|b| b.header.base_offset < to);
+        let tail = self.batches.split_off(hi);
+        self.batches.truncate(lo);
+        self.batches.extend(
+            batches
+                .into_iter()
+                .map(|(header, data)| Stored { header, data }),
+        );
+        self.batches.extend(tail);
+        self.gaps = true;
+    }
+
+    /// Base offsets of the stored batches in order (the cleaner's range boundaries).
+    pub(super) fn first_base_at_or_after(&self, offset: i64) -> Option<(i64, i64)> {
+        self.batches
+            .get(self.locate(offset))
+            .map(|b| (b.header.base_offset, b.header.last_offset))
     }
 
     pub(super) fn check(&self) -> Result<(), LogError> {

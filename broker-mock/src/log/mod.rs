@@ -7,9 +7,11 @@
 //! on read; the partition does that before serving anything.
 
 pub(crate) mod check;
+pub(crate) mod compaction;
 mod disk;
 pub mod header;
 mod memory;
+pub(crate) mod swap_files;
 
 use bytes::Bytes;
 

@@ -14,6 +14,7 @@
 //! produce, from checks to the `acks=all` wait, and `markers` the transaction
 //! markers and the aborted transactions read_committed fetches report.
 
+mod compact;
 mod corruption;
 mod handle;
 mod markers;

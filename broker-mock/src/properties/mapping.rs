@@ -4,6 +4,9 @@
 //! Node and storage: `node.id` (or `broker.id`; both must agree), `log.dirs` (or
 //! `log.dir`; one directory), `num.partitions`, `auto.create.topics.enable`,
 //! `log.segment.bytes`, `log.index.interval.bytes`,
+//! the log cleaner's `log.cleaner.enable`, `log.cleaner.backoff.ms`,
+//! `log.cleaner.min.cleanable.ratio`, `log.cleaner.delete.retention.ms` and
+//! `log.cleaner.dedupe.buffer.size` (see [`CleanerConfig`](crate::CleanerConfig)),
 //! `group.initial.rebalance.delay.ms`, `offsets.topic.num.partitions`.
 //!
 //! Transactions: `transaction.max.timeout.ms` (longer producer timeouts are
@@ -92,6 +95,11 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "num.partitions",
     "auto.create.topics.enable",
     "log.segment.bytes",
+    "log.cleaner.enable",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.dedupe.buffer.size",
     "log.index.interval.bytes",
     "group.initial.rebalance.delay.ms",
     "offsets.topic.num.partitions",
@@ -146,7 +154,6 @@ pub const ACCEPTED_WITHOUT_EFFECT: &[&str] = &[
     "socket.receive.buffer.bytes",
     "broker.heartbeat.interval.ms",
     "broker.session.timeout.ms",
-    "log.cleaner.enable",
     "log.retention.hours",
     "log.retention.bytes",
     "log.retention.check.interval.ms",
@@ -447,6 +454,23 @@ fn read_entry<'a>(
         "auto.create.topics.enable" => base.auto_create_topics = e.boolean()?,
         "log.segment.bytes" => base.segment_bytes = e.parse_in(1024, u64::from(u32::MAX))?,
         "log.index.interval.bytes" => base.index_interval_bytes = e.parse_in(0, u32::MAX)?,
+        "log.cleaner.enable" => base.cleaner.enable = e.boolean()?,
+        "log.cleaner.backoff.ms" => base.cleaner.backoff_ms = e.parse_in(0, i64::MAX as u64)?,
+        "log.cleaner.delete.retention.ms" => {
+            base.cleaner.delete_retention_ms = e.parse_in(0, i64::MAX)?
+        }
+        "log.cleaner.min.cleanable.ratio" => {
+            base.cleaner.min_cleanable_ratio = e
+                .value
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|r| (0.0..=1.0).contains(r))
+                .ok_or_else(|| e.invalid("expected a ratio between 0 and 1"))?
+        }
+        "log.cleaner.dedupe.buffer.size" => {
+            base.limits.cleaner_dedupe_buffer_bytes = e.parse_in(1 << 16, usize::MAX)?
+        }
         "group.initial.rebalance.delay.ms" => {
             base.groups.initial_rebalance_delay_ms = e.parse_in(0, i64::from(i32::MAX))?
         }
