@@ -38,6 +38,8 @@ pub struct ClusterBuilder {
     metadata_fetch_max_bytes: i32,
     network_proxies: bool,
     scrub_bytes_per_sec: u64,
+    /// Every node's log cleaner settings (`None`: the broker default).
+    cleaner: Option<crate::CleanerConfig>,
     limits: crate::limits::BrokerLimits,
     authorizer: Option<crate::acl::AuthorizerConfig>,
     /// A further listener every node gets (its address set per node).
@@ -70,6 +72,7 @@ impl Default for ClusterBuilder {
             limits: crate::limits::BrokerLimits::default(),
             network_proxies: true,
             scrub_bytes_per_sec: 0,
+            cleaner: None,
             authorizer: None,
             client_listener: None,
             inter_node: None,
@@ -237,6 +240,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Every node's log cleaner (compaction) settings; see
+    /// [`CleanerConfig`](crate::CleanerConfig).
+    pub fn cleaner(mut self, cleaner: crate::CleanerConfig) -> Self {
+        self.cleaner = Some(cleaner);
+        self
+    }
+
     /// Resource limits of the controller (partitions, topics) and of every node
     /// (groups, producers, connections); see [`BrokerLimits`](crate::BrokerLimits).
     pub fn limits(mut self, limits: crate::limits::BrokerLimits) -> Self {
@@ -325,6 +335,9 @@ impl ClusterBuilder {
             opts.corruption_log = corruption_log.clone();
             if let Some(n) = self.segment_bytes {
                 opts.broker.segment_bytes = n;
+            }
+            if let Some(c) = &self.cleaner {
+                opts.broker.cleaner = c.clone();
             }
             if let Some(s) = &self.inter_node {
                 opts.broker.security = s.listener.clone();
