@@ -10,6 +10,7 @@ Usage:
     kafka_python_client.py produce-keyed    BOOTSTRAP TOPIC SEED COUNT
     kafka_python_client.py group-member     BOOTSTRAP TOPIC GROUP NAME
     kafka_python_client.py auth-check       BOOTSTRAP
+    kafka_python_client.py read-table       BOOTSTRAP TOPIC END
 
 With `INTEROP_SECURITY_PROTOCOL` and the other variables of `records.Security`
 set, every client connects with them (SASL_SSL, `ssl_check_hostname` on);
@@ -258,6 +259,40 @@ def consume(bootstrap, topic, seed, count, partitions):
     return checker.finish("kafka-python", {"end_offsets": ends})
 
 
+def read_table(bootstrap, topic, end):
+    """Reads partition 0 of TOPIC from its beginning until the position reaches
+    END (offsets may skip: a compacted topic); prints the offset, key and value of
+    every record, keys and values as the integers they spell (-1 for a null
+    value, a tombstone)."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        client_id="interop-kafka-python-table",
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        request_timeout_ms=30000,
+        **security(),
+    )
+    offsets, keys, values = [], [], []
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        deadline = records.Deadline(TIMEOUT_S)
+        while consumer.position(tp) < end and not deadline.expired():
+            for msgs in consumer.poll(timeout_ms=500, max_records=1000).values():
+                for m in msgs:
+                    offsets.append(m.offset)
+                    keys.append(int(m.key))
+                    values.append(-1 if m.value is None else int(m.value))
+        position = consumer.position(tp)
+    finally:
+        consumer.close()
+    records.emit({"client": "kafka-python", "ok": position >= end, "position": position,
+                  "offsets": offsets, "keys": keys, "values": values})
+    return 0
+
+
 def producer_for_tests(bootstrap, client_id):
     return KafkaProducer(
         bootstrap_servers=bootstrap,
@@ -384,6 +419,8 @@ def main(argv):
         return produce_numbered(bootstrap, argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
     if cmd == "produce-keyed":
         return produce_keyed(bootstrap, argv[3], int(argv[4]), int(argv[5]))
+    if cmd == "read-table":
+        return read_table(bootstrap, argv[3], int(argv[4]))
     if cmd == "group-member":
         return group_member(bootstrap, argv[3], argv[4], argv[5])
     if cmd in ("produce", "consume"):

@@ -198,3 +198,105 @@ async fn a_compacted_topic_keeps_the_latest_record_of_each_key_at_its_offset() {
     assert_eq!(read_all(&mut c, &keep).await, before);
     broker.shutdown().await;
 }
+
+/// Records in partition 0 of `topic` (any key and value), fetched from offset 0.
+async fn count_records(c: &mut Client, topic: &str) -> usize {
+    let mut n = 0;
+    let mut at = 0;
+    loop {
+        let resp = c.call(&fetch_req(topic, 0, at, 0, 0), 12).await;
+        let p = &resp.responses[0].partitions[0];
+        assert_eq!(p.error_code, 0, "fetch at {at}");
+        if at >= p.high_watermark {
+            return n;
+        }
+        for batch in baton_protocol::record::batches(p.records.clone().unwrap_or_default()) {
+            let batch: RecordBatch = batch.unwrap();
+            batch.verify_crc().unwrap();
+            n += batch.records().unwrap().count();
+            at = batch.last_offset() + 1;
+        }
+    }
+}
+
+#[tokio::test]
+async fn consumer_offsets_are_compacted_and_reload_after_a_restart() {
+    use baton_protocol::messages::*;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = BrokerConfig::on_disk(dir.path())
+        .with_segment_bytes(1024)
+        .with_cleaner(cleaner());
+    cfg.groups.offsets_topic_partitions = 1;
+    let broker = Broker::start(cfg.clone()).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c, "t", 2).await;
+    let commit = |o: i64| OffsetCommitRequest {
+        group_id: "g".into(),
+        generation_id_or_member_epoch: -1,
+        member_id: String::new(),
+        topics: vec![OffsetCommitRequestTopic {
+            name: "t".into(),
+            partitions: (0..2)
+                .map(|p| OffsetCommitRequestPartition {
+                    partition_index: p,
+                    committed_offset: o + p as i64,
+                    committed_leader_epoch: -1,
+                    committed_metadata: Some(String::new()),
+                    ..Default::default()
+                })
+                .collect(),
+        }],
+        ..Default::default()
+    };
+    for o in 0..300 {
+        let r = c.call(&commit(o), 8).await;
+        let codes: Vec<i16> = r.topics[0]
+            .partitions
+            .iter()
+            .map(|p| p.error_code)
+            .collect();
+        assert_eq!(codes, [0, 0]);
+    }
+    // 600 offset records, two keys: the cleaner leaves about one per key (plus the
+    // active segment).
+    for _ in 0..600 {
+        if count_records(&mut c, "__consumer_offsets").await < 60 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let left = count_records(&mut c, "__consumer_offsets").await;
+    assert!(left < 60, "{left} records left");
+    let fetch = OffsetFetchRequest {
+        group_id: "g".into(),
+        topics: Some(vec![OffsetFetchRequestTopic {
+            name: "t".into(),
+            partition_indexes: vec![0, 1],
+        }]),
+        ..Default::default()
+    };
+    let offsets = |r: &OffsetFetchResponse| -> Vec<i64> {
+        r.topics[0]
+            .partitions
+            .iter()
+            .map(|p| p.committed_offset)
+            .collect()
+    };
+    assert_eq!(offsets(&c.call(&fetch, 5).await), [299, 300]);
+    broker.shutdown().await;
+
+    // The coordinator replays the compacted log.
+    let broker = Broker::start(cfg).await.unwrap();
+    let mut c = Client::connect(broker.local_addr()).await;
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        let r = c.call(&fetch, 5).await;
+        if r.error_code == 0 {
+            got = offsets(&r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(got, [299, 300]);
+    broker.shutdown().await;
+}
