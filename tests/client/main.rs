@@ -6,6 +6,7 @@
 mod acl;
 mod admin;
 mod cancellation;
+mod compaction;
 mod compression;
 mod connection;
 mod consumer;
