@@ -71,6 +71,9 @@ pub struct BrokerConfig {
     /// `transaction.state.log.num.partitions`); `None`, the default, gives it as
     /// many as `__consumer_offsets` (`groups.offsets_topic_partitions`).
     pub transaction_state_partitions: Option<i32>,
+    /// Retention defaults for topics that set none, and how often the maintenance
+    /// task applies them (see [`LogRetention`](crate::log::LogRetention)).
+    pub retention: crate::log::LogRetention,
 }
 
 impl Default for BrokerConfig {
@@ -94,6 +97,7 @@ impl Default for BrokerConfig {
             extra_listeners: Vec::new(),
             transaction_max_timeout_ms: 15 * 60 * 1000,
             transaction_state_partitions: None,
+            retention: crate::log::LogRetention::default(),
         }
     }
 }

@@ -10,11 +10,15 @@ pub(crate) mod check;
 mod disk;
 pub mod header;
 mod memory;
+pub mod policy;
+mod retention;
+pub mod start_offset;
 
 use bytes::Bytes;
 
 pub use disk::{locate_batch_in_dir, DiskLog, Recovery};
 pub use memory::MemoryLog;
+pub use policy::{LogRetention, RetentionOutcome, RetentionPolicy};
 
 use crate::error::LogError;
 use header::BatchHeader;
@@ -140,5 +144,7 @@ impl Log {
     }
 }
 
+#[cfg(test)]
+mod retention_tests;
 #[cfg(test)]
 mod tests;
