@@ -42,7 +42,7 @@ mod inter_node;
 pub(crate) mod limits;
 mod listener_config;
 pub(crate) mod log;
-pub mod maintenance;
+pub(crate) mod maintenance;
 mod node_mode;
 pub(crate) mod partition;
 pub(crate) mod producer_state;
