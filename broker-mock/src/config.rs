@@ -75,6 +75,9 @@ pub struct BrokerConfig {
     /// `log.cleaner.*` settings. Its memory bound is
     /// [`BrokerLimits::cleaner_dedupe_buffer_bytes`](crate::BrokerLimits).
     pub cleaner: crate::log::compaction::CleanerConfig,
+    /// Retention defaults for topics that set none, and how often the maintenance
+    /// task applies them (see [`LogRetention`](crate::log::LogRetention)).
+    pub retention: crate::log::LogRetention,
 }
 
 impl Default for BrokerConfig {
@@ -99,6 +102,7 @@ impl Default for BrokerConfig {
             transaction_max_timeout_ms: 15 * 60 * 1000,
             transaction_state_partitions: None,
             cleaner: Default::default(),
+            retention: crate::log::LogRetention::default(),
         }
     }
 }

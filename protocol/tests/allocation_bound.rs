@@ -181,7 +181,9 @@ macro_rules! for_each_message {
             WriteTxnMarkersRequest,
             WriteTxnMarkersResponse,
             DescribeProducersRequest,
-            DescribeProducersResponse
+            DescribeProducersResponse,
+            DeleteRecordsRequest,
+            DeleteRecordsResponse
         )
     };
 }

@@ -10,6 +10,7 @@ mod compaction;
 mod compression;
 mod connection;
 mod consumer;
+mod delete_records;
 mod group;
 mod group_failover;
 mod group_interop;

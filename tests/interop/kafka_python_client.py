@@ -4,6 +4,7 @@ Usage:
     kafka_python_client.py create-topic BOOTSTRAP TOPIC PARTITIONS
     kafka_python_client.py delete-topic BOOTSTRAP TOPIC
     kafka_python_client.py list-topics  BOOTSTRAP
+    kafka_python_client.py delete-records BOOTSTRAP TOPIC PARTITION OFFSET
     kafka_python_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION [idempotent]]
     kafka_python_client.py consume      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
     kafka_python_client.py produce-numbered BOOTSTRAP TOPIC PARTITIONS FIRST COUNT
@@ -145,6 +146,24 @@ def delete_topic(bootstrap, topic):
         print("delete_topics returned errors: %r" % (errors,), file=sys.stderr)
         return 1
     records.emit({"client": "kafka-python", "deleted": topic})
+    return 0
+
+
+def delete_records(bootstrap, topic, partition, offset):
+    """DeleteRecords of one partition below OFFSET (-1: the high watermark) through
+    the admin client; reports the low watermark or the error's name."""
+    from kafka import TopicPartition
+
+    client = admin(bootstrap)
+    low, error = -1, ""
+    try:
+        result = client.delete_records({TopicPartition(topic, partition): offset}, timeout_ms=30000)
+        low = result[TopicPartition(topic, partition)]["low_watermark"]
+    except KafkaError as e:
+        error = type(e).__name__
+    finally:
+        client.close()
+    records.emit({"client": "kafka-python", "low_watermark": low, "error": error})
     return 0
 
 
@@ -411,6 +430,8 @@ def main(argv):
         return create_topic(bootstrap, argv[3], int(argv[4]))
     if cmd == "delete-topic":
         return delete_topic(bootstrap, argv[3])
+    if cmd == "delete-records":
+        return delete_records(bootstrap, argv[3], int(argv[4]), int(argv[5]))
     if cmd == "list-topics":
         return list_topics(bootstrap)
     if cmd == "auth-check":

@@ -41,6 +41,8 @@ pub struct ClusterBuilder {
     /// Every node's log cleaner settings (`None`: the broker default).
     cleaner: Option<crate::CleanerConfig>,
     limits: crate::limits::BrokerLimits,
+    /// Every node's retention defaults and maintenance interval.
+    retention: crate::log::LogRetention,
     authorizer: Option<crate::acl::AuthorizerConfig>,
     /// A further listener every node gets (its address set per node).
     client_listener: Option<ListenerConfig>,
@@ -70,6 +72,7 @@ impl Default for ClusterBuilder {
             truncation_mode: TruncationMode::FetchDivergingEpoch,
             metadata_fetch_max_bytes: 1 << 20,
             limits: crate::limits::BrokerLimits::default(),
+            retention: crate::log::LogRetention::default(),
             network_proxies: true,
             scrub_bytes_per_sec: 0,
             cleaner: None,
@@ -177,6 +180,13 @@ impl ClusterBuilder {
     /// Segment roll size of every node's logs.
     pub fn segment_bytes(mut self, n: u64) -> Self {
         self.segment_bytes = Some(n);
+        self
+    }
+
+    /// Sets every node's retention defaults and how often its maintenance task
+    /// applies retention (see [`LogRetention`](crate::LogRetention)).
+    pub fn retention(mut self, retention: crate::log::LogRetention) -> Self {
+        self.retention = retention;
         self
     }
 
@@ -312,6 +322,7 @@ impl ClusterBuilder {
             opts.broker.data_dir = self.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
             opts.broker.default_num_partitions = self.default_num_partitions;
             opts.broker.limits = self.limits.clone();
+            opts.broker.retention = self.retention;
             opts.broker.authorizer = self.authorizer.clone().map(|mut a| {
                 let inter_broker = self.inter_node.as_ref().and_then(|s| s.principal());
                 if let Some(p) = inter_broker.filter(|p| !a.super_users.contains(p)) {

@@ -93,6 +93,7 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<EndTxnRequest>(),
         entry::<DescribeTransactionsRequest>(),
         entry::<ListTransactionsRequest>(),
+        entry::<baton_protocol::messages::DeleteRecordsRequest>(),
     ]
 }
 

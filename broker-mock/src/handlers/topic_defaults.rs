@@ -51,8 +51,19 @@ pub(crate) fn topic_defaults(state: &BrokerState) -> Vec<Entry> {
             default_min_insync(state).to_string(),
             INT,
         ),
-        ("retention.bytes", "-1".into(), LONG),
-        ("retention.ms", "-1".into(), LONG),
+        (
+            "retention.bytes",
+            c.retention
+                .retention_bytes
+                .map_or(-1, |b| i64::try_from(b).unwrap_or(i64::MAX))
+                .to_string(),
+            LONG,
+        ),
+        (
+            "retention.ms",
+            c.retention.retention_ms.unwrap_or(-1).to_string(),
+            LONG,
+        ),
         ("segment.bytes", c.segment_bytes.to_string(), INT),
         ("unclean.leader.election.enable", "false".into(), BOOLEAN),
     ]

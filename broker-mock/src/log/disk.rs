@@ -405,6 +405,9 @@ pub struct DiskLog {
     /// Whether offsets may have gaps between batches (a compacted log, or one that
     /// replicated a compacted leader; see `swap`). Sticky: kept in a marker file.
     gaps: bool,
+    /// Where reads may begin: at or past the first segment's base, at most the log
+    /// end (see [`super::start_offset`]). Persisted in the partition directory.
+    log_start: i64,
 }
 
 impl DiskLog {
@@ -480,16 +483,23 @@ impl DiskLog {
         if segments.is_empty() {
             segments.push(Segment::create(&dir, 0)?);
         }
-        Ok((
-            DiskLog {
-                dir,
-                segment_bytes: segment_bytes.max(HEADER_LEN as u64),
-                index_interval: index_interval_bytes,
-                segments,
-                gaps,
-            },
-            recovery,
-        ))
+        let stored_start = super::start_offset::read(&dir)?;
+        let mut log = DiskLog {
+            dir,
+            segment_bytes: segment_bytes.max(HEADER_LEN as u64),
+            index_interval: index_interval_bytes,
+            segments,
+            gaps,
+            log_start: 0,
+        };
+        log.log_start = stored_start.unwrap_or(0).max(log.segments[0].base);
+        if log.log_start > log.end() {
+            // Everything below the stored start was deleted, and recovery cut the
+            // rest: the log restarts, empty, at its start (as Kafka's loader does).
+            let start = log.log_start;
+            log.truncate_fully_and_start_at(start)?;
+        }
+        Ok((log, recovery))
     }
 
     /// The directory holding this log.
@@ -503,7 +513,7 @@ impl DiskLog {
     }
 
     pub(super) fn start(&self) -> i64 {
-        self.segments[0].base
+        self.log_start.max(self.segments[0].base)
     }
 
     pub(super) fn end(&self) -> i64 {
@@ -596,7 +606,8 @@ impl DiskLog {
             }
             let base = offset.max(0);
             self.segments.push(Segment::create(&self.dir, base)?);
-            return Ok(());
+            self.log_start = base;
+            return super::start_offset::write(&self.dir, base);
         }
         while self.segments.len() > 1 && self.segments[self.segments.len() - 1].base >= offset {
             let seg = self.segments.pop().expect("more than one segment");
@@ -729,4 +740,105 @@ pub fn locate_batch_in_dir(
         pos += h.total_len as u64;
     }
     Ok(None)
+}
+
+/// What retention needs to know of one segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SegmentInfo {
+    /// The segment's base offset.
+    pub base: i64,
+    /// The offset after its last batch (`base` when empty).
+    pub next: i64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The largest batch max timestamp in it, -1 when empty.
+    pub max_ts: i64,
+}
+
+/// Segment deletion, rolling and the log start offset (see `log/retention.rs`).
+impl DiskLog {
+    /// Every segment, oldest first; the last one is the active segment.
+    pub(super) fn segment_infos(&self) -> Vec<SegmentInfo> {
+        self.segments
+            .iter()
+            .map(|s| SegmentInfo {
+                base: s.base,
+                next: s.next,
+                size: s.size,
+                max_ts: s.max_ts,
+            })
+            .collect()
+    }
+
+    /// The max timestamp of the active segment's first batch, if it has one.
+    pub(super) fn active_first_timestamp(&self) -> Result<Option<i64>, LogError> {
+        let seg = &self.segments[self.segments.len() - 1];
+        if seg.size == 0 {
+            return Ok(None);
+        }
+        Ok(Some(seg.header_at(0)?.max_timestamp))
+    }
+
+    /// Closes the active segment (synced) and starts an empty one at the log end;
+    /// a no-op when the active segment is empty.
+    pub(super) fn roll(&mut self) -> Result<(), LogError> {
+        let end = self.end();
+        let active = self.active();
+        if active.size == 0 {
+            return Ok(());
+        }
+        active
+            .file
+            .sync_data()
+            .map_err(|e| LogError::io(&active.path, e))?;
+        let seg = Segment::create(&self.dir, end)?;
+        self.segments.push(seg);
+        Ok(())
+    }
+
+    /// Deletes the oldest segment (rolling first if it is the only one, so the log
+    /// always has an active segment) and moves the log start to the next segment's
+    /// base if it was below it.
+    pub(super) fn delete_oldest_segment(&mut self) -> Result<(), LogError> {
+        if self.segments.len() == 1 {
+            self.roll()?;
+            if self.segments.len() == 1 {
+                return Ok(());
+            }
+        }
+        let seg = self.segments.remove(0);
+        let next_base = self.segments[0].base;
+        if self.log_start < next_base {
+            self.log_start = next_base;
+            super::start_offset::write(&self.dir, next_base)?;
+        }
+        seg.remove_files()
+    }
+
+    /// Moves the log start offset up to `offset` (at most the log end), persists it,
+    /// and deletes the segments wholly below it (never the active one).
+    pub(super) fn advance_start(&mut self, offset: i64) -> Result<(), LogError> {
+        let offset = offset.min(self.end());
+        if offset > self.log_start {
+            self.log_start = offset;
+            super::start_offset::write(&self.dir, offset)?;
+        }
+        while self.segments.len() > 1 && self.segments[1].base <= self.log_start {
+            let seg = self.segments.remove(0);
+            seg.remove_files()?;
+        }
+        Ok(())
+    }
+
+    /// Removes every segment and restarts the log, empty, at `offset` (its start
+    /// and end), as a replica does when its leader's log starts past its own end.
+    pub(super) fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
+        for seg in self.segments.drain(..) {
+            seg.remove_files()?;
+        }
+        let base = offset.max(0);
+        self.segments.push(Segment::create(&self.dir, base)?);
+        self.log_start = base;
+        super::start_offset::write(&self.dir, base)
+    }
 }

@@ -79,7 +79,8 @@ impl MemoryLog {
         }
         let keep = self.locate(offset);
         if let Some(first_removed) = self.batches.get(keep) {
-            self.end = first_removed.header.base_offset;
+            // `offset` may fall in a gap of a compacted log, before the batch.
+            self.end = first_removed.header.base_offset.min(offset);
             self.batches.truncate(keep);
         } else {
             self.end = self.end.min(offset);
@@ -134,5 +135,48 @@ impl MemoryLog {
 
     pub(super) fn check(&self) -> Result<(), LogError> {
         Ok(())
+    }
+}
+
+/// Retention and the log start offset (see `log/retention.rs`): in memory each batch
+/// is its own segment.
+impl MemoryLog {
+    /// Every batch as (the offset after it, size in bytes, max timestamp), oldest
+    /// first.
+    pub(super) fn batch_infos(&self) -> impl Iterator<Item = (i64, u64, i64)> + '_ {
+        self.batches.iter().map(|b| {
+            (
+                b.header.last_offset + 1,
+                b.data.len() as u64,
+                b.header.max_timestamp,
+            )
+        })
+    }
+
+    /// Drops the oldest batch; the log start moves past it.
+    pub(super) fn delete_oldest_batch(&mut self) {
+        if let Some(b) = self.batches.pop_front() {
+            self.start = self.start.max(b.header.last_offset + 1);
+        }
+    }
+
+    /// Moves the log start up to `offset` (at most the log end) and drops the
+    /// batches wholly below it.
+    pub(super) fn advance_start(&mut self, offset: i64) {
+        self.start = self.start.max(offset.min(self.end));
+        while self
+            .batches
+            .front()
+            .is_some_and(|b| b.header.last_offset < self.start)
+        {
+            self.batches.pop_front();
+        }
+    }
+
+    /// Empties the log and restarts it at `offset`.
+    pub(super) fn truncate_fully_and_start_at(&mut self, offset: i64) {
+        self.batches.clear();
+        self.start = offset.max(0);
+        self.end = self.start;
     }
 }

@@ -17,6 +17,7 @@
 mod compact;
 mod corruption;
 mod handle;
+mod log_start;
 mod markers;
 mod produce;
 mod read;
@@ -24,6 +25,7 @@ mod roles;
 mod state;
 
 pub use handle::Partition;
+pub use log_start::LogStartError;
 pub(crate) use produce::{produce_batch, replication_result, ProduceRecords, ProduceSettings};
 pub use read::{read_verified, ReadError};
 pub(crate) use state::LeaderReport;

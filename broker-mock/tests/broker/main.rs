@@ -18,6 +18,7 @@ mod malformed;
 mod oauth;
 mod produce_in_place;
 mod proxy;
+mod retention;
 mod sasl;
 mod scram_admin;
 mod server;

@@ -318,7 +318,11 @@ impl Log {
         match self {
             Log::Disk(l) => l.cleanable_segments(upto),
             Log::Memory(l) => {
-                let start = l.start();
+                // From the base of the batch holding the log start (which may lie
+                // inside a batch after DeleteRecords).
+                let start = l
+                    .first_base_at_or_after(l.start())
+                    .map_or(l.start(), |(base, _)| base.min(l.start()));
                 let end = match l.first_base_at_or_after(upto) {
                     Some((base, last)) if base < upto && last >= upto => base,
                     Some((base, _)) => base.min(upto),
