@@ -332,3 +332,88 @@ fn keys_are_required_on_compacted_topics() {
     broken[30] ^= 1;
     assert_eq!(check_keys(&broken), Ok(()), "left to the CRC check");
 }
+
+/// A batch at the log end from producer `pid` (transactional when `txn`).
+fn append_from(log: &mut Log, pid: i64, txn: bool, recs: &[(&str, Option<&str>)]) {
+    let mut b = RecordBatchBuilder::new(1_000)
+        .producer(pid, 0, 0)
+        .transactional(txn);
+    for (k, v) in recs {
+        b.push(1_000, Some(k.as_bytes()), v.map(str::as_bytes), &[]);
+    }
+    let mut buf = BytesMut::from(&b.finish()[..]);
+    set_base_offset(&mut buf, log.log_end_offset());
+    log.append(buf.freeze()).unwrap();
+}
+
+fn append_marker(log: &mut Log, pid: i64, commit: bool) {
+    use baton_protocol::record::control::{control_batch, EndTxnMarker};
+    let m = EndTxnMarker {
+        commit,
+        coordinator_epoch: 0,
+    };
+    let mut buf = BytesMut::from(&control_batch(pid, 0, m, 1_000)[..]);
+    set_base_offset(&mut buf, log.log_end_offset());
+    log.append(buf.freeze()).unwrap();
+}
+
+#[test]
+fn transactions_aborted_go_committed_count_open_ones_bound_the_range() {
+    let mut log = Log::memory();
+    append(&mut log, 1_000, &[("a", Some("1")), ("b", Some("1"))]); // 0, 1
+    append_from(&mut log, 5, true, &[("a", Some("aborted"))]); // 2
+    append_marker(&mut log, 5, false); // 3
+    append_from(&mut log, 6, true, &[("b", Some("committed"))]); // 4
+    append_marker(&mut log, 6, true); // 5
+    append(&mut log, 1_000, &[("c", Some("1"))]); // 6
+    append_from(&mut log, 7, true, &[("a", Some("open"))]); // 7: open, the LSO
+    append(&mut log, 1_000, &[("c", Some("2"))]); // 8
+    let mut point = CleanPoint::default();
+    let stats = clean_log(&mut log, 7, &settings(), 1 << 20, NOW, &mut point)
+        .unwrap()
+        .unwrap();
+    assert_eq!(stats.clean_end, 7);
+    let t = table(&log);
+    let kv = |k: &str, v: Option<&str>| (k.to_owned(), v.map(str::to_owned));
+    assert_eq!(
+        t.get(&0),
+        Some(&kv("a", Some("1"))),
+        "an abort supersedes nothing"
+    );
+    assert_eq!(t.get(&1), None, "superseded by the committed b");
+    assert_eq!(t.get(&2), None, "aborted records go");
+    assert_eq!(t.get(&4), Some(&kv("b", Some("committed"))));
+    assert_eq!(
+        t.get(&6),
+        Some(&kv("c", Some("1"))),
+        "c=2 is past the range"
+    );
+    assert_eq!(
+        t.get(&7),
+        Some(&kv("a", Some("open"))),
+        "past the LSO: untouched"
+    );
+    assert_eq!(t.get(&8), Some(&kv("c", Some("2"))));
+    // Producer 5's aborted batch stays, empty, for its producer state; the markers stay.
+    let batches = log.read(0, usize::MAX).unwrap();
+    let bases: Vec<(i64, i64, i32)> = batches
+        .iter()
+        .map(|b| {
+            let b = RecordBatch::parse(b.clone()).unwrap();
+            (b.base_offset(), b.last_offset(), b.record_count())
+        })
+        .collect();
+    assert_eq!(
+        bases,
+        [
+            (0, 1, 1),
+            (2, 2, 0),
+            (3, 3, 1),
+            (4, 4, 1),
+            (5, 5, 1),
+            (6, 6, 1),
+            (7, 7, 1),
+            (8, 8, 1)
+        ]
+    );
+}
