@@ -417,3 +417,35 @@ fn transactions_aborted_go_committed_count_open_ones_bound_the_range() {
         ]
     );
 }
+
+#[test]
+fn the_dirty_ratio_decides_unless_the_max_compaction_lag_passed() {
+    let mut log = Log::memory();
+    fill(&mut log);
+    let mut point = CleanPoint::default();
+    let end = log.log_end_offset();
+    clean_log(&mut log, end, &settings(), 1 << 20, NOW, &mut point)
+        .unwrap()
+        .unwrap();
+    // A little new data: far below a 0.9 dirty ratio.
+    append(&mut log, 5_000, &[("k1", Some("new"))]);
+    let end = log.log_end_offset();
+    let mut s = settings();
+    s.min_cleanable_dirty_ratio = 0.9;
+    s.delete_retention_ms = i64::MAX / 4;
+    assert_eq!(
+        clean_log(&mut log, end, &s, 1 << 20, NOW, &mut point).unwrap(),
+        None
+    );
+    // The dirty batch is older than max.compaction.lag.ms: cleaned anyway.
+    s.max_compaction_lag_ms = NOW - 5_000 - 1;
+    let stats = clean_log(&mut log, end, &s, 1 << 20, NOW, &mut point)
+        .unwrap()
+        .expect("past the max lag");
+    assert_eq!(stats.clean_end, end);
+    assert_eq!(
+        table(&log).values().filter(|(k, _)| k == "k1").count(),
+        1,
+        "the older k1 went"
+    );
+}
