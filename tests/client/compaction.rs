@@ -70,6 +70,17 @@ async fn a_table_is_read_back_from_a_compacted_changelog() {
         if round == 1 {
             let r = ProducerRecord::new(topic.clone()).partition(0).key("k4");
             sent.push(("k4".to_owned(), None, producer.send(r).await.unwrap()));
+            // The log's last batch is never cleaned: end with a key of its own.
+            producer.flush().await;
+            let r = ProducerRecord::new(topic.clone())
+                .partition(0)
+                .key("end")
+                .value("x");
+            sent.push((
+                "end".to_owned(),
+                Some("x".to_owned()),
+                producer.send(r).await.unwrap(),
+            ));
         }
         for (k, v, d) in sent {
             written.insert(d.await.unwrap().offset, (k, v));

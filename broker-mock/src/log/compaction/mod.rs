@@ -17,7 +17,8 @@
 //! The cleanable range of a log ends at the first offset that may not be cleaned:
 //! the last stable offset (so below the high watermark and before any open
 //! transaction), the active segment's base (an in-memory log has no segments: its
-//! whole batches below that bound), and the first batch younger than
+//! whole batches below that bound), the log's last batch (never removed, so that a
+//! reader below the log end always finds a batch) and the first batch younger than
 //! `min.compaction.lag.ms`. A log is cleaned when the bytes written since the last
 //! cleaning (its dirty part) are at least `min.cleanable.dirty.ratio` of the
 //! cleanable range, when its oldest dirty batch is older than
@@ -204,9 +205,11 @@ pub(crate) fn clean_log(
     let mut txn = TxnIndex::new(dedupe_bytes / 2);
     let mut lag_bound = i64::MAX;
     let mut sizes: Vec<(i64, usize, i64)> = Vec::new();
+    let mut last_base = i64::MAX;
     let min_lag_cut = now_ms.saturating_sub(settings.min_compaction_lag_ms);
     each_batch(log, start, end, |data, b| {
         txn.observe(&b)?;
+        last_base = b.base_offset();
         if b.base_offset() < upto {
             if settings.min_compaction_lag_ms > 0 && b.max_timestamp() > min_lag_cut {
                 lag_bound = lag_bound.min(b.base_offset());
@@ -215,7 +218,9 @@ pub(crate) fn clean_log(
         }
         Ok(true)
     })?;
-    let upto = upto.min(lag_bound);
+    // The log's last batch is never cleaned away, so a reader at any offset below
+    // the log end finds a batch at or after it.
+    let upto = upto.min(lag_bound).min(last_base);
     let ranges = log.cleanable_ranges(upto);
     let Some(&(_, mut clean_end)) = ranges.last() else {
         return Ok(None);
