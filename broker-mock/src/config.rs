@@ -71,6 +71,13 @@ pub struct BrokerConfig {
     /// `transaction.state.log.num.partitions`); `None`, the default, gives it as
     /// many as `__consumer_offsets` (`groups.offsets_topic_partitions`).
     pub transaction_state_partitions: Option<i32>,
+    /// The log cleaner (compaction of `cleanup.policy=compact` topics): Kafka's
+    /// `log.cleaner.*` settings. Its memory bound is
+    /// [`BrokerLimits::cleaner_dedupe_buffer_bytes`](crate::BrokerLimits).
+    pub cleaner: crate::log::compaction::CleanerConfig,
+    /// Retention defaults for topics that set none, and how often the maintenance
+    /// task applies them (see [`LogRetention`](crate::log::LogRetention)).
+    pub retention: crate::log::LogRetention,
 }
 
 impl Default for BrokerConfig {
@@ -94,6 +101,8 @@ impl Default for BrokerConfig {
             extra_listeners: Vec::new(),
             transaction_max_timeout_ms: 15 * 60 * 1000,
             transaction_state_partitions: None,
+            cleaner: Default::default(),
+            retention: crate::log::LogRetention::default(),
         }
     }
 }
@@ -206,6 +215,12 @@ impl BrokerConfig {
     /// Sets the index interval.
     pub fn with_index_interval_bytes(mut self, n: u32) -> Self {
         self.index_interval_bytes = n;
+        self
+    }
+
+    /// Sets the log cleaner's settings.
+    pub fn with_cleaner(mut self, cleaner: crate::CleanerConfig) -> Self {
+        self.cleaner = cleaner;
         self
     }
 }

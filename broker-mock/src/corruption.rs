@@ -28,6 +28,8 @@ pub enum Where {
     Recovery,
     /// By the background scrubber.
     Scrubber,
+    /// By the log cleaner (compaction).
+    Cleaner,
 }
 
 impl std::fmt::Display for Where {
@@ -38,6 +40,7 @@ impl std::fmt::Display for Where {
             Where::FollowerAppend => "follower-append",
             Where::Recovery => "recovery",
             Where::Scrubber => "scrubber",
+            Where::Cleaner => "cleaner",
         })
     }
 }

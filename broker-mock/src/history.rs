@@ -31,6 +31,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
+mod compacted;
+
 /// How a produce attempt ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ProduceOutcome {
@@ -61,6 +63,11 @@ pub struct History {
     consumed: BTreeMap<(i32, i64), (u64, u32)>,
     /// Reads of an offset already read with a different record.
     conflicting_reads: u64,
+    /// Keys of records produced to compacted topics, by id (see
+    /// [`History::check_compacted`]).
+    keys: HashMap<u64, Vec<u8>>,
+    /// Acknowledged tombstones of compacted topics: (partition, offset, key).
+    tombstones: Vec<(i32, i64, Vec<u8>)>,
 }
 
 /// The result of [`History::check`].
@@ -89,6 +96,10 @@ pub struct HistoryReport {
     /// [`HistoryReport::passed`]; a non-zero count means the acknowledged offsets were
     /// wrong).
     pub moved: u64,
+    /// Acknowledged, never consumed, and superseded by a later acknowledged record
+    /// (or tombstone) of the same key in the same partition: removed by compaction,
+    /// not lost (only [`History::check_compacted`] counts these).
+    pub compacted: u64,
 }
 
 impl HistoryReport {
@@ -102,7 +113,7 @@ impl fmt::Display for HistoryReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "acked={} failed={} unknown={} consumed={} | lost={} duplicated={} reordered={} corrupted={} | unacked-present={} moved={} => {}",
+            "acked={} failed={} unknown={} consumed={} | lost={} duplicated={} reordered={} corrupted={} | unacked-present={} moved={} compacted={} => {}",
             self.acknowledged,
             self.failed,
             self.unknown,
@@ -113,6 +124,7 @@ impl fmt::Display for HistoryReport {
             self.corrupted,
             self.unacknowledged_present,
             self.moved,
+            self.compacted,
             if self.passed() { "PASS" } else { "FAIL" }
         )
     }

@@ -27,6 +27,7 @@
 //! producer state) are crate-private; `docs/ARCHITECTURE.md` maps them.
 
 pub(crate) mod acl;
+mod cleaner;
 mod clock;
 pub mod cluster;
 pub(crate) mod config;
@@ -42,6 +43,7 @@ mod inter_node;
 pub(crate) mod limits;
 mod listener_config;
 pub(crate) mod log;
+pub(crate) mod maintenance;
 mod node_mode;
 pub(crate) mod partition;
 pub(crate) mod producer_state;
@@ -64,7 +66,9 @@ pub use error::{BrokerError, LogError};
 pub use inter_node::InterNodeSecurity;
 pub use limits::BrokerLimits;
 pub use listener_config::{ListenerConfig, MAX_LISTENER_NAME};
+pub use log::compaction::{CleanerConfig, TopicCleaning};
 pub use log::Log;
+pub use log::LogRetention;
 pub use partition::Partition;
 pub use producer_state::ProducerLimits;
 pub use refusals::RefusedConnections;

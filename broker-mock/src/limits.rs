@@ -34,6 +34,8 @@ pub const DEFAULT_MAX_PARTITIONS_PER_TRANSACTION: usize = 10_000;
 pub const DEFAULT_MAX_ACLS: usize = 10_000;
 /// Default of [`BrokerLimits::max_pending_txn_offsets`].
 pub const DEFAULT_MAX_PENDING_TXN_OFFSETS: usize = 100_000;
+/// Default of [`BrokerLimits::cleaner_dedupe_buffer_bytes`] (Kafka's 128 MiB).
+pub const DEFAULT_CLEANER_DEDUPE_BUFFER_BYTES: usize = 128 << 20;
 /// Default of [`BrokerLimits::max_connections`].
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Default of [`BrokerLimits::max_connections_per_ip`].
@@ -93,6 +95,11 @@ pub struct BrokerLimits {
     /// groups. A TxnOffsetCommit beyond it fails with `POLICY_VIOLATION`; Kafka
     /// has no such ceiling.
     pub max_pending_txn_offsets: usize,
+    /// Most bytes the log cleaner's key map and transaction index hold while
+    /// cleaning one log (Kafka's `log.cleaner.dedupe.buffer.size`, shared there
+    /// among cleaner threads; Baton runs one per node). A log whose keys do not fit
+    /// is cleaned up to where they stopped fitting, the rest in later rounds.
+    pub cleaner_dedupe_buffer_bytes: usize,
 }
 
 impl Default for BrokerLimits {
@@ -110,6 +117,7 @@ impl Default for BrokerLimits {
             max_transactional_ids: DEFAULT_MAX_TRANSACTIONAL_IDS,
             max_partitions_per_transaction: DEFAULT_MAX_PARTITIONS_PER_TRANSACTION,
             max_pending_txn_offsets: DEFAULT_MAX_PENDING_TXN_OFFSETS,
+            cleaner_dedupe_buffer_bytes: DEFAULT_CLEANER_DEDUPE_BUFFER_BYTES,
         }
     }
 }

@@ -170,6 +170,8 @@ impl Broker {
         let state = Arc::new(state);
         let (stop_tx, stop_rx) = watch::channel(false);
         crate::txn::driver::start(&state, &stop_rx);
+        crate::cleaner::start(&state, &stop_rx);
+        crate::maintenance::start(&state, &stop_rx);
         // One limiter for every listener: the limits are the node's.
         let limiter = ConnectionLimiter::new(
             config.limits.max_connections,

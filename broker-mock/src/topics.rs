@@ -51,6 +51,29 @@ impl TopicConfig {
     pub fn index_interval_bytes(&self) -> Option<u32> {
         self.entries.get("index.interval.bytes")?.parse().ok()
     }
+
+    /// `retention.ms`, if set (-1: keep forever).
+    pub fn retention_ms(&self) -> Option<i64> {
+        self.entries.get("retention.ms")?.trim().parse().ok()
+    }
+
+    /// `retention.bytes`, if set (-1: no size limit).
+    pub fn retention_bytes(&self) -> Option<i64> {
+        self.entries.get("retention.bytes")?.trim().parse().ok()
+    }
+
+    /// `segment.ms`, if set.
+    pub fn segment_ms(&self) -> Option<i64> {
+        self.entries.get("segment.ms")?.trim().parse().ok()
+    }
+
+    /// Whether `cleanup.policy` includes `delete` (the default): only then do
+    /// retention and DeleteRecords delete data.
+    pub fn deletes(&self) -> bool {
+        self.entries
+            .get("cleanup.policy")
+            .is_none_or(|p| p.split(',').any(|x| x.trim() == "delete"))
+    }
 }
 
 /// Checks a topic name against Kafka's rules: 1 to 249 characters of `[a-zA-Z0-9._-]`,

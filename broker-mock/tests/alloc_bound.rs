@@ -106,6 +106,7 @@ fn limits() -> BrokerLimits {
         max_transactional_ids: 50,
         max_partitions_per_transaction: 100,
         max_pending_txn_offsets: 200,
+        cleaner_dedupe_buffer_bytes: 1 << 20,
     }
 }
 
@@ -274,6 +275,8 @@ fn tame<R: 'static>(req: &mut R) {
     } else if let Some(j) = any.downcast_mut::<JoinGroupRequest>() {
         j.rebalance_timeout_ms = 10;
         j.session_timeout_ms = 200;
+    } else if let Some(d) = any.downcast_mut::<DeleteRecordsRequest>() {
+        d.timeout_ms = 10;
     } else if let Some(p) = any.downcast_mut::<ProduceRequest>() {
         // acks=0 has no answer to wait for.
         p.acks = 1;
@@ -330,6 +333,7 @@ async fn every_api_stays_within_its_bound() {
         AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest,
         DescribeTransactionsRequest, ListTransactionsRequest,
         ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest,
+        DeleteRecordsRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

@@ -1,7 +1,8 @@
-//! [`Admin`]: create and delete topics, list partition offsets, describe the
-//! cluster, create, describe and delete ACLs, and manage SCRAM users
-//! (`admin/scram.rs`).
+//! [`Admin`]: create and delete topics, list partition offsets, delete records
+//! (`admin/delete_records.rs`), describe the cluster, create, describe and delete
+//! ACLs, and manage SCRAM users (`admin/scram.rs`).
 
+mod delete_records;
 mod scram;
 
 use std::time::Duration;
@@ -20,6 +21,7 @@ use crate::client::{Client, ClientError};
 use crate::metadata::{ClusterMetadata, Scope};
 use crate::offsets::list_offsets;
 pub use crate::offsets::{ListedOffset, OffsetSpec};
+pub use delete_records::{DeletedRecords, RecordsError, RecordsToDelete};
 pub use scram::{ScramChange, UserScramCredentials, DEFAULT_SCRAM_ITERATIONS};
 
 /// The first wait of an admin retry loop (controller requests, leader waits).
@@ -50,6 +52,10 @@ pub enum AdminError {
     /// administration); the changes of the others were applied.
     #[error("{} user(s) failed: {}", .0.len(), describe_users(.0))]
     Users(Vec<UserError>),
+    /// The broker refused to delete records of some partitions
+    /// ([`Admin::delete_records`]); the others' records were deleted.
+    #[error("{} partition(s) failed: {}", .0.len(), describe_records(.0))]
+    Records(Vec<RecordsError>),
     /// Topics were created but some partitions still had no leader when the
     /// operation timeout elapsed.
     #[error("topics created, but partitions of {topics:?} had no leader after {timeout:?}")]
@@ -79,6 +85,14 @@ fn describe_acl_failures(errors: &[AclFailure]) -> String {
             Some(m) => format!("#{}: {} ({m})", e.index, e.code),
             None => format!("#{}: {}", e.index, e.code),
         })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_records(errors: &[RecordsError]) -> String {
+    errors
+        .iter()
+        .map(|e| format!("{}/{}: {}", e.topic, e.partition, e.code))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -63,8 +63,8 @@ mod sasl;
 mod tls;
 
 pub use admin::{
-    AclFailure, Admin, AdminError, ListedOffset, NewTopic, OffsetSpec, ScramChange, TopicError,
-    UserError, UserScramCredentials,
+    AclFailure, Admin, AdminError, DeletedRecords, ListedOffset, NewTopic, OffsetSpec,
+    RecordsError, RecordsToDelete, ScramChange, TopicError, UserError, UserScramCredentials,
 };
 /// The attribute that implements [`OAuthTokenProvider`] (its `async fn`).
 pub use async_trait::async_trait;

@@ -185,7 +185,9 @@ macro_rules! for_each_message {
             ConsumerGroupHeartbeatRequest,
             ConsumerGroupHeartbeatResponse,
             ConsumerGroupDescribeRequest,
-            ConsumerGroupDescribeResponse
+            ConsumerGroupDescribeResponse,
+            DeleteRecordsRequest,
+            DeleteRecordsResponse
         )
     };
 }

@@ -6,9 +6,11 @@
 mod acl;
 mod admin;
 mod cancellation;
+mod compaction;
 mod compression;
 mod connection;
 mod consumer;
+mod delete_records;
 mod group;
 mod group_consumer_protocol;
 mod group_failover;

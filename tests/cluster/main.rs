@@ -6,6 +6,7 @@ mod acl;
 mod chaos;
 mod chaos_faults;
 mod chaos_readme;
+mod compaction;
 mod corruption_cluster;
 mod corruption_consumer;
 mod durability;

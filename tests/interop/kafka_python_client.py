@@ -4,12 +4,14 @@ Usage:
     kafka_python_client.py create-topic BOOTSTRAP TOPIC PARTITIONS
     kafka_python_client.py delete-topic BOOTSTRAP TOPIC
     kafka_python_client.py list-topics  BOOTSTRAP
+    kafka_python_client.py delete-records BOOTSTRAP TOPIC PARTITION OFFSET
     kafka_python_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION [idempotent]]
     kafka_python_client.py consume      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
     kafka_python_client.py produce-numbered BOOTSTRAP TOPIC PARTITIONS FIRST COUNT
     kafka_python_client.py produce-keyed    BOOTSTRAP TOPIC SEED COUNT
     kafka_python_client.py group-member     BOOTSTRAP TOPIC GROUP NAME
     kafka_python_client.py auth-check       BOOTSTRAP
+    kafka_python_client.py read-table       BOOTSTRAP TOPIC END
 
 With `INTEROP_SECURITY_PROTOCOL` and the other variables of `records.Security`
 set, every client connects with them (SASL_SSL, `ssl_check_hostname` on);
@@ -147,6 +149,24 @@ def delete_topic(bootstrap, topic):
     return 0
 
 
+def delete_records(bootstrap, topic, partition, offset):
+    """DeleteRecords of one partition below OFFSET (-1: the high watermark) through
+    the admin client; reports the low watermark or the error's name."""
+    from kafka import TopicPartition
+
+    client = admin(bootstrap)
+    low, error = -1, ""
+    try:
+        result = client.delete_records({TopicPartition(topic, partition): offset}, timeout_ms=30000)
+        low = result[TopicPartition(topic, partition)]["low_watermark"]
+    except KafkaError as e:
+        error = type(e).__name__
+    finally:
+        client.close()
+    records.emit({"client": "kafka-python", "low_watermark": low, "error": error})
+    return 0
+
+
 def list_topics(bootstrap):
     client = admin(bootstrap)
     try:
@@ -256,6 +276,40 @@ def consume(bootstrap, topic, seed, count, partitions):
     if ends != [len(e) for e in checker.expected]:
         checker.fail("ListOffsets latest offsets %s, expected %s" % (ends, [len(e) for e in checker.expected]))
     return checker.finish("kafka-python", {"end_offsets": ends})
+
+
+def read_table(bootstrap, topic, end):
+    """Reads partition 0 of TOPIC from its beginning until the position reaches
+    END (offsets may skip: a compacted topic); prints the offset, key and value of
+    every record, keys and values as the integers they spell (-1 for a null
+    value, a tombstone)."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        client_id="interop-kafka-python-table",
+        group_id=None,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        request_timeout_ms=30000,
+        **security(),
+    )
+    offsets, keys, values = [], [], []
+    try:
+        tp = TopicPartition(topic, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        deadline = records.Deadline(TIMEOUT_S)
+        while consumer.position(tp) < end and not deadline.expired():
+            for msgs in consumer.poll(timeout_ms=500, max_records=1000).values():
+                for m in msgs:
+                    offsets.append(m.offset)
+                    keys.append(int(m.key))
+                    values.append(-1 if m.value is None else int(m.value))
+        position = consumer.position(tp)
+    finally:
+        consumer.close()
+    records.emit({"client": "kafka-python", "ok": position >= end, "position": position,
+                  "offsets": offsets, "keys": keys, "values": values})
+    return 0
 
 
 def producer_for_tests(bootstrap, client_id):
@@ -376,6 +430,8 @@ def main(argv):
         return create_topic(bootstrap, argv[3], int(argv[4]))
     if cmd == "delete-topic":
         return delete_topic(bootstrap, argv[3])
+    if cmd == "delete-records":
+        return delete_records(bootstrap, argv[3], int(argv[4]), int(argv[5]))
     if cmd == "list-topics":
         return list_topics(bootstrap)
     if cmd == "auth-check":
@@ -384,6 +440,8 @@ def main(argv):
         return produce_numbered(bootstrap, argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
     if cmd == "produce-keyed":
         return produce_keyed(bootstrap, argv[3], int(argv[4]), int(argv[5]))
+    if cmd == "read-table":
+        return read_table(bootstrap, argv[3], int(argv[4]))
     if cmd == "group-member":
         return group_member(bootstrap, argv[3], argv[4], argv[5])
     if cmd in ("produce", "consume"):

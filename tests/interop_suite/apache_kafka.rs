@@ -8,6 +8,7 @@
 //! failure is a bug in Baton, never something to work around in the test.
 
 mod consumer_group;
+mod delete_records;
 mod transactions;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1436,3 +1436,89 @@ fn confluent_over_sasl_ssl() {
 fn kafka_python_over_sasl_ssl() {
     sasl_ssl_round_trips(Client::KafkaPython);
 }
+
+/// kafka-python's `KafkaAdminClient.delete_records` against baton-broker: the log
+/// start moves (Baton's ListOffsets EARLIEST and a Baton consumer from the
+/// earliest offset see it), -1 means the high watermark, and an offset past the
+/// high watermark comes back as `OffsetOutOfRangeError`.
+#[test]
+fn kafka_python_delete_records() {
+    use baton::{Admin, Consumer, OffsetSpec, Producer, StartOffset};
+    let seed = seed();
+    let dir = tempfile::tempdir().expect("tempdir");
+    with_broker_runtime(Some(dir.path().to_path_buf()), |rt, bootstrap| {
+        let topic = topic("delete-records", seed);
+        create_topic_with(Client::KafkaPython, bootstrap, &topic, 2, seed);
+        let baton_client = rt.block_on(async {
+            let client = baton::Client::builder([bootstrap.to_string()])
+                .build()
+                .await
+                .expect("baton client");
+            let producer = Producer::builder(&client).build();
+            for p in 0..2 {
+                for i in 0..10 {
+                    let r = ProducerRecord::new(topic.clone())
+                        .partition(p)
+                        .value(format!("v{i}"));
+                    producer
+                        .send(r)
+                        .await
+                        .expect("send")
+                        .await
+                        .expect("delivered");
+                }
+            }
+            producer.close().await;
+            client
+        });
+        let deleted = client(
+            Client::KafkaPython,
+            &["delete-records", bootstrap, &topic, "0", "4"],
+            seed,
+        );
+        assert_eq!(deleted.raw("error"), Some("\"\""), "{}", deleted.json);
+        assert_eq!(deleted.int("low_watermark"), Some(4), "{}", deleted.json);
+        let deleted = client(
+            Client::KafkaPython,
+            &["delete-records", bootstrap, &topic, "1", "-1"],
+            seed,
+        );
+        assert_eq!(deleted.int("low_watermark"), Some(10), "{}", deleted.json);
+        let refused = client(
+            Client::KafkaPython,
+            &["delete-records", bootstrap, &topic, "0", "11"],
+            seed,
+        );
+        assert_eq!(
+            refused.raw("error"),
+            Some("\"OffsetOutOfRangeError\""),
+            "{}",
+            refused.json
+        );
+        rt.block_on(async {
+            let admin = Admin::new(&baton_client);
+            let got = admin
+                .list_offsets([
+                    (topic.clone(), 0, OffsetSpec::Earliest),
+                    (topic.clone(), 1, OffsetSpec::Earliest),
+                ])
+                .await
+                .expect("list offsets");
+            let starts: Vec<i64> = got.iter().map(|o| o.offset).collect();
+            assert_eq!(starts, [4, 10], "seed {seed}");
+            let mut consumer = Consumer::builder(&baton_client)
+                .assign(topic.clone(), 0, StartOffset::Earliest)
+                .build()
+                .await
+                .expect("consumer");
+            let first = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+                .await
+                .expect("a record")
+                .expect("no error");
+            assert_eq!(
+                first.offset, 4,
+                "seed {seed}: reading starts at the new log start"
+            );
+        });
+    });
+}

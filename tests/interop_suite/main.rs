@@ -5,6 +5,7 @@
 mod apache_kafka;
 mod apache_kafka_util;
 mod interop;
+mod interop_compaction;
 mod interop_confluent_txn;
 mod interop_go;
 mod interop_go_util;

@@ -38,7 +38,11 @@ pub struct ClusterBuilder {
     metadata_fetch_max_bytes: i32,
     network_proxies: bool,
     scrub_bytes_per_sec: u64,
+    /// Every node's log cleaner settings (`None`: the broker default).
+    cleaner: Option<crate::CleanerConfig>,
     limits: crate::limits::BrokerLimits,
+    /// Every node's retention defaults and maintenance interval.
+    retention: crate::log::LogRetention,
     authorizer: Option<crate::acl::AuthorizerConfig>,
     /// A further listener every node gets (its address set per node).
     client_listener: Option<ListenerConfig>,
@@ -68,8 +72,10 @@ impl Default for ClusterBuilder {
             truncation_mode: TruncationMode::FetchDivergingEpoch,
             metadata_fetch_max_bytes: 1 << 20,
             limits: crate::limits::BrokerLimits::default(),
+            retention: crate::log::LogRetention::default(),
             network_proxies: true,
             scrub_bytes_per_sec: 0,
+            cleaner: None,
             authorizer: None,
             client_listener: None,
             inter_node: None,
@@ -177,6 +183,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Sets every node's retention defaults and how often its maintenance task
+    /// applies retention (see [`LogRetention`](crate::LogRetention)).
+    pub fn retention(mut self, retention: crate::log::LogRetention) -> Self {
+        self.retention = retention;
+        self
+    }
+
     /// The IP every listener binds (default 127.0.0.1).
     pub fn listen_ip(mut self, ip: std::net::IpAddr) -> Self {
         self.listen_ip = ip;
@@ -234,6 +247,13 @@ impl ClusterBuilder {
     /// super user or `allow_everyone_if_no_acl_found`.
     pub fn authorizer(mut self, authorizer: crate::acl::AuthorizerConfig) -> Self {
         self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// Every node's log cleaner (compaction) settings; see
+    /// [`CleanerConfig`](crate::CleanerConfig).
+    pub fn cleaner(mut self, cleaner: crate::CleanerConfig) -> Self {
+        self.cleaner = Some(cleaner);
         self
     }
 
@@ -302,6 +322,7 @@ impl ClusterBuilder {
             opts.broker.data_dir = self.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
             opts.broker.default_num_partitions = self.default_num_partitions;
             opts.broker.limits = self.limits.clone();
+            opts.broker.retention = self.retention;
             opts.broker.authorizer = self.authorizer.clone().map(|mut a| {
                 let inter_broker = self.inter_node.as_ref().and_then(|s| s.principal());
                 if let Some(p) = inter_broker.filter(|p| !a.super_users.contains(p)) {
@@ -325,6 +346,9 @@ impl ClusterBuilder {
             opts.corruption_log = corruption_log.clone();
             if let Some(n) = self.segment_bytes {
                 opts.broker.segment_bytes = n;
+            }
+            if let Some(c) = &self.cleaner {
+                opts.broker.cleaner = c.clone();
             }
             if let Some(s) = &self.inter_node {
                 opts.broker.security = s.listener.clone();

@@ -301,6 +301,7 @@ impl Cluster {
                             leader_epoch: st.leader_epoch(),
                             log_end_offset: st.log_end_offset(),
                             high_watermark: st.high_watermark(),
+                            log_start_offset: st.log_start_offset(),
                         }
                     }
                     None => ReplicaView {
@@ -310,6 +311,7 @@ impl Cluster {
                         leader_epoch: -1,
                         log_end_offset: -1,
                         high_watermark: -1,
+                        log_start_offset: -1,
                     },
                 }
             })

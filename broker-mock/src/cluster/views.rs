@@ -34,6 +34,8 @@ pub struct ReplicaView {
     pub log_end_offset: i64,
     /// High watermark.
     pub high_watermark: i64,
+    /// Log start offset (-1 when not running).
+    pub log_start_offset: i64,
 }
 
 /// A partition as the controller and the replicas see it.

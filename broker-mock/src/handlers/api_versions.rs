@@ -96,6 +96,7 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<ListTransactionsRequest>(),
         entry::<ConsumerGroupHeartbeatRequest>(),
         entry::<ConsumerGroupDescribeRequest>(),
+        entry::<baton_protocol::messages::DeleteRecordsRequest>(),
     ]
 }
 

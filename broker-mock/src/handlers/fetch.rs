@@ -74,6 +74,9 @@ struct ReadOutcome {
     /// A follower named a leader epoch newer than this node's roles know (it saw
     /// the controller's decision first): worth reading again after a reconcile.
     roles_behind: bool,
+    /// A follower's log start offset is behind the leader's: answer at once, so
+    /// it deletes too (DeleteRecords waits for it).
+    log_start_behind: bool,
 }
 
 /// What reading the partitions of one request noticed beyond the data.
@@ -83,6 +86,8 @@ struct ReadFlags {
     hw_moved: bool,
     /// A follower named a leader epoch this node's roles do not know yet.
     roles_behind: bool,
+    /// A follower's log start offset is behind the leader's.
+    log_start_behind: bool,
 }
 
 /// A follower's fetch, as seen by the leader.
@@ -162,9 +167,12 @@ fn read_partition(
                     drop(st);
                     return (partition_error(p, code), 0, true);
                 }
+                l.on_follower_log_start(r.replica_id, p.log_start_offset);
                 flags.hw_moved |= st.drive_leader();
             }
         }
+        flags.log_start_behind |=
+            p.log_start_offset >= 0 && p.log_start_offset < st.log_start_offset();
     }
     let mut out = FetchResponsePartitionData {
         partition_index: p.partition,
@@ -310,6 +318,7 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
         error,
         hw_moved: flags.hw_moved,
         roles_behind: flags.roles_behind,
+        log_start_behind: flags.log_start_behind,
     }
 }
 
@@ -373,6 +382,7 @@ async fn long_poll(
             }
         }
         let done = outcome.error
+            || outcome.log_start_behind
             || outcome.bytes >= min_bytes
             || tokio::time::Instant::now() >= deadline
             || *stop.borrow();

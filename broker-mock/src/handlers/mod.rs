@@ -21,6 +21,7 @@ pub(crate) mod create_acls;
 pub(crate) mod create_topics;
 pub(crate) mod delete_acls;
 pub mod delete_groups;
+pub mod delete_records;
 pub(crate) mod delete_topics;
 mod describe_acls;
 pub mod describe_cluster;
@@ -275,6 +276,9 @@ pub(crate) async fn dispatch(
             .await
         }
         ProduceRequest::API_KEY => produce_request(state, ctx, listener, frame, version).await,
+        baton_protocol::messages::DeleteRecordsRequest::API_KEY => {
+            delete_records::request(state, ctx, frame, version).await
+        }
         FetchRequest::API_KEY => {
             let (header, request) = decode::<FetchRequest>(frame, version)?;
             Ok(fetch::start(

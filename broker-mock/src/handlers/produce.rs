@@ -203,6 +203,7 @@ pub(crate) fn handle(
             .as_ref()
             .map(|t| t.config.timestamp_type())
             .unwrap_or_default();
+        let compacted = topic.as_ref().is_some_and(|t| t.config.is_compacted());
         let partition_responses = topic_data
             .partition_data
             .into_iter()
@@ -215,6 +216,16 @@ pub(crate) fn handle(
                     }
                 }
                 let partition = topic.as_ref().and_then(|t| t.partition(pd.index));
+                if compacted && partition.is_some() {
+                    if let Err(code) = records.as_ref().map_or(Ok(()), |r| {
+                        crate::log::compaction::check_keys(match r {
+                            ProduceRecords::Owned(b) => b,
+                            ProduceRecords::Shared(b) => b,
+                        })
+                    }) {
+                        return failed(pd.index, code);
+                    }
+                }
                 match produce_batch(partition.map(|p| &**p), records, timestamp_type, settings) {
                     Ok(batch) => {
                         appended = true;

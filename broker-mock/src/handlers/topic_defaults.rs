@@ -8,6 +8,7 @@ pub(super) const BOOLEAN: i8 = 1;
 pub(super) const STRING: i8 = 2;
 pub(super) const INT: i8 = 3;
 const LONG: i8 = 5;
+const DOUBLE: i8 = 6;
 pub(super) const LIST: i8 = 7;
 
 /// One config: name, value, type.
@@ -28,18 +29,41 @@ pub(crate) fn topic_defaults(state: &BrokerState) -> Vec<Entry> {
         ("cleanup.policy", "delete".into(), LIST),
         ("compression.type", "producer".into(), STRING),
         (
+            "delete.retention.ms",
+            c.cleaner.delete_retention_ms.to_string(),
+            LONG,
+        ),
+        (
             "index.interval.bytes",
             c.index_interval_bytes.to_string(),
             INT,
         ),
+        ("max.compaction.lag.ms", i64::MAX.to_string(), LONG),
         ("message.timestamp.type", "CreateTime".into(), STRING),
+        (
+            "min.cleanable.dirty.ratio",
+            c.cleaner.min_cleanable_ratio.to_string(),
+            DOUBLE,
+        ),
+        ("min.compaction.lag.ms", "0".into(), LONG),
         (
             "min.insync.replicas",
             default_min_insync(state).to_string(),
             INT,
         ),
-        ("retention.bytes", "-1".into(), LONG),
-        ("retention.ms", "-1".into(), LONG),
+        (
+            "retention.bytes",
+            c.retention
+                .retention_bytes
+                .map_or(-1, |b| i64::try_from(b).unwrap_or(i64::MAX))
+                .to_string(),
+            LONG,
+        ),
+        (
+            "retention.ms",
+            c.retention.retention_ms.unwrap_or(-1).to_string(),
+            LONG,
+        ),
         ("segment.bytes", c.segment_bytes.to_string(), INT),
         ("unclean.leader.election.enable", "false".into(), BOOLEAN),
     ]

@@ -20,6 +20,8 @@ use bytes::Bytes;
 use super::header::{frame_len, validate, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
 use crate::error::LogError;
 
+mod swap;
+
 const INDEX_ENTRY: usize = 8;
 
 /// Why recovery cut a segment, how many bytes it cut, and whether a valid batch
@@ -162,6 +164,7 @@ impl Segment {
         base: i64,
         min_offset: i64,
         interval: u32,
+        gaps: bool,
     ) -> Result<(Segment, Option<Cut>), LogError> {
         let (path, index_path) = segment_paths(dir, base);
         let file = open_rw(&path)?;
@@ -220,7 +223,7 @@ impl Segment {
                 cut = Some(("batch offsets go backwards", left));
                 break;
             }
-            if pos > 0 && h.base_offset != expected {
+            if pos > 0 && h.base_offset != expected && !gaps {
                 cut = Some(("batch offsets skip ahead", left));
                 break;
             }
@@ -399,6 +402,12 @@ pub struct DiskLog {
     segment_bytes: u64,
     index_interval: u32,
     segments: Vec<Segment>,
+    /// Whether offsets may have gaps between batches (a compacted log, or one that
+    /// replicated a compacted leader; see `swap`). Sticky: kept in a marker file.
+    gaps: bool,
+    /// Where reads may begin: at or past the first segment's base, at most the log
+    /// end (see [`super::start_offset`]). Persisted in the partition directory.
+    log_start: i64,
 }
 
 impl DiskLog {
@@ -410,6 +419,8 @@ impl DiskLog {
     ) -> Result<(DiskLog, Recovery), LogError> {
         let dir = dir.into();
         fs::create_dir_all(&dir).map_err(|e| LogError::io(&dir, e))?;
+        crate::log::swap_files::finish_leftovers(&dir)?;
+        let gaps = crate::log::swap_files::has_gaps_marker(&dir);
         let mut bases = Vec::new();
         for entry in fs::read_dir(&dir).map_err(|e| LogError::io(&dir, e))? {
             let entry = entry.map_err(|e| LogError::io(&dir, e))?;
@@ -445,7 +456,7 @@ impl DiskLog {
                     .get_or_insert("segment overlaps its predecessor");
                 break;
             }
-            let (seg, cut) = Segment::recover(&dir, base, min, index_interval_bytes)?;
+            let (seg, cut) = Segment::recover(&dir, base, min, index_interval_bytes, gaps)?;
             let had_cut = cut.is_some();
             if let Some((reason, bytes, mid_log)) = cut {
                 recovery.truncated_bytes += bytes;
@@ -472,15 +483,23 @@ impl DiskLog {
         if segments.is_empty() {
             segments.push(Segment::create(&dir, 0)?);
         }
-        Ok((
-            DiskLog {
-                dir,
-                segment_bytes: segment_bytes.max(HEADER_LEN as u64),
-                index_interval: index_interval_bytes,
-                segments,
-            },
-            recovery,
-        ))
+        let stored_start = super::start_offset::read(&dir)?;
+        let mut log = DiskLog {
+            dir,
+            segment_bytes: segment_bytes.max(HEADER_LEN as u64),
+            index_interval: index_interval_bytes,
+            segments,
+            gaps,
+            log_start: 0,
+        };
+        log.log_start = stored_start.unwrap_or(0).max(log.segments[0].base);
+        if log.log_start > log.end() {
+            // Everything below the stored start was deleted, and recovery cut the
+            // rest: the log restarts, empty, at its start (as Kafka's loader does).
+            let start = log.log_start;
+            log.truncate_fully_and_start_at(start)?;
+        }
+        Ok((log, recovery))
     }
 
     /// The directory holding this log.
@@ -494,7 +513,7 @@ impl DiskLog {
     }
 
     pub(super) fn start(&self) -> i64 {
-        self.segments[0].base
+        self.log_start.max(self.segments[0].base)
     }
 
     pub(super) fn end(&self) -> i64 {
@@ -507,6 +526,9 @@ impl DiskLog {
     }
 
     pub(super) fn append(&mut self, h: BatchHeader, data: Bytes) -> Result<(), LogError> {
+        if h.base_offset > self.end() {
+            self.mark_gaps()?;
+        }
         let len = data.len() as u64;
         let seg_bytes = self.segment_bytes.min(u32::MAX as u64);
         let active = self.active();
@@ -584,7 +606,8 @@ impl DiskLog {
             }
             let base = offset.max(0);
             self.segments.push(Segment::create(&self.dir, base)?);
-            return Ok(());
+            self.log_start = base;
+            return super::start_offset::write(&self.dir, base);
         }
         while self.segments.len() > 1 && self.segments[self.segments.len() - 1].base >= offset {
             let seg = self.segments.pop().expect("more than one segment");
@@ -717,4 +740,105 @@ pub fn locate_batch_in_dir(
         pos += h.total_len as u64;
     }
     Ok(None)
+}
+
+/// What retention needs to know of one segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SegmentInfo {
+    /// The segment's base offset.
+    pub base: i64,
+    /// The offset after its last batch (`base` when empty).
+    pub next: i64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The largest batch max timestamp in it, -1 when empty.
+    pub max_ts: i64,
+}
+
+/// Segment deletion, rolling and the log start offset (see `log/retention.rs`).
+impl DiskLog {
+    /// Every segment, oldest first; the last one is the active segment.
+    pub(super) fn segment_infos(&self) -> Vec<SegmentInfo> {
+        self.segments
+            .iter()
+            .map(|s| SegmentInfo {
+                base: s.base,
+                next: s.next,
+                size: s.size,
+                max_ts: s.max_ts,
+            })
+            .collect()
+    }
+
+    /// The max timestamp of the active segment's first batch, if it has one.
+    pub(super) fn active_first_timestamp(&self) -> Result<Option<i64>, LogError> {
+        let seg = &self.segments[self.segments.len() - 1];
+        if seg.size == 0 {
+            return Ok(None);
+        }
+        Ok(Some(seg.header_at(0)?.max_timestamp))
+    }
+
+    /// Closes the active segment (synced) and starts an empty one at the log end;
+    /// a no-op when the active segment is empty.
+    pub(super) fn roll(&mut self) -> Result<(), LogError> {
+        let end = self.end();
+        let active = self.active();
+        if active.size == 0 {
+            return Ok(());
+        }
+        active
+            .file
+            .sync_data()
+            .map_err(|e| LogError::io(&active.path, e))?;
+        let seg = Segment::create(&self.dir, end)?;
+        self.segments.push(seg);
+        Ok(())
+    }
+
+    /// Deletes the oldest segment (rolling first if it is the only one, so the log
+    /// always has an active segment) and moves the log start to the next segment's
+    /// base if it was below it.
+    pub(super) fn delete_oldest_segment(&mut self) -> Result<(), LogError> {
+        if self.segments.len() == 1 {
+            self.roll()?;
+            if self.segments.len() == 1 {
+                return Ok(());
+            }
+        }
+        let seg = self.segments.remove(0);
+        let next_base = self.segments[0].base;
+        if self.log_start < next_base {
+            self.log_start = next_base;
+            super::start_offset::write(&self.dir, next_base)?;
+        }
+        seg.remove_files()
+    }
+
+    /// Moves the log start offset up to `offset` (at most the log end), persists it,
+    /// and deletes the segments wholly below it (never the active one).
+    pub(super) fn advance_start(&mut self, offset: i64) -> Result<(), LogError> {
+        let offset = offset.min(self.end());
+        if offset > self.log_start {
+            self.log_start = offset;
+            super::start_offset::write(&self.dir, offset)?;
+        }
+        while self.segments.len() > 1 && self.segments[1].base <= self.log_start {
+            let seg = self.segments.remove(0);
+            seg.remove_files()?;
+        }
+        Ok(())
+    }
+
+    /// Removes every segment and restarts the log, empty, at `offset` (its start
+    /// and end), as a replica does when its leader's log starts past its own end.
+    pub(super) fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
+        for seg in self.segments.drain(..) {
+            seg.remove_files()?;
+        }
+        let base = offset.max(0);
+        self.segments.push(Segment::create(&self.dir, base)?);
+        self.log_start = base;
+        super::start_offset::write(&self.dir, base)
+    }
 }

@@ -7,14 +7,20 @@
 //! on read; the partition does that before serving anything.
 
 pub(crate) mod check;
+pub(crate) mod compaction;
 mod disk;
 pub mod header;
 mod memory;
+pub mod policy;
+mod retention;
+pub mod start_offset;
+pub(crate) mod swap_files;
 
 use bytes::Bytes;
 
 pub use disk::{locate_batch_in_dir, DiskLog, Recovery};
 pub use memory::MemoryLog;
+pub use policy::{LogRetention, RetentionOutcome, RetentionPolicy};
 
 use crate::error::LogError;
 use header::BatchHeader;
@@ -140,5 +146,7 @@ impl Log {
     }
 }
 
+#[cfg(test)]
+mod retention_tests;
 #[cfg(test)]
 mod tests;

@@ -14,8 +14,10 @@
 //! produce, from checks to the `acks=all` wait, and `markers` the transaction
 //! markers and the aborted transactions read_committed fetches report.
 
+mod compact;
 mod corruption;
 mod handle;
+mod log_start;
 mod markers;
 mod produce;
 mod read;
@@ -23,6 +25,7 @@ mod roles;
 mod state;
 
 pub use handle::Partition;
+pub use log_start::LogStartError;
 pub(crate) use produce::{produce_batch, replication_result, ProduceRecords, ProduceSettings};
 pub use read::{read_verified, ReadError};
 pub(crate) use state::LeaderReport;

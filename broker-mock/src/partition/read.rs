@@ -133,7 +133,7 @@ pub fn read_verified(log: &Log, from: i64, max_bytes: usize) -> Result<Vec<Bytes
                 let Some(b) = one.into_iter().next() else {
                     break;
                 };
-                if verify_served(at, std::slice::from_ref(&b)).is_err()
+                if verify_served(at, std::slice::from_ref(&b), log.may_have_gaps()).is_err()
                     || (!out.is_empty() && total + b.len() > max_bytes)
                 {
                     break;
@@ -155,7 +155,7 @@ pub fn read_verified(log: &Log, from: i64, max_bytes: usize) -> Result<Vec<Bytes
         }
         Err(e) => return Err(ReadError::Log(e)),
     };
-    match verify_served(from, &out) {
+    match verify_served(from, &out, log.may_have_gaps()) {
         Ok(()) => Ok(out),
         Err(ReadError::CorruptBatch { offset, reason }) => {
             let keep = out
@@ -175,7 +175,12 @@ pub fn read_verified(log: &Log, from: i64, max_bytes: usize) -> Result<Vec<Bytes
 /// Checks batches read from `from` before they leave the broker: each one's framing
 /// and CRC, that the first holds `from`, and that offsets run on without gaps or
 /// going backwards (a wrong index entry or a damaged length shows up as one of those).
-pub fn verify_served(from: i64, out: &[Bytes]) -> Result<(), ReadError> {
+///
+/// With `gaps` (a log that may have gaps between batches, compacted: see
+/// [`Log::may_have_gaps`]) the first batch may start past `from` (which fell in a
+/// gap) and later ones past the previous one's end; offsets still never go
+/// backwards.
+pub fn verify_served(from: i64, out: &[Bytes], gaps: bool) -> Result<(), ReadError> {
     let mut expected = from;
     for (i, b) in out.iter().enumerate() {
         let bad = |reason: &str| ReadError::CorruptBatch {
@@ -184,10 +189,10 @@ pub fn verify_served(from: i64, out: &[Bytes]) -> Result<(), ReadError> {
         };
         let h = crate::log::header::validate(b).map_err(bad)?;
         if i == 0 {
-            if h.base_offset > from || h.last_offset < from {
+            if (h.base_offset > from && !gaps) || h.last_offset < from {
                 return Err(bad("first batch read does not hold the offset asked for"));
             }
-        } else if h.base_offset != expected {
+        } else if h.base_offset < expected || (h.base_offset != expected && !gaps) {
             return Err(bad("batch offsets are not contiguous"));
         }
         RecordBatch::parse(b.clone()).map_err(|_| bad("batch does not parse"))?;

@@ -275,6 +275,9 @@ impl PartitionState {
     /// Replaces the epoch cache (a follower's, after truncation or appends).
     pub(crate) fn set_epoch_cache(&mut self, cache: LeaderEpochCache) {
         self.epoch_cache = cache;
+        // A follower's copy still holds history below a log start moved since.
+        self.epoch_cache
+            .truncate_from_start(self.log_start_offset());
     }
 
     /// Flushes the log.

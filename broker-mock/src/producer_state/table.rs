@@ -347,6 +347,13 @@ impl ProducerStateTable {
         self.txns.on_high_watermark(high_watermark);
     }
 
+    /// The log start moved to `log_start` (retention, DeleteRecords): the aborted
+    /// transactions wholly below it are dropped. Producers stay, as in Kafka, where
+    /// they outlive their batches until they expire.
+    pub fn on_log_start_offset(&mut self, log_start: i64) {
+        self.txns.on_log_start(log_start);
+    }
+
     /// Forgets every producer and transaction.
     pub fn clear(&mut self) {
         *self = Self::with_limits(self.limits());

@@ -169,6 +169,19 @@ impl TxnIndex {
             .collect()
     }
 
+    /// The log start moved to `log_start`: aborted transactions whose marker is
+    /// below it can overlap no read any more and leave the index (Kafka deletes
+    /// them with the segment holding their marker).
+    pub fn on_log_start(&mut self, log_start: i64) {
+        while self
+            .aborted
+            .front()
+            .is_some_and(|a| a.last_offset < log_start)
+        {
+            self.aborted.pop_front();
+        }
+    }
+
     /// Every entry of the aborted index, oldest first.
     pub fn aborted(&self) -> impl Iterator<Item = &AbortedTxn> {
         self.aborted.iter()

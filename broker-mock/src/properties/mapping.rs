@@ -4,6 +4,12 @@
 //! Node and storage: `node.id` (or `broker.id`; both must agree), `log.dirs` (or
 //! `log.dir`; one directory), `num.partitions`, `auto.create.topics.enable`,
 //! `log.segment.bytes`, `log.index.interval.bytes`,
+//! the log cleaner's `log.cleaner.enable`, `log.cleaner.backoff.ms`,
+//! `log.cleaner.min.cleanable.ratio`, `log.cleaner.delete.retention.ms` and
+//! `log.cleaner.dedupe.buffer.size` (see [`CleanerConfig`](crate::CleanerConfig)),
+//! `log.retention.ms` (over `.minutes`, over `.hours`; -1 keeps data forever, the
+//! default here), `log.retention.bytes`, `log.roll.ms` (over `log.roll.hours`),
+//! `log.retention.check.interval.ms` (see [`LogRetention`](crate::LogRetention)),
 //! `group.initial.rebalance.delay.ms`, `offsets.topic.num.partitions`.
 //!
 //! Transactions: `transaction.max.timeout.ms` (longer producer timeouts are
@@ -92,7 +98,19 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "num.partitions",
     "auto.create.topics.enable",
     "log.segment.bytes",
+    "log.cleaner.enable",
+    "log.cleaner.backoff.ms",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.dedupe.buffer.size",
     "log.index.interval.bytes",
+    "log.retention.ms",
+    "log.retention.minutes",
+    "log.retention.hours",
+    "log.retention.bytes",
+    "log.roll.ms",
+    "log.roll.hours",
+    "log.retention.check.interval.ms",
     "group.initial.rebalance.delay.ms",
     "offsets.topic.num.partitions",
     "transaction.max.timeout.ms",
@@ -132,8 +150,7 @@ pub const SUPPORTED_KEYS: &[&str] = &[
 
 /// Kafka keys accepted without effect: thread counts, socket buffers and
 /// heartbeat tuning of a JVM broker, KRaft quorum addresses (a single node is its
-/// own controller), the log cleaner and retention (this broker never deletes
-/// data).
+/// own controller), the log cleaner.
 pub const ACCEPTED_WITHOUT_EFFECT: &[&str] = &[
     "controller.quorum.voters",
     "controller.quorum.bootstrap.servers",
@@ -146,10 +163,6 @@ pub const ACCEPTED_WITHOUT_EFFECT: &[&str] = &[
     "socket.receive.buffer.bytes",
     "broker.heartbeat.interval.ms",
     "broker.session.timeout.ms",
-    "log.cleaner.enable",
-    "log.retention.hours",
-    "log.retention.bytes",
-    "log.retention.check.interval.ms",
 ];
 
 /// The SSL keys of a listener.
@@ -297,6 +310,11 @@ struct Parsed<'a> {
     /// `connections.max.reauth.ms`.
     max_reauth: Option<std::time::Duration>,
     authorizer: AuthorizerKeys,
+    /// `log.retention.ms`, `.minutes`, `.hours`, as milliseconds, in that order of
+    /// precedence (Kafka's).
+    retention_ms: [Option<i64>; 3],
+    /// `log.roll.ms`, `log.roll.hours`, as milliseconds.
+    roll_ms: [Option<i64>; 2],
 }
 
 /// Maps properties onto `base` (the defaults, or the binary's), returning the
@@ -347,6 +365,12 @@ pub fn broker_config(
     base.security = first.security;
     base.extra_listeners = listeners.collect();
     apply_authorizer(&parsed.authorizer, &mut base)?;
+    if let Some(ms) = parsed.retention_ms.iter().flatten().next() {
+        base.retention.retention_ms = (*ms >= 0).then_some(*ms);
+    }
+    if let Some(ms) = parsed.roll_ms.iter().flatten().next() {
+        base.retention.roll_ms = Some(*ms);
+    }
     Ok(base)
 }
 
@@ -447,6 +471,44 @@ fn read_entry<'a>(
         "auto.create.topics.enable" => base.auto_create_topics = e.boolean()?,
         "log.segment.bytes" => base.segment_bytes = e.parse_in(1024, u64::from(u32::MAX))?,
         "log.index.interval.bytes" => base.index_interval_bytes = e.parse_in(0, u32::MAX)?,
+        "log.cleaner.enable" => base.cleaner.enable = e.boolean()?,
+        "log.cleaner.backoff.ms" => base.cleaner.backoff_ms = e.parse_in(0, i64::MAX as u64)?,
+        "log.cleaner.delete.retention.ms" => {
+            base.cleaner.delete_retention_ms = e.parse_in(0, i64::MAX)?
+        }
+        "log.cleaner.min.cleanable.ratio" => {
+            base.cleaner.min_cleanable_ratio = e
+                .value
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|r| (0.0..=1.0).contains(r))
+                .ok_or_else(|| e.invalid("expected a ratio between 0 and 1"))?
+        }
+        "log.cleaner.dedupe.buffer.size" => {
+            base.limits.cleaner_dedupe_buffer_bytes = e.parse_in(1 << 16, usize::MAX)?
+        }
+        "log.retention.ms" => parsed.retention_ms[0] = Some(e.parse_in(-1, i64::MAX)?),
+        "log.retention.minutes" => {
+            let m: i64 = e.parse_in(-1, i64::MAX / 60_000)?;
+            parsed.retention_ms[1] = Some(if m < 0 { -1 } else { m * 60_000 });
+        }
+        "log.retention.hours" => {
+            let h: i64 = e.parse_in(-1, i64::MAX / 3_600_000)?;
+            parsed.retention_ms[2] = Some(if h < 0 { -1 } else { h * 3_600_000 });
+        }
+        "log.retention.bytes" => {
+            let b: i64 = e.parse_in(-1, i64::MAX)?;
+            base.retention.retention_bytes = u64::try_from(b).ok();
+        }
+        "log.roll.ms" => parsed.roll_ms[0] = Some(e.parse_in(1, i64::MAX)?),
+        "log.roll.hours" => {
+            parsed.roll_ms[1] = Some(e.parse_in(1, i64::MAX / 3_600_000)? * 3_600_000)
+        }
+        "log.retention.check.interval.ms" => {
+            base.retention.check_interval =
+                std::time::Duration::from_millis(e.parse_in(1, u64::MAX)?)
+        }
         "group.initial.rebalance.delay.ms" => {
             base.groups.initial_rebalance_delay_ms = e.parse_in(0, i64::from(i32::MAX))?
         }

@@ -298,7 +298,9 @@ impl FollowerState {
         let mut leo = self.log_end_offset;
         let mut latest = self.cache.latest_epoch().unwrap_or(UNDEFINED_EPOCH);
         for b in batches {
-            if b.base_offset != leo
+            // A compacted leader's batches may skip offsets (Kafka's followers
+            // accept any batch at or past their log end); never going back.
+            if b.base_offset < leo
                 || b.last_offset < b.base_offset
                 || b.leader_epoch < latest
                 || b.leader_epoch > self.leader_epoch
@@ -669,7 +671,7 @@ mod tests {
         assert_eq!(f.high_watermark(), 5);
         f.on_fetch_response(&[b(5, 9)], 7).unwrap();
         assert_eq!(f.high_watermark(), 7);
-        assert!(f.on_fetch_response(&[b(11, 12)], 7).is_err(), "gap");
+        assert!(f.on_fetch_response(&[b(9, 12)], 7).is_err(), "overlap");
         let bad_epoch = AppendedBatch {
             base_offset: 10,
             last_offset: 10,
@@ -686,6 +688,12 @@ mod tests {
                 epoch: 2,
                 start_offset: 0
             }]
+        );
+        f.on_fetch_response(&[b(12, 13)], 7).unwrap();
+        assert_eq!(
+            f.log_end_offset(),
+            14,
+            "a compacted leader's gap is accepted"
         );
     }
 

@@ -229,6 +229,9 @@ pub struct FollowerProgress {
     pub last_fetch_ms: Option<u64>,
     /// The leader's LEO at the last fetch.
     pub last_fetch_leader_leo: Option<i64>,
+    /// The follower's log start offset, from its last fetch; `None` before it
+    /// reported one under this leadership. DeleteRecords waits on it.
+    pub log_start_offset: Option<i64>,
 }
 
 /// An ISR change sent to the controller and not yet answered.
@@ -324,6 +327,7 @@ impl LeaderState {
                         last_caught_up_ms: in_isr.then_some(init.now_ms),
                         last_fetch_ms: None,
                         last_fetch_leader_leo: None,
+                        log_start_offset: None,
                     },
                 )
             })
@@ -414,6 +418,23 @@ impl LeaderState {
     /// A follower's progress.
     pub fn follower(&self, id: ReplicaId) -> Option<&FollowerProgress> {
         self.followers.get(&id)
+    }
+
+    /// A follower's progress, to update (see `low_watermark.rs`).
+    pub(super) fn follower_progress_mut(&mut self, id: ReplicaId) -> Option<&mut FollowerProgress> {
+        self.followers.get_mut(&id)
+    }
+
+    /// Every follower's progress.
+    pub(super) fn followers_progress(
+        &self,
+    ) -> impl Iterator<Item = (ReplicaId, &FollowerProgress)> {
+        self.followers.iter().map(|(id, p)| (*id, p))
+    }
+
+    /// Whether `id` is fenced or shutting down (see [`LeaderState::set_ineligible`]).
+    pub(super) fn is_ineligible(&self, id: ReplicaId) -> bool {
+        self.ineligible.contains(&id)
     }
 
     /// Whether the leader accepts new writes (false while draining to a successor).

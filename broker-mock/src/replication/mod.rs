@@ -13,6 +13,7 @@
 pub mod epoch_cache;
 pub mod follower;
 pub mod leader;
+mod low_watermark;
 
 pub use epoch_cache::{
     EpochCacheError, EpochEndOffset, EpochEntry, LeaderEpochCache, UNDEFINED_EPOCH,

@@ -22,6 +22,7 @@ pub mod create_acls;
 pub mod create_topics;
 pub mod delete_acls;
 pub mod delete_groups;
+pub mod delete_records;
 pub mod delete_topics;
 pub mod describe_acls;
 pub mod describe_cluster;
@@ -65,6 +66,7 @@ pub use create_acls::*;
 pub use create_topics::*;
 pub use delete_acls::*;
 pub use delete_groups::*;
+pub use delete_records::*;
 pub use delete_topics::*;
 pub use describe_acls::*;
 pub use describe_cluster::*;
@@ -312,6 +314,8 @@ mod tests {
             $f::<ConsumerGroupHeartbeatResponse>($arg);
             $f::<ConsumerGroupDescribeRequest>($arg);
             $f::<ConsumerGroupDescribeResponse>($arg);
+            $f::<DeleteRecordsRequest>($arg);
+            $f::<DeleteRecordsResponse>($arg);
         };
     }
 
@@ -879,5 +883,43 @@ mod tests {
             0x00, // no tags in the response
         ];
         check_golden(&described, 0, &golden);
+    }
+
+    /// DeleteRecords v0 and v2 (flexible) against bytes laid out from the spec.
+    #[test]
+    fn delete_records_golden() {
+        let msg = DeleteRecordsRequest {
+            topics: vec![DeleteRecordsTopic {
+                name: "t".into(),
+                partitions: vec![DeleteRecordsPartition {
+                    partition_index: 1,
+                    offset: -1,
+                }],
+            }],
+            timeout_ms: 500,
+        };
+        #[rustfmt::skip]
+        let v0 = [
+            0, 0, 0, 1,                      // one topic
+            0, 1, b't',
+            0, 0, 0, 1,                      // one partition
+            0, 0, 0, 1,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // offset -1: the HW
+            0, 0, 0x01, 0xf4,                // timeout 500 ms
+        ];
+        check_golden(&msg, 0, &v0);
+        #[rustfmt::skip]
+        let v2 = [
+            2,                               // compact array: 1 + 1
+            2, b't',
+            2,
+            0, 0, 0, 1,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0,                               // the partition's tagged fields
+            0,                               // the topic's tagged fields
+            0, 0, 0x01, 0xf4,
+            0,                               // the request's tagged fields
+        ];
+        check_golden(&msg, 2, &v2);
     }
 }

@@ -157,6 +157,8 @@ pub(crate) async fn run_fetcher(
                     last_fetched_epoch,
                     current_leader_epoch,
                 };
+                // Told to the leader, whose DeleteRecords waits on every replica's.
+                let log_start_offset = part.lock().log_start_offset();
                 let req = FetchRequest {
                     replica_id: me,
                     max_wait_ms: link.options.replica_fetch_wait_ms,
@@ -170,7 +172,7 @@ pub(crate) async fn run_fetcher(
                             current_leader_epoch,
                             fetch_offset,
                             last_fetched_epoch,
-                            log_start_offset: -1,
+                            log_start_offset,
                             partition_max_bytes: FETCH_MAX_BYTES,
                         }],
                         ..Default::default()
@@ -199,6 +201,22 @@ pub(crate) async fn run_fetcher(
                     actions.push_back(again);
                     continue;
                 };
+                if pd.error_code == baton_protocol::ErrorCode::OffsetOutOfRange.code()
+                    && pd.log_start_offset > fetch_offset
+                {
+                    // The leader deleted what we would fetch next (retention or
+                    // DeleteRecords): restart, empty, at its log start (Kafka's
+                    // truncateFullyAndStartAt). The fetcher is restarted from there.
+                    let mut st = part.lock();
+                    if !still_following(&st, leader, epoch) {
+                        return;
+                    }
+                    tracing::info!(node = me, %topic, partition, fetch_offset, leader_log_start = pd.log_start_offset, "leader's log starts past our end; restarting the replica there");
+                    if let Err(e) = st.truncate_fully_and_start_at(pd.log_start_offset) {
+                        tracing::error!(node = me, %topic, partition, error = %e, "restarting the replica failed");
+                    }
+                    return;
+                }
                 if pd.error_code != 0 {
                     tracing::debug!(node = me, %topic, partition, code = pd.error_code, "leader refused replica fetch");
                     tokio::time::sleep(BACKOFF).await;
@@ -230,6 +248,11 @@ pub(crate) async fn run_fetcher(
                         return;
                     }
                     let mut st = part.lock();
+                    if still_following(&st, leader, epoch) {
+                        if let Err(e) = st.follow_leader_log_start(pd.log_start_offset) {
+                            tracing::error!(node = me, %topic, partition, error = %e, "moving the log start failed");
+                        }
+                    }
                     let repaired = st.corrupt_mark().is_some_and(|m| {
                         m.repair_started.is_some() && st.log_end_offset() >= pd.high_watermark
                     });

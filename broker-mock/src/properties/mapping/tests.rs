@@ -345,3 +345,25 @@ fn normalize_pem_restores_markers() {
     );
     assert_eq!(normalize_pem("a\nb"), "a\nb");
 }
+
+#[test]
+fn log_cleaner_settings_apply() {
+    let config = map_ok(
+        "log.cleaner.enable=false\nlog.cleaner.backoff.ms=250\nlog.cleaner.min.cleanable.ratio=0.25\n\
+         log.cleaner.delete.retention.ms=1000\nlog.cleaner.dedupe.buffer.size=1048576\n",
+    );
+    assert!(!config.cleaner.enable);
+    assert_eq!(config.cleaner.backoff_ms, 250);
+    assert_eq!(config.cleaner.min_cleanable_ratio, 0.25);
+    assert_eq!(config.cleaner.delete_retention_ms, 1000);
+    assert_eq!(config.limits.cleaner_dedupe_buffer_bytes, 1 << 20);
+    let defaults = map_ok("node.id=1\n");
+    assert!(defaults.cleaner.enable);
+    assert_eq!(defaults.cleaner, crate::CleanerConfig::default());
+    assert!(map_err("log.cleaner.min.cleanable.ratio=1.5\n")
+        .contains("log.cleaner.min.cleanable.ratio"));
+    assert!(map_err("log.cleaner.enable=maybe\n").contains("log.cleaner.enable"));
+    assert!(
+        map_err("log.cleaner.dedupe.buffer.size=10\n").contains("log.cleaner.dedupe.buffer.size")
+    );
+}
