@@ -111,6 +111,29 @@ async fn delete_records_moves_the_log_start_and_it_survives_a_restart() {
         ["a", "b", "c"],
         "the batch holding offset 5, whole"
     );
+    // Timestamp lookups start at the log start too: offsets 0..4 (stamped 1000,
+    // 1001, 1002, 1001, 1002) are below it, offset 5 is stamped 1003.
+    let lo = |ts: i64| ListOffsetsRequest {
+        replica_id: -1,
+        isolation_level: 0,
+        topics: vec![ListOffsetsTopic {
+            name: topic.clone(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 0,
+                current_leader_epoch: -1,
+                timestamp: ts,
+            }],
+        }],
+    };
+    for ts in [1_000, 1_001, 1_003] {
+        let resp = c.call(&lo(ts), 7).await;
+        let p = &resp.topics[0].partitions[0];
+        assert_eq!(
+            (code(p.error_code), p.offset, p.timestamp),
+            (ErrorCode::None, 5, 1_003),
+            "timestamp {ts}"
+        );
+    }
     // Lower offsets change nothing; past the high watermark is out of range.
     assert_eq!(
         delete_records(&mut c, &topic, 2, 1).await,
