@@ -423,3 +423,71 @@ async fn every_replica_moves_its_log_start_and_a_new_leader_keeps_it() {
     );
     cluster.shutdown().await;
 }
+
+/// A follower that fell behind the leader's log start (its replication paused
+/// while DeleteRecords ran) is answered OFFSET_OUT_OF_RANGE, restarts its log
+/// empty at the leader's start and catches up; meanwhile DeleteRecords times out
+/// waiting for it, as Kafka's does for a live replica that does not follow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_behind_the_leaders_start_restarts_there() {
+    let mut cluster = Cluster::builder()
+        .brokers(3)
+        .replica_lag_time_max(Duration::from_millis(500))
+        .start()
+        .await
+        .unwrap();
+    let topic = "delrec-lagging";
+    create_in(&cluster, topic, &[]).await;
+    let v = cluster.partition_state(topic, 0).unwrap();
+    let lagging = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
+    cluster.node(lagging).pause_replication(true);
+    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    for i in 0..5 {
+        let resp = l
+            .call(
+                &produce_req(topic, 0, 1, records(1_000 + i, &["a", "b", "c", "d"])),
+                9,
+            )
+            .await;
+        assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+    }
+    // The paused follower leaves the ISR, so the high watermark covers the writes.
+    let t = topic.to_owned();
+    cluster
+        .wait_for(LONG, move |c| {
+            let v = c.partition_state(&t, 0).unwrap();
+            v.isr.len() == 2 && v.high_watermark() == Some(20)
+        })
+        .await
+        .unwrap();
+    let mut req = delete_req(topic, 0, 12);
+    req.timeout_ms = 300;
+    let resp = l.call(&req, 2).await;
+    assert_eq!(
+        code(resp.topics[0].partitions[0].error_code),
+        ErrorCode::RequestTimedOut,
+        "the paused follower never moves its start"
+    );
+    assert_eq!(list_offset(&mut l, topic, -2).await, (ErrorCode::None, 12));
+    let before = cluster.partition_state(topic, 0).unwrap();
+    assert!(
+        before.replica(lagging).unwrap().log_end_offset < 12,
+        "{before:?}"
+    );
+    cluster.node(lagging).pause_replication(false);
+    await_replica_starts(&cluster, topic, 12).await;
+    let t = topic.to_owned();
+    cluster
+        .wait_for(LONG, move |c| {
+            let v = c.partition_state(&t, 0).unwrap();
+            v.replica_states.iter().all(|r| r.log_end_offset == 20)
+        })
+        .await
+        .unwrap();
+    // Now every replica has moved: the same request answers at once.
+    assert_eq!(
+        delete_records(&mut l, topic, 12, 2).await,
+        (ErrorCode::None, 12)
+    );
+    cluster.shutdown().await;
+}
