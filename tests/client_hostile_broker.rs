@@ -215,7 +215,8 @@ fn header_len(api_key: i16, version: i16, frame: &[u8]) -> usize {
         OffsetFetchRequest,
         DescribeAclsRequest,
         CreateAclsRequest,
-        DeleteAclsRequest
+        DeleteAclsRequest,
+        DeleteRecordsRequest
     );
     panic!("the client sent api key {api_key}, which this test does not cover");
 }
@@ -385,10 +386,11 @@ const K_INIT_PRODUCER_ID: i16 = InitProducerIdRequest::API_KEY;
 const K_DESCRIBE_ACLS: i16 = DescribeAclsRequest::API_KEY;
 const K_CREATE_ACLS: i16 = CreateAclsRequest::API_KEY;
 const K_DELETE_ACLS: i16 = DeleteAclsRequest::API_KEY;
+const K_DELETE_RECORDS: i16 = DeleteRecordsRequest::API_KEY;
 
 /// Every API key the client sends; the test fails if one of them never got a
 /// hostile answer.
-const CLIENT_KEYS: [i16; 18] = [
+const CLIENT_KEYS: [i16; 19] = [
     K_PRODUCE,
     K_FETCH,
     K_LIST_OFFSETS,
@@ -407,6 +409,7 @@ const CLIENT_KEYS: [i16; 18] = [
     K_DESCRIBE_ACLS,
     K_CREATE_ACLS,
     K_DELETE_ACLS,
+    K_DELETE_RECORDS,
 ];
 
 fn client_for(addr: &str) -> baton::ClientBuilder {
@@ -437,6 +440,12 @@ async fn round(run: &mut Run, addr: &str, client: &Client, topic: &str, n: usize
     .await;
     run.measure("list_offsets", &[K_LIST_OFFSETS], 0, limit, async {
         let _ = admin.list_offsets([(topic, 0, OffsetSpec::Latest)]).await;
+    })
+    .await;
+    run.measure("delete_records", &[K_DELETE_RECORDS], 0, limit, async {
+        let _ = admin
+            .delete_records([baton::RecordsToDelete::new(topic, 0, 0)])
+            .await;
     })
     .await;
     run.measure("describe_cluster", &[K_METADATA], 0, limit, async {

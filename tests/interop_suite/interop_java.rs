@@ -85,6 +85,18 @@ fn java_client_round(bootstrap: &str, topic: &str, brokers: i64) {
     assert_eq!(int(&admin, "committed_sum"), Some(total), "{admin}");
     assert_eq!(int(&admin, "latest_sum"), Some(total), "{admin}");
     assert_eq!(int(&admin, "earliest_sum"), Some(0), "{admin}");
+    // deleteRecords to one below each partition's end (every partition has records).
+    let deleted_to = total - PARTITIONS as i64;
+    assert_eq!(
+        int(&admin, "delete_records_low_sum"),
+        Some(deleted_to),
+        "{admin}"
+    );
+    assert_eq!(
+        int(&admin, "earliest_after_delete_sum"),
+        Some(deleted_to),
+        "{admin}"
+    );
     assert_eq!(field(&admin, "retention_ms"), Some("3600000"), "{admin}");
     assert_eq!(
         field(&admin, "retention_source"),

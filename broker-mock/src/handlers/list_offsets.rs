@@ -5,8 +5,9 @@
 //! (KIP-734), -4 (v8, KIP-405) the earliest local offset, which is the log start
 //! here. Any other value finds the first committed record whose timestamp is at or
 //! after it: the first batch whose max timestamp qualifies, then the record inside it;
-//! none found answers offset -1 and timestamp -1. `current_leader_epoch` (v4+) is
-//! checked when >= 0.
+//! none found answers offset -1 and timestamp -1. Searches start at the log start
+//! (records below it, in a batch that DeleteRecords cut through, never match), as
+//! Kafka's do. `current_leader_epoch` (v4+) is checked when >= 0.
 //!
 //! In a cluster only the leader answers (`NOT_LEADER_OR_FOLLOWER` elsewhere).
 //! With an authorizer, each topic needs Describe (else `TOPIC_AUTHORIZATION_FAILED`

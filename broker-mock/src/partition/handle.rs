@@ -33,6 +33,8 @@ fn rebuild_epoch_cache(log: &Log) -> LeaderEpochCache {
             from = h.last_offset + 1;
         }
     }
+    // The first batch read may begin below the log start (DeleteRecords).
+    cache.truncate_from_start(log.log_start_offset());
     cache
 }
 

@@ -69,7 +69,29 @@ impl PartitionState {
         };
         let batch = verify_stored(&batch)?;
         let bound = self.max_readable(isolation);
-        find_record(&batch, bound, |t| t >= ts)
+        let start = self.log_start_offset();
+        if batch.base_offset() >= start {
+            return find_record(&batch, start, bound, |t| t >= ts);
+        }
+        // The batch found begins below the log start (DeleteRecords moved the start
+        // inside the first segment): search from the start, as Kafka does.
+        let mut from = start;
+        while from < bound {
+            let batches = read_verified(&self.log, from, 1 << 20)?;
+            if batches.is_empty() {
+                break;
+            }
+            for b in batches {
+                let b = verify_stored(&b)?;
+                if b.max_timestamp() >= ts {
+                    if let Some(found) = find_record(&b, start, bound, |t| t >= ts)? {
+                        return Ok(Some(found));
+                    }
+                }
+                from = b.last_offset() + 1;
+            }
+        }
+        Ok(None)
     }
 
     /// The committed record with the largest timestamp: `(offset, timestamp)`.
@@ -83,7 +105,7 @@ impl PartitionState {
         let batch = verify_stored(&batch)?;
         let max = batch.max_timestamp();
         let bound = self.max_readable(isolation);
-        find_record(&batch, bound, |t| t == max)
+        find_record(&batch, self.log_start_offset(), bound, |t| t == max)
     }
 }
 
@@ -91,10 +113,13 @@ fn last_offset(batch: &Bytes) -> i64 {
     crate::log::header::BatchHeader::parse(batch).map_or(i64::MAX, |h| h.last_offset)
 }
 
-/// Finds the first record below `bound` whose timestamp matches. For LogAppendTime
-/// and compressed batches, the batch's own max timestamp and base offset stand in.
+/// Finds the first record from `start` (the log start: the first stored batch may
+/// begin below it, and Kafka searches from it) and below `bound` whose timestamp
+/// matches. For LogAppendTime and compressed batches, the batch's own max timestamp
+/// and base offset (at least `start`) stand in.
 fn find_record(
     batch: &RecordBatch,
+    start: i64,
     bound: i64,
     matches: impl Fn(i64) -> bool,
 ) -> Result<Option<(i64, i64)>, ReadError> {
@@ -103,7 +128,10 @@ fn find_record(
     }
     let log_append = batch.timestamp_type() == TimestampType::LogAppendTime;
     if log_append || batch.compression() != Compression::None {
-        return Ok(Some((batch.base_offset(), batch.max_timestamp())));
+        return Ok(Some((
+            batch.base_offset().max(start),
+            batch.max_timestamp(),
+        )));
     }
     let records = batch.records().map_err(|_| ReadError::Corrupt)?;
     for r in records {
@@ -111,7 +139,7 @@ fn find_record(
         if r.offset >= bound {
             break;
         }
-        if matches(r.timestamp) {
+        if r.offset >= start && matches(r.timestamp) {
             return Ok(Some((r.offset, r.timestamp)));
         }
     }

@@ -111,6 +111,29 @@ async fn delete_records_moves_the_log_start_and_it_survives_a_restart() {
         ["a", "b", "c"],
         "the batch holding offset 5, whole"
     );
+    // Timestamp lookups start at the log start too: offsets 0..4 (stamped 1000,
+    // 1001, 1002, 1001, 1002) are below it, offset 5 is stamped 1003.
+    let lo = |ts: i64| ListOffsetsRequest {
+        replica_id: -1,
+        isolation_level: 0,
+        topics: vec![ListOffsetsTopic {
+            name: topic.clone(),
+            partitions: vec![ListOffsetsPartition {
+                partition_index: 0,
+                current_leader_epoch: -1,
+                timestamp: ts,
+            }],
+        }],
+    };
+    for ts in [1_000, 1_001, 1_003] {
+        let resp = c.call(&lo(ts), 7).await;
+        let p = &resp.topics[0].partitions[0];
+        assert_eq!(
+            (code(p.error_code), p.offset, p.timestamp),
+            (ErrorCode::None, 5, 1_003),
+            "timestamp {ts}"
+        );
+    }
     // Lower offsets change nothing; past the high watermark is out of range.
     assert_eq!(
         delete_records(&mut c, &topic, 2, 1).await,
@@ -397,6 +420,74 @@ async fn every_replica_moves_its_log_start_and_a_new_leader_keeps_it() {
     assert_eq!(
         fetch_at(&mut l, aged, 0).await.0,
         ErrorCode::OffsetOutOfRange
+    );
+    cluster.shutdown().await;
+}
+
+/// A follower that fell behind the leader's log start (its replication paused
+/// while DeleteRecords ran) is answered OFFSET_OUT_OF_RANGE, restarts its log
+/// empty at the leader's start and catches up; meanwhile DeleteRecords times out
+/// waiting for it, as Kafka's does for a live replica that does not follow.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follower_behind_the_leaders_start_restarts_there() {
+    let mut cluster = Cluster::builder()
+        .brokers(3)
+        .replica_lag_time_max(Duration::from_millis(500))
+        .start()
+        .await
+        .unwrap();
+    let topic = "delrec-lagging";
+    create_in(&cluster, topic, &[]).await;
+    let v = cluster.partition_state(topic, 0).unwrap();
+    let lagging = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
+    cluster.node(lagging).pause_replication(true);
+    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    for i in 0..5 {
+        let resp = l
+            .call(
+                &produce_req(topic, 0, 1, records(1_000 + i, &["a", "b", "c", "d"])),
+                9,
+            )
+            .await;
+        assert_eq!(resp.responses[0].partition_responses[0].error_code, 0);
+    }
+    // The paused follower leaves the ISR, so the high watermark covers the writes.
+    let t = topic.to_owned();
+    cluster
+        .wait_for(LONG, move |c| {
+            let v = c.partition_state(&t, 0).unwrap();
+            v.isr.len() == 2 && v.high_watermark() == Some(20)
+        })
+        .await
+        .unwrap();
+    let mut req = delete_req(topic, 0, 12);
+    req.timeout_ms = 300;
+    let resp = l.call(&req, 2).await;
+    assert_eq!(
+        code(resp.topics[0].partitions[0].error_code),
+        ErrorCode::RequestTimedOut,
+        "the paused follower never moves its start"
+    );
+    assert_eq!(list_offset(&mut l, topic, -2).await, (ErrorCode::None, 12));
+    let before = cluster.partition_state(topic, 0).unwrap();
+    assert!(
+        before.replica(lagging).unwrap().log_end_offset < 12,
+        "{before:?}"
+    );
+    cluster.node(lagging).pause_replication(false);
+    await_replica_starts(&cluster, topic, 12).await;
+    let t = topic.to_owned();
+    cluster
+        .wait_for(LONG, move |c| {
+            let v = c.partition_state(&t, 0).unwrap();
+            v.replica_states.iter().all(|r| r.log_end_offset == 20)
+        })
+        .await
+        .unwrap();
+    // Now every replica has moved: the same request answers at once.
+    assert_eq!(
+        delete_records(&mut l, topic, 12, 2).await,
+        (ErrorCode::None, 12)
     );
     cluster.shutdown().await;
 }

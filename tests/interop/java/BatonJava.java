@@ -6,7 +6,7 @@
 //                                                   <count> records, keys k<i>, values v<i>.<codec>
 //   assign    <bootstrap> <topic> <expected>        assign() every partition from the beginning
 //   subscribe <bootstrap> <topic> <group> <expected> classic group protocol, commitSync after each poll
-//   admin     <bootstrap> <topic> <group>           every AdminClient call of issue 14, section 3
+//   admin     <bootstrap> <topic> <group>           every AdminClient call of issue 14, section 3, and deleteRecords
 //   member    <bootstrap> <topic> <group> <range|cooperative-sticky> <stopfile>
 //                                                   one classic-protocol group member beside Baton's:
 //                                                   commitSync after each poll, until <stopfile> exists;
@@ -448,6 +448,23 @@ public class BatonJava {
             long earliestSum = admin.listOffsets(specs).all().get().values().stream()
                     .mapToLong(ListOffsetsResult.ListOffsetsResultInfo::offset).sum();
             out.append(", \"earliest_sum\": ").append(earliestSum);
+
+            // DeleteRecords: every partition's records below its latest offset but
+            // one (the low watermarks), then the earliest offsets follow them.
+            Map<TopicPartition, RecordsToDelete> deletions = new HashMap<>();
+            Map<TopicPartition, OffsetSpec> latest = new HashMap<>(specs);
+            latest.replaceAll((tp, s) -> OffsetSpec.latest());
+            for (var e : admin.listOffsets(latest).all().get().entrySet()) {
+                deletions.put(e.getKey(), RecordsToDelete.beforeOffset(Math.max(0, e.getValue().offset() - 1)));
+            }
+            long lowSum = 0;
+            for (var f : admin.deleteRecords(deletions).lowWatermarks().values()) {
+                lowSum += f.get().lowWatermark();
+            }
+            out.append(", \"delete_records_low_sum\": ").append(lowSum);
+            long earliestAfter = admin.listOffsets(specs).all().get().values().stream()
+                    .mapToLong(ListOffsetsResult.ListOffsetsResultInfo::offset).sum();
+            out.append(", \"earliest_after_delete_sum\": ").append(earliestAfter);
 
             ConfigResource tr = new ConfigResource(ConfigResource.Type.TOPIC, created);
             ConfigResource br = new ConfigResource(ConfigResource.Type.BROKER,

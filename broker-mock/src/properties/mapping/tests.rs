@@ -367,3 +367,40 @@ fn log_cleaner_settings_apply() {
         map_err("log.cleaner.dedupe.buffer.size=10\n").contains("log.cleaner.dedupe.buffer.size")
     );
 }
+
+#[test]
+fn retention_keys_set_the_retention_defaults_with_kafkas_precedence() {
+    use std::time::Duration;
+    let config = map_ok("log.retention.hours=2\n");
+    assert_eq!(config.retention.retention_ms, Some(2 * 3_600_000));
+    // ms over minutes over hours, whatever the order in the file.
+    let config = map_ok("log.retention.ms=1500\nlog.retention.minutes=3\nlog.retention.hours=1\n");
+    assert_eq!(config.retention.retention_ms, Some(1_500));
+    let config = map_ok("log.retention.hours=1\nlog.retention.minutes=3\n");
+    assert_eq!(config.retention.retention_ms, Some(180_000));
+    // -1 keeps data forever, as in Kafka.
+    let config = map_ok("log.retention.ms=-1\nlog.retention.hours=5\n");
+    assert_eq!(config.retention.retention_ms, None);
+    let config = map_ok(
+        "log.retention.bytes=1048576\nlog.roll.hours=1\nlog.roll.ms=250\n\
+         log.retention.check.interval.ms=50\n",
+    );
+    assert_eq!(config.retention.retention_bytes, Some(1_048_576));
+    assert_eq!(config.retention.roll_ms, Some(250));
+    assert_eq!(config.retention.check_interval, Duration::from_millis(50));
+    let config = map_ok("log.retention.bytes=-1\nlog.roll.hours=3\n");
+    assert_eq!(config.retention.retention_bytes, None);
+    assert_eq!(config.retention.roll_ms, Some(3 * 3_600_000));
+    // Nothing set: data is kept, checked every 5 minutes.
+    let config = map_ok("node.id=1\n");
+    assert_eq!(config.retention, crate::LogRetention::default());
+    for bad in [
+        "log.retention.ms=-2\n",
+        "log.retention.hours=x\n",
+        "log.roll.ms=0\n",
+        "log.retention.check.interval.ms=0\n",
+    ] {
+        let e = map_err(bad);
+        assert!(e.contains(bad.split('=').next().unwrap()), "{e}");
+    }
+}
