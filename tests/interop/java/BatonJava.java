@@ -7,8 +7,8 @@
 //   assign    <bootstrap> <topic> <expected>        assign() every partition from the beginning
 //   subscribe <bootstrap> <topic> <group> <expected> classic group protocol, commitSync after each poll
 //   admin     <bootstrap> <topic> <group>           every AdminClient call of issue 14, section 3
-//   member    <bootstrap> <topic> <group> <range|cooperative-sticky> <stopfile>
-//                                                   one classic-protocol group member beside Baton's:
+//   member    <bootstrap> <topic> <group> <range|cooperative-sticky|consumer-uniform|consumer-range> <stopfile>
+//                                                   one group member (classic protocol beside Baton's, or KIP-848):
 //                                                   commitSync after each poll, until <stopfile> exists;
 //                                                   live lines `ASSIGNED <p,...>` after each change of
 //                                                   its assignment, `LED` each time it runs the group's
@@ -328,25 +328,34 @@ public class BatonJava {
     }
 
     /// A group member until `stopFile` exists. `range` uses the Java default list (range,
-    /// then cooperative-sticky), `cooperative-sticky` that assignor alone. The RESULT names
+    /// then cooperative-sticky), `cooperative-sticky` that assignor alone (both on the
+    /// classic protocol); `consumer-uniform` and `consumer-range` use the consumer group
+    /// protocol (KIP-848) with that server-side assignor. The RESULT names
     /// every record consumed (`partition:offset:value`, space-separated) and the last
     /// assignment; the member commits after each poll and leaves the group on close.
     static void member(String bootstrap, String topic, String group, String strategy, String stopFile) {
         Properties p = base(bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-        p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
         p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "20000");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, switch (strategy) {
-            case "range" -> LoggingRange.class.getName() + "," + CooperativeStickyAssignor.class.getName();
-            case "cooperative-sticky" -> LoggingCooperativeSticky.class.getName();
-            default -> throw new IllegalArgumentException("unknown strategy " + strategy);
-        });
+        if (strategy.startsWith("consumer-")) {
+            // KIP-848: the coordinator assigns (`uniform` or `range`) and sets the
+            // session timeout and heartbeat interval.
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            p.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, strategy.substring("consumer-".length()));
+        } else {
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
+            p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, switch (strategy) {
+                case "range" -> LoggingRange.class.getName() + "," + CooperativeStickyAssignor.class.getName();
+                case "cooperative-sticky" -> LoggingCooperativeSticky.class.getName();
+                default -> throw new IllegalArgumentException("unknown strategy " + strategy);
+            });
+        }
         StringBuilder consumed = new StringBuilder();
         int records = 0;
         String assigned = "";
