@@ -815,6 +815,34 @@ impl GroupCoordinator {
         Ok(answer)
     }
 
+    /// OffsetFetch v9+ from a consumer-protocol group's member (Kafka's
+    /// `validateOffsetFetch`): epoch -1 passes (an admin client); otherwise the
+    /// member must exist (UNKNOWN_MEMBER_ID) and send its current epoch
+    /// (STALE_MEMBER_EPOCH). Classic groups are not checked.
+    pub fn validate_fetch_member(
+        &self,
+        state: &dyn GroupHost,
+        group_id: &str,
+        member_id: Option<&str>,
+        member_epoch: i32,
+    ) -> Result<(), ErrorCode> {
+        if member_epoch == -1 {
+            return Ok(());
+        }
+        let inner = self.owned(state, group_id)?;
+        let Some(g) = inner.consumer.get(group_id) else {
+            return Ok(());
+        };
+        let m = g
+            .members
+            .get(member_id.unwrap_or_default())
+            .ok_or(ErrorCode::UnknownMemberId)?;
+        if m.current.epoch != member_epoch {
+            return Err(ErrorCode::StaleMemberEpoch);
+        }
+        Ok(())
+    }
+
     /// A consumer group for ConsumerGroupDescribe (`None`: no such consumer
     /// group) and the topic names by id.
     pub fn consumer_describe(

@@ -4,7 +4,9 @@
 //! Node and storage: `node.id` (or `broker.id`; both must agree), `log.dirs` (or
 //! `log.dir`; one directory), `num.partitions`, `auto.create.topics.enable`,
 //! `log.segment.bytes`, `log.index.interval.bytes`,
-//! `group.initial.rebalance.delay.ms`, `offsets.topic.num.partitions`.
+//! `group.initial.rebalance.delay.ms`, `offsets.topic.num.partitions`; consumer
+//! groups of KIP-848: `group.consumer.session.timeout.ms`,
+//! `group.consumer.heartbeat.interval.ms`, `group.consumer.max.size`.
 //!
 //! Transactions: `transaction.max.timeout.ms` (longer producer timeouts are
 //! `INVALID_TRANSACTION_TIMEOUT`), `transaction.state.log.num.partitions`.
@@ -94,6 +96,9 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "log.segment.bytes",
     "log.index.interval.bytes",
     "group.initial.rebalance.delay.ms",
+    "group.consumer.session.timeout.ms",
+    "group.consumer.heartbeat.interval.ms",
+    "group.consumer.max.size",
     "offsets.topic.num.partitions",
     "transaction.max.timeout.ms",
     "transaction.state.log.num.partitions",
@@ -450,6 +455,13 @@ fn read_entry<'a>(
         "group.initial.rebalance.delay.ms" => {
             base.groups.initial_rebalance_delay_ms = e.parse_in(0, i64::from(i32::MAX))?
         }
+        "group.consumer.session.timeout.ms" => {
+            base.groups.consumer_session_timeout_ms = e.parse_in(1, i32::MAX)?
+        }
+        "group.consumer.heartbeat.interval.ms" => {
+            base.groups.consumer_heartbeat_interval_ms = e.parse_in(1, i32::MAX)?
+        }
+        "group.consumer.max.size" => base.groups.consumer_max_size = e.parse_in(1, 1_000_000)?,
         "offsets.topic.num.partitions" => {
             base.groups.offsets_topic_partitions = e.parse_in(1, 10_000)?
         }
