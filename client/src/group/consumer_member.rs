@@ -25,7 +25,11 @@
 //!   not know yet stay pending until a metadata refresh names them.
 //! - **Fencing.** FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID mean the coordinator
 //!   removed the member: everything owned is lost (`on_lost`, no commit) and the
-//!   member rejoins with epoch 0 and the same member id.
+//!   member rejoins with epoch 0 and the same member id. Fenced while a
+//!   revocation waits for the application (which stopped calling `recv` for
+//!   longer than the rebalance timeout), the member declares everything lost at
+//!   once (the partitions being revoked too, unless the application already
+//!   started revoking them) and rejoins once the application has caught up.
 //! - **Coordinator moves.** NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE,
 //!   COORDINATOR_LOAD_IN_PROGRESS and broken connections send the member back to
 //!   FindCoordinator; it keeps its epoch and partitions and heartbeats the new
@@ -45,6 +49,7 @@
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,6 +64,7 @@ use tokio::time::Instant;
 use super::coordinator::{Lane, Shared};
 use super::member::{Event, MemberConfig};
 use super::{GroupError, TopicPartition};
+use crate::backoff::Backoff;
 use crate::client::ClientError;
 
 /// The request's name in errors.
@@ -144,21 +150,7 @@ pub(crate) async fn run(
     cfg: Arc<MemberConfig>,
     events: mpsc::UnboundedSender<Event>,
 ) {
-    let member_id = shared.lock().member_id.clone();
-    let mut m = Member {
-        interval: cfg.heartbeat_interval,
-        shared,
-        cfg,
-        events,
-        member_id,
-        epoch: 0,
-        owned: BTreeSet::new(),
-        ids: HashMap::new(),
-        target: None,
-        ack_now: false,
-        sent: Sent::default(),
-        version: None,
-    };
+    let mut m = Member::new(shared, cfg, events);
     if let Err(e) = m.run().await {
         tracing::warn!(group = %m.shared.group_id, error = %e, "group membership ended");
         m.shared.lock().fatal = Some(e.clone());
@@ -167,13 +159,41 @@ pub(crate) async fn run(
 }
 
 impl Member {
+    /// A member about to join (epoch 0) with the member id in `shared`.
+    fn new(
+        shared: Arc<Shared>,
+        cfg: Arc<MemberConfig>,
+        events: mpsc::UnboundedSender<Event>,
+    ) -> Self {
+        let member_id = shared.lock().member_id.clone();
+        Member {
+            interval: cfg.heartbeat_interval,
+            shared,
+            cfg,
+            events,
+            member_id,
+            epoch: 0,
+            owned: BTreeSet::new(),
+            ids: HashMap::new(),
+            target: None,
+            ack_now: false,
+            sent: Sent::default(),
+            version: None,
+        }
+    }
+
     async fn run(&mut self) -> Result<(), GroupError> {
         tracing::info!(group = %self.shared.group_id, member = %self.member_id, "joining group (consumer protocol)");
+        // Failed heartbeats are retried after `retry_backoff`, doubling up to 1 s
+        // (Kafka's `retry.backoff.max.ms`), never later than the next heartbeat.
+        let base = self.shared.retry_backoff;
+        let backoff = Backoff::new(base, Duration::from_secs(1).max(base));
         let mut failures = 0u32;
         loop {
             if self.events.is_closed() {
                 return Ok(());
             }
+            let joining = self.epoch == 0;
             let wait = match self.heartbeat().await? {
                 Beat::Ok => {
                     failures = 0;
@@ -186,12 +206,17 @@ impl Member {
                 Beat::Fenced(code) => {
                     tracing::info!(group = %self.shared.group_id, member = %self.member_id, %code, "fenced by the coordinator; rejoining");
                     self.fence();
-                    failures = 0;
-                    continue;
+                    if !joining {
+                        failures = 0;
+                        continue;
+                    }
+                    // Refused while joining already: do not spin.
+                    failures = failures.saturating_add(1);
+                    backoff.delay(failures).min(self.interval)
                 }
                 Beat::Retry => {
                     failures = failures.saturating_add(1);
-                    self.shared.retry_backoff.min(self.interval)
+                    backoff.delay(failures).min(self.interval)
                 }
             };
             tokio::select! {
@@ -344,7 +369,10 @@ impl Member {
                 self.shared.coordinator_failed(node);
                 return Ok(Beat::Retry);
             }
-            ErrorCode::FencedInstanceId | ErrorCode::UnreleasedInstanceId => {
+            // Another process uses this static member's instance id. (Kafka answers
+            // UNRELEASED_INSTANCE_ID when the other one has not left; it is fatal
+            // too and comes back as a `GroupError::Coordinator` naming the code.)
+            ErrorCode::FencedInstanceId => {
                 return Err(GroupError::FencedInstanceId {
                     group_instance_id: self.shared.instance_id.clone().unwrap_or_default(),
                 });
@@ -490,11 +518,13 @@ impl Member {
     async fn revoke(&mut self, partitions: Vec<TopicPartition>) -> Result<bool, GroupError> {
         tracing::info!(group = %self.shared.group_id, count = partitions.len(), "revoking partitions");
         let (ack, mut acked) = oneshot::channel();
+        let lost = Arc::new(AtomicBool::new(false));
         if self
             .events
             .send(Event::Revoked {
                 partitions: partitions.clone(),
                 ack,
+                lost: lost.clone(),
             })
             .is_err()
         {
@@ -514,6 +544,17 @@ impl Member {
                         Beat::Fenced(code) => {
                             tracing::info!(group = %self.shared.group_id, %code, "fenced while revoking");
                             fenced = true;
+                            // Everything is lost at once: the partitions being
+                            // revoked (the application handles them as lost if it
+                            // has not started yet) and the others, which the
+                            // application must stop returning records of now, not
+                            // only after it acknowledges the revocation. Rejoining
+                            // waits for the acknowledgement.
+                            lost.store(true, Ordering::Release);
+                            for tp in &partitions {
+                                self.owned.remove(tp);
+                            }
+                            self.fence();
                         }
                     }
                 }
@@ -522,11 +563,7 @@ impl Member {
         for tp in &partitions {
             self.owned.remove(tp);
         }
-        if fenced {
-            self.fence();
-            return Ok(false);
-        }
-        Ok(true)
+        Ok(!fenced)
     }
 }
 
@@ -571,6 +608,98 @@ pub(crate) async fn leave(shared: &Shared, temporary: bool) -> Result<(), GroupE
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::group::assignor::RebalanceProtocol;
+    use crate::Client;
+
+    /// A member on a client of an in-process broker (only for its settings; no
+    /// heartbeat is sent).
+    async fn member() -> (
+        baton_broker::BrokerHandle,
+        Member,
+        mpsc::UnboundedReceiver<Event>,
+    ) {
+        let broker = baton_broker::Broker::start(baton_broker::BrokerConfig::in_memory())
+            .await
+            .expect("broker");
+        let client = Client::builder([broker.bootstrap()])
+            .build()
+            .await
+            .expect("client");
+        let shared = Arc::new(Shared::new(
+            client,
+            "g".to_string(),
+            Some("static-1".to_string()),
+            Duration::from_millis(100),
+        ));
+        shared.lock().member_id = new_member_id();
+        let cfg = Arc::new(MemberConfig {
+            topics: vec!["b".into(), "a".into(), "a".into()],
+            assignors: Vec::new(),
+            protocol: RebalanceProtocol::Cooperative,
+            session_timeout: Duration::from_secs(45),
+            rebalance_timeout: Duration::from_secs(10),
+            heartbeat_interval: Duration::from_secs(1),
+            server_assignor: Some("range".into()),
+            topic_regex: Some("c.*".into()),
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        (broker, Member::new(shared, cfg, tx), rx)
+    }
+
+    #[tokio::test]
+    async fn heartbeats_carry_everything_on_join_and_after_a_failure_and_only_changes_otherwise() {
+        let (_broker, mut m, _events) = member().await;
+        let join = m.request();
+        assert_eq!(join.member_epoch, 0);
+        assert_eq!(join.member_id.len(), 22, "a client-generated id");
+        assert_eq!(join.instance_id.as_deref(), Some("static-1"));
+        assert_eq!(join.rebalance_timeout_ms, 10_000);
+        assert_eq!(
+            join.subscribed_topic_names,
+            Some(vec!["a".to_string(), "b".to_string()])
+        );
+        assert_eq!(join.subscribed_topic_regex.as_deref(), Some("c.*"));
+        assert_eq!(join.server_assignor.as_deref(), Some("range"));
+        assert_eq!(join.topic_partitions, Some(Vec::new()), "owns nothing yet");
+
+        // Acknowledged: the next heartbeat says only who it is.
+        m.remember(&join);
+        m.epoch = 5;
+        let beat = m.request();
+        let bare = ConsumerGroupHeartbeatRequest {
+            group_id: "g".into(),
+            member_id: join.member_id.clone(),
+            member_epoch: 5,
+            instance_id: Some("static-1".into()),
+            ..Default::default()
+        };
+        assert_eq!(beat, bare);
+
+        // A reconciled assignment is reported once.
+        let id = Uuid::from_u64_pair(1, 2);
+        m.ids.insert(Arc::from("a"), id);
+        m.owned.insert(TopicPartition::new("a", 1));
+        m.owned.insert(TopicPartition::new("a", 0));
+        let ack = m.request();
+        let owned = vec![ConsumerGroupHeartbeatTopicPartitions {
+            topic_id: id,
+            partitions: vec![0, 1],
+        }];
+        assert_eq!(ack.topic_partitions, Some(owned.clone()));
+        assert_eq!(ack.subscribed_topic_names, None);
+        m.remember(&ack);
+        assert_eq!(m.request(), bare);
+
+        // After a failed heartbeat everything is sent again, at the same epoch.
+        m.sent = Sent::default();
+        let again = m.request();
+        assert_eq!(again.member_epoch, 5);
+        assert_eq!(again.rebalance_timeout_ms, 10_000);
+        assert_eq!(again.subscribed_topic_names, join.subscribed_topic_names);
+        assert_eq!(again.subscribed_topic_regex, join.subscribed_topic_regex);
+        assert_eq!(again.server_assignor, join.server_assignor);
+        assert_eq!(again.topic_partitions, Some(owned));
+    }
 
     #[test]
     fn member_ids_are_22_char_url_safe_base64_and_differ() {

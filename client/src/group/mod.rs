@@ -80,6 +80,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
@@ -324,7 +325,23 @@ impl GroupConsumer {
                     l.on_assigned(&mut self.ctx, &partitions).await;
                 }
             }
-            Event::Revoked { partitions, ack } => {
+            Event::Revoked {
+                partitions,
+                ack,
+                lost,
+            } if lost.load(Ordering::Acquire) => {
+                // The membership ended while this revocation waited for us.
+                self.ctx.forget(&partitions);
+                if let Some(l) = self.listener.as_mut() {
+                    l.on_lost(&mut self.ctx, &partitions).await;
+                }
+                let _ = ack.send(());
+            }
+            Event::Revoked {
+                partitions,
+                ack,
+                lost: _,
+            } => {
                 // Nothing of these is returned from here on.
                 for tp in &partitions {
                     if let Some(st) = self.ctx.parts.get_mut(tp) {

@@ -329,8 +329,9 @@ public class BatonJava {
 
     /// A group member until `stopFile` exists. `range` uses the Java default list (range,
     /// then cooperative-sticky), `cooperative-sticky` that assignor alone (both on the
-    /// classic protocol); `consumer-uniform` and `consumer-range` use the consumer group
-    /// protocol (KIP-848) with that server-side assignor. The RESULT names
+    /// classic protocol); `consumer` the consumer rebalance protocol (KIP-848) with the
+    /// coordinator's `uniform` assignor, `consumer-uniform` and `consumer-range` with that
+    /// server-side assignor. The RESULT names
     /// every record consumed (`partition:offset:value`, space-separated) and the last
     /// assignment; the member commits after each poll and leaves the group on close.
     static void member(String bootstrap, String topic, String group, String strategy, String stopFile) {
@@ -341,11 +342,13 @@ public class BatonJava {
         p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "20000");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        if (strategy.startsWith("consumer-")) {
-            // KIP-848: the coordinator assigns (`uniform` or `range`) and sets the
-            // session timeout and heartbeat interval.
+        if (strategy.equals("consumer") || strategy.startsWith("consumer-")) {
+            // KIP-848: the coordinator assigns (`uniform` unless `consumer-<assignor>` names
+            // one) and sets the session timeout and heartbeat interval, which the client
+            // may not configure.
             p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
-            p.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, strategy.substring("consumer-".length()));
+            p.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG,
+                    strategy.startsWith("consumer-") ? strategy.substring("consumer-".length()) : "uniform");
         } else {
             p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
             p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");

@@ -24,6 +24,7 @@ use baton::{
 };
 use baton_protocol::messages::FindCoordinatorRequest;
 use baton_protocol::ErrorCode;
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::topic_name;
@@ -40,6 +41,13 @@ pub fn member_builder(client: &Client, group: &str, topic: &str) -> GroupConsume
         .max_wait(Duration::from_millis(50))
 }
 
+/// A partition: topic and index.
+pub type Tp = (String, i32);
+
+fn key(tp: &TopicPartition) -> Tp {
+    (tp.topic.to_string(), tp.partition)
+}
+
 /// What happened to the group, in order.
 #[derive(Debug, Default)]
 pub struct History {
@@ -49,14 +57,15 @@ pub struct History {
 #[derive(Debug, Default)]
 struct Inner {
     /// The member owning each partition now.
-    owner: BTreeMap<i32, usize>,
+    owner: BTreeMap<Tp, usize>,
     /// Partitions assigned while another member owned them.
     owned_twice: Vec<String>,
     lost: usize,
+    lost_by: BTreeMap<usize, usize>,
     assigned: usize,
     revoked: usize,
     /// Every record read: (partition, offset) and who read it.
-    reads: Vec<(i32, i64, usize)>,
+    reads: Vec<(Tp, i64, usize)>,
 }
 
 impl History {
@@ -69,17 +78,17 @@ impl History {
         let st = self.lock();
         st.reads
             .iter()
-            .map(|&(p, o, _)| (p, o))
+            .map(|(tp, o, _)| (tp, *o))
             .collect::<BTreeSet<_>>()
             .len()
     }
 
     /// The partitions each member owns now.
-    pub fn owners(&self) -> BTreeMap<usize, BTreeSet<i32>> {
+    pub fn owners(&self) -> BTreeMap<usize, BTreeSet<Tp>> {
         let st = self.lock();
-        let mut out: BTreeMap<usize, BTreeSet<i32>> = BTreeMap::new();
-        for (&p, &m) in &st.owner {
-            out.entry(m).or_default().insert(p);
+        let mut out: BTreeMap<usize, BTreeSet<Tp>> = BTreeMap::new();
+        for (tp, &m) in &st.owner {
+            out.entry(m).or_default().insert(tp.clone());
         }
         out
     }
@@ -89,6 +98,11 @@ impl History {
         self.lock().lost
     }
 
+    /// The partitions member `member` lost so far (`on_lost`).
+    pub fn lost_by(&self, member: usize) -> usize {
+        self.lock().lost_by.get(&member).copied().unwrap_or(0)
+    }
+
     /// Revocations so far (partitions).
     pub fn revoked(&self) -> usize {
         self.lock().revoked
@@ -96,19 +110,21 @@ impl History {
 
     /// The check: `expected` records per partition were produced (offsets
     /// `0..expected[p]`).
-    pub fn check(&self, expected: &BTreeMap<i32, i64>) -> Report {
+    pub fn check(&self, expected: &BTreeMap<Tp, i64>) -> Report {
         let st = self.lock();
-        let mut seen: BTreeMap<(i32, i64), usize> = BTreeMap::new();
-        for &(p, o, _) in &st.reads {
-            *seen.entry((p, o)).or_default() += 1;
+        let mut seen: BTreeMap<(Tp, i64), usize> = BTreeMap::new();
+        for (tp, o, _) in &st.reads {
+            *seen.entry((tp.clone(), *o)).or_default() += 1;
         }
         let mut lost = 0;
-        for (&p, &n) in expected {
-            lost += (0..n).filter(|o| !seen.contains_key(&(p, *o))).count();
+        for (tp, &n) in expected {
+            lost += (0..n)
+                .filter(|o| !seen.contains_key(&(tp.clone(), *o)))
+                .count();
         }
         let unexpected = seen
             .keys()
-            .filter(|(p, o)| expected.get(p).is_none_or(|&n| *o >= n))
+            .filter(|(tp, o)| expected.get(tp).is_none_or(|&n| *o >= n))
             .count();
         Report {
             read: st.reads.len(),
@@ -176,11 +192,11 @@ impl RebalanceListener for Recorder {
         let mut st = self.history.lock();
         for tp in partitions {
             st.assigned += 1;
-            if let Some(other) = st.owner.insert(tp.partition, self.member) {
+            if let Some(other) = st.owner.insert(key(tp), self.member) {
                 if other != self.member {
                     let line = format!(
-                        "partition {} assigned to member {} while member {other} owned it",
-                        tp.partition, self.member
+                        "{tp:?} assigned to member {} while member {other} owned it",
+                        self.member
                     );
                     st.owned_twice.push(line);
                 }
@@ -197,8 +213,8 @@ impl RebalanceListener for Recorder {
         let mut st = self.history.lock();
         for tp in partitions {
             st.revoked += 1;
-            if st.owner.get(&tp.partition) == Some(&self.member) {
-                st.owner.remove(&tp.partition);
+            if st.owner.get(&key(tp)) == Some(&self.member) {
+                st.owner.remove(&key(tp));
             }
         }
         Box::pin(std::future::ready(()))
@@ -212,8 +228,9 @@ impl RebalanceListener for Recorder {
         let mut st = self.history.lock();
         for tp in partitions {
             st.lost += 1;
-            if st.owner.get(&tp.partition) == Some(&self.member) {
-                st.owner.remove(&tp.partition);
+            *st.lost_by.entry(self.member).or_default() += 1;
+            if st.owner.get(&key(tp)) == Some(&self.member) {
+                st.owner.remove(&key(tp));
             }
         }
         Box::pin(std::future::ready(()))
@@ -224,6 +241,9 @@ impl RebalanceListener for Recorder {
 #[derive(Debug)]
 pub struct Member {
     stop: CancellationToken,
+    /// While `true`, the member does not call `recv` (an application that
+    /// stopped polling).
+    pause: watch::Sender<bool>,
     task: JoinHandle<Result<(), GroupError>>,
 }
 
@@ -244,21 +264,36 @@ impl Member {
             .await
             .expect("group consumer");
         let stop = CancellationToken::new();
+        let (pause, mut paused) = watch::channel(false);
         let (token, history) = (stop.clone(), history.clone());
         let task = tokio::spawn(async move {
             loop {
+                if *paused.borrow_and_update() {
+                    tokio::select! {
+                        biased;
+                        _ = token.cancelled() => break,
+                        _ = paused.changed() => continue,
+                    }
+                }
                 tokio::select! {
                     biased;
                     _ = token.cancelled() => break,
+                    _ = paused.changed() => {}
                     r = consumer.recv() => {
                         let r = r?;
-                        history.lock().reads.push((r.partition, r.offset, member));
+                        let tp = (r.topic.to_string(), r.partition);
+                        history.lock().reads.push((tp, r.offset, member));
                     }
                 }
             }
             consumer.close().await
         });
-        Member { stop, task }
+        Member { stop, pause, task }
+    }
+
+    /// Stops (`true`) or resumes (`false`) calling `recv`.
+    pub fn pause(&self, paused: bool) {
+        self.pause.send_replace(paused);
     }
 
     /// Stops receiving and closes the consumer (commit, `on_revoked`, leave).
@@ -278,7 +313,7 @@ pub async fn produce(
     topic: &str,
     partitions: i32,
     count: usize,
-    expected: &mut BTreeMap<i32, i64>,
+    expected: &mut BTreeMap<Tp, i64>,
 ) {
     let mut deliveries = Vec::with_capacity(count);
     for i in 0..count {
@@ -292,7 +327,9 @@ pub async fn produce(
         let m = d
             .await
             .unwrap_or_else(|e| panic!("{topic}: not delivered: {e}"));
-        let n = expected.entry(m.partition).or_default();
+        let n = expected
+            .entry((topic.to_string(), m.partition))
+            .or_default();
         *n = (*n).max(m.offset + 1);
     }
 }
@@ -486,4 +523,159 @@ where
         "membership kept through the coordinator move (owners {owners:?}): {report}"
     );
     (report, coordinator)
+}
+
+/// A member that stops calling `recv` while a rebalance needs it to revoke
+/// partitions is removed by the coordinator after its rebalance timeout (3 s
+/// here): its partitions go to the other member, and when it calls `recv` again it
+/// learns they were lost (`on_lost`, no commit), rejoins with epoch 0 and gets a
+/// share again. No record is lost (records it read but did not commit are read
+/// again by the new owner, which is what "lost" allows). Returns the report.
+pub async fn fenced_member_loses_its_partitions_and_rejoins(
+    client: &Client,
+    topic: &str,
+    partitions: i32,
+) -> Report {
+    let group = topic_name("k848-fenced");
+    let history = Arc::new(History::default());
+    let producer = Producer::builder(client).build();
+    let mut expected = BTreeMap::new();
+    let within = Duration::from_secs(90);
+    let slow = member_builder(client, &group, topic)
+        .rebalance_timeout(Duration::from_secs(3))
+        .manual_commit();
+    let m0 = Member::start(slow, 0, &history).await;
+    produce(&producer, topic, partitions, 60, &mut expected).await;
+    wait_until(&history, within, "member 0 alone to read 60", |h| {
+        h.distinct() >= 60 && spread(h, 1, partitions)
+    })
+    .await;
+    m0.pause(true);
+    let m1 = Member::start(member_builder(client, &group, topic), 1, &history).await;
+    // Member 0 cannot revoke: after its rebalance timeout member 1 gets everything.
+    wait_until(&history, within, "member 1 to own every partition", |h| {
+        h.owners().get(&1).map(BTreeSet::len) == Some(partitions as usize)
+    })
+    .await;
+    produce(&producer, topic, partitions, 60, &mut expected).await;
+    wait_until(&history, within, "member 1 to read the new records", |h| {
+        h.distinct() >= 120
+    })
+    .await;
+    m0.pause(false);
+    wait_until(
+        &history,
+        within,
+        "member 0 to lose its partitions and rejoin",
+        |h| h.lost_by(0) > 0 && spread(h, 2, partitions),
+    )
+    .await;
+    produce(&producer, topic, partitions, 60, &mut expected).await;
+    producer.close().await;
+    wait_until(&history, within, "180 read", |h| h.distinct() >= 180).await;
+    m0.stop().await;
+    m1.stop().await;
+    history.check(&expected)
+}
+
+/// Two members subscribed by a regular expression (evaluated by the coordinator,
+/// KIP-848) that matches `topics` (created by the caller, each with `partitions`
+/// partitions, and only these): together they own every partition of them, each
+/// some, and read every record once. Returns the report.
+pub async fn regex_subscription(
+    client: &Client,
+    regex: &str,
+    topics: &[String],
+    partitions: i32,
+) -> Report {
+    let group = topic_name("k848-regex");
+    let history = Arc::new(History::default());
+    let producer = Producer::builder(client).build();
+    let mut expected = BTreeMap::new();
+    let within = Duration::from_secs(90);
+    let builder = || {
+        GroupConsumer::builder(client, &group)
+            .group_protocol(GroupProtocol::Consumer)
+            .subscribe_regex(regex)
+            .heartbeat_interval(Duration::from_millis(300))
+            .auto_commit_interval(Duration::from_millis(200))
+            .max_wait(Duration::from_millis(50))
+    };
+    let m0 = Member::start(builder(), 0, &history).await;
+    let m1 = Member::start(builder(), 1, &history).await;
+    for topic in topics {
+        produce(&producer, topic, partitions, 40, &mut expected).await;
+    }
+    producer.close().await;
+    let total = 40 * topics.len();
+    let all = partitions * topics.len() as i32;
+    wait_until(
+        &history,
+        within,
+        "both members reading every matched topic",
+        |h| h.distinct() >= total && spread(h, 2, all),
+    )
+    .await;
+    let owned: BTreeSet<String> = history
+        .owners()
+        .values()
+        .flatten()
+        .map(|(t, _)| t.clone())
+        .collect();
+    assert_eq!(
+        owned,
+        topics.iter().cloned().collect(),
+        "exactly the matching topics are assigned"
+    );
+    m0.stop().await;
+    m1.stop().await;
+    history.check(&expected)
+}
+
+/// Two static members (KIP-848 with `group.instance.id`): member 0 closes, which
+/// leaves with epoch -2 (it will come back), and a new consumer with its instance
+/// id takes its place before the session times out: it gets the same partitions
+/// back and member 1 sees no rebalance; nothing is lost or read twice. Returns the
+/// report.
+pub async fn static_member_returns(client: &Client, topic: &str, partitions: i32) -> Report {
+    let group = topic_name("k848-static");
+    let history = Arc::new(History::default());
+    let producer = Producer::builder(client).build();
+    let mut expected = BTreeMap::new();
+    let within = Duration::from_secs(90);
+    let builder = |id: &str| member_builder(client, &group, topic).group_instance_id(id);
+    let a = Member::start(builder("a"), 0, &history).await;
+    let b = Member::start(builder("b"), 1, &history).await;
+    produce(&producer, topic, partitions, 40, &mut expected).await;
+    wait_until(
+        &history,
+        within,
+        "two static members settled, 40 read",
+        |h| h.distinct() >= 40 && spread(h, 2, partitions),
+    )
+    .await;
+    let before = history.owners();
+    let revoked = history.revoked();
+    a.stop().await;
+    let a_again = Member::start(builder("a"), 0, &history).await;
+    produce(&producer, topic, partitions, 40, &mut expected).await;
+    producer.close().await;
+    wait_until(&history, within, "member 0 back, 80 read", |h| {
+        h.distinct() >= 80 && spread(h, 2, partitions)
+    })
+    .await;
+    let after = history.owners();
+    let revoked_by_close = history.revoked() - revoked;
+    a_again.stop().await;
+    b.stop().await;
+    assert_eq!(
+        after, before,
+        "the same partitions came back to the same members"
+    );
+    assert_eq!(
+        revoked_by_close,
+        before[&0].len(),
+        "only member 0's close revoked anything"
+    );
+    history.check(&expected)
 }
