@@ -7,7 +7,7 @@
 //   assign    <bootstrap> <topic> <expected>        assign() every partition from the beginning
 //   subscribe <bootstrap> <topic> <group> <expected> classic group protocol, commitSync after each poll
 //   admin     <bootstrap> <topic> <group>           every AdminClient call of issue 14, section 3
-//   member    <bootstrap> <topic> <group> <range|cooperative-sticky|consumer-uniform|consumer-range> <stopfile>
+//   member    <bootstrap> <topic> <group> <range|cooperative-sticky|consumer|consumer-uniform|consumer-range> <stopfile>
 //                                                   one group member (classic protocol beside Baton's, or KIP-848):
 //                                                   commitSync after each poll, until <stopfile> exists;
 //                                                   live lines `ASSIGNED <p,...>` after each change of
