@@ -602,16 +602,35 @@ fn wait_until(what: &str, jvms: &[&Jvm], mut done: impl FnMut() -> bool) {
 /// be read exactly once across the two.
 #[test]
 fn java_consumer_protocol_group_on_a_single_broker() {
-    const PARTS: i32 = 4;
-    const PER_PHASE: i64 = 400;
     let rt = runtime();
     let broker = rt
         .block_on(Broker::start(BrokerConfig::in_memory()))
         .expect("broker starts");
-    let bootstrap = broker.bootstrap();
+    java_consumer_protocol_group(&rt, vec![broker.bootstrap()], 1);
+    rt.block_on(broker.shutdown());
+}
+
+/// The same on the 3-node cluster (topic replicated 3 times; the group's
+/// coordinator is the leader of its `__consumer_offsets` partition).
+#[test]
+fn java_consumer_protocol_group_on_a_cluster() {
+    let rt = runtime();
+    let cluster = rt
+        .block_on(Cluster::builder().brokers(3).in_memory().start())
+        .expect("cluster starts");
+    java_consumer_protocol_group(&rt, cluster.bootstrap_servers(), 3);
+    rt.block_on(cluster.shutdown());
+}
+
+/// The scenario of [`java_consumer_protocol_group_on_a_single_broker`] on the
+/// brokers at `servers`, the topic replicated `rf` times.
+fn java_consumer_protocol_group(rt: &Runtime, servers: Vec<String>, rf: i16) {
+    const PARTS: i32 = 4;
+    const PER_PHASE: i64 = 400;
+    let bootstrap = servers.join(",");
     let topic = topic_name("java-kip848");
     let group = format!("{topic}-group");
-    rt.block_on(create_topic(vec![bootstrap.clone()], &topic, PARTS, 1));
+    rt.block_on(create_topic(servers, &topic, PARTS, rf));
     let dir = tempfile::tempdir().expect("temp dir");
     let stop_a = dir.path().join("stop-a").to_string_lossy().into_owned();
     let stop_b = dir.path().join("stop-b").to_string_lossy().into_owned();
@@ -675,5 +694,4 @@ fn java_consumer_protocol_group_on_a_single_broker() {
     );
     assert_eq!(read, 3 * PER_PHASE, "lost records");
     assert_eq!(duplicated, 0, "records read twice");
-    rt.block_on(broker.shutdown());
 }
