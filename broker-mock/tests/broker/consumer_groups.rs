@@ -624,3 +624,33 @@ async fn members_keep_heartbeating_through_a_coordinator_failover() {
     assert_eq!(all.len(), 4);
     cluster.shutdown().await;
 }
+
+#[tokio::test]
+async fn consumer_groups_are_bounded_by_the_group_limits() {
+    let config = BrokerConfig {
+        groups: GroupConfig {
+            consumer_max_size: 1,
+            ..GroupConfig::default()
+        },
+        limits: baton_broker::BrokerLimits {
+            max_groups: 1,
+            ..Default::default()
+        },
+        ..BrokerConfig::in_memory()
+    };
+    let broker = start(config).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c, "t", 2).await;
+    Member::join(&mut c, "g", "a", &["t"]).await;
+    // group.consumer.max.size: a second member is refused.
+    let r = c.call(&join("g", "b", &["t"]), 1).await;
+    assert_eq!(r.error_code, ErrorCode::GroupMaxSizeReached.code());
+    // max_groups: a second group is refused.
+    let r = c.call(&join("other", "b", &["t"]), 1).await;
+    assert_eq!(r.error_code, ErrorCode::PolicyViolation.code());
+    // Once the member leaves, the group stays (empty) and takes a member again.
+    let left = c.call(&beat("g", "a", -1, &Vec::new()), 1).await;
+    assert_eq!(left.error_code, 0);
+    Member::join(&mut c, "g", "b", &["t"]).await;
+    broker.shutdown().await;
+}
