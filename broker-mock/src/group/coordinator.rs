@@ -556,7 +556,13 @@ impl GroupCoordinator {
         let group_id = committer.group_id;
         let producer = (committer.producer_id, committer.producer_epoch);
         let mut inner = self.owned(state, group_id)?;
+        // TxnOffsetCommit below v3 names no member: Kafka accepts it for a consumer
+        // group whatever its members (the producer's transaction guards it).
+        let anonymous = committer.generation_id == -1
+            && committer.member_id.is_empty()
+            && committer.instance_id.is_none();
         match inner.consumer.get(group_id) {
+            Some(_) if anonymous => {}
             Some(g) => validate_consumer_commit(g, committer.generation_id, committer.member_id)?,
             None => inner.groups.validate_txn_commit(
                 group_id,
