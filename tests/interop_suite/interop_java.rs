@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use crate::apache_kafka_util::kafka_version;
 use crate::interop_java_util::mixed_group::{self, Strategy};
-use crate::interop_java_util::{field, harness, harness_secured, int, java, Jvm};
+use crate::interop_java_util::{
+    field, harness, harness_secured, int, java, result, start_harness, Jvm,
+};
 use baton::{Admin, Client, NewTopic};
 use baton_broker::{Broker, BrokerConfig, Cluster};
 use baton_testkit::security::{ClientSecurity, Pki, PLAIN_LOGIN, SCRAM_SHA512_LOGIN};
@@ -568,4 +570,140 @@ fn java_transactional_producer_and_read_committed_consumer_on_a_cluster() {
         .expect("cluster starts");
     java_transactions(cluster.bootstrap_servers(), 3, &rt);
     rt.block_on(cluster.shutdown());
+}
+
+/// What a running `member` harness has printed: its cumulative record count
+/// (`CONSUMED n`) and its latest assignment (`ASSIGNED p,...`).
+fn member_state(jvm: &Jvm) -> (i64, std::collections::BTreeSet<i64>) {
+    let lines = jvm.lines();
+    let consumed = lines
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("CONSUMED ")?.trim().parse().ok())
+        .unwrap_or(0);
+    let assigned = lines
+        .iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("ASSIGNED "))
+        .map(|s| s.split(',').filter_map(|p| p.trim().parse().ok()).collect())
+        .unwrap_or_default();
+    (consumed, assigned)
+}
+
+/// Polls `done` every 200 ms for up to 90 s.
+fn wait_until(what: &str, jvms: &[&Jvm], mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > Duration::from_secs(90) {
+            let out: Vec<String> = jvms.iter().map(|j| j.output()).collect();
+            panic!(
+                "{what}: not done after 90 s; members:\n{}",
+                out.join("\n---\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Java `KafkaConsumer`s on the consumer group protocol (KIP-848,
+/// `group.protocol=consumer`, the broker's `uniform` assignor) on baton-broker: a
+/// first member reads 400 records alone; a second joins and the two split the
+/// four partitions (incremental reconciliation); 400 more are read by both; the
+/// first leaves (its partitions move to the second at its commits) and 400 more
+/// are read. Both commit after each poll and on revocation, so every record must
+/// be read exactly once across the two.
+#[test]
+fn java_consumer_protocol_group_on_a_single_broker() {
+    let rt = runtime();
+    let broker = rt
+        .block_on(Broker::start(BrokerConfig::in_memory()))
+        .expect("broker starts");
+    java_consumer_protocol_group(&rt, vec![broker.bootstrap()], 1);
+    rt.block_on(broker.shutdown());
+}
+
+/// The same on the 3-node cluster (topic replicated 3 times; the group's
+/// coordinator is the leader of its `__consumer_offsets` partition).
+#[test]
+fn java_consumer_protocol_group_on_a_cluster() {
+    let rt = runtime();
+    let cluster = rt
+        .block_on(Cluster::builder().brokers(3).in_memory().start())
+        .expect("cluster starts");
+    java_consumer_protocol_group(&rt, cluster.bootstrap_servers(), 3);
+    rt.block_on(cluster.shutdown());
+}
+
+/// The scenario of [`java_consumer_protocol_group_on_a_single_broker`] on the
+/// brokers at `servers`, the topic replicated `rf` times.
+fn java_consumer_protocol_group(rt: &Runtime, servers: Vec<String>, rf: i16) {
+    const PARTS: i32 = 4;
+    const PER_PHASE: i64 = 400;
+    let bootstrap = servers.join(",");
+    let topic = topic_name("java-kip848");
+    let group = format!("{topic}-group");
+    rt.block_on(create_topic(servers, &topic, PARTS, rf));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let stop_a = dir.path().join("stop-a").to_string_lossy().into_owned();
+    let stop_b = dir.path().join("stop-b").to_string_lossy().into_owned();
+    let produce = || {
+        let r = harness(
+            "produce",
+            &[&bootstrap, &topic, "none", &PER_PHASE.to_string()],
+        );
+        assert_eq!(int(&r, "acked"), Some(PER_PHASE), "{r}");
+    };
+    let member = |stop: &str| {
+        start_harness(
+            "member",
+            &[&bootstrap, &topic, &group, "consumer-uniform", stop],
+        )
+    };
+
+    produce();
+    let a = member(&stop_a);
+    wait_until("a reads the first records", &[&a], || {
+        member_state(&a).0 >= PER_PHASE
+    });
+    let b = member(&stop_b);
+    wait_until("a and b split the partitions", &[&a, &b], || {
+        let (sa, sb) = (member_state(&a).1, member_state(&b).1);
+        !sa.is_empty()
+            && !sb.is_empty()
+            && sa.is_disjoint(&sb)
+            && sa.len() + sb.len() == PARTS as usize
+    });
+    produce();
+    wait_until("a and b read the second records", &[&a, &b], || {
+        member_state(&a).0 + member_state(&b).0 >= 2 * PER_PHASE
+    });
+    std::fs::write(&stop_a, b"").expect("stop file");
+    let ra = result(a);
+    wait_until("b takes every partition", &[&b], || {
+        member_state(&b).1.len() == PARTS as usize
+    });
+    produce();
+    let read_by_a = int(&ra, "records").expect("records");
+    wait_until("b reads the rest", &[&b], || {
+        read_by_a + member_state(&b).0 >= 3 * PER_PHASE
+    });
+    std::fs::write(&stop_b, b"").expect("stop file");
+    let rb = result(b);
+
+    let mut seen = std::collections::BTreeMap::new();
+    for r in [&ra, &rb] {
+        for rec in field(r, "consumed").unwrap_or_default().split_whitespace() {
+            let mut it = rec.splitn(3, ':');
+            let p: i32 = it.next().and_then(|x| x.parse().ok()).expect("partition");
+            let o: i64 = it.next().and_then(|x| x.parse().ok()).expect("offset");
+            *seen.entry((p, o)).or_insert(0u32) += 1;
+        }
+    }
+    let duplicated: u32 = seen.values().map(|n| n - 1).sum();
+    let read = seen.len() as i64;
+    println!(
+        "java consumer protocol: {read} distinct records read, {duplicated} duplicated, a read {read_by_a}"
+    );
+    assert_eq!(read, 3 * PER_PHASE, "lost records");
+    assert_eq!(duplicated, 0, "records read twice");
 }

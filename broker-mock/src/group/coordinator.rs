@@ -556,7 +556,13 @@ impl GroupCoordinator {
         let group_id = committer.group_id;
         let producer = (committer.producer_id, committer.producer_epoch);
         let mut inner = self.owned(state, group_id)?;
+        // TxnOffsetCommit below v3 names no member: Kafka accepts it for a consumer
+        // group whatever its members (the producer's transaction guards it).
+        let anonymous = committer.generation_id == -1
+            && committer.member_id.is_empty()
+            && committer.instance_id.is_none();
         match inner.consumer.get(group_id) {
+            Some(_) if anonymous => {}
             Some(g) => validate_consumer_commit(g, committer.generation_id, committer.member_id)?,
             None => inner.groups.validate_txn_commit(
                 group_id,
@@ -813,6 +819,34 @@ impl GroupCoordinator {
             await_replicated(Some(w))?;
         }
         Ok(answer)
+    }
+
+    /// OffsetFetch v9+ from a consumer-protocol group's member (Kafka's
+    /// `validateOffsetFetch`): epoch -1 passes (an admin client); otherwise the
+    /// member must exist (UNKNOWN_MEMBER_ID) and send its current epoch
+    /// (STALE_MEMBER_EPOCH). Classic groups are not checked.
+    pub fn validate_fetch_member(
+        &self,
+        state: &dyn GroupHost,
+        group_id: &str,
+        member_id: Option<&str>,
+        member_epoch: i32,
+    ) -> Result<(), ErrorCode> {
+        if member_epoch == -1 {
+            return Ok(());
+        }
+        let inner = self.owned(state, group_id)?;
+        let Some(g) = inner.consumer.get(group_id) else {
+            return Ok(());
+        };
+        let m = g
+            .members
+            .get(member_id.unwrap_or_default())
+            .ok_or(ErrorCode::UnknownMemberId)?;
+        if m.current.epoch != member_epoch {
+            return Err(ErrorCode::StaleMemberEpoch);
+        }
+        Ok(())
     }
 
     /// A consumer group for ConsumerGroupDescribe (`None`: no such consumer

@@ -116,6 +116,21 @@ fn broker_configs(state: &BrokerState) -> Vec<Entry> {
         ),
         ("group.max.size", g.max_group_size.to_string(), INT),
         (
+            "group.consumer.session.timeout.ms",
+            g.consumer_session_timeout_ms.to_string(),
+            INT,
+        ),
+        (
+            "group.consumer.heartbeat.interval.ms",
+            g.consumer_heartbeat_interval_ms.to_string(),
+            INT,
+        ),
+        (
+            "group.consumer.max.size",
+            g.consumer_max_size.to_string(),
+            INT,
+        ),
+        (
             "offsets.topic.num.partitions",
             g.offsets_topic_partitions.to_string(),
             INT,

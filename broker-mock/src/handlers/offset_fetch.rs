@@ -16,8 +16,11 @@
 //! so the consumer retries; without it the last committed offset is answered and
 //! pending ones are invisible, as in Kafka.
 //!
-//! Deviations from Apache Kafka: the KIP-848 member id and epoch (v9+) are ignored
-//! (all groups are classic).
+//! The KIP-848 member id and epoch (v9+) are checked for consumer-protocol groups
+//! as Kafka checks them: epoch -1 (an admin) passes, otherwise the member must
+//! exist (UNKNOWN_MEMBER_ID) at that epoch (STALE_MEMBER_EPOCH).
+//!
+//! Deviations from Apache Kafka: none known.
 
 use baton_protocol::messages::{
     OffsetFetchRequest, OffsetFetchResponse, OffsetFetchResponseGroup,
@@ -42,9 +45,15 @@ fn lookup(
     group_id: &str,
     wanted: Option<Vec<(String, Vec<i32>)>>,
     require_stable: bool,
+    member: Option<(Option<String>, i32)>,
 ) -> Result<(TopicOffsets, Refused), ErrorCode> {
     if !state.allowed(ctx, AclOperation::Describe, ResourceType::Group, group_id) {
         return Err(ErrorCode::GroupAuthorizationFailed);
+    }
+    if let Some((member_id, epoch)) = member {
+        state
+            .groups
+            .validate_fetch_member(state, group_id, member_id.as_deref(), epoch)?;
     }
     let describable =
         |name: &str| state.allowed(ctx, AclOperation::Describe, ResourceType::Topic, name);
@@ -112,7 +121,8 @@ pub(crate) fn handle(
                         .map(|t| (t.name, t.partition_indexes))
                         .collect()
                 });
-                match lookup(state, ctx, &g.group_id, wanted, req.require_stable) {
+                let member = (version >= 9).then(|| (g.member_id.clone(), g.member_epoch));
+                match lookup(state, ctx, &g.group_id, wanted, req.require_stable, member) {
                     Err(code) => OffsetFetchResponseGroup {
                         group_id: g.group_id,
                         topics: Vec::new(),
@@ -160,6 +170,7 @@ pub(crate) fn handle(
         &req.group_id,
         wanted.clone(),
         req.require_stable,
+        None,
     ) {
         Ok((found, refused)) => OffsetFetchResponse {
             topics: answers(found, refused)

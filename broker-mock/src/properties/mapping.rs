@@ -10,7 +10,9 @@
 //! `log.retention.ms` (over `.minutes`, over `.hours`; -1 keeps data forever, the
 //! default here), `log.retention.bytes`, `log.roll.ms` (over `log.roll.hours`),
 //! `log.retention.check.interval.ms` (see [`LogRetention`](crate::LogRetention)),
-//! `group.initial.rebalance.delay.ms`, `offsets.topic.num.partitions`.
+//! `group.initial.rebalance.delay.ms`, `offsets.topic.num.partitions`; consumer
+//! groups of KIP-848: `group.consumer.session.timeout.ms`,
+//! `group.consumer.heartbeat.interval.ms`, `group.consumer.max.size`.
 //!
 //! Transactions: `transaction.max.timeout.ms` (longer producer timeouts are
 //! `INVALID_TRANSACTION_TIMEOUT`), `transaction.state.log.num.partitions`.
@@ -112,6 +114,9 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "log.roll.hours",
     "log.retention.check.interval.ms",
     "group.initial.rebalance.delay.ms",
+    "group.consumer.session.timeout.ms",
+    "group.consumer.heartbeat.interval.ms",
+    "group.consumer.max.size",
     "offsets.topic.num.partitions",
     "transaction.max.timeout.ms",
     "transaction.state.log.num.partitions",
@@ -512,6 +517,13 @@ fn read_entry<'a>(
         "group.initial.rebalance.delay.ms" => {
             base.groups.initial_rebalance_delay_ms = e.parse_in(0, i64::from(i32::MAX))?
         }
+        "group.consumer.session.timeout.ms" => {
+            base.groups.consumer_session_timeout_ms = e.parse_in(1, i32::MAX)?
+        }
+        "group.consumer.heartbeat.interval.ms" => {
+            base.groups.consumer_heartbeat_interval_ms = e.parse_in(1, i32::MAX)?
+        }
+        "group.consumer.max.size" => base.groups.consumer_max_size = e.parse_in(1, 1_000_000)?,
         "offsets.topic.num.partitions" => {
             base.groups.offsets_topic_partitions = e.parse_in(1, 10_000)?
         }

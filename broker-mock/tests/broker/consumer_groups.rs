@@ -243,6 +243,27 @@ async fn two_members_reconcile_commit_and_leave() {
         )
         .await;
     assert_eq!(fetched.topics[0].partitions[0].committed_offset, 10);
+    // OffsetFetch v9 checks the member id and epoch of a consumer group's member.
+    let fetch_v9 = |member: &str, epoch: i32| OffsetFetchRequest {
+        groups: vec![OffsetFetchRequestGroup {
+            group_id: "g".into(),
+            member_id: Some(member.into()),
+            member_epoch: epoch,
+            topics: None,
+        }],
+        ..Default::default()
+    };
+    let codes = |r: OffsetFetchResponse| r.groups[0].error_code;
+    assert_eq!(codes(a.call(&fetch_v9("member-a", 2), 9).await), 0);
+    assert_eq!(
+        codes(a.call(&fetch_v9("member-a", 1), 9).await),
+        ErrorCode::StaleMemberEpoch.code()
+    );
+    assert_eq!(
+        codes(a.call(&fetch_v9("zz", 2), 9).await),
+        ErrorCode::UnknownMemberId.code()
+    );
+    assert_eq!(codes(a.call(&fetch_v9("", -1), 9).await), 0);
 
     // a leaves; b takes everything.
     let left = a.call(&beat("g", "member-a", -1, &Vec::new()), 1).await;
@@ -395,6 +416,41 @@ async fn silent_member_is_fenced_after_the_session_timeout() {
     assert!(ma.epoch >= 3);
     let r = b.call(&beat("g", "b", mb.epoch, &mb.owned), 1).await;
     assert_eq!(r.error_code, ErrorCode::UnknownMemberId.code());
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_member_that_keeps_revoked_partitions_is_fenced_after_its_rebalance_timeout() {
+    let broker = start(BrokerConfig::in_memory()).await;
+    let mut a = Client::connect(broker.local_addr()).await;
+    let mut b = Client::connect(broker.local_addr()).await;
+    create_topic(&mut a, "t", 4).await;
+    let mut j = join("g", "a", &["t"]);
+    j.rebalance_timeout_ms = 300;
+    let r = a.call(&j, 1).await;
+    let all = owned_of(&r).unwrap();
+    let mut mb = Member::join(&mut b, "g", "b", &["t"]).await;
+    // a is asked to give two partitions up but keeps reporting all four.
+    let r = a.call(&beat("g", "a", 1, &all), 1).await;
+    assert_eq!((r.error_code, r.member_epoch), (0, 1));
+    assert_eq!(count(&owned_of(&r).unwrap()), 2);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let r = a.call(&beat("g", "a", 1, &all), 1).await;
+    assert_eq!(r.error_code, 0, "still within its rebalance timeout");
+    let mut rounds = 0;
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let r = a.call(&beat("g", "a", 1, &all), 1).await;
+        if r.error_code == ErrorCode::UnknownMemberId.code() {
+            break;
+        }
+        rounds += 1;
+        assert!(rounds < 50, "a was never fenced: {r:?}");
+    }
+    // b gets everything.
+    mb.beat(&mut b, "g").await;
+    mb.beat(&mut b, "g").await;
+    assert_eq!(count(&mb.owned), 4);
     broker.shutdown().await;
 }
 
@@ -567,4 +623,34 @@ async fn members_keep_heartbeating_through_a_coordinator_failover() {
     let all: BTreeSet<_> = [&a, &b, &m3].iter().flat_map(|m| set(&m.owned)).collect();
     assert_eq!(all.len(), 4);
     cluster.shutdown().await;
+}
+
+#[tokio::test]
+async fn consumer_groups_are_bounded_by_the_group_limits() {
+    let config = BrokerConfig {
+        groups: GroupConfig {
+            consumer_max_size: 1,
+            ..GroupConfig::default()
+        },
+        limits: baton_broker::BrokerLimits {
+            max_groups: 1,
+            ..Default::default()
+        },
+        ..BrokerConfig::in_memory()
+    };
+    let broker = start(config).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    create_topic(&mut c, "t", 2).await;
+    Member::join(&mut c, "g", "a", &["t"]).await;
+    // group.consumer.max.size: a second member is refused.
+    let r = c.call(&join("g", "b", &["t"]), 1).await;
+    assert_eq!(r.error_code, ErrorCode::GroupMaxSizeReached.code());
+    // max_groups: a second group is refused.
+    let r = c.call(&join("other", "b", &["t"]), 1).await;
+    assert_eq!(r.error_code, ErrorCode::PolicyViolation.code());
+    // Once the member leaves, the group stays (empty) and takes a member again.
+    let left = c.call(&beat("g", "a", -1, &Vec::new()), 1).await;
+    assert_eq!(left.error_code, 0);
+    Member::join(&mut c, "g", "b", &["t"]).await;
+    broker.shutdown().await;
 }

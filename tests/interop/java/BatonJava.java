@@ -7,8 +7,8 @@
 //   assign    <bootstrap> <topic> <expected>        assign() every partition from the beginning
 //   subscribe <bootstrap> <topic> <group> <expected> classic group protocol, commitSync after each poll
 //   admin     <bootstrap> <topic> <group>           every AdminClient call of issue 14, section 3, and deleteRecords
-//   member    <bootstrap> <topic> <group> <range|cooperative-sticky> <stopfile>
-//                                                   one classic-protocol group member beside Baton's:
+//   member    <bootstrap> <topic> <group> <range|cooperative-sticky|consumer|consumer-uniform|consumer-range> <stopfile>
+//                                                   one group member (classic protocol beside Baton's, or KIP-848):
 //                                                   commitSync after each poll, until <stopfile> exists;
 //                                                   live lines `ASSIGNED <p,...>` after each change of
 //                                                   its assignment, `LED` each time it runs the group's
@@ -328,9 +328,10 @@ public class BatonJava {
     }
 
     /// A group member until `stopFile` exists. `range` uses the Java default list (range,
-    /// then cooperative-sticky), `cooperative-sticky` that assignor alone (both the classic
-    /// protocol); `consumer` the consumer rebalance protocol (KIP-848) with the coordinator's
-    /// `uniform` assignor. The RESULT names
+    /// then cooperative-sticky), `cooperative-sticky` that assignor alone (both on the
+    /// classic protocol); `consumer` the consumer rebalance protocol (KIP-848) with the
+    /// coordinator's `uniform` assignor, `consumer-uniform` and `consumer-range` with that
+    /// server-side assignor. The RESULT names
     /// every record consumed (`partition:offset:value`, space-separated) and the last
     /// assignment; the member commits after each poll and leaves the group on close.
     static void member(String bootstrap, String topic, String group, String strategy, String stopFile) {
@@ -341,11 +342,13 @@ public class BatonJava {
         p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "20000");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        if (strategy.equals("consumer")) {
-            // KIP-848: the coordinator assigns (uniform) and sets the session timeout
-            // and heartbeat interval, which the client may not configure.
+        if (strategy.equals("consumer") || strategy.startsWith("consumer-")) {
+            // KIP-848: the coordinator assigns (`uniform` unless `consumer-<assignor>` names
+            // one) and sets the session timeout and heartbeat interval, which the client
+            // may not configure.
             p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
-            p.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, "uniform");
+            p.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG,
+                    strategy.startsWith("consumer-") ? strategy.substring("consumer-".length()) : "uniform");
         } else {
             p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
             p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");

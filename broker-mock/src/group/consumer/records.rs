@@ -407,3 +407,44 @@ mod tests {
         assert!(decode(&Bytes::from_static(&[0, 5, 0]), None).is_err());
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+
+    /// Seeded random keys and values, and every truncation of valid ones, decode
+    /// to a record or a typed error, never a panic.
+    #[test]
+    fn hostile_records_never_panic() {
+        let seed = baton_testkit::seed();
+        let mut rng = baton_protocol::testing::Rng::new(seed);
+        let (k, v) = encode(&ConsumerRecord::Current {
+            group: "g".into(),
+            member: "m".into(),
+            value: Some(Current {
+                epoch: 3,
+                previous_epoch: 2,
+                state: MemberState::Stable,
+                assigned: super::super::member::from_pairs([(Uuid([1; 16]), vec![0, 1])]),
+                pending_revocation: Assignment::new(),
+            }),
+        });
+        let v = v.unwrap();
+        for n in 0..v.len() {
+            let _ = decode(&k, Some(v.slice(..n)));
+        }
+        for kind in [3i16, 5, 6, 7, 8] {
+            for _ in 0..500 {
+                let mut key = BytesMut::new();
+                key.put_i16(kind);
+                put_str(&mut key, "g");
+                put_str(&mut key, "m");
+                let len = rng.below(64) as usize;
+                let mut val = BytesMut::new();
+                val.put_i16(0);
+                val.put_slice(&rng.bytes(len));
+                let _ = decode(&key.freeze(), Some(val.freeze()));
+            }
+        }
+    }
+}

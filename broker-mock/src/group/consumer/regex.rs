@@ -503,3 +503,28 @@ mod tests {
         assert!(!r.is_match(&"a".repeat(5000)));
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+
+    /// Seeded random patterns from regex metacharacters never panic: each
+    /// compiles within the bounds or is refused, and matching always ends.
+    #[test]
+    fn random_patterns_compile_or_are_refused() {
+        let seed = baton_testkit::seed();
+        let mut rng = baton_protocol::testing::Rng::new(seed);
+        let alphabet: Vec<char> = "ab.-_*+?|()[]{}^$\\,0123456789dwsDWS:é".chars().collect();
+        for _ in 0..5000 {
+            let len = rng.below(24) as usize;
+            let p: String = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect();
+            if let Ok(r) = TopicRegex::new(&p) {
+                assert!(r.prog.len() <= MAX_PROGRAM, "seed {seed}: {p}");
+                let _ = r.is_match("ab-_.0123é");
+                let _ = r.is_match("");
+            }
+        }
+    }
+}

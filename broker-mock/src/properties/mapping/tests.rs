@@ -404,3 +404,17 @@ fn retention_keys_set_the_retention_defaults_with_kafkas_precedence() {
         assert!(e.contains(bad.split('=').next().unwrap()), "{e}");
     }
 }
+
+#[test]
+fn consumer_group_protocol_keys() {
+    let c = map_ok(
+        "group.consumer.session.timeout.ms=3000\n\
+         group.consumer.heartbeat.interval.ms=250\n\
+         group.consumer.max.size=7\n",
+    );
+    assert_eq!(c.groups.consumer_session_timeout_ms, 3000);
+    assert_eq!(c.groups.consumer_heartbeat_interval_ms, 250);
+    assert_eq!(c.groups.consumer_max_size, 7);
+    let e = map_err("group.consumer.max.size=0\n");
+    assert!(e.contains("group.consumer.max.size"), "{e}");
+}
