@@ -401,7 +401,11 @@ fn read_once(
         }),
         _ => None,
     };
-    let client = (replica.is_none()).then(|| client_fetch(state, req, version));
+    let client = client_fetch(state, req, version);
+    let fetcher = match replica {
+        Some(r) => Fetcher::Replica(r),
+        None => Fetcher::Consumer(&client),
+    };
     let mut responses = Vec::with_capacity(req.topics.len());
     for (i, t) in req.topics.iter().enumerate() {
         if refused.get(i).copied().unwrap_or(false) {
@@ -441,10 +445,7 @@ fn read_once(
                         isolation,
                         &mut remaining,
                         &mut min_one,
-                        match (replica, client.as_ref()) {
-                            (Some(r), _) => Fetcher::Replica(r),
-                            (None, c) => Fetcher::Consumer(c.expect("a consumer's fetch")),
-                        },
+                        fetcher,
                         &mut flags,
                     );
                     bytes += n;
