@@ -55,6 +55,10 @@ public class BatonJava {
         switch (a[0]) {
             case "produce" -> produce(a[1], a[2], a[3].split(","), Integer.parseInt(a[4]));
             case "assign" -> consume(a[1], a[2], null, Integer.parseInt(a[3]));
+            case "assign-one-batch" -> {
+                oneBatch = true;
+                consume(a[1], a[2], null, Integer.parseInt(a[3]));
+            }
             case "assign-rack" -> {
                 rack = a[4];
                 consume(a[1], a[2], null, Integer.parseInt(a[3]));
@@ -256,6 +260,10 @@ public class BatonJava {
     /// The consumer's `client.rack` (KIP-392) in mode `assign-rack`, else null.
     static String rack = null;
 
+    /// Mode `assign-one-batch`: `fetch.max.bytes=1`, so each fetch returns one batch
+    /// (KIP-74) and the consumer sends many fetches.
+    static boolean oneBatch = false;
+
     /// Each partition's preferred read replica, `partition:id,...`, in mode `assign-rack`.
     static String preferred = "";
 
@@ -267,6 +275,9 @@ public class BatonJava {
         Properties p = base(bootstrap);
         if (rack != null) {
             p.put(ConsumerConfig.CLIENT_RACK_CONFIG, rack);
+        }
+        if (oneBatch) {
+            p.put(ConsumerConfig.FETCH_MAX_BYTES_CONFIG, "1");
         }
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
