@@ -10,6 +10,7 @@ mod compression;
 mod connection;
 mod consumer;
 mod group;
+mod group_consumer_protocol;
 mod group_failover;
 mod group_interop;
 mod group_join;
