@@ -78,6 +78,13 @@ pub struct BrokerConfig {
     /// Retention defaults for topics that set none, and how often the maintenance
     /// task applies them (see [`LogRetention`](crate::log::LogRetention)).
     pub retention: crate::log::LogRetention,
+    /// The node's rack (Kafka's `broker.rack`), reported in Metadata and
+    /// DescribeCluster and used by the rack-aware replica selector (KIP-392);
+    /// `None`, the default, for none.
+    pub rack: Option<String>,
+    /// Which replica a leader tells a consumer with a rack to fetch from (Kafka's
+    /// `replica.selector.class`); the leader only by default.
+    pub replica_selector: crate::replica_selector::ReplicaSelector,
 }
 
 impl Default for BrokerConfig {
@@ -103,6 +110,8 @@ impl Default for BrokerConfig {
             transaction_state_partitions: None,
             cleaner: Default::default(),
             retention: crate::log::LogRetention::default(),
+            rack: None,
+            replica_selector: crate::replica_selector::ReplicaSelector::LeaderOnly,
         }
     }
 }
@@ -124,6 +133,21 @@ impl BrokerConfig {
     /// Sets the listen address.
     pub fn with_listen(mut self, addr: SocketAddr) -> Self {
         self.listen = addr;
+        self
+    }
+
+    /// Sets the node's rack (`broker.rack`).
+    pub fn with_rack(mut self, rack: impl Into<String>) -> Self {
+        self.rack = Some(rack.into());
+        self
+    }
+
+    /// Sets the replica selector (`replica.selector.class`).
+    pub fn with_replica_selector(
+        mut self,
+        selector: crate::replica_selector::ReplicaSelector,
+    ) -> Self {
+        self.replica_selector = selector;
         self
     }
 

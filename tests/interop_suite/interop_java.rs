@@ -707,3 +707,216 @@ fn java_consumer_protocol_group(rt: &Runtime, servers: Vec<String>, rf: i16) {
     assert_eq!(read, 3 * PER_PHASE, "lost records");
     assert_eq!(duplicated, 0, "records read twice");
 }
+
+/// KIP-392 and KIP-227 with the Java client: `KafkaConsumer` (which uses fetch
+/// sessions by default) with `client.rack` on a 3-node baton-broker cluster whose
+/// nodes sit in racks `rack-1`..`rack-3`, with the rack-aware replica selector.
+/// The consumer, in the rack of a node that follows at least one partition, reads
+/// every record once and in order; at the end its `preferred-read-replica`
+/// metric names that node for every partition it only follows, and -1 (the
+/// leader) for those it leads.
+#[test]
+fn java_consumer_fetches_from_the_follower_in_its_rack() {
+    use baton_broker::ReplicaSelector;
+    let rt = runtime();
+    let racked = (1..=3).fold(Cluster::builder().brokers(3).in_memory(), |b, id| {
+        b.rack(id, format!("rack-{id}"))
+    });
+    let cluster = rt
+        .block_on(racked.replica_selector(ReplicaSelector::RackAware).start())
+        .expect("cluster starts");
+    let topic = topic_name("java-rack");
+    rt.block_on(create_topic(
+        cluster.bootstrap_servers(),
+        &topic,
+        PARTITIONS,
+        3,
+    ));
+    let bootstrap = cluster.bootstrap_servers().join(",");
+    let produced = harness(
+        "produce",
+        &[&bootstrap, &topic, "none", &PER_CODEC.to_string()],
+    );
+    assert_eq!(
+        int(&produced, "acked"),
+        Some(PER_CODEC as i64),
+        "{produced}"
+    );
+    let leaders: Vec<i32> = (0..PARTITIONS)
+        .map(|p| {
+            cluster
+                .partition_state(&topic, p)
+                .expect("partition")
+                .leader
+        })
+        .collect();
+    let node = (1..=3)
+        .find(|n| leaders.iter().any(|l| l != n))
+        .expect("a follower");
+    let consumed = harness(
+        "assign-rack",
+        &[
+            &bootstrap,
+            &topic,
+            &PER_CODEC.to_string(),
+            &format!("rack-{node}"),
+        ],
+    );
+    assert_eq!(
+        int(&consumed, "distinct"),
+        Some(PER_CODEC as i64),
+        "{consumed}"
+    );
+    assert_eq!(
+        int(&consumed, "records"),
+        Some(PER_CODEC as i64),
+        "{consumed}"
+    );
+    assert_eq!(int(&consumed, "mismatched"), Some(0), "{consumed}");
+    assert_eq!(int(&consumed, "reordered"), Some(0), "{consumed}");
+    let expected: Vec<String> = leaders
+        .iter()
+        .enumerate()
+        .map(|(p, l)| format!("{p}:{}", if *l == node { -1 } else { node }))
+        .collect();
+    assert_eq!(
+        field(&consumed, "preferred"),
+        Some(expected.join(",").as_str()),
+        "consumer in rack-{node}, leaders {leaders:?}: {consumed}"
+    );
+    rt.block_on(cluster.shutdown());
+}
+
+/// What a [`SessionTap`] saw of the Fetch exchanges through its proxy.
+#[derive(Debug, Default)]
+struct SessionCounts {
+    /// Full fetches that asked for a session (epoch 0).
+    opening: usize,
+    /// Incremental fetches (a session id and an epoch above 0).
+    incremental: usize,
+    /// Partitions named by the incremental fetches.
+    incremental_partitions: usize,
+    /// Responses that opened a session (a non-zero session id for a full fetch).
+    opened: usize,
+    /// Responses with a top-level (session) error.
+    session_errors: usize,
+}
+
+/// Counts the fetch sessions (KIP-227) of the traffic through a proxy.
+#[derive(Debug, Default)]
+struct SessionTap(std::sync::Mutex<SessionCounts>);
+
+impl baton_broker::faults::proxy::Tap for SessionTap {
+    fn request(
+        &self,
+        request: &baton_broker::faults::proxy::RequestFrame,
+    ) -> baton_broker::faults::proxy::Verdict {
+        use baton_protocol::messages::FetchRequest;
+        use baton_protocol::Message;
+        let mut tag = None;
+        if request.api_key == FetchRequest::API_KEY {
+            if let Ok((_, f)) = baton_protocol::envelope::decode_request::<FetchRequest>(
+                request.frame.clone(),
+                request.version,
+            ) {
+                let mut c = self.0.lock().unwrap();
+                if f.session_epoch == 0 {
+                    c.opening += 1;
+                    tag = Some(1);
+                } else if f.session_id != 0 && f.session_epoch > 0 {
+                    c.incremental += 1;
+                    c.incremental_partitions +=
+                        f.topics.iter().map(|t| t.partitions.len()).sum::<usize>();
+                }
+            }
+        }
+        baton_broker::faults::proxy::Verdict {
+            lose_response: false,
+            tag,
+        }
+    }
+
+    fn response(
+        &self,
+        exchange: baton_broker::faults::proxy::Exchange,
+        frame: bytes::Bytes,
+    ) -> baton_broker::faults::proxy::Reply {
+        use baton_protocol::messages::FetchRequest;
+        use baton_protocol::Message;
+        if exchange.api_key == FetchRequest::API_KEY {
+            if let Ok((_, r)) = baton_protocol::envelope::decode_response::<FetchRequest>(
+                frame.clone(),
+                exchange.version,
+            ) {
+                let mut c = self.0.lock().unwrap();
+                if r.error_code != 0 {
+                    c.session_errors += 1;
+                }
+                if exchange.tag == Some(1) && r.session_id != 0 {
+                    c.opened += 1;
+                }
+            }
+        }
+        baton_broker::faults::proxy::Reply::now(frame)
+    }
+}
+
+/// KIP-227 with the Java client: `KafkaConsumer` reads 10,000 records of 12
+/// partitions from a single baton-broker, one batch per fetch, through a proxy
+/// that decodes every Fetch. Its one full fetch opens a session; it goes on with
+/// incremental fetches that name only the partitions whose position moved (less
+/// than half the topic on average), reads every record once and in order, and no
+/// response carries a session error nor makes it reset its session (the Java
+/// client answers an error, or a response inconsistent with its session, with a
+/// new full fetch).
+#[test]
+fn java_consumer_uses_incremental_fetch_sessions() {
+    use baton_broker::faults::proxy::{Proxy, ProxyOptions};
+    let rt = runtime();
+    let tap = std::sync::Arc::new(SessionTap::default());
+    let (broker, proxy) = rt.block_on(async {
+        // The proxy first: the broker advertises its port.
+        let proxy = Proxy::start_with(
+            "127.0.0.1:0".parse().unwrap(),
+            "127.0.0.1:9".parse().unwrap(),
+            ProxyOptions::default().tap(tap.clone()),
+        )
+        .await
+        .expect("proxy starts");
+        let config = BrokerConfig {
+            advertised_port: Some(proxy.local_addr().port()),
+            ..BrokerConfig::in_memory()
+        };
+        let broker = Broker::start(config).await.expect("broker starts");
+        proxy.set_target(broker.local_addr());
+        (broker, proxy)
+    });
+    let bootstrap = proxy.local_addr().to_string();
+    let topic = topic_name("java-sessions");
+    let partitions = 12;
+    rt.block_on(create_topic(vec![bootstrap.clone()], &topic, partitions, 1));
+    let total = 10_000usize;
+    let produced = harness("produce", &[&bootstrap, &topic, "none", &total.to_string()]);
+    assert_eq!(int(&produced, "acked"), Some(total as i64), "{produced}");
+    // fetch.max.bytes=1: one batch per response, so many fetches, each of which
+    // moves one partition.
+    let consumed = harness(
+        "assign-one-batch",
+        &[&bootstrap, &topic, &total.to_string()],
+    );
+    assert_eq!(int(&consumed, "distinct"), Some(total as i64), "{consumed}");
+    assert_eq!(int(&consumed, "mismatched"), Some(0), "{consumed}");
+    assert_eq!(int(&consumed, "reordered"), Some(0), "{consumed}");
+    let c = tap.0.lock().unwrap();
+    assert_eq!(c.opening, 1, "no session was reset: {c:?}");
+    assert_eq!(c.opened, 1, "the full fetch opened a session: {c:?}");
+    assert!(c.incremental >= partitions as usize, "{c:?}");
+    assert_eq!(c.session_errors, 0, "{c:?}");
+    assert!(
+        c.incremental_partitions * 2 < c.incremental * partitions as usize,
+        "incremental fetches name only the partitions that moved: {c:?}"
+    );
+    println!("Java consumer's fetch sessions: {c:?}");
+    drop(c);
+    rt.block_on(broker.shutdown());
+}

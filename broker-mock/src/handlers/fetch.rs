@@ -26,26 +26,50 @@
 //! follower's fetch ClusterAction on the cluster; refused topics answer
 //! `TOPIC_AUTHORIZATION_FAILED` on each partition, as in Kafka.
 //!
-//! Deviations from Apache Kafka: fetch sessions (KIP-227) are never created; every
-//! response has `session_id` 0, so clients keep sending full fetches, and a request
-//! naming a non-zero session is `FETCH_SESSION_ID_NOT_FOUND`. `preferred_read_replica` is always -1; rack ids
-//! are ignored.
+//! Incremental fetch sessions (KIP-227, v7+) are Kafka's: a full fetch with
+//! `session_epoch` 0 opens one if the cache allows (see `fetch_session`), later
+//! incremental fetches name only changed partitions and `forgotten_topics_data`,
+//! and their responses carry only partitions with records, a changed high
+//! watermark, last stable offset or log start offset, an error or a diverging
+//! epoch; an incremental fetch with nothing to send long-polls like any other.
+//! Session errors answer at the top level (`FETCH_SESSION_ID_NOT_FOUND`,
+//! `INVALID_FETCH_SESSION_EPOCH`, `FETCH_SESSION_TOPIC_ID_ERROR`) with no partitions.
+//!
+//! Fetching from the closest replica (KIP-392): with a replica selector
+//! (`replica.selector.class`, see `replica_selector.rs`), a leader asked by a
+//! consumer's v11+ fetch naming a `rack_id` answers `preferred_read_replica` (no
+//! records, at once) when the selector picks an in-sync follower on an unfenced
+//! broker whose log end reaches the fetch offset. A follower serves consumers'
+//! v11+ fetches (with or without a rack) up to its own high watermark (read
+//! committed: its last stable offset), which it learns from the leader's fetch
+//! responses; below v11, or on a node that holds no replica, the answer is
+//! `NOT_LEADER_OR_FOLLOWER`, and `current_leader_epoch` and the offset range are
+//! checked against the follower's own state (`FENCED_LEADER_EPOCH`,
+//! `UNKNOWN_LEADER_EPOCH`, `OFFSET_OUT_OF_RANGE`).
+//!
+//! Deviations from Apache Kafka: an incremental response also carries a partition
+//! whose last stable offset alone moved (Kafka compares the high watermark and log
+//! start only). The preferred-replica candidates are checked against the leader's
+//! log start offset, not each follower's (the leader does not track them).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use baton_protocol::messages::{
     AbortedTransaction, FetchPartition, FetchRequest, FetchResponse, FetchResponsePartitionData,
-    FetchableTopicResponse,
+    FetchTopic, FetchableTopicResponse,
 };
-use baton_protocol::ErrorCode;
+use baton_protocol::{ErrorCode, Uuid};
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{oneshot, watch};
 
 use baton_protocol::acl::{AclOperation, ResourceType};
 
 use crate::acl::RequestContext;
-use crate::partition::{Isolation, ReadError};
+use crate::fetch_session::{PartitionKey, RequestMeta, Resolved};
+use crate::partition::{Isolation, ReadError, Role};
+use crate::replica_selector::{ReplicaSelector, ReplicaView};
 use crate::state::BrokerState;
 use crate::topics::Topic;
 use crate::wire::{encode, Reply};
@@ -99,6 +123,81 @@ struct ReplicaFetch {
     now_ms: u64,
 }
 
+/// Who reads a partition.
+#[derive(Debug, Clone, Copy)]
+enum Fetcher<'a> {
+    /// A follower replicating from this leader.
+    Replica(ReplicaFetch),
+    /// A consumer.
+    Consumer(&'a ClientFetch),
+}
+
+/// A consumer's fetch (`replica_id` -1), as KIP-392 sees it.
+#[derive(Debug)]
+struct ClientFetch {
+    /// The request version: from v11 a consumer names its rack and may fetch from
+    /// a follower.
+    version: i16,
+    /// The consumer's rack id (empty for none).
+    rack: String,
+    /// The node's replica selector.
+    selector: ReplicaSelector,
+    /// Racks of the cluster's unfenced brokers (this node included), when a
+    /// selector may pick a follower for this fetch; empty otherwise.
+    racks: HashMap<i32, Option<String>>,
+    /// Now, on the cluster link's clock.
+    now_ms: u64,
+}
+
+impl ClientFetch {
+    /// Whether a follower may serve this fetch: v11+ (Kafka's `ClientMetadata`).
+    fn may_read_follower(&self) -> bool {
+        self.version >= 11
+    }
+
+    /// The follower a leader sends this consumer to, if its selector picks one
+    /// (Kafka's `findPreferredReadReplica`): candidates are in-sync followers on an
+    /// unfenced broker whose log end reaches `fetch_offset`.
+    fn preferred_replica(
+        &self,
+        st: &crate::partition::PartitionState,
+        fetch_offset: i64,
+    ) -> Option<i32> {
+        if self.racks.is_empty() || !self.may_read_follower() {
+            return None;
+        }
+        let leader = st.leader_state()?;
+        let rack = |id: i32| self.racks.get(&id).and_then(|r| r.as_deref());
+        let local = leader.local_id();
+        let followers: Vec<ReplicaView<'_>> = leader
+            .isr()
+            .iter()
+            .filter(|id| **id != local && self.racks.contains_key(*id))
+            .filter_map(|&id| {
+                let progress = leader.follower(id)?;
+                let leo = progress.log_end_offset?;
+                (leo >= fetch_offset && st.log_start_offset() <= fetch_offset).then(|| {
+                    ReplicaView {
+                        id,
+                        rack: rack(id),
+                        log_end_offset: leo,
+                        since_caught_up_ms: progress
+                            .last_caught_up_ms
+                            .map_or(u64::MAX, |t| self.now_ms.saturating_sub(t)),
+                    }
+                })
+            })
+            .collect();
+        let me = ReplicaView {
+            id: local,
+            rack: rack(local),
+            log_end_offset: st.log_end_offset(),
+            since_caught_up_ms: 0,
+        };
+        crate::replica_selector::select(self.selector, &self.rack, me, &followers)
+    }
+}
+
 fn concat(batches: Vec<Bytes>) -> Bytes {
     match batches.len() {
         0 => Bytes::new(),
@@ -120,9 +219,13 @@ fn read_partition(
     isolation: Isolation,
     remaining: &mut usize,
     min_one: &mut bool,
-    replica: Option<ReplicaFetch>,
+    fetcher: Fetcher<'_>,
     flags: &mut ReadFlags,
 ) -> (FetchResponsePartitionData, usize, bool) {
+    let (replica, client) = match fetcher {
+        Fetcher::Replica(r) => (Some(r), None),
+        Fetcher::Consumer(c) => (None, Some(c)),
+    };
     let Some(partition) = topic.partition(p.partition) else {
         return (
             partition_error(p, ErrorCode::UnknownTopicOrPartition),
@@ -131,7 +234,10 @@ fn read_partition(
         );
     };
     let mut st = partition.lock();
-    if !st.is_leader() {
+    // KIP-392: a follower serves consumers' fetches (v11+) up to its high watermark.
+    let follower_serves = client.is_some_and(ClientFetch::may_read_follower)
+        && matches!(st.role(), Role::Follower { .. });
+    if !st.is_leader() && !follower_serves {
         flags.roles_behind |= replica.is_some() && p.current_leader_epoch > st.leader_epoch();
         drop(st);
         return (partition_error(p, ErrorCode::NotLeaderOrFollower), 0, true);
@@ -192,6 +298,11 @@ fn read_partition(
         out.error_code = code.code();
         return (out, 0, true);
     }
+    if let Some(id) = client.and_then(|c| c.preferred_replica(&st, p.fetch_offset)) {
+        // The consumer is sent to a follower of its rack: no records, answered now.
+        out.preferred_read_replica = id;
+        return (out, 0, true);
+    }
     let budget = (p.partition_max_bytes.max(0) as usize).min(*remaining);
     let read = match replica {
         Some(_) => st.read_for_replica(p.fetch_offset, budget),
@@ -250,7 +361,40 @@ fn read_partition(
     }
 }
 
-fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool) -> ReadOutcome {
+/// What a consumer's fetch needs for KIP-392: the brokers' racks are looked up
+/// only when the node's selector may pick a follower for it.
+fn client_fetch(state: &BrokerState, req: &FetchRequest, version: i16) -> ClientFetch {
+    let selector = state.config.replica_selector;
+    let mut racks = HashMap::new();
+    let mut now_ms = 0;
+    if let Some(link) = state.mode.replica() {
+        now_ms = link.now_ms();
+        let wanted = version >= 11 && !req.rack_id.is_empty();
+        if wanted && selector != ReplicaSelector::LeaderOnly {
+            racks = link
+                .image()
+                .brokers()
+                .filter(|b| !b.fenced)
+                .map(|b| (b.broker_id, b.rack.clone()))
+                .collect();
+        }
+    }
+    ClientFetch {
+        version,
+        rack: req.rack_id.clone(),
+        selector,
+        racks,
+        now_ms,
+    }
+}
+
+fn read_once(
+    state: &BrokerState,
+    req: &FetchRequest,
+    refused: &[bool],
+    version: i16,
+    first: bool,
+) -> ReadOutcome {
     let isolation = Isolation::from_wire(req.isolation_level);
     let mut remaining = req.max_bytes.max(0) as usize;
     let mut min_one = true;
@@ -265,8 +409,25 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
         }),
         _ => None,
     };
+    let client = client_fetch(state, req, version);
+    let fetcher = match replica {
+        Some(r) => Fetcher::Replica(r),
+        None => Fetcher::Consumer(&client),
+    };
     let mut responses = Vec::with_capacity(req.topics.len());
-    for t in &req.topics {
+    for (i, t) in req.topics.iter().enumerate() {
+        if refused.get(i).copied().unwrap_or(false) {
+            responses.push(FetchableTopicResponse {
+                topic: t.topic.clone(),
+                topic_id: t.topic_id,
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| partition_error(p, ErrorCode::TopicAuthorizationFailed))
+                    .collect(),
+            });
+            continue;
+        }
         let topic = if version >= 13 {
             state.topic_by_id(t.topic_id)
         } else {
@@ -292,7 +453,7 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
                         isolation,
                         &mut remaining,
                         &mut min_one,
-                        replica,
+                        fetcher,
                         &mut flags,
                     );
                     bytes += n;
@@ -325,15 +486,12 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
 async fn long_poll(
     state: Arc<BrokerState>,
     req: FetchRequest,
+    refused: Vec<bool>,
     version: i16,
     mut stop: watch::Receiver<bool>,
 ) -> FetchResponse {
-    if req.session_id != 0 {
-        return FetchResponse {
-            error_code: ErrorCode::FetchSessionIdNotFound.code(),
-            ..Default::default()
-        };
-    }
+    // Every topic refused: nothing to wait for (Kafka answers at once).
+    let all_refused = !refused.is_empty() && refused.iter().all(|r| *r);
     let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP);
     let deadline = tokio::time::Instant::now() + wait;
     let min_bytes = req.min_bytes.max(0) as usize;
@@ -346,17 +504,20 @@ async fn long_poll(
         _ => None,
     };
     let req = Arc::new(req);
+    let refused = Arc::new(refused);
     let mut first = true;
     loop {
         appended.borrow_and_update();
         if let Some(r) = roles.as_mut() {
             r.borrow_and_update();
         }
-        let (st, rq) = (state.clone(), req.clone());
+        let (st, rq, rf) = (state.clone(), req.clone(), refused.clone());
         let once = first;
         first = false;
         let outcome =
-            match tokio::task::spawn_blocking(move || read_once(&st, &rq, version, once)).await {
+            match tokio::task::spawn_blocking(move || read_once(&st, &rq, &rf[..], version, once))
+                .await
+            {
                 Ok(o) => o,
                 Err(e) => {
                     tracing::error!(error = %e, "fetch read failed");
@@ -383,6 +544,7 @@ async fn long_poll(
         }
         let done = outcome.error
             || outcome.log_start_behind
+            || all_refused
             || outcome.bytes >= min_bytes
             || tokio::time::Instant::now() >= deadline
             || *stop.borrow();
@@ -397,23 +559,24 @@ async fn long_poll(
     }
 }
 
-/// Takes the topics `ctx` may not fetch out of `req`, answered
-/// `TOPIC_AUTHORIZATION_FAILED`: every topic of a follower without ClusterAction,
-/// else the topics without Read. A topic id that names no topic stays (it is
-/// answered `UNKNOWN_TOPIC_ID`).
-fn take_refused(
+/// Which topics of `req` `ctx` may not fetch (answered
+/// `TOPIC_AUTHORIZATION_FAILED`): every topic of a follower without ClusterAction,
+/// else the topics without Read. A topic id that names no topic is not refused (it
+/// is answered `UNKNOWN_TOPIC_ID`).
+fn refused_topics(
     state: &BrokerState,
     ctx: &RequestContext,
-    req: &mut FetchRequest,
+    req: &FetchRequest,
     version: i16,
-) -> Vec<FetchableTopicResponse> {
+) -> Vec<bool> {
     if state.authorizer.is_none() {
-        return Vec::new();
+        return vec![false; req.topics.len()];
     }
     let follower_refused =
         req.replica_id >= 0 && !state.allowed_on_cluster(ctx, AclOperation::ClusterAction);
-    let (refused, kept): (Vec<_>, Vec<_>) =
-        std::mem::take(&mut req.topics).into_iter().partition(|t| {
+    req.topics
+        .iter()
+        .map(|t| {
             if follower_refused {
                 return true;
             }
@@ -429,51 +592,184 @@ fn take_refused(
                 t.topic.clone()
             };
             !state.allowed(ctx, AclOperation::Read, ResourceType::Topic, &name)
-        });
-    req.topics = kept;
-    refused
-        .into_iter()
-        .map(|t| FetchableTopicResponse {
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| partition_error(p, ErrorCode::TopicAuthorizationFailed))
-                .collect(),
-            topic: t.topic,
-            topic_id: t.topic_id,
         })
         .collect()
+}
+
+/// A topic's session name: its id from v13 (the name left empty), its name before.
+fn session_topic(version: i16, topic: &str, topic_id: Uuid) -> (Uuid, Arc<str>) {
+    if version >= 13 {
+        (topic_id, Arc::from(""))
+    } else {
+        (Uuid::ZERO, Arc::from(topic))
+    }
+}
+
+/// `partitions` by topic, consecutive partitions of one topic grouped (as Kafka
+/// groups a response's partitions).
+fn group_topics<T>(partitions: Vec<(PartitionKey, T)>) -> Vec<(PartitionKey, Vec<T>)> {
+    let mut out: Vec<(PartitionKey, Vec<T>)> = Vec::new();
+    for (k, item) in partitions {
+        match out.last_mut() {
+            Some((last, items)) if last.topic == k.topic && last.topic_id == k.topic_id => {
+                items.push(item)
+            }
+            _ => out.push((k, vec![item])),
+        }
+    }
+    out
+}
+
+/// The response topics of `partitions`.
+fn response_topics(
+    partitions: Vec<(PartitionKey, FetchResponsePartitionData)>,
+) -> Vec<FetchableTopicResponse> {
+    group_topics(partitions)
+        .into_iter()
+        .map(|(k, partitions)| FetchableTopicResponse {
+            topic: k.topic.to_string(),
+            topic_id: k.topic_id,
+            partitions,
+        })
+        .collect()
+}
+
+/// Resolves `req`'s session fields: the request to read (every partition of the
+/// session for an incremental fetch) and how to shape the answer, or the
+/// top-level error.
+fn resolve_session(
+    state: &BrokerState,
+    req: FetchRequest,
+    version: i16,
+) -> Result<(FetchRequest, Resolved), ErrorCode> {
+    let meta = RequestMeta {
+        session_id: req.session_id,
+        epoch: req.session_epoch,
+        version,
+        privileged: req.replica_id >= 0,
+    };
+    let mut fetch = Vec::new();
+    for t in &req.topics {
+        let (topic_id, topic) = session_topic(version, &t.topic, t.topic_id);
+        for p in &t.partitions {
+            let key = PartitionKey {
+                topic_id,
+                topic: topic.clone(),
+                partition: p.partition,
+            };
+            fetch.push((key, p.clone()));
+        }
+    }
+    let mut forget = Vec::new();
+    for t in &req.forgotten_topics_data {
+        let (topic_id, topic) = session_topic(version, &t.topic, t.topic_id);
+        for &partition in &t.partitions {
+            forget.push(PartitionKey {
+                topic_id,
+                topic: topic.clone(),
+                partition,
+            });
+        }
+    }
+    let resolved = state
+        .fetch_sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .resolve(meta, fetch, forget, crate::clock::now_ms().max(0) as u64)?;
+    let topics = group_topics(resolved.partitions.clone())
+        .into_iter()
+        .map(|(k, partitions)| FetchTopic {
+            topic: k.topic.to_string(),
+            topic_id: k.topic_id,
+            partitions,
+        })
+        .collect();
+    let read = FetchRequest {
+        topics,
+        forgotten_topics_data: Vec::new(),
+        ..req
+    };
+    Ok((read, resolved))
+}
+
+/// Shapes a read's response through the session: the session id, and only the
+/// changed partitions of an incremental fetch.
+fn finish_session(
+    state: &BrokerState,
+    resolved: Resolved,
+    mut response: FetchResponse,
+) -> FetchResponse {
+    if response.error_code != 0 {
+        return response;
+    }
+    let data: Vec<FetchResponsePartitionData> = std::mem::take(&mut response.responses)
+        .into_iter()
+        .flat_map(|t| t.partitions)
+        .collect();
+    if data.len() != resolved.partitions.len() {
+        tracing::error!("fetch response does not match its partitions; sent without a session");
+        response.responses = response_topics(
+            resolved
+                .partitions
+                .into_iter()
+                .map(|(k, _)| k)
+                .zip(data)
+                .collect(),
+        );
+        return response;
+    }
+    let read = resolved
+        .partitions
+        .into_iter()
+        .zip(data)
+        .map(|((k, req), resp)| (k, req, resp))
+        .collect();
+    let (error, session_id, out) = state
+        .fetch_sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .finish(resolved.context, read, crate::clock::now_ms().max(0) as u64);
+    response.error_code = error.code();
+    response.session_id = session_id;
+    response.responses = response_topics(out);
+    response
 }
 
 /// Starts a fetch; its response is delivered through the returned [`Reply::Later`].
 pub(crate) fn start(
     state: Arc<BrokerState>,
     ctx: &RequestContext,
-    mut req: FetchRequest,
+    req: FetchRequest,
     version: i16,
     correlation_id: i32,
     stop: watch::Receiver<bool>,
 ) -> Reply {
     let (tx, rx) = oneshot::channel();
-    let refused = take_refused(&state, ctx, &mut req, version);
+    let resolved = resolve_session(&state, req, version);
+    let refused = match &resolved {
+        Ok((read, _)) => refused_topics(&state, ctx, read, version),
+        Err(_) => Vec::new(),
+    };
     tokio::spawn(async move {
         let mut tx = tx;
-        let refused_all = !refused.is_empty() && req.topics.is_empty();
         let work = async {
-            if refused_all {
-                // Nothing left to wait for.
-                FetchResponse::default()
-            } else {
-                long_poll(state, req, version, stop).await
+            match resolved {
+                Err(code) => FetchResponse {
+                    error_code: code.code(),
+                    ..Default::default()
+                },
+                Ok((read, resolved)) => {
+                    let response = long_poll(state.clone(), read, refused, version, stop).await;
+                    finish_session(&state, resolved, response)
+                }
             }
         };
         tokio::pin!(work);
-        let mut response = tokio::select! {
+        let response = tokio::select! {
             r = &mut work => r,
             // The connection went away; nobody will read the response.
             _ = tx.closed() => return,
         };
-        response.responses.extend(refused);
         let bytes = match encode::<FetchRequest>(correlation_id, version, &response) {
             Ok(b) => Some(b),
             Err(e) => {

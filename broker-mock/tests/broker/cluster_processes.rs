@@ -360,3 +360,71 @@ async fn cluster_process_takes_the_transaction_limit_flags() {
         baton_protocol::ErrorCode::PolicyViolation.code()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_process_takes_racks_and_the_replica_selector() {
+    let out = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
+        .args(["cluster", "--replica-selector", "com.example.Nearest"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("RackAwareReplicaSelector"), "{err}");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
+        .args(["cluster", "--brokers", "2", "--racks", "east,west"])
+        .args([
+            "--replica-selector",
+            "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("baton-broker starts");
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let _procs = Procs(vec![("cluster".into(), child)]);
+    let mut line = String::new();
+    out.read_line(&mut line).expect("bootstrap line");
+    let bootstrap = line
+        .trim()
+        .strip_prefix("baton-broker cluster bootstrap: ")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    let addrs: Vec<SocketAddr> = bootstrap.split(',').map(|a| a.parse().unwrap()).collect();
+    let m = metadata(addrs[0], "none").await.expect("node 1 answers");
+    let mut racks: Vec<(i32, Option<String>)> = m
+        .brokers
+        .iter()
+        .map(|b| (b.node_id, b.rack.clone()))
+        .collect();
+    racks.sort();
+    assert_eq!(
+        racks,
+        vec![(1, Some("east".to_owned())), (2, Some("west".to_owned()))]
+    );
+
+    // A consumer in the rack of the node that follows partition 0 is sent there.
+    let mut c = Client::connect(addrs[0]).await;
+    let mut req = create_req("racked", 2, &[]);
+    req.topics[0].replication_factor = 2;
+    assert_eq!(c.call(&req, 7).await.topics[0].error_code, 0);
+    let (leader, _) = wait_partition(addrs[0], "racked", |l, isr| l > 0 && isr.len() == 2).await;
+    produce_to(addrs[(leader - 1) as usize], "racked", &["x"]).await;
+    let other = 3 - leader;
+    let rack = if other == 1 { "east" } else { "west" };
+    let mut l = Client::connect(addrs[(leader - 1) as usize]).await;
+    let mut preferred = -1;
+    for _ in 0..100 {
+        let mut req = fetch_req("racked", 0, 0, 0, 0);
+        req.rack_id = rack.into();
+        let resp = l.call(&req, 12).await;
+        preferred = resp.responses[0].partitions[0].preferred_read_replica;
+        if preferred == other {
+            break;
+        }
+        // The follower may not have fetched the record yet.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(preferred, other);
+}

@@ -11,6 +11,8 @@ mod cluster_processes;
 mod cluster_transactions;
 mod compaction;
 mod consumer_groups;
+mod fetch_from_follower;
+mod fetch_sessions;
 mod groups;
 mod idempotence;
 mod limits;
