@@ -15,3 +15,4 @@ mod replication;
 mod rolling;
 mod scram;
 mod secured;
+mod truncation;

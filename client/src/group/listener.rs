@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::consumer::fetcher::FetchCommand;
 use crate::consumer::IsolationLevel;
-use crate::consumer::{ConsumerRecord, OffsetReset};
+use crate::consumer::{ConsumerError, ConsumerRecord, OffsetReset};
 use crate::offsets::{list_offsets_at, OffsetSpec};
 
 use super::assignor::TopicPartition;
@@ -365,6 +365,29 @@ impl RebalanceContext {
         st.position = Some(record.offset + 1);
         self.pending = Some((tp, record.offset + 1));
         Some(record)
+    }
+
+    /// Follows the fetch task back to the divergence point after a log truncation
+    /// (KIP-320), so that the new leader's records from there are returned.
+    pub(super) fn note_truncation(&mut self, e: &ConsumerError) {
+        let ConsumerError::LogTruncation {
+            topic,
+            partition,
+            divergence,
+            ..
+        } = e
+        else {
+            return;
+        };
+        let tp = TopicPartition::new(topic.as_str(), *partition);
+        let Some(st) = self.parts.get_mut(&tp) else {
+            return;
+        };
+        st.position = Some(*divergence);
+        if self.pending.as_ref().is_some_and(|(p, _)| *p == tp) {
+            self.pending = None;
+        }
+        self.shared.lock().positions.insert(tp, *divergence);
     }
 
     /// Whether an error the fetch task stamped with `epoch` is still current.

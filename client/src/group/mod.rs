@@ -250,6 +250,7 @@ impl GroupConsumer {
                     }
                     Some(StampedChunk { epoch, item: Err(e) }) => {
                         if self.ctx.accepts_error(epoch) {
+                            self.ctx.note_truncation(&e);
                             return Err(e.into());
                         }
                     }
