@@ -19,6 +19,8 @@
 //!   baton-broker alike;
 //! - [`cluster`]: a client on a `Cluster`, and the check of what a consumer read
 //!   against the acknowledged records;
+//! - [`fetch_tap`]: a proxy in front of one broker that logs every Fetch
+//!   request's session, partitions and rack id;
 //! - [`proxy`]: a broker behind a recording (and response-losing, rewriting,
 //!   holding) proxy, with a client connected through it;
 //! - [`security`]: a test PKI as PEM files, the SASL users of the security
@@ -34,6 +36,7 @@ pub mod chaos;
 pub mod client;
 pub mod cluster;
 pub mod exactly_once;
+pub mod fetch_tap;
 pub mod payload;
 pub mod proxy;
 pub mod security;
