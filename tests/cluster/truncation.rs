@@ -1,16 +1,18 @@
 //! KIP-320 in the in-process cluster: a consumer reading through a leader hard
 //! kill with an unclean election finds that the new leader's log is shorter than
 //! what it read, reports it as [`ConsumerError::LogTruncation`] with the divergence
-//! point, and continues with the new leader's records from there.
+//! point, and continues with the new leader's records from there. The plain
+//! [`Consumer`] and the [`GroupConsumer`] (the same fetcher) alike.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use baton::{
-    Acks, Admin, Consumer, ConsumerError, ConsumerRecord, NewTopic, Producer, ProducerRecord,
-    StartOffset,
+    Acks, Admin, Client, Consumer, ConsumerError, ConsumerRecord, GroupConsumer, GroupError,
+    NewTopic, Producer, ProducerRecord, StartOffset, TopicPartition,
 };
 use baton_broker::Cluster;
+use baton_protocol::messages::FindCoordinatorRequest;
 use baton_testkit::cluster::{client, parse, value};
 use baton_testkit::topic_name;
 
@@ -37,10 +39,54 @@ async fn produce_all(
     acked
 }
 
-async fn next(c: &mut Consumer) -> Result<ConsumerRecord, ConsumerError> {
-    tokio::time::timeout(LONG, c.recv())
-        .await
-        .expect("the consumer yields something")
+/// The consumer under test.
+enum Reader {
+    Plain(Consumer),
+    Group(Box<GroupConsumer>),
+}
+
+impl Reader {
+    /// A consumer of `topic`; a group member if `group` names its group.
+    async fn start(client: &Client, topic: &str, group: Option<String>) -> Reader {
+        if let Some(group) = group {
+            let c = GroupConsumer::builder(client, group)
+                .subscribe([topic.to_string()])
+                .heartbeat_interval(Duration::from_millis(200))
+                .max_wait(Duration::from_millis(100))
+                .build()
+                .await
+                .expect("group consumer");
+            Reader::Group(Box::new(c))
+        } else {
+            let c = Consumer::builder(client)
+                .assign(topic.to_string(), 0, StartOffset::Earliest)
+                .max_wait(Duration::from_millis(100))
+                .build()
+                .await
+                .expect("consumer");
+            Reader::Plain(c)
+        }
+    }
+
+    async fn next(&mut self) -> Result<ConsumerRecord, ConsumerError> {
+        let got = match self {
+            Reader::Plain(c) => tokio::time::timeout(LONG, c.recv()).await,
+            Reader::Group(c) => tokio::time::timeout(LONG, c.recv()).await.map(|r| {
+                r.map_err(|e| match e {
+                    GroupError::Consumer(e) => e,
+                    e => panic!("group error: {e}"),
+                })
+            }),
+        };
+        got.expect("the consumer yields something")
+    }
+
+    fn position(&self, tp: &TopicPartition) -> Option<i64> {
+        match self {
+            Reader::Plain(c) => c.position(tp),
+            Reader::Group(c) => c.position(tp),
+        }
+    }
 }
 
 fn id_of(r: &ConsumerRecord) -> u64 {
@@ -49,6 +95,47 @@ fn id_of(r: &ConsumerRecord) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_reports_unclean_truncation_and_continues_from_the_divergence() {
+    unclean_truncation(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn group_consumer_reports_unclean_truncation_and_continues_from_the_divergence() {
+    unclean_truncation(true).await;
+}
+
+/// The coordinator node of `group`, through FindCoordinator (which also creates
+/// the offsets topic).
+async fn coordinator(client: &Client, group: &str) -> i32 {
+    let deadline = tokio::time::Instant::now() + LONG;
+    loop {
+        let node = *client.metadata().brokers.keys().next().expect("a broker");
+        let req = FindCoordinatorRequest {
+            key: group.to_string(),
+            key_type: 0,
+            coordinator_keys: vec![group.to_string()],
+        };
+        if let Ok(conn) = client.broker_connection(node).await {
+            if let Ok(resp) = conn.send(&req).await {
+                let found = match resp.coordinators.first() {
+                    Some(c) if c.error_code == 0 => Some(c.node_id),
+                    Some(_) => None,
+                    None if resp.error_code == 0 => Some(resp.node_id),
+                    None => None,
+                };
+                if let Some(id) = found {
+                    return id;
+                }
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no coordinator for {group}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn unclean_truncation(group: bool) {
     baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::builder()
@@ -89,14 +176,26 @@ async fn consumer_reports_unclean_truncation_and_continues_from_the_divergence()
         .await
         .expect("the follower catches up");
 
-    let mut consumer = Consumer::builder(&client)
-        .assign(topic.clone(), 0, StartOffset::Earliest)
-        .max_wait(Duration::from_millis(100))
-        .build()
-        .await
-        .expect("consumer");
+    // A group's coordinator on the third node: the nodes going down below then
+    // leave the group alone (no rebalance, which would restart the partition
+    // from its committed offset).
+    let group = if group {
+        let mut name = None;
+        for i in 0..100 {
+            let g = format!("{topic}-group-{i}");
+            let c = coordinator(&client, &g).await;
+            if c != a && c != b {
+                name = Some(g);
+                break;
+            }
+        }
+        Some(name.expect("a group coordinated by the third node"))
+    } else {
+        None
+    };
+    let mut consumer = Reader::start(&client, &topic, group).await;
     for i in 0..100 {
-        let r = next(&mut consumer).await.expect("record");
+        let r = consumer.next().await.expect("record");
         assert_eq!((r.offset, id_of(&r)), (i, i as u64));
     }
 
@@ -112,7 +211,7 @@ async fn consumer_reports_unclean_truncation_and_continues_from_the_divergence()
     let acked = produce_all(&producer, &topic, 100..150).await;
     assert_eq!(acked[&149], 149);
     for i in 100..150 {
-        let r = next(&mut consumer).await.expect("record");
+        let r = consumer.next().await.expect("record");
         assert_eq!((r.offset, id_of(&r)), (i, i as u64));
     }
 
@@ -129,7 +228,7 @@ async fn consumer_reports_unclean_truncation_and_continues_from_the_divergence()
     producer.close().await;
 
     // The consumer says so, with the divergence point, then reads the new log on.
-    match next(&mut consumer).await {
+    match consumer.next().await {
         Err(ConsumerError::LogTruncation {
             topic: t,
             partition,
@@ -142,13 +241,11 @@ async fn consumer_reports_unclean_truncation_and_continues_from_the_divergence()
         other => panic!("expected LogTruncation, got {other:?}"),
     }
     assert_eq!(
-        consumer.position(&baton::TopicPartition::new(topic.as_str(), 0)),
+        consumer.position(&TopicPartition::new(topic.as_str(), 0)),
         Some(100)
     );
     for i in 0..30u64 {
-        let r = next(&mut consumer)
-            .await
-            .expect("record after the truncation");
+        let r = consumer.next().await.expect("record after the truncation");
         assert_eq!((r.offset, id_of(&r)), (100 + i as i64, 200 + i));
     }
     eprintln!("timeline:\n{}", cluster.timeline_text());
