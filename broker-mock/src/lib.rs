@@ -35,6 +35,7 @@ pub mod controller;
 pub mod corruption;
 pub(crate) mod error;
 pub mod faults;
+pub(crate) mod fetch_session;
 pub mod group;
 pub(crate) mod handlers;
 pub mod history;

@@ -2,7 +2,8 @@
 //!
 //! Every resource a client can buy with a few bytes has a configured ceiling here:
 //! partitions and topics (CreateTopics, auto-creation), consumer groups, producers
-//! remembered per partition, and connections. Each limit, once reached, is answered
+//! remembered per partition, connections, and fetch sessions (KIP-227) with the
+//! partitions they cache. Each limit, once reached, is answered
 //! with the error code Apache Kafka uses for it where Kafka has one (see each field),
 //! and with `POLICY_VIOLATION` and a message naming the limit where Kafka has none.
 //! Group members and committed metadata are bounded by [`GroupConfig`]
@@ -38,6 +39,11 @@ pub const DEFAULT_MAX_PENDING_TXN_OFFSETS: usize = 100_000;
 pub const DEFAULT_MAX_CONNECTIONS: usize = 4096;
 /// Default of [`BrokerLimits::max_connections_per_ip`].
 pub const DEFAULT_MAX_CONNECTIONS_PER_IP: usize = 4096;
+/// Default of [`BrokerLimits::max_fetch_sessions`]: Kafka's
+/// `max.incremental.fetch.session.cache.slots` default.
+pub const DEFAULT_MAX_FETCH_SESSIONS: usize = 1000;
+/// Default of [`BrokerLimits::max_fetch_session_partitions`].
+pub const DEFAULT_MAX_FETCH_SESSION_PARTITIONS: usize = 100_000;
 
 /// Ceilings on what clients can make a node (or a cluster's controller) hold.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +99,18 @@ pub struct BrokerLimits {
     /// groups. A TxnOffsetCommit beyond it fails with `POLICY_VIOLATION`; Kafka
     /// has no such ceiling.
     pub max_pending_txn_offsets: usize,
+    /// Most incremental fetch sessions (KIP-227) a node caches (Kafka's
+    /// `max.incremental.fetch.session.cache.slots`, default 1000; 0 turns sessions
+    /// off). A full fetch that finds the cache full may evict a session as Kafka's
+    /// does (stale ones, then by privilege and size); otherwise it is answered
+    /// without a session (session id 0) and the fetcher keeps sending full fetches.
+    pub max_fetch_sessions: usize,
+    /// Most partitions all of a node's fetch sessions cache together (about 200
+    /// bytes each). A full fetch that would pass it opens no session; an incremental
+    /// one that would add past it closes its session with
+    /// `FETCH_SESSION_ID_NOT_FOUND`, so the fetcher falls back to full fetches.
+    /// Kafka has no such ceiling.
+    pub max_fetch_session_partitions: usize,
 }
 
 impl Default for BrokerLimits {
@@ -110,6 +128,8 @@ impl Default for BrokerLimits {
             max_transactional_ids: DEFAULT_MAX_TRANSACTIONAL_IDS,
             max_partitions_per_transaction: DEFAULT_MAX_PARTITIONS_PER_TRANSACTION,
             max_pending_txn_offsets: DEFAULT_MAX_PENDING_TXN_OFFSETS,
+            max_fetch_sessions: DEFAULT_MAX_FETCH_SESSIONS,
+            max_fetch_session_partitions: DEFAULT_MAX_FETCH_SESSION_PARTITIONS,
         }
     }
 }

@@ -95,6 +95,8 @@ pub(crate) struct BrokerState {
     pub mode: NodeMode,
     /// The ACLs and their settings, when authorization is on.
     pub authorizer: Option<Authorizer>,
+    /// Incremental fetch sessions (KIP-227), bounded by the fetch-session limits.
+    pub fetch_sessions: std::sync::Mutex<crate::fetch_session::FetchSessionCache>,
 }
 
 impl BrokerState {
@@ -143,6 +145,11 @@ impl BrokerState {
             Some(a) => Some(Authorizer::open(a, config.limits.max_acls, acl_dir)?),
             None => None,
         };
+        let fetch_sessions = std::sync::Mutex::new(crate::fetch_session::FetchSessionCache::new(
+            config.limits.max_fetch_sessions,
+            config.limits.max_fetch_session_partitions,
+            topics::random_u64(),
+        ));
         Ok(BrokerState {
             authorizer,
             config,
@@ -152,6 +159,7 @@ impl BrokerState {
             storage,
             topics: RwLock::new(topics),
             appended: watch::Sender::new(0),
+            fetch_sessions,
             groups,
             txn,
             mode,

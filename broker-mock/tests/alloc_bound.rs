@@ -91,6 +91,10 @@ const ACL_COST: isize = 1024;
 const TXN_COST: isize = 1024;
 /// A pending transactional offset: its key, metadata and map entries.
 const PENDING_OFFSET_COST: isize = 1024;
+/// A partition cached by a fetch session (its key, cached values, map entries).
+const SESSION_PARTITION_COST: isize = 512;
+/// A fetch session beyond its partitions.
+const SESSION_COST: isize = 2048;
 
 fn limits() -> BrokerLimits {
     BrokerLimits {
@@ -106,6 +110,8 @@ fn limits() -> BrokerLimits {
         max_transactional_ids: 50,
         max_partitions_per_transaction: 100,
         max_pending_txn_offsets: 200,
+        max_fetch_sessions: 20,
+        max_fetch_session_partitions: 2_000,
     }
 }
 
@@ -654,6 +660,77 @@ async fn producers_stay_within_the_limits() {
     }
     m.end(sent, l.max_producers_per_partition as isize * PRODUCER_COST)
         .await;
+    broker.shutdown().await;
+}
+
+/// A full Fetch that asks for a session over `topics` topics of `per_topic`
+/// partitions each, named `{prefix}-{i}` padded to 200 bytes (the broker caches
+/// partitions of unknown topics too, as Kafka does).
+fn session_fetch(prefix: &str, topics: usize, per_topic: i32, session: (i32, i32)) -> FetchRequest {
+    FetchRequest {
+        replica_id: -1,
+        max_bytes: 1 << 20,
+        session_id: session.0,
+        session_epoch: session.1,
+        topics: (0..topics)
+            .map(|i| FetchTopic {
+                topic: format!("{prefix}-{i:0>190}"),
+                partitions: (0..per_topic)
+                    .map(|partition| FetchPartition {
+                        partition,
+                        partition_max_bytes: 1 << 20,
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn fetch_sessions_stay_within_the_limits() {
+    let _serial = SERIAL.lock().await;
+    let broker = start(false).await;
+    let mut conn = Conn::open(broker.local_addr()).await;
+    let l = limits();
+    let allowance = l.max_fetch_session_partitions as isize * SESSION_PARTITION_COST
+        + l.max_fetch_sessions as isize * SESSION_COST;
+
+    // Full fetches that each ask for a session: at most max_fetch_sessions are
+    // opened, holding at most max_fetch_session_partitions partitions together.
+    let m = Measure::begin("Fetch: 200 session openings of 100 partitions");
+    let mut sent = 0;
+    let mut sessions = Vec::new();
+    for k in 0..200 {
+        let (n, resp) = conn
+            .call(&session_fetch(&format!("s{k}"), 2, 50, (0, 0)), 12)
+            .await;
+        sent += n;
+        let id = resp.expect("answered").session_id;
+        if id != 0 {
+            sessions.push(id);
+        }
+    }
+    assert!(!sessions.is_empty(), "sessions were opened");
+    assert!(sessions.len() <= l.max_fetch_sessions);
+    m.end_held_by_limits(sent, allowance).await;
+
+    // Incremental fetches that keep adding partitions to the open sessions.
+    let m = Measure::begin("Fetch: sessions grown by incremental fetches");
+    let mut sent = 0;
+    for (k, id) in sessions.iter().enumerate() {
+        for epoch in 1..20 {
+            let req = session_fetch(&format!("g{k}-{epoch}"), 1, 100, (*id, epoch));
+            let (n, resp) = conn.call(&req, 12).await;
+            sent += n;
+            if resp.expect("answered").error_code != 0 {
+                break;
+            }
+        }
+    }
+    m.end_held_by_limits(sent, allowance).await;
     broker.shutdown().await;
 }
 

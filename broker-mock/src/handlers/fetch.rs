@@ -26,25 +26,34 @@
 //! follower's fetch ClusterAction on the cluster; refused topics answer
 //! `TOPIC_AUTHORIZATION_FAILED` on each partition, as in Kafka.
 //!
-//! Deviations from Apache Kafka: fetch sessions (KIP-227) are never created; every
-//! response has `session_id` 0, so clients keep sending full fetches, and a request
-//! naming a non-zero session is `FETCH_SESSION_ID_NOT_FOUND`. `preferred_read_replica` is always -1; rack ids
-//! are ignored.
+//! Incremental fetch sessions (KIP-227, v7+) are Kafka's: a full fetch with
+//! `session_epoch` 0 opens one if the cache allows (see `fetch_session`), later
+//! incremental fetches name only changed partitions and `forgotten_topics_data`,
+//! and their responses carry only partitions with records, a changed high
+//! watermark, last stable offset or log start offset, an error or a diverging
+//! epoch; an incremental fetch with nothing to send long-polls like any other.
+//! Session errors answer at the top level (`FETCH_SESSION_ID_NOT_FOUND`,
+//! `INVALID_FETCH_SESSION_EPOCH`, `FETCH_SESSION_TOPIC_ID_ERROR`) with no partitions.
+//!
+//! Deviations from Apache Kafka: `preferred_read_replica` is always -1; rack ids
+//! are ignored. An incremental response also carries a partition whose last stable
+//! offset alone moved (Kafka compares the high watermark and log start only).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use baton_protocol::messages::{
     AbortedTransaction, FetchPartition, FetchRequest, FetchResponse, FetchResponsePartitionData,
-    FetchableTopicResponse,
+    FetchTopic, FetchableTopicResponse,
 };
-use baton_protocol::ErrorCode;
+use baton_protocol::{ErrorCode, Uuid};
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{oneshot, watch};
 
 use baton_protocol::acl::{AclOperation, ResourceType};
 
 use crate::acl::RequestContext;
+use crate::fetch_session::{PartitionKey, RequestMeta, Resolved};
 use crate::partition::{Isolation, ReadError};
 use crate::state::BrokerState;
 use crate::topics::Topic;
@@ -242,7 +251,13 @@ fn read_partition(
     }
 }
 
-fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool) -> ReadOutcome {
+fn read_once(
+    state: &BrokerState,
+    req: &FetchRequest,
+    refused: &[bool],
+    version: i16,
+    first: bool,
+) -> ReadOutcome {
     let isolation = Isolation::from_wire(req.isolation_level);
     let mut remaining = req.max_bytes.max(0) as usize;
     let mut min_one = true;
@@ -258,7 +273,19 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
         _ => None,
     };
     let mut responses = Vec::with_capacity(req.topics.len());
-    for t in &req.topics {
+    for (i, t) in req.topics.iter().enumerate() {
+        if refused.get(i).copied().unwrap_or(false) {
+            responses.push(FetchableTopicResponse {
+                topic: t.topic.clone(),
+                topic_id: t.topic_id,
+                partitions: t
+                    .partitions
+                    .iter()
+                    .map(|p| partition_error(p, ErrorCode::TopicAuthorizationFailed))
+                    .collect(),
+            });
+            continue;
+        }
         let topic = if version >= 13 {
             state.topic_by_id(t.topic_id)
         } else {
@@ -316,15 +343,12 @@ fn read_once(state: &BrokerState, req: &FetchRequest, version: i16, first: bool)
 async fn long_poll(
     state: Arc<BrokerState>,
     req: FetchRequest,
+    refused: Vec<bool>,
     version: i16,
     mut stop: watch::Receiver<bool>,
 ) -> FetchResponse {
-    if req.session_id != 0 {
-        return FetchResponse {
-            error_code: ErrorCode::FetchSessionIdNotFound.code(),
-            ..Default::default()
-        };
-    }
+    // Every topic refused: nothing to wait for (Kafka answers at once).
+    let all_refused = !refused.is_empty() && refused.iter().all(|r| *r);
     let wait = Duration::from_millis(req.max_wait_ms.max(0) as u64).min(MAX_WAIT_CAP);
     let deadline = tokio::time::Instant::now() + wait;
     let min_bytes = req.min_bytes.max(0) as usize;
@@ -337,17 +361,20 @@ async fn long_poll(
         _ => None,
     };
     let req = Arc::new(req);
+    let refused = Arc::new(refused);
     let mut first = true;
     loop {
         appended.borrow_and_update();
         if let Some(r) = roles.as_mut() {
             r.borrow_and_update();
         }
-        let (st, rq) = (state.clone(), req.clone());
+        let (st, rq, rf) = (state.clone(), req.clone(), refused.clone());
         let once = first;
         first = false;
         let outcome =
-            match tokio::task::spawn_blocking(move || read_once(&st, &rq, version, once)).await {
+            match tokio::task::spawn_blocking(move || read_once(&st, &rq, &rf[..], version, once))
+                .await
+            {
                 Ok(o) => o,
                 Err(e) => {
                     tracing::error!(error = %e, "fetch read failed");
@@ -373,6 +400,7 @@ async fn long_poll(
             }
         }
         let done = outcome.error
+            || all_refused
             || outcome.bytes >= min_bytes
             || tokio::time::Instant::now() >= deadline
             || *stop.borrow();
@@ -387,23 +415,24 @@ async fn long_poll(
     }
 }
 
-/// Takes the topics `ctx` may not fetch out of `req`, answered
-/// `TOPIC_AUTHORIZATION_FAILED`: every topic of a follower without ClusterAction,
-/// else the topics without Read. A topic id that names no topic stays (it is
-/// answered `UNKNOWN_TOPIC_ID`).
-fn take_refused(
+/// Which topics of `req` `ctx` may not fetch (answered
+/// `TOPIC_AUTHORIZATION_FAILED`): every topic of a follower without ClusterAction,
+/// else the topics without Read. A topic id that names no topic is not refused (it
+/// is answered `UNKNOWN_TOPIC_ID`).
+fn refused_topics(
     state: &BrokerState,
     ctx: &RequestContext,
-    req: &mut FetchRequest,
+    req: &FetchRequest,
     version: i16,
-) -> Vec<FetchableTopicResponse> {
+) -> Vec<bool> {
     if state.authorizer.is_none() {
-        return Vec::new();
+        return vec![false; req.topics.len()];
     }
     let follower_refused =
         req.replica_id >= 0 && !state.allowed_on_cluster(ctx, AclOperation::ClusterAction);
-    let (refused, kept): (Vec<_>, Vec<_>) =
-        std::mem::take(&mut req.topics).into_iter().partition(|t| {
+    req.topics
+        .iter()
+        .map(|t| {
             if follower_refused {
                 return true;
             }
@@ -419,51 +448,184 @@ fn take_refused(
                 t.topic.clone()
             };
             !state.allowed(ctx, AclOperation::Read, ResourceType::Topic, &name)
-        });
-    req.topics = kept;
-    refused
-        .into_iter()
-        .map(|t| FetchableTopicResponse {
-            partitions: t
-                .partitions
-                .iter()
-                .map(|p| partition_error(p, ErrorCode::TopicAuthorizationFailed))
-                .collect(),
-            topic: t.topic,
-            topic_id: t.topic_id,
         })
         .collect()
+}
+
+/// A topic's session name: its id from v13 (the name left empty), its name before.
+fn session_topic(version: i16, topic: &str, topic_id: Uuid) -> (Uuid, Arc<str>) {
+    if version >= 13 {
+        (topic_id, Arc::from(""))
+    } else {
+        (Uuid::ZERO, Arc::from(topic))
+    }
+}
+
+/// `partitions` by topic, consecutive partitions of one topic grouped (as Kafka
+/// groups a response's partitions).
+fn group_topics<T>(partitions: Vec<(PartitionKey, T)>) -> Vec<(PartitionKey, Vec<T>)> {
+    let mut out: Vec<(PartitionKey, Vec<T>)> = Vec::new();
+    for (k, item) in partitions {
+        match out.last_mut() {
+            Some((last, items)) if last.topic == k.topic && last.topic_id == k.topic_id => {
+                items.push(item)
+            }
+            _ => out.push((k, vec![item])),
+        }
+    }
+    out
+}
+
+/// The response topics of `partitions`.
+fn response_topics(
+    partitions: Vec<(PartitionKey, FetchResponsePartitionData)>,
+) -> Vec<FetchableTopicResponse> {
+    group_topics(partitions)
+        .into_iter()
+        .map(|(k, partitions)| FetchableTopicResponse {
+            topic: k.topic.to_string(),
+            topic_id: k.topic_id,
+            partitions,
+        })
+        .collect()
+}
+
+/// Resolves `req`'s session fields: the request to read (every partition of the
+/// session for an incremental fetch) and how to shape the answer, or the
+/// top-level error.
+fn resolve_session(
+    state: &BrokerState,
+    req: FetchRequest,
+    version: i16,
+) -> Result<(FetchRequest, Resolved), ErrorCode> {
+    let meta = RequestMeta {
+        session_id: req.session_id,
+        epoch: req.session_epoch,
+        version,
+        privileged: req.replica_id >= 0,
+    };
+    let mut fetch = Vec::new();
+    for t in &req.topics {
+        let (topic_id, topic) = session_topic(version, &t.topic, t.topic_id);
+        for p in &t.partitions {
+            let key = PartitionKey {
+                topic_id,
+                topic: topic.clone(),
+                partition: p.partition,
+            };
+            fetch.push((key, p.clone()));
+        }
+    }
+    let mut forget = Vec::new();
+    for t in &req.forgotten_topics_data {
+        let (topic_id, topic) = session_topic(version, &t.topic, t.topic_id);
+        for &partition in &t.partitions {
+            forget.push(PartitionKey {
+                topic_id,
+                topic: topic.clone(),
+                partition,
+            });
+        }
+    }
+    let resolved = state
+        .fetch_sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .resolve(meta, fetch, forget, crate::clock::now_ms().max(0) as u64)?;
+    let topics = group_topics(resolved.partitions.clone())
+        .into_iter()
+        .map(|(k, partitions)| FetchTopic {
+            topic: k.topic.to_string(),
+            topic_id: k.topic_id,
+            partitions,
+        })
+        .collect();
+    let read = FetchRequest {
+        topics,
+        forgotten_topics_data: Vec::new(),
+        ..req
+    };
+    Ok((read, resolved))
+}
+
+/// Shapes a read's response through the session: the session id, and only the
+/// changed partitions of an incremental fetch.
+fn finish_session(
+    state: &BrokerState,
+    resolved: Resolved,
+    mut response: FetchResponse,
+) -> FetchResponse {
+    if response.error_code != 0 {
+        return response;
+    }
+    let data: Vec<FetchResponsePartitionData> = std::mem::take(&mut response.responses)
+        .into_iter()
+        .flat_map(|t| t.partitions)
+        .collect();
+    if data.len() != resolved.partitions.len() {
+        tracing::error!("fetch response does not match its partitions; sent without a session");
+        response.responses = response_topics(
+            resolved
+                .partitions
+                .into_iter()
+                .map(|(k, _)| k)
+                .zip(data)
+                .collect(),
+        );
+        return response;
+    }
+    let read = resolved
+        .partitions
+        .into_iter()
+        .zip(data)
+        .map(|((k, req), resp)| (k, req, resp))
+        .collect();
+    let (error, session_id, out) = state
+        .fetch_sessions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .finish(resolved.context, read, crate::clock::now_ms().max(0) as u64);
+    response.error_code = error.code();
+    response.session_id = session_id;
+    response.responses = response_topics(out);
+    response
 }
 
 /// Starts a fetch; its response is delivered through the returned [`Reply::Later`].
 pub(crate) fn start(
     state: Arc<BrokerState>,
     ctx: &RequestContext,
-    mut req: FetchRequest,
+    req: FetchRequest,
     version: i16,
     correlation_id: i32,
     stop: watch::Receiver<bool>,
 ) -> Reply {
     let (tx, rx) = oneshot::channel();
-    let refused = take_refused(&state, ctx, &mut req, version);
+    let resolved = resolve_session(&state, req, version);
+    let refused = match &resolved {
+        Ok((read, _)) => refused_topics(&state, ctx, read, version),
+        Err(_) => Vec::new(),
+    };
     tokio::spawn(async move {
         let mut tx = tx;
-        let refused_all = !refused.is_empty() && req.topics.is_empty();
         let work = async {
-            if refused_all {
-                // Nothing left to wait for.
-                FetchResponse::default()
-            } else {
-                long_poll(state, req, version, stop).await
+            match resolved {
+                Err(code) => FetchResponse {
+                    error_code: code.code(),
+                    ..Default::default()
+                },
+                Ok((read, resolved)) => {
+                    let response = long_poll(state.clone(), read, refused, version, stop).await;
+                    finish_session(&state, resolved, response)
+                }
             }
         };
         tokio::pin!(work);
-        let mut response = tokio::select! {
+        let response = tokio::select! {
             r = &mut work => r,
             // The connection went away; nobody will read the response.
             _ = tx.closed() => return,
         };
-        response.responses.extend(refused);
         let bytes = match encode::<FetchRequest>(correlation_id, version, &response) {
             Ok(b) => Some(b),
             Err(e) => {
