@@ -9,6 +9,7 @@ mod cancellation;
 mod compression;
 mod connection;
 mod consumer;
+mod fetch_session;
 mod group;
 mod group_failover;
 mod group_interop;
