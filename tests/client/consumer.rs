@@ -253,9 +253,17 @@ async fn seek_pause_and_resume_reposition_a_partition() {
     quiet(&mut c).await;
     c.resume(std::slice::from_ref(&tp));
     assert!(c.paused().is_empty());
+    let mut epoch = -1;
     for i in 2..10 {
-        assert_eq!(next(&mut c).await.offset, i, "resumed at the position");
+        let r = next(&mut c).await;
+        assert_eq!(r.offset, i, "resumed at the position");
+        epoch = r.leader_epoch;
     }
+    assert!(epoch >= 0, "records carry their leader epoch");
+    // A position with its leader epoch, on a log that was not truncated: validated
+    // (KIP-320) and read on without an error.
+    c.seek_validated(&tp, 5, epoch).unwrap();
+    assert_eq!(next(&mut c).await.offset, 5);
 
     let other = baton::TopicPartition::new(topic.as_str(), 5);
     assert!(matches!(

@@ -193,7 +193,7 @@ async fn unclean_truncation(group: bool) {
     } else {
         None
     };
-    let mut consumer = Reader::start(&client, &topic, group).await;
+    let mut consumer = Reader::start(&client, &topic, group.clone()).await;
     for i in 0..100 {
         let r = consumer.next().await.expect("record");
         assert_eq!((r.offset, id_of(&r)), (i, i as u64));
@@ -210,10 +210,13 @@ async fn unclean_truncation(group: bool) {
         .expect("the ISR shrinks to the leader");
     let acked = produce_all(&producer, &topic, 100..150).await;
     assert_eq!(acked[&149], 149);
+    let mut last_epoch = -1;
     for i in 100..150 {
         let r = consumer.next().await.expect("record");
         assert_eq!((r.offset, id_of(&r)), (i, i as u64));
+        last_epoch = r.leader_epoch;
     }
+    assert!(last_epoch >= 0, "records carry their leader epoch");
 
     // The leader dies; the follower returns and is elected uncleanly with its log
     // of 100 records, then takes 30 of its own at 100..130.
@@ -247,6 +250,30 @@ async fn unclean_truncation(group: bool) {
     for i in 0..30u64 {
         let r = consumer.next().await.expect("record after the truncation");
         assert_eq!((r.offset, id_of(&r)), (100 + i as i64, 200 + i));
+    }
+    if group.is_none() {
+        // A position stored with its leader epoch before the truncation (offset
+        // 150, the epoch of record 149) is validated when sought, as Kafka's
+        // consumer validates a committed OffsetAndMetadata.
+        let tp = TopicPartition::new(topic.as_str(), 0);
+        let mut later = Consumer::builder(&client)
+            .assign(topic.clone(), 0, StartOffset::Offset(0))
+            .max_wait(Duration::from_millis(100))
+            .build()
+            .await
+            .expect("consumer");
+        later.seek_validated(&tp, 150, last_epoch).unwrap();
+        let mut later = Reader::Plain(later);
+        match later.next().await {
+            Err(ConsumerError::LogTruncation {
+                position,
+                divergence,
+                ..
+            }) => assert_eq!((position, divergence), (150, 100)),
+            other => panic!("expected LogTruncation after the seek, got {other:?}"),
+        }
+        let r = later.next().await.expect("record");
+        assert_eq!((r.offset, id_of(&r)), (100, 200));
     }
     eprintln!("timeline:\n{}", cluster.timeline_text());
     cluster.shutdown().await;

@@ -122,12 +122,18 @@ fn shape(cfg: &ConsumerConfig) -> (usize, usize, Budget) {
 pub(crate) enum FetchCommand {
     /// Fetch `topic`/`partition` from `offset`, stamping its output with `epoch`
     /// (which must differ from the partition's previous epoch). Replaces any earlier
-    /// position of the partition, including a stopped one.
+    /// position of the partition, including a stopped one. `last_epoch` is the
+    /// leader epoch of the record before `offset` (a committed offset's leader
+    /// epoch, a record's [`ConsumerRecord::leader_epoch`]), -1 if unknown: when
+    /// known, the position is validated against the leader's log (KIP-320) before
+    /// it is fetched, so a truncated log is reported as
+    /// [`ConsumerError::LogTruncation`].
     Assign {
         topic: Arc<str>,
         partition: i32,
         offset: i64,
         epoch: u64,
+        last_epoch: i32,
     },
     /// Stop fetching `topic`/`partition` (revoked or paused).
     Remove { topic: Arc<str>, partition: i32 },
@@ -227,18 +233,23 @@ fn apply(cfg: &ConsumerConfig, parts: &mut Vec<Part>, cmd: FetchCommand) {
             partition,
             offset,
             epoch,
-        } => match parts
-            .iter_mut()
-            .find(|p| p.partition == partition && p.topic == topic)
-        {
-            Some(p) => {
-                let busy = p.busy;
-                *p = new_part(cfg, topic, partition, offset, epoch);
-                // An answer still in flight is discarded by its epoch.
-                p.busy = busy;
+            last_epoch,
+        } => {
+            let mut part = new_part(cfg, topic, partition, offset, epoch);
+            part.last_epoch = last_epoch.max(-1);
+            part.validate = last_epoch >= 0;
+            match parts
+                .iter_mut()
+                .find(|p| p.partition == partition && p.topic == part.topic)
+            {
+                Some(p) => {
+                    // An answer still in flight is discarded by its epoch.
+                    part.busy = p.busy;
+                    *p = part;
+                }
+                None => parts.push(part),
             }
-            None => parts.push(new_part(cfg, topic, partition, offset, epoch)),
-        },
+        }
         FetchCommand::Remove { topic, partition } => {
             if let Some(p) = parts
                 .iter_mut()
@@ -926,6 +937,7 @@ async fn consume(
                 key: r.key,
                 value: r.value,
                 headers: r.headers,
+                leader_epoch: batch.partition_leader_epoch().max(-1),
             };
             part.offset = r.offset.wrapping_add(1);
             pending.push(tx, part.epoch, record).await?;

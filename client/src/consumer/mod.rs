@@ -110,6 +110,10 @@ pub struct ConsumerRecord {
     pub value: Option<Bytes>,
     /// The headers, in order.
     pub headers: Vec<RecordHeader>,
+    /// The leader epoch of the record's batch (KIP-320), -1 if the batch has none.
+    /// Stored with a position (`offset + 1`), it lets
+    /// [`Consumer::seek_validated`] detect a log truncated below that position.
+    pub leader_epoch: i32,
 }
 
 /// Errors of the consumer, wrapping the cluster layer's [`ClientError`].
@@ -488,6 +492,9 @@ struct Assigned {
     epoch: u64,
     /// The next offset `recv` returns.
     position: i64,
+    /// The leader epoch of the record before `position` (the last returned, or
+    /// given to `seek_validated`), -1 if unknown.
+    last_epoch: i32,
     /// Not fetched or returned until resumed.
     paused: bool,
     /// Stopped by an error; fetched again only after a seek.
@@ -597,6 +604,23 @@ impl Consumer {
     /// position are dropped. A partition stopped by an error is fetched again.
     /// Takes effect at once (no await, so nothing to cancel).
     pub fn seek(&mut self, partition: &TopicPartition, offset: i64) -> Result<(), ConsumerError> {
+        self.seek_validated(partition, offset, -1)
+    }
+
+    /// Like [`seek`](Self::seek), for a position whose record before it had leader
+    /// epoch `leader_epoch` ([`ConsumerRecord::leader_epoch`] of the record at
+    /// `offset - 1`, say, stored with the offset), as Kafka's consumer seeks to an
+    /// `OffsetAndMetadata` with a leader epoch: the position is validated against
+    /// the leader's log first (KIP-320, OffsetForLeaderEpoch), so a log truncated
+    /// below `offset` since then is reported as [`ConsumerError::LogTruncation`]
+    /// and reading continues from the divergence point. A negative epoch is a plain
+    /// `seek`. Takes effect at once (no await, so nothing to cancel).
+    pub fn seek_validated(
+        &mut self,
+        partition: &TopicPartition,
+        offset: i64,
+        leader_epoch: i32,
+    ) -> Result<(), ConsumerError> {
         let Some(st) = self.parts.get_mut(partition) else {
             return Err(ConsumerError::NotAssigned {
                 topic: partition.topic.to_string(),
@@ -604,6 +628,7 @@ impl Consumer {
             });
         };
         st.position = offset.max(0);
+        st.last_epoch = leader_epoch.max(-1);
         st.failed = false;
         self.restart(partition);
         Ok(())
@@ -623,7 +648,10 @@ impl Consumer {
         }
     }
 
-    /// Resumes paused `partitions` from their positions.
+    /// Resumes paused `partitions` from their positions. A position whose last
+    /// record's leader epoch is known is validated first (KIP-320), so a log
+    /// truncated while the partition was paused is reported as
+    /// [`ConsumerError::LogTruncation`].
     pub fn resume(&mut self, partitions: &[TopicPartition]) {
         for tp in partitions {
             if let Some(st) = self.parts.get_mut(tp) {
@@ -727,6 +755,7 @@ impl Consumer {
             Assigned {
                 epoch: 0,
                 position: offset,
+                last_epoch: -1,
                 paused: false,
                 failed: false,
             },
@@ -754,6 +783,7 @@ impl Consumer {
                 partition: tp.partition,
                 offset: st.position,
                 epoch,
+                last_epoch: st.last_epoch,
             }
         };
         let _ = self.commands.send(cmd);
@@ -794,6 +824,7 @@ impl Consumer {
                 // tells what is current.
                 if let Some(st) = self.current(&record.topic, record.partition, epoch) {
                     st.position = record.offset + 1;
+                    st.last_epoch = record.leader_epoch;
                     return Poll::Ready(Some(Ok(record)));
                 }
             }
@@ -860,6 +891,9 @@ impl Consumer {
         match &e {
             ConsumerError::LogTruncation { divergence, .. } => {
                 st.position = *divergence;
+                // Unknown here (the fetch task knows it): a later restart
+                // (resume) just does not validate again.
+                st.last_epoch = -1;
                 st.failed = fail_on_truncation;
             }
             _ => st.failed = true,

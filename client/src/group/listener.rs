@@ -232,6 +232,9 @@ impl RebalanceContext {
                     partition: tp.partition,
                     offset,
                     epoch,
+                    // Commits carry no leader epoch yet, so a resumed position is
+                    // not validated (KIP-320) until the leader changes.
+                    last_epoch: -1,
                 });
             }
             _ => {
