@@ -71,6 +71,13 @@ pub struct BrokerConfig {
     /// `transaction.state.log.num.partitions`); `None`, the default, gives it as
     /// many as `__consumer_offsets` (`groups.offsets_topic_partitions`).
     pub transaction_state_partitions: Option<i32>,
+    /// The node's rack (Kafka's `broker.rack`), reported in Metadata and
+    /// DescribeCluster and used by the rack-aware replica selector (KIP-392);
+    /// `None`, the default, for none.
+    pub rack: Option<String>,
+    /// Which replica a leader tells a consumer with a rack to fetch from (Kafka's
+    /// `replica.selector.class`); the leader only by default.
+    pub replica_selector: crate::replica_selector::ReplicaSelector,
 }
 
 impl Default for BrokerConfig {
@@ -94,6 +101,8 @@ impl Default for BrokerConfig {
             extra_listeners: Vec::new(),
             transaction_max_timeout_ms: 15 * 60 * 1000,
             transaction_state_partitions: None,
+            rack: None,
+            replica_selector: crate::replica_selector::ReplicaSelector::LeaderOnly,
         }
     }
 }
@@ -115,6 +124,21 @@ impl BrokerConfig {
     /// Sets the listen address.
     pub fn with_listen(mut self, addr: SocketAddr) -> Self {
         self.listen = addr;
+        self
+    }
+
+    /// Sets the node's rack (`broker.rack`).
+    pub fn with_rack(mut self, rack: impl Into<String>) -> Self {
+        self.rack = Some(rack.into());
+        self
+    }
+
+    /// Sets the replica selector (`replica.selector.class`).
+    pub fn with_replica_selector(
+        mut self,
+        selector: crate::replica_selector::ReplicaSelector,
+    ) -> Self {
+        self.replica_selector = selector;
         self
     }
 

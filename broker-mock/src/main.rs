@@ -17,10 +17,12 @@ Usage:
                           [LIMITS]
   baton-broker node --id N --controller ADDR [--listen ADDR] [--data-dir DIR]
                     [--advertised-host HOST] [--min-insync-replicas N]
-                    [--replica-lag-time-max-ms N] [TXN-LIMITS]
+                    [--replica-lag-time-max-ms N] [--rack RACK]
+                    [--replica-selector CLASS] [TXN-LIMITS]
   baton-broker cluster [--brokers N] [--data-dir DIR] [--listen-ip IP] [--base-port PORT]
                        [--advertised-host HOST] [--min-insync-replicas N]
-                       [--session-timeout-ms N] [LIMITS] [TXN-LIMITS]
+                       [--session-timeout-ms N] [--racks R1,R2,...]
+                       [--replica-selector CLASS] [LIMITS] [TXN-LIMITS]
 
   controller  the cluster's controller: its metadata log lives in DIR/metadata.log
               (in memory without --data-dir); listens on ADDR (default 127.0.0.1:9093)
@@ -31,6 +33,10 @@ Usage:
               DIR/controller and DIR/node-<i>; nodes listen on BASE-PORT + i - 1 and the
               controller on BASE-PORT + N (default 0: free ports). Prints the
               bootstrap servers.
+  --rack RACK / --racks R1,R2,...  the node's rack / node i's rack (broker.rack)
+  --replica-selector CLASS  org.apache.kafka.common.replica.RackAwareReplicaSelector
+              sends consumers with a rack to an in-sync follower of their rack
+              (KIP-392); default: the leader only
 LIMITS (controller, cluster; checked by the controller, as on a single broker):
   --max-partitions N  --max-topics N  --max-partitions-per-request N
 TXN-LIMITS (node, cluster; checked by each node, as on a single broker):
@@ -233,6 +239,19 @@ fn apply_txn_limits(flags: &Flags, limits: &mut BrokerLimits) -> Result<(), Stri
     Ok(())
 }
 
+/// `--replica-selector CLASS` (Kafka's `replica.selector.class`).
+fn replica_selector(flags: &Flags) -> Result<baton_broker::ReplicaSelector, String> {
+    match flags.get("--replica-selector") {
+        None => Ok(baton_broker::ReplicaSelector::LeaderOnly),
+        Some(c) => baton_broker::ReplicaSelector::from_class_name(c).ok_or_else(|| {
+            format!(
+                "--replica-selector {c}: only {} (or empty, for the leader only)",
+                baton_broker::replica_selector::RACK_AWARE_CLASS
+            )
+        }),
+    }
+}
+
 /// The topic and partition limits of the cluster modes' flags, over the defaults.
 fn cluster_limits(flags: &Flags) -> Result<BrokerLimits, String> {
     let mut limits = BrokerLimits::default();
@@ -404,6 +423,8 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
                 "--min-insync-replicas",
                 "--replica-lag-time-max-ms",
                 "--cluster-id",
+                "--rack",
+                "--replica-selector",
                 TXN_LIMIT_FLAGS[0],
                 TXN_LIMIT_FLAGS[1],
                 TXN_LIMIT_FLAGS[2],
@@ -429,6 +450,11 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
             opts.replica_lag_time_max_ms =
                 flags.parse_or("--replica-lag-time-max-ms", opts.replica_lag_time_max_ms)?;
             apply_txn_limits(&flags, &mut opts.broker.limits)?;
+            opts.broker.rack = flags
+                .get("--rack")
+                .filter(|r| !r.is_empty())
+                .map(str::to_owned);
+            opts.broker.replica_selector = replica_selector(&flags)?;
             if let Some(c) = flags.get("--cluster-id") {
                 opts.cluster_id = c.to_owned();
             }
@@ -454,6 +480,8 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
                 "--max-partitions",
                 "--max-topics",
                 "--max-partitions-per-request",
+                "--racks",
+                "--replica-selector",
                 TXN_LIMIT_FLAGS[0],
                 TXN_LIMIT_FLAGS[1],
                 TXN_LIMIT_FLAGS[2],
@@ -470,6 +498,14 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
             let mut limits = cluster_limits(&flags)?;
             apply_txn_limits(&flags, &mut limits)?;
             b = b.limits(limits);
+            b = b.replica_selector(replica_selector(&flags)?);
+            if let Some(racks) = flags.get("--racks") {
+                for (i, r) in racks.split(',').map(str::trim).enumerate() {
+                    if !r.is_empty() {
+                        b = b.rack(i as i32 + 1, r);
+                    }
+                }
+            }
             if let Some(d) = flags.get("--data-dir") {
                 b = b.data_dir(d);
             }

@@ -6,6 +6,7 @@ Usage:
     confluent_client.py list-topics  BOOTSTRAP
     confluent_client.py produce      BOOTSTRAP TOPIC SEED COUNT PARTITIONS [COMPRESSION [idempotent]]
     confluent_client.py consume      BOOTSTRAP TOPIC SEED COUNT PARTITIONS
+    confluent_client.py consume-rack BOOTSTRAP TOPIC SEED COUNT PARTITIONS RACK
     confluent_client.py produce-numbered BOOTSTRAP TOPIC PARTITIONS FIRST COUNT
     confluent_client.py produce-keyed    BOOTSTRAP TOPIC SEED COUNT
     confluent_client.py group-member     BOOTSTRAP TOPIC GROUP NAME
@@ -28,6 +29,9 @@ Configuration needed against baton-broker (and why):
   membership: partitions are given to `assign()` with OFFSET_BEGINNING (no
   committed offsets to look up), `enable.auto.commit=False` and
   `enable.auto.offset.store=False`, so no OffsetCommit/OffsetFetch is sent.
+- consume-rack: `consume` with `client.rack=RACK` (KIP-392), and librdkafka's
+  statistics every 200 ms: the result's `fetch_brokers` names, per partition,
+  the broker librdkafka last fetched it from (its `broker` statistic).
 - produce-keyed: `partitioner=murmur2_random`, librdkafka's Java-compatible
   partitioner (its own default, `consistent_random`, hashes with CRC32).
 - group-member: `subscribe()` (the classic protocol with librdkafka's default
@@ -213,9 +217,20 @@ def produce(bootstrap, topic, seed, count, partitions, compression="none", idemp
     return 0 if not errors else 1
 
 
-def consume(bootstrap, topic, seed, count, partitions):
+def consume(bootstrap, topic, seed, count, partitions, rack=None):
     checker = records.Checker(seed, count, partitions)
     config = base_config(bootstrap, "interop-confluent-consumer")
+    fetched_from = {}
+    if rack is not None:
+        import json
+
+        def on_stats(text):
+            stats = json.loads(text)
+            for p, v in stats.get("topics", {}).get(topic, {}).get("partitions", {}).items():
+                if int(p) >= 0 and v.get("broker", -1) >= 0:
+                    fetched_from[int(p)] = v["broker"]
+
+        config.update({"client.rack": rack, "statistics.interval.ms": 200, "stats_cb": on_stats})
     config.update(
         {
             "enable.auto.commit": False,
@@ -247,6 +262,14 @@ def consume(bootstrap, topic, seed, count, partitions):
         for m in consumer.consume(num_messages=1000, timeout=0.2):
             if m.error() is None:
                 checker.check(m.partition(), m.offset(), m.key(), m.value(), list(m.headers() or []), None)
+        if rack is not None:
+            # Statistics arrive through consume(): wait for a report after the reads.
+            fetched_from.clear()
+            stats_deadline = records.Deadline(10)
+            while len(fetched_from) < partitions and not stats_deadline.expired():
+                for m in consumer.consume(num_messages=1000, timeout=0.3):
+                    if m.error() is None:
+                        checker.check(m.partition(), m.offset(), m.key(), m.value(), list(m.headers() or []), None)
         ends = []
         for p in range(partitions):
             low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)
@@ -257,7 +280,10 @@ def consume(bootstrap, topic, seed, count, partitions):
         consumer.close()
     if ends != [len(e) for e in checker.expected]:
         checker.fail("high watermarks %s, expected %s" % (ends, [len(e) for e in checker.expected]))
-    return checker.finish("confluent-kafka", {"end_offsets": ends})
+    extra = {"end_offsets": ends}
+    if rack is not None:
+        extra["fetch_brokers"] = [fetched_from.get(p, -1) for p in range(partitions)]
+    return checker.finish("confluent-kafka", extra)
 
 
 def producer_for_tests(bootstrap, client_id, **extra):
@@ -409,6 +435,9 @@ def main(argv):
             return produce_keyed(bootstrap, argv[3], int(argv[4]), int(argv[5]))
         if cmd == "group-member":
             return group_member(bootstrap, argv[3], argv[4], argv[5])
+        if cmd == "consume-rack":
+            topic, seed, count, partitions, rack = argv[3], int(argv[4]), int(argv[5]), int(argv[6]), argv[7]
+            return consume(bootstrap, topic, seed, count, partitions, rack=rack)
         if cmd in ("produce", "consume"):
             topic, seed, count, partitions = argv[3], int(argv[4]), int(argv[5]), int(argv[6])
             if cmd == "produce":

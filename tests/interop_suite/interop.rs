@@ -1403,3 +1403,94 @@ fn confluent_over_sasl_ssl() {
 fn kafka_python_over_sasl_ssl() {
     sasl_ssl_round_trips(Client::KafkaPython);
 }
+
+/// KIP-392 with librdkafka: confluent-kafka with `client.rack` on a 3-node
+/// baton-broker cluster whose nodes sit in racks `rack-1`..`rack-3` and whose
+/// leaders use the rack-aware replica selector. librdkafka (with fetch sessions,
+/// its default) produces to the leaders, then a consumer in the rack of one node
+/// reads every partition from that node — the leader's answer names it as the
+/// preferred read replica where it only follows — and gets every record back as
+/// written.
+#[test]
+fn confluent_consumer_fetches_from_the_follower_in_its_rack() {
+    use baton_broker::{Cluster, ReplicaSelector};
+    let seed = seed();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let racked = (1..=3).fold(Cluster::builder().brokers(3), |b, id| {
+        b.rack(id, format!("rack-{id}"))
+    });
+    let cluster = runtime
+        .block_on(racked.replica_selector(ReplicaSelector::RackAware).start())
+        .expect("cluster starts");
+    let bootstrap = cluster.bootstrap_servers().join(",");
+    let topic = topic("rack", seed);
+    runtime.block_on(async {
+        let addr = cluster.bootstrap_servers()[0].parse().expect("address");
+        let mut c = baton_testkit::wire::Client::connect(addr).await;
+        let mut req = baton_testkit::wire::create_req(&topic, PARTITIONS as i32, &[]);
+        req.topics[0].replication_factor = 3;
+        let resp = c.call(&req, 7).await;
+        assert_eq!(resp.topics[0].error_code, 0, "seed {seed}: create {topic}");
+        cluster
+            .wait_for(Duration::from_secs(60), |c| {
+                (0..PARTITIONS as i32).all(|p| {
+                    c.partition_state(&topic, p)
+                        .is_some_and(|v| v.leader > 0 && v.isr.len() == 3)
+                })
+            })
+            .await
+            .expect("leaders elected");
+    });
+    let count = 3_000u32;
+    let (seed_arg, count_arg, partitions) =
+        (seed.to_string(), count.to_string(), PARTITIONS.to_string());
+    let args = [
+        bootstrap.as_str(),
+        &topic,
+        &seed_arg,
+        &count_arg,
+        &partitions,
+    ];
+    let produced = client(
+        Client::Confluent,
+        &[&["produce"], &args[..], &["none", "idempotent"]].concat(),
+        seed,
+    );
+    assert!(produced.bool("ok"), "seed {seed}: {}", produced.json);
+
+    let leaders: Vec<i32> = (0..PARTITIONS as i32)
+        .map(|p| {
+            cluster
+                .partition_state(&topic, p)
+                .expect("partition")
+                .leader
+        })
+        .collect();
+    // A node that follows at least one partition (every node holds a replica).
+    let node = (1..=3)
+        .find(|n| leaders.iter().any(|l| l != n))
+        .expect("a follower");
+    let rack = format!("rack-{node}");
+    let consumed = client(
+        Client::Confluent,
+        &[&["consume-rack"], &args[..], &[rack.as_str()]].concat(),
+        seed,
+    );
+    assert!(consumed.bool("ok"), "seed {seed}: {}", consumed.json);
+    assert_eq!(
+        consumed.ints("per_partition"),
+        produced.ints("per_partition"),
+        "seed {seed}"
+    );
+    assert_eq!(
+        consumed.ints("fetch_brokers"),
+        Some(vec![i64::from(node); PARTITIONS as usize]),
+        "seed {seed}: every partition fetched from node {node} in {rack} (leaders {leaders:?}): {}",
+        consumed.json
+    );
+    runtime.block_on(cluster.shutdown());
+}

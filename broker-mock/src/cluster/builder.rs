@@ -44,6 +44,10 @@ pub struct ClusterBuilder {
     client_listener: Option<ListenerConfig>,
     /// How nodes and the controller secure the traffic between them.
     inter_node: Option<std::sync::Arc<InterNodeSecurity>>,
+    /// Racks by node id (`broker.rack`).
+    racks: std::collections::BTreeMap<i32, String>,
+    /// Every node's replica selector (`replica.selector.class`).
+    replica_selector: crate::replica_selector::ReplicaSelector,
 }
 
 impl Default for ClusterBuilder {
@@ -73,6 +77,8 @@ impl Default for ClusterBuilder {
             authorizer: None,
             client_listener: None,
             inter_node: None,
+            racks: std::collections::BTreeMap::new(),
+            replica_selector: crate::replica_selector::ReplicaSelector::LeaderOnly,
         }
     }
 }
@@ -104,6 +110,23 @@ impl ClusterBuilder {
     /// [`Cluster::bootstrap`].
     pub fn inter_node_security(mut self, security: InterNodeSecurity) -> Self {
         self.inter_node = Some(std::sync::Arc::new(security));
+        self
+    }
+
+    /// Puts node `node_id` in `rack` (Kafka's `broker.rack`): reported in Metadata
+    /// and DescribeCluster, and used by the rack-aware replica selector. Nodes
+    /// without one have no rack.
+    pub fn rack(mut self, node_id: i32, rack: impl Into<String>) -> Self {
+        self.racks.insert(node_id, rack.into());
+        self
+    }
+
+    /// Sets every node's replica selector (Kafka's `replica.selector.class`);
+    /// [`ReplicaSelector::RackAware`](crate::ReplicaSelector::RackAware) sends
+    /// consumers with a rack id to an in-sync follower of their rack (KIP-392).
+    /// Default: the leader only.
+    pub fn replica_selector(mut self, selector: crate::replica_selector::ReplicaSelector) -> Self {
+        self.replica_selector = selector;
         self
     }
 
@@ -302,6 +325,8 @@ impl ClusterBuilder {
             opts.broker.data_dir = self.data_dir.as_ref().map(|d| d.join(format!("node-{id}")));
             opts.broker.default_num_partitions = self.default_num_partitions;
             opts.broker.limits = self.limits.clone();
+            opts.broker.rack = self.racks.get(&id).cloned();
+            opts.broker.replica_selector = self.replica_selector;
             opts.broker.authorizer = self.authorizer.clone().map(|mut a| {
                 let inter_broker = self.inter_node.as_ref().and_then(|s| s.principal());
                 if let Some(p) = inter_broker.filter(|p| !a.super_users.contains(p)) {

@@ -505,12 +505,13 @@ fn register(
             port: l.port,
         })
         .collect();
-    match inner.ctl.register_broker_with_listeners(
+    match inner.ctl.register_broker_in_rack(
         req.broker_id,
         incarnation(&req.incarnation_id),
         &l.host,
         l.port,
         extra,
+        req.rack.clone().filter(|r| !r.is_empty()),
         core.now_ms(),
     ) {
         Ok(epoch) => BrokerRegistrationResponse {

@@ -295,6 +295,36 @@ impl Controller {
         listeners: Vec<ListenerRecord>,
         now_ms: u64,
     ) -> Result<i64, ControllerError> {
+        self.register_broker_in_rack(
+            broker_id,
+            incarnation_id,
+            host,
+            port,
+            listeners,
+            None,
+            now_ms,
+        )
+    }
+
+    /// [`Controller::register_broker_with_listeners`] for a broker in `rack`
+    /// (at most [`MAX_RACK_BYTES`](super::records::MAX_RACK_BYTES)).
+    #[allow(clippy::too_many_arguments)]
+    pub fn register_broker_in_rack(
+        &mut self,
+        broker_id: i32,
+        incarnation_id: u64,
+        host: &str,
+        port: u16,
+        listeners: Vec<ListenerRecord>,
+        rack: Option<String>,
+        now_ms: u64,
+    ) -> Result<i64, ControllerError> {
+        if rack
+            .as_ref()
+            .is_some_and(|r| r.len() > super::records::MAX_RACK_BYTES)
+        {
+            return Err(ControllerError::InvalidRequest("rack too long".into()));
+        }
         if listeners.len() > super::records::MAX_EXTRA_LISTENERS
             || listeners
                 .iter()
@@ -328,6 +358,7 @@ impl Controller {
             host: host.to_owned(),
             port,
             listeners,
+            rack,
         }));
         self.sessions.insert(broker_id, now_ms);
         Ok(epoch)

@@ -31,7 +31,7 @@ pub use decisions::{
 pub use records::{
     decode_log, DecodedLog, LeaderMoveRecord, ListenerRecord, MetadataDecodeError,
     MetadataLogEntry, MetadataRecord, MoveState, PartitionChangeRecord, PartitionRecord,
-    RegisterBrokerRecord, TopicRecord, MAX_EXTRA_LISTENERS, NO_LEADER,
+    RegisterBrokerRecord, TopicRecord, MAX_EXTRA_LISTENERS, MAX_RACK_BYTES, NO_LEADER,
 };
 pub use state::{
     ApplyError, BrokerInfo, ControllerState, LeaderMove, PartitionInfo, TopicInfo,

@@ -41,6 +41,13 @@ const RECORD_VERSION: u8 = 0;
 /// first; a registration without them is still written as version 0.
 const REGISTER_WITH_LISTENERS_VERSION: u8 = 1;
 
+/// Version of a RegisterBroker body that also carries the broker's rack (after the
+/// listener count, which may then be 0); written only for a broker with a rack.
+const REGISTER_WITH_RACK_VERSION: u8 = 2;
+
+/// Longest rack a registration carries.
+pub const MAX_RACK_BYTES: usize = 1024;
+
 /// Most listeners a broker registers besides its first.
 pub const MAX_EXTRA_LISTENERS: usize = 16;
 
@@ -70,6 +77,8 @@ pub struct RegisterBrokerRecord {
     /// The broker's other listeners (at most [`MAX_EXTRA_LISTENERS`]); Metadata
     /// asked on one of them names every broker by its endpoint of that listener.
     pub listeners: Vec<ListenerRecord>,
+    /// The broker's rack (`broker.rack`, at most [`MAX_RACK_BYTES`]), if any.
+    pub rack: Option<String>,
 }
 
 /// A topic was created.
@@ -277,7 +286,10 @@ impl MetadataLogEntry {
         let mut w = Writer(&mut body);
         match &self.record {
             MetadataRecord::RegisterBroker(r) => {
-                if r.listeners.is_empty() {
+                if r.rack.is_some() {
+                    w.u8(1);
+                    w.u8(REGISTER_WITH_RACK_VERSION);
+                } else if r.listeners.is_empty() {
                     w.header(1);
                 } else {
                     w.u8(1);
@@ -287,7 +299,17 @@ impl MetadataLogEntry {
                 w.u64(r.incarnation_id);
                 w.string(&r.host);
                 w.u16(r.port);
-                if !r.listeners.is_empty() {
+                if let Some(rack) = &r.rack {
+                    assert!(r.listeners.len() <= MAX_EXTRA_LISTENERS);
+                    assert!(rack.len() <= MAX_RACK_BYTES);
+                    w.u16(r.listeners.len() as u16);
+                    for l in &r.listeners {
+                        w.string(&l.name);
+                        w.string(&l.host);
+                        w.u16(l.port);
+                    }
+                    w.string(rack);
+                } else if !r.listeners.is_empty() {
                     assert!(r.listeners.len() <= MAX_EXTRA_LISTENERS);
                     w.u16(r.listeners.len() as u16);
                     for l in &r.listeners {
@@ -437,7 +459,9 @@ impl MetadataLogEntry {
         let record_type = r.u8()?;
         let version = r.u8()?;
         let known = version == RECORD_VERSION
-            || (record_type == 1 && version == REGISTER_WITH_LISTENERS_VERSION);
+            || (record_type == 1
+                && (version == REGISTER_WITH_LISTENERS_VERSION
+                    || version == REGISTER_WITH_RACK_VERSION));
         if !known {
             return Err(MetadataDecodeError::UnknownVersion(version));
         }
@@ -449,8 +473,26 @@ impl MetadataLogEntry {
                     host: r.string()?,
                     port: r.u16()?,
                     listeners: Vec::new(),
+                    rack: None,
                 };
-                if version == REGISTER_WITH_LISTENERS_VERSION {
+                if version == REGISTER_WITH_RACK_VERSION {
+                    let n = r.u16()? as usize;
+                    if n > MAX_EXTRA_LISTENERS {
+                        return Err(malformed(format!("{n} extra listeners")));
+                    }
+                    for _ in 0..n {
+                        record.listeners.push(ListenerRecord {
+                            name: r.string()?,
+                            host: r.string()?,
+                            port: r.u16()?,
+                        });
+                    }
+                    let rack = r.string()?;
+                    if rack.len() > MAX_RACK_BYTES {
+                        return Err(malformed(format!("a rack of {} bytes", rack.len())));
+                    }
+                    record.rack = Some(rack);
+                } else if version == REGISTER_WITH_LISTENERS_VERSION {
                     let n = r.u16()? as usize;
                     if n == 0 || n > MAX_EXTRA_LISTENERS {
                         return Err(malformed(format!("{n} extra listeners")));
@@ -782,6 +824,15 @@ mod tests {
                 host: "127.0.0.1".into(),
                 port: 9093,
                 listeners: Vec::new(),
+                rack: None,
+            }),
+            MetadataRecord::RegisterBroker(RegisterBrokerRecord {
+                broker_id: 5,
+                incarnation_id: 0xbeef,
+                host: "127.0.0.1".into(),
+                port: 9095,
+                listeners: Vec::new(),
+                rack: Some("eu-west-1a".into()),
             }),
             MetadataRecord::RegisterBroker(RegisterBrokerRecord {
                 broker_id: 4,
@@ -793,6 +844,7 @@ mod tests {
                     host: "kafka.example".into(),
                     port: 19094,
                 }],
+                rack: None,
             }),
             MetadataRecord::FenceBroker { broker_id: 3 },
             MetadataRecord::UnfenceBroker { broker_id: 3 },

@@ -35,6 +35,8 @@ pub struct BrokerInfo {
     pub port: u16,
     /// The broker's listeners beyond its first, by name.
     pub listeners: Vec<ListenerRecord>,
+    /// The broker's rack (`broker.rack`), if any.
+    pub rack: Option<String>,
     /// Fenced brokers may not lead nor be added to an ISR.
     pub fenced: bool,
     /// In controlled shutdown: leaderships are being moved away; not eligible for new
@@ -335,6 +337,7 @@ impl ControllerState {
                         host: r.host.clone(),
                         port: r.port,
                         listeners: r.listeners.clone(),
+                        rack: r.rack.clone(),
                         fenced: true,
                         in_controlled_shutdown: false,
                     },

@@ -10,8 +10,10 @@
 //! With an authorizer, Describe on the cluster is needed (else
 //! `CLUSTER_AUTHORIZATION_FAILED`), as in Kafka.
 //!
+//! Each broker's rack (`broker.rack`) is reported.
+//!
 //! Deviations from Apache Kafka: the cluster's authorized operations are never
-//! reported; no racks.
+//! reported.
 
 use baton_protocol::messages::{
     DescribeClusterBroker, DescribeClusterRequest, DescribeClusterResponse,
@@ -38,7 +40,7 @@ fn brokers(state: &BrokerState, listener: usize) -> Vec<DescribeClusterBroker> {
                     broker_id: b.broker_id,
                     host: host.to_owned(),
                     port: i32::from(port),
-                    rack: None,
+                    rack: b.rack.clone(),
                 })
             })
             .collect(),
@@ -46,7 +48,7 @@ fn brokers(state: &BrokerState, listener: usize) -> Vec<DescribeClusterBroker> {
             broker_id: state.config.node_id,
             host: state.endpoint(listener).host.clone(),
             port: state.endpoint(listener).port,
-            rack: None,
+            rack: state.config.rack.clone(),
         }],
     }
 }

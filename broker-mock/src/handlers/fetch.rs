@@ -35,10 +35,24 @@
 //! Session errors answer at the top level (`FETCH_SESSION_ID_NOT_FOUND`,
 //! `INVALID_FETCH_SESSION_EPOCH`, `FETCH_SESSION_TOPIC_ID_ERROR`) with no partitions.
 //!
-//! Deviations from Apache Kafka: `preferred_read_replica` is always -1; rack ids
-//! are ignored. An incremental response also carries a partition whose last stable
-//! offset alone moved (Kafka compares the high watermark and log start only).
+//! Fetching from the closest replica (KIP-392): with a replica selector
+//! (`replica.selector.class`, see `replica_selector.rs`), a leader asked by a
+//! consumer's v11+ fetch naming a `rack_id` answers `preferred_read_replica` (no
+//! records, at once) when the selector picks an in-sync follower on an unfenced
+//! broker whose log end reaches the fetch offset. A follower serves consumers'
+//! v11+ fetches (with or without a rack) up to its own high watermark (read
+//! committed: its last stable offset), which it learns from the leader's fetch
+//! responses; below v11, or on a node that holds no replica, the answer is
+//! `NOT_LEADER_OR_FOLLOWER`, and `current_leader_epoch` and the offset range are
+//! checked against the follower's own state (`FENCED_LEADER_EPOCH`,
+//! `UNKNOWN_LEADER_EPOCH`, `OFFSET_OUT_OF_RANGE`).
+//!
+//! Deviations from Apache Kafka: an incremental response also carries a partition
+//! whose last stable offset alone moved (Kafka compares the high watermark and log
+//! start only). The preferred-replica candidates are checked against the leader's
+//! log start offset, not each follower's (the leader does not track them).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,7 +68,8 @@ use baton_protocol::acl::{AclOperation, ResourceType};
 
 use crate::acl::RequestContext;
 use crate::fetch_session::{PartitionKey, RequestMeta, Resolved};
-use crate::partition::{Isolation, ReadError};
+use crate::partition::{Isolation, ReadError, Role};
+use crate::replica_selector::{ReplicaSelector, ReplicaView};
 use crate::state::BrokerState;
 use crate::topics::Topic;
 use crate::wire::{encode, Reply};
@@ -103,6 +118,81 @@ struct ReplicaFetch {
     now_ms: u64,
 }
 
+/// Who reads a partition.
+#[derive(Debug, Clone, Copy)]
+enum Fetcher<'a> {
+    /// A follower replicating from this leader.
+    Replica(ReplicaFetch),
+    /// A consumer.
+    Consumer(&'a ClientFetch),
+}
+
+/// A consumer's fetch (`replica_id` -1), as KIP-392 sees it.
+#[derive(Debug)]
+struct ClientFetch {
+    /// The request version: from v11 a consumer names its rack and may fetch from
+    /// a follower.
+    version: i16,
+    /// The consumer's rack id (empty for none).
+    rack: String,
+    /// The node's replica selector.
+    selector: ReplicaSelector,
+    /// Racks of the cluster's unfenced brokers (this node included), when a
+    /// selector may pick a follower for this fetch; empty otherwise.
+    racks: HashMap<i32, Option<String>>,
+    /// Now, on the cluster link's clock.
+    now_ms: u64,
+}
+
+impl ClientFetch {
+    /// Whether a follower may serve this fetch: v11+ (Kafka's `ClientMetadata`).
+    fn may_read_follower(&self) -> bool {
+        self.version >= 11
+    }
+
+    /// The follower a leader sends this consumer to, if its selector picks one
+    /// (Kafka's `findPreferredReadReplica`): candidates are in-sync followers on an
+    /// unfenced broker whose log end reaches `fetch_offset`.
+    fn preferred_replica(
+        &self,
+        st: &crate::partition::PartitionState,
+        fetch_offset: i64,
+    ) -> Option<i32> {
+        if self.racks.is_empty() || !self.may_read_follower() {
+            return None;
+        }
+        let leader = st.leader_state()?;
+        let rack = |id: i32| self.racks.get(&id).and_then(|r| r.as_deref());
+        let local = leader.local_id();
+        let followers: Vec<ReplicaView<'_>> = leader
+            .isr()
+            .iter()
+            .filter(|id| **id != local && self.racks.contains_key(*id))
+            .filter_map(|&id| {
+                let progress = leader.follower(id)?;
+                let leo = progress.log_end_offset?;
+                (leo >= fetch_offset && st.log_start_offset() <= fetch_offset).then(|| {
+                    ReplicaView {
+                        id,
+                        rack: rack(id),
+                        log_end_offset: leo,
+                        since_caught_up_ms: progress
+                            .last_caught_up_ms
+                            .map_or(u64::MAX, |t| self.now_ms.saturating_sub(t)),
+                    }
+                })
+            })
+            .collect();
+        let me = ReplicaView {
+            id: local,
+            rack: rack(local),
+            log_end_offset: st.log_end_offset(),
+            since_caught_up_ms: 0,
+        };
+        crate::replica_selector::select(self.selector, &self.rack, me, &followers)
+    }
+}
+
 fn concat(batches: Vec<Bytes>) -> Bytes {
     match batches.len() {
         0 => Bytes::new(),
@@ -124,9 +214,13 @@ fn read_partition(
     isolation: Isolation,
     remaining: &mut usize,
     min_one: &mut bool,
-    replica: Option<ReplicaFetch>,
+    fetcher: Fetcher<'_>,
     flags: &mut ReadFlags,
 ) -> (FetchResponsePartitionData, usize, bool) {
+    let (replica, client) = match fetcher {
+        Fetcher::Replica(r) => (Some(r), None),
+        Fetcher::Consumer(c) => (None, Some(c)),
+    };
     let Some(partition) = topic.partition(p.partition) else {
         return (
             partition_error(p, ErrorCode::UnknownTopicOrPartition),
@@ -135,7 +229,10 @@ fn read_partition(
         );
     };
     let mut st = partition.lock();
-    if !st.is_leader() {
+    // KIP-392: a follower serves consumers' fetches (v11+) up to its high watermark.
+    let follower_serves = client.is_some_and(ClientFetch::may_read_follower)
+        && matches!(st.role(), Role::Follower { .. });
+    if !st.is_leader() && !follower_serves {
         flags.roles_behind |= replica.is_some() && p.current_leader_epoch > st.leader_epoch();
         drop(st);
         return (partition_error(p, ErrorCode::NotLeaderOrFollower), 0, true);
@@ -191,6 +288,11 @@ fn read_partition(
     };
     if let Err(code) = st.check_epoch(p.current_leader_epoch) {
         out.error_code = code.code();
+        return (out, 0, true);
+    }
+    if let Some(id) = client.and_then(|c| c.preferred_replica(&st, p.fetch_offset)) {
+        // The consumer is sent to a follower of its rack: no records, answered now.
+        out.preferred_read_replica = id;
         return (out, 0, true);
     }
     let budget = (p.partition_max_bytes.max(0) as usize).min(*remaining);
@@ -251,6 +353,33 @@ fn read_partition(
     }
 }
 
+/// What a consumer's fetch needs for KIP-392: the brokers' racks are looked up
+/// only when the node's selector may pick a follower for it.
+fn client_fetch(state: &BrokerState, req: &FetchRequest, version: i16) -> ClientFetch {
+    let selector = state.config.replica_selector;
+    let mut racks = HashMap::new();
+    let mut now_ms = 0;
+    if let Some(link) = state.mode.replica() {
+        now_ms = link.now_ms();
+        let wanted = version >= 11 && !req.rack_id.is_empty();
+        if wanted && selector != ReplicaSelector::LeaderOnly {
+            racks = link
+                .image()
+                .brokers()
+                .filter(|b| !b.fenced)
+                .map(|b| (b.broker_id, b.rack.clone()))
+                .collect();
+        }
+    }
+    ClientFetch {
+        version,
+        rack: req.rack_id.clone(),
+        selector,
+        racks,
+        now_ms,
+    }
+}
+
 fn read_once(
     state: &BrokerState,
     req: &FetchRequest,
@@ -272,6 +401,7 @@ fn read_once(
         }),
         _ => None,
     };
+    let client = (replica.is_none()).then(|| client_fetch(state, req, version));
     let mut responses = Vec::with_capacity(req.topics.len());
     for (i, t) in req.topics.iter().enumerate() {
         if refused.get(i).copied().unwrap_or(false) {
@@ -311,7 +441,10 @@ fn read_once(
                         isolation,
                         &mut remaining,
                         &mut min_one,
-                        replica,
+                        match (replica, client.as_ref()) {
+                            (Some(r), _) => Fetcher::Replica(r),
+                            (None, c) => Fetcher::Consumer(c.expect("a consumer's fetch")),
+                        },
                         &mut flags,
                     );
                     bytes += n;

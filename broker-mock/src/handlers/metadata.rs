@@ -179,7 +179,7 @@ fn handle_cluster(
                 node_id: b.broker_id,
                 host: host.to_owned(),
                 port: i32::from(port),
-                rack: None,
+                rack: b.rack.clone(),
             })
         })
         .collect();
@@ -265,7 +265,7 @@ pub(crate) fn handle(
             node_id: state.config.node_id,
             host: state.endpoint(listener).host.clone(),
             port: state.endpoint(listener).port,
-            rack: None,
+            rack: state.config.rack.clone(),
         }],
         cluster_id: Some(state.cluster_id.clone()),
         controller_id: state.config.node_id,

@@ -44,7 +44,13 @@
 //! `baton.max.partitions.per.request`, `baton.max.aborted.txns.per.partition`,
 //! `baton.max.transactional.ids`, `baton.max.partitions.per.transaction`,
 //! `baton.max.pending.txn.offsets` (the `--max-*` flags; see
-//! [`BrokerLimits`](crate::BrokerLimits)).
+//! [`BrokerLimits`](crate::BrokerLimits)), `max.incremental.fetch.session.cache.slots`
+//! and Baton's `baton.max.fetch.session.partitions` (KIP-227 fetch sessions).
+//!
+//! Fetching from followers (KIP-392): `broker.rack` (every node the binary runs
+//! gets it) and `replica.selector.class`
+//! (`org.apache.kafka.common.replica.RackAwareReplicaSelector`, or empty for the
+//! leader only; other classes are refused).
 //!
 //! `connections.max.reauth.ms` bounds the SASL sessions of every SASL listener
 //! (KIP-368).
@@ -122,6 +128,10 @@ pub const SUPPORTED_KEYS: &[&str] = &[
     "baton.max.transactional.ids",
     "baton.max.partitions.per.transaction",
     "baton.max.pending.txn.offsets",
+    "max.incremental.fetch.session.cache.slots",
+    "baton.max.fetch.session.partitions",
+    "broker.rack",
+    "replica.selector.class",
     "default.replication.factor",
     "offsets.topic.replication.factor",
     "transaction.state.log.replication.factor",
@@ -383,6 +393,9 @@ fn apply_authorizer(
     Ok(())
 }
 
+/// Longest `broker.rack` accepted.
+const MAX_RACK_BYTES: usize = 1024;
+
 /// The authorizer class `authorizer.class.name` may name.
 const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
 
@@ -497,6 +510,31 @@ fn read_entry<'a>(
         "connections.max.reauth.ms" => {
             let ms: u64 = e.parse_in(0, i64::MAX as u64)?;
             parsed.max_reauth = Some(std::time::Duration::from_millis(ms));
+        }
+        "max.incremental.fetch.session.cache.slots" => {
+            limits.max_fetch_sessions = e.parse_in(0, i32::MAX as usize)?
+        }
+        "baton.max.fetch.session.partitions" => {
+            limits.max_fetch_session_partitions = e.parse_in(0, usize::MAX)?
+        }
+        "broker.rack" => {
+            let rack = e.value.trim();
+            if rack.len() > MAX_RACK_BYTES {
+                return Err(e.invalid(format!("longer than {MAX_RACK_BYTES} bytes")));
+            }
+            base.rack = (!rack.is_empty()).then(|| rack.to_owned());
+        }
+        "replica.selector.class" => {
+            base.replica_selector = crate::replica_selector::ReplicaSelector::from_class_name(
+                e.value,
+            )
+            .ok_or_else(|| {
+                e.unsupported(format!(
+                    "replica selector {}: only {} (or empty, for the leader only)",
+                    e.value.trim(),
+                    crate::replica_selector::RACK_AWARE_CLASS
+                ))
+            })?
         }
         "socket.request.max.bytes" => base.max_frame_bytes = e.parse_in(1024, MAX_FRAME_LIMIT)?,
         "message.max.bytes" => parsed.message_max_bytes = Some(e.parse_in(1, MAX_FRAME_LIMIT)?),

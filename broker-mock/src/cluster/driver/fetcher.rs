@@ -132,6 +132,9 @@ pub(crate) async fn run_fetcher(
                     return;
                 }
                 st.set_follower_high_watermark(high_watermark);
+                drop(st);
+                // Consumers fetching from this follower (KIP-392) wait on it.
+                state.notify_append();
             }
             FollowerAction::Fetch {
                 fetch_offset,

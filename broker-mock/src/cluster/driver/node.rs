@@ -304,6 +304,7 @@ async fn session_loop(
                     security_protocol: protocol_id(e.protocol),
                 }))
                 .collect(),
+                rack: link.options.broker.rack.clone(),
                 ..Default::default()
             };
             let answer = rpc.call(&req, 0, timeout).await;

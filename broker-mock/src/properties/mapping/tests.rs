@@ -345,3 +345,33 @@ fn normalize_pem_restores_markers() {
     );
     assert_eq!(normalize_pem("a\nb"), "a\nb");
 }
+
+#[test]
+fn rack_replica_selector_and_fetch_session_slots() {
+    let config = map_ok(
+        "broker.rack=eu-west-1a\n\
+         replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector\n\
+         max.incremental.fetch.session.cache.slots=10\n\
+         baton.max.fetch.session.partitions=500\n",
+    );
+    assert_eq!(config.rack.as_deref(), Some("eu-west-1a"));
+    assert_eq!(
+        config.replica_selector,
+        crate::replica_selector::ReplicaSelector::RackAware
+    );
+    assert_eq!(config.limits.max_fetch_sessions, 10);
+    assert_eq!(config.limits.max_fetch_session_partitions, 500);
+    let config = map_ok(
+        "broker.rack=\nreplica.selector.class=\nmax.incremental.fetch.session.cache.slots=0\n",
+    );
+    assert_eq!(config.rack, None);
+    assert_eq!(
+        config.replica_selector,
+        crate::replica_selector::ReplicaSelector::LeaderOnly
+    );
+    assert_eq!(config.limits.max_fetch_sessions, 0, "0 turns sessions off");
+    let err = map_err("replica.selector.class=com.example.Nearest\n");
+    assert!(err.contains("RackAwareReplicaSelector"), "{err}");
+    let err = map_err(&format!("broker.rack={}\n", "r".repeat(2000)));
+    assert!(err.contains("broker.rack"), "{err}");
+}
