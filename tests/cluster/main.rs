@@ -11,6 +11,7 @@ mod corruption_consumer;
 mod durability;
 mod exactly_once;
 mod failover;
+mod follower_fetch;
 mod replication;
 mod rolling;
 mod scram;

@@ -5,8 +5,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use baton::{Admin, Client, Consumer, Producer, ProducerRecord, StartOffset};
-use baton_testkit::fetch_tap::{only_changed_partitions_are_sent, FetchTap};
+use baton::{Admin, Client};
+use baton_testkit::fetch_tap::{
+    follower_in_rack_is_fetched_from, only_changed_partitions_are_sent, FetchTap,
+};
 use baton_testkit::topic_name;
 
 use super::create_topic;
@@ -68,74 +70,5 @@ async fn a_consumer_fetches_from_the_follower_in_its_rack() {
         .find(|id| **id != leader)
         .unwrap();
     let rack = format!("rack-{follower}");
-
-    let producer = Producer::builder(&client).build();
-    let send = |from: usize| {
-        let producer = &producer;
-        let topic = topic.clone();
-        async move {
-            let mut ds = Vec::new();
-            for i in from..from + 20 {
-                let r = ProducerRecord::new(topic.as_str()).value(format!("r{i}"));
-                ds.push(producer.send(r).await.expect("send"));
-            }
-            for d in ds {
-                d.await.expect("delivered");
-            }
-        }
-    };
-    send(0).await;
-    let mut consumer = Consumer::builder(&client)
-        .assign(topic.clone(), 0, StartOffset::Earliest)
-        .client_rack(rack.clone())
-        .max_wait(Duration::from_millis(100))
-        .build()
-        .await
-        .expect("consumer");
-    let mut read = 0;
-    let mut recv = async |n: usize| {
-        for _ in 0..n {
-            let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
-                .await
-                .expect("records arrive")
-                .expect("no error");
-            assert_eq!(r.offset, read);
-            read += 1;
-        }
-    };
-    recv(20).await;
-    send(20).await;
-    recv(20).await;
-    producer.close().await;
-
-    let fetches = tap.fetches();
-    let summary: Vec<(Option<i32>, usize)> = fetches
-        .iter()
-        .map(|f| (f.node, f.partitions.len()))
-        .collect();
-    assert!(
-        fetches.iter().all(|f| f.rack_id == rack),
-        "every Fetch names the rack"
-    );
-    let first_to_follower = fetches
-        .iter()
-        .position(|f| f.node == Some(follower))
-        .unwrap_or_else(|| panic!("no Fetch to follower {follower}: {summary:?}"));
-    assert_eq!(
-        fetches[first_to_follower].partitions.len(),
-        1,
-        "the partition moves to the follower: {summary:?}"
-    );
-    assert!(
-        fetches[..first_to_follower]
-            .iter()
-            .all(|f| f.node == Some(leader)),
-        "the leader first: {summary:?}"
-    );
-    assert!(
-        fetches[first_to_follower..]
-            .iter()
-            .all(|f| f.node == Some(follower)),
-        "then only the follower (leader {leader}): {summary:?}"
-    );
+    follower_in_rack_is_fetched_from(&tap, &client, &topic, leader, follower, &rack).await;
 }

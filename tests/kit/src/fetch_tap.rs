@@ -335,3 +335,94 @@ pub async fn only_changed_partitions_are_sent(
         after.len()
     );
 }
+
+/// The follower-fetching scenario (KIP-392), through `tap` (one proxy per node)
+/// with `client` bootstrapped from it: on partition 0 of `topic` (led by `leader`,
+/// `follower` in sync and in `rack`), a consumer with `client_rack(rack)` reads 20
+/// records, then 20 written after; every Fetch names the rack, the first ones go
+/// to the leader, and from the first to the follower (which then names the
+/// partition) every one goes to the follower.
+pub async fn follower_in_rack_is_fetched_from(
+    tap: &FetchTap,
+    client: &baton::Client,
+    topic: &str,
+    leader: i32,
+    follower: i32,
+    rack: &str,
+) {
+    use std::time::Duration;
+
+    let rack = rack.to_string();
+    let topic = topic.to_string();
+    let client = client.clone();
+
+    let producer = baton::Producer::builder(&client).build();
+    let send = |from: usize| {
+        let producer = &producer;
+        let topic = topic.clone();
+        async move {
+            let mut ds = Vec::new();
+            for i in from..from + 20 {
+                let r = baton::ProducerRecord::new(topic.as_str()).value(format!("r{i}"));
+                ds.push(producer.send(r).await.expect("send"));
+            }
+            for d in ds {
+                d.await.expect("delivered");
+            }
+        }
+    };
+    send(0).await;
+    let mut consumer = baton::Consumer::builder(&client)
+        .assign(topic.clone(), 0, baton::StartOffset::Earliest)
+        .client_rack(rack.clone())
+        .max_wait(Duration::from_millis(100))
+        .build()
+        .await
+        .expect("consumer");
+    let mut read = 0;
+    let mut recv = async |n: usize| {
+        for _ in 0..n {
+            let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+                .await
+                .expect("records arrive")
+                .expect("no error");
+            assert_eq!(r.offset, read);
+            read += 1;
+        }
+    };
+    recv(20).await;
+    send(20).await;
+    recv(20).await;
+    producer.close().await;
+
+    let fetches = tap.fetches();
+    let summary: Vec<(Option<i32>, usize)> = fetches
+        .iter()
+        .map(|f| (f.node, f.partitions.len()))
+        .collect();
+    assert!(
+        fetches.iter().all(|f| f.rack_id == rack),
+        "every Fetch names the rack"
+    );
+    let first_to_follower = fetches
+        .iter()
+        .position(|f| f.node == Some(follower))
+        .unwrap_or_else(|| panic!("no Fetch to follower {follower}: {summary:?}"));
+    assert_eq!(
+        fetches[first_to_follower].partitions.len(),
+        1,
+        "the partition moves to the follower: {summary:?}"
+    );
+    assert!(
+        fetches[..first_to_follower]
+            .iter()
+            .all(|f| f.node == Some(leader)),
+        "the leader first: {summary:?}"
+    );
+    assert!(
+        fetches[first_to_follower..]
+            .iter()
+            .all(|f| f.node == Some(follower)),
+        "then only the follower (leader {leader}): {summary:?}"
+    );
+}
