@@ -81,6 +81,14 @@ impl Reader {
         got.expect("the consumer yields something")
     }
 
+    /// Commits the group member's position and leaves the group.
+    async fn commit_and_close(self) {
+        if let Reader::Group(mut c) = self {
+            c.commit().await.expect("commit");
+            c.close().await.expect("close");
+        }
+    }
+
     fn position(&self, tp: &TopicPartition) -> Option<i64> {
         match self {
             Reader::Plain(c) => c.position(tp),
@@ -95,12 +103,31 @@ fn id_of(r: &ConsumerRecord) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_reports_unclean_truncation_and_continues_from_the_divergence() {
-    unclean_truncation(false).await;
+    unclean_truncation(Mode::Plain).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_consumer_reports_unclean_truncation_and_continues_from_the_divergence() {
-    unclean_truncation(true).await;
+    unclean_truncation(Mode::Group).await;
+}
+
+/// The group member commits its position (with the leader epoch of its last
+/// record) and leaves before the truncation; the member that resumes from that
+/// commit finds the truncation by validating the committed position.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_resuming_from_a_commit_detects_the_truncation() {
+    unclean_truncation(Mode::GroupResumed).await;
+}
+
+/// Who reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// One plain consumer throughout.
+    Plain,
+    /// One group member throughout.
+    Group,
+    /// A group member until the truncation, then another from its commit.
+    GroupResumed,
 }
 
 /// The coordinator node of `group`, through FindCoordinator (which also creates
@@ -135,7 +162,7 @@ async fn coordinator(client: &Client, group: &str) -> i32 {
     }
 }
 
-async fn unclean_truncation(group: bool) {
+async fn unclean_truncation(mode: Mode) {
     baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::builder()
@@ -179,7 +206,7 @@ async fn unclean_truncation(group: bool) {
     // A group's coordinator on the third node: the nodes going down below then
     // leave the group alone (no rebalance, which would restart the partition
     // from its committed offset).
-    let group = if group {
+    let group = if mode != Mode::Plain {
         let mut name = None;
         for i in 0..100 {
             let g = format!("{topic}-group-{i}");
@@ -217,6 +244,12 @@ async fn unclean_truncation(group: bool) {
         last_epoch = r.leader_epoch;
     }
     assert!(last_epoch >= 0, "records carry their leader epoch");
+    let consumer = if mode == Mode::GroupResumed {
+        consumer.commit_and_close().await;
+        None
+    } else {
+        Some(consumer)
+    };
 
     // The leader dies; the follower returns and is elected uncleanly with its log
     // of 100 records, then takes 30 of its own at 100..130.
@@ -231,6 +264,10 @@ async fn unclean_truncation(group: bool) {
     producer.close().await;
 
     // The consumer says so, with the divergence point, then reads the new log on.
+    let mut consumer = match consumer {
+        Some(c) => c,
+        None => Reader::start(&client, &topic, group.clone()).await,
+    };
     match consumer.next().await {
         Err(ConsumerError::LogTruncation {
             topic: t,

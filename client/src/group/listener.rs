@@ -95,6 +95,9 @@ pub(super) struct PartState {
     pub(super) paused: bool,
     /// No committed offset under [`OffsetReset::Fail`]: waits for a seek.
     pub(super) failed: bool,
+    /// The leader epoch of the record before `position` (the last returned, or
+    /// committed with the offset resumed from), -1 if unknown (KIP-320).
+    pub(super) last_epoch: i32,
 }
 
 /// A group member's identity in its generation, as the transactional producer
@@ -211,8 +214,14 @@ impl RebalanceContext {
     /// Turns the last returned record into a finished position.
     pub(super) fn release_pending(&mut self) {
         if let Some((tp, next)) = self.pending.take() {
-            if self.parts.contains_key(&tp) {
-                self.shared.lock().positions.insert(tp, next);
+            if let Some(st) = self.parts.get(&tp) {
+                let mut shared = self.shared.lock();
+                if st.last_epoch >= 0 {
+                    shared
+                        .leader_epochs
+                        .insert(tp.clone(), (next, st.last_epoch));
+                }
+                shared.positions.insert(tp, next);
             }
         }
     }
@@ -232,9 +241,8 @@ impl RebalanceContext {
                     partition: tp.partition,
                     offset,
                     epoch,
-                    // Commits carry no leader epoch yet, so a resumed position is
-                    // not validated (KIP-320) until the leader changes.
-                    last_epoch: -1,
+                    // Known: the position is validated first (KIP-320).
+                    last_epoch: st.last_epoch,
                 });
             }
             _ => {
@@ -258,6 +266,7 @@ impl RebalanceContext {
         };
         st.position = Some(offset.max(0));
         st.failed = false;
+        st.last_epoch = -1;
         if self.pending.as_ref().is_some_and(|(tp, _)| tp == partition) {
             self.pending = None;
         }
@@ -366,6 +375,7 @@ impl RebalanceContext {
             return None;
         }
         st.position = Some(record.offset + 1);
+        st.last_epoch = record.leader_epoch;
         self.pending = Some((tp, record.offset + 1));
         Some(record)
     }
@@ -387,6 +397,7 @@ impl RebalanceContext {
             return;
         };
         st.position = Some(*divergence);
+        st.last_epoch = -1;
         if self.pending.as_ref().is_some_and(|(p, _)| *p == tp) {
             self.pending = None;
         }
@@ -457,6 +468,12 @@ impl RebalanceContext {
                 Some(&offset) => {
                     tracing::debug!(partition = %tp, offset, committed = committed.contains_key(tp), "start position");
                     st.position = Some(offset);
+                    // The leader epoch committed with the offset, if any: the
+                    // fetch task validates the position with it (KIP-320).
+                    st.last_epoch = match self.shared.lock().leader_epochs.get(tp) {
+                        Some(&(o, e)) if committed.get(tp) == Some(&offset) && o == offset => e,
+                        _ => -1,
+                    };
                     self.shared.lock().positions.insert(tp.clone(), offset);
                     self.restart_fetch(tp);
                 }
@@ -490,6 +507,7 @@ impl RebalanceContext {
             st.owned.remove(tp);
             st.positions.remove(tp);
             st.committed.remove(tp);
+            st.leader_epochs.remove(tp);
         }
     }
 }

@@ -288,6 +288,7 @@ impl GroupConsumer {
                             position: None,
                             paused: false,
                             failed: false,
+                            last_epoch: -1,
                         },
                     );
                 }
