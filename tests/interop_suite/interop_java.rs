@@ -557,3 +557,82 @@ fn java_transactional_producer_and_read_committed_consumer_on_a_cluster() {
     java_transactions(cluster.bootstrap_servers(), 3, &rt);
     rt.block_on(cluster.shutdown());
 }
+
+/// KIP-392 and KIP-227 with the Java client: `KafkaConsumer` (which uses fetch
+/// sessions by default) with `client.rack` on a 3-node baton-broker cluster whose
+/// nodes sit in racks `rack-1`..`rack-3`, with the rack-aware replica selector.
+/// The consumer, in the rack of a node that follows at least one partition, reads
+/// every record once and in order; at the end its `preferred-read-replica`
+/// metric names that node for every partition it only follows, and -1 (the
+/// leader) for those it leads.
+#[test]
+fn java_consumer_fetches_from_the_follower_in_its_rack() {
+    use baton_broker::ReplicaSelector;
+    let rt = runtime();
+    let racked = (1..=3).fold(Cluster::builder().brokers(3).in_memory(), |b, id| {
+        b.rack(id, format!("rack-{id}"))
+    });
+    let cluster = rt
+        .block_on(racked.replica_selector(ReplicaSelector::RackAware).start())
+        .expect("cluster starts");
+    let topic = topic_name("java-rack");
+    rt.block_on(create_topic(
+        cluster.bootstrap_servers(),
+        &topic,
+        PARTITIONS,
+        3,
+    ));
+    let bootstrap = cluster.bootstrap_servers().join(",");
+    let produced = harness(
+        "produce",
+        &[&bootstrap, &topic, "none", &PER_CODEC.to_string()],
+    );
+    assert_eq!(
+        int(&produced, "acked"),
+        Some(PER_CODEC as i64),
+        "{produced}"
+    );
+    let leaders: Vec<i32> = (0..PARTITIONS)
+        .map(|p| {
+            cluster
+                .partition_state(&topic, p)
+                .expect("partition")
+                .leader
+        })
+        .collect();
+    let node = (1..=3)
+        .find(|n| leaders.iter().any(|l| l != n))
+        .expect("a follower");
+    let consumed = harness(
+        "assign-rack",
+        &[
+            &bootstrap,
+            &topic,
+            &PER_CODEC.to_string(),
+            &format!("rack-{node}"),
+        ],
+    );
+    assert_eq!(
+        int(&consumed, "distinct"),
+        Some(PER_CODEC as i64),
+        "{consumed}"
+    );
+    assert_eq!(
+        int(&consumed, "records"),
+        Some(PER_CODEC as i64),
+        "{consumed}"
+    );
+    assert_eq!(int(&consumed, "mismatched"), Some(0), "{consumed}");
+    assert_eq!(int(&consumed, "reordered"), Some(0), "{consumed}");
+    let expected: Vec<String> = leaders
+        .iter()
+        .enumerate()
+        .map(|(p, l)| format!("{p}:{}", if *l == node { -1 } else { node }))
+        .collect();
+    assert_eq!(
+        field(&consumed, "preferred"),
+        Some(expected.join(",").as_str()),
+        "consumer in rack-{node}, leaders {leaders:?}: {consumed}"
+    );
+    rt.block_on(cluster.shutdown());
+}

@@ -2,8 +2,8 @@
 //! and DescribeCluster report each node's rack, the rack-aware selector sends a
 //! consumer to the in-sync follower of its rack, and that follower serves the same
 //! records up to its high watermark, waking long polls as its high watermark moves,
-//! with Kafka's errors for old versions, non-replicas, unknown epochs and offsets
-//! out of range.
+//! with Kafka's errors for old versions, non-replicas, unknown and fenced epochs
+//! and offsets out of range.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -190,5 +190,39 @@ async fn a_consumer_is_sent_to_the_follower_of_its_rack_which_serves_the_same_re
     assert_eq!(p.error_code, 0);
     assert_eq!(values(&p.records), ["d"]);
     assert_eq!(p.high_watermark, 4);
+
+    // After a leader change, a follower fences the old epoch.
+    let mut cluster = cluster;
+    cluster.node(v.leader).stop().await;
+    cluster
+        .wait_for(LONG, |c| {
+            let n = c.partition_state(&topic, 0).unwrap();
+            n.leader > 0
+                && n.leader != v.leader
+                && n.replica_states.iter().any(|r| {
+                    r.node != n.leader
+                        && r.node != v.leader
+                        && r.role == "follower"
+                        && r.leader_epoch == n.leader_epoch
+                })
+        })
+        .await
+        .unwrap();
+    let n = cluster.partition_state(&topic, 0).unwrap();
+    assert!(n.leader_epoch > v.leader_epoch);
+    let still = n
+        .replica_states
+        .iter()
+        .find(|r| r.node != n.leader && r.node != v.leader)
+        .unwrap()
+        .node;
+    let mut s = Client::connect(addr(&cluster, still)).await;
+    let mut req = consumer_fetch(&topic, 0, "");
+    req.topics[0].partitions[0].current_leader_epoch = v.leader_epoch;
+    let resp = s.call(&req, 12).await;
+    assert_eq!(
+        resp.responses[0].partitions[0].error_code,
+        ErrorCode::FencedLeaderEpoch.code()
+    );
     cluster.shutdown().await;
 }

@@ -55,6 +55,10 @@ public class BatonJava {
         switch (a[0]) {
             case "produce" -> produce(a[1], a[2], a[3].split(","), Integer.parseInt(a[4]));
             case "assign" -> consume(a[1], a[2], null, Integer.parseInt(a[3]));
+            case "assign-rack" -> {
+                rack = a[4];
+                consume(a[1], a[2], null, Integer.parseInt(a[3]));
+            }
             case "subscribe" -> consume(a[1], a[2], a[3], Integer.parseInt(a[4]));
             case "admin" -> admin(a[1], a[2], a[3]);
             case "member" -> member(a[1], a[2], a[3], a[4], a[5]);
@@ -249,9 +253,21 @@ public class BatonJava {
                 + ", \"reached_end\": " + reachedEnd + ", \"group_offset\": " + groupOffset + "}");
     }
 
+    /// The consumer's `client.rack` (KIP-392) in mode `assign-rack`, else null.
+    static String rack = null;
+
+    /// Each partition's preferred read replica, `partition:id,...`, in mode `assign-rack`.
+    static String preferred = "";
+
     /// Reads until `expected` distinct records arrived; every value must match its key.
+    /// With a `rack`, the result also names each partition's preferred read replica
+    /// as the consumer's `preferred-read-replica` metric has it at the end (-1: the
+    /// leader).
     static void consume(String bootstrap, String topic, String group, int expected) {
         Properties p = base(bootstrap);
+        if (rack != null) {
+            p.put(ConsumerConfig.CLIENT_RACK_CONFIG, rack);
+        }
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
@@ -299,9 +315,24 @@ public class BatonJava {
                     consumer.commitSync();
                 }
             }
+            if (rack != null) {
+                TreeMap<Integer, Long> replicas = new TreeMap<>();
+                for (Map.Entry<MetricName, ? extends Metric> m : consumer.metrics().entrySet()) {
+                    MetricName n = m.getKey();
+                    if (n.name().equals("preferred-read-replica") && topic.equals(n.tags().get("topic"))) {
+                        Object v = m.getValue().metricValue();
+                        long id = v instanceof Number num ? num.longValue() : -2;
+                        replicas.put(Integer.parseInt(n.tags().get("partition")), id);
+                    }
+                }
+                preferred = replicas.entrySet().stream()
+                        .map(e -> e.getKey() + ":" + e.getValue())
+                        .collect(Collectors.joining(","));
+            }
         }
         System.out.println("RESULT {\"distinct\": " + seen.size() + ", \"records\": " + records
-                + ", \"mismatched\": " + mismatched + ", \"reordered\": " + reordered + "}");
+                + ", \"mismatched\": " + mismatched + ", \"reordered\": " + reordered
+                + ", \"preferred\": \"" + preferred + "\"}");
     }
 
     /// How many times this member ran the group's assignment.
