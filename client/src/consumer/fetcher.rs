@@ -173,9 +173,18 @@ struct Part {
     /// with OffsetForLeaderEpoch (KIP-320) before it is fetched again.
     validate: bool,
     /// The replica the leader named as `preferred_read_replica` (KIP-392), fetched
-    /// from instead of the leader until it errors or the leader epoch changes.
+    /// from instead of the leader until it errors, the leader epoch changes or
+    /// `preferred_until` passes.
     preferred: Option<i32>,
+    /// When the leader is asked again which replica to read from: a lease of
+    /// [`PREFERRED_REPLICA_LEASE`], as Kafka's consumer keeps the preferred replica
+    /// for `metadata.max.age.ms`.
+    preferred_until: Option<Instant>,
 }
+
+/// How long a preferred read replica is fetched from before the leader is asked
+/// again (Kafka's consumer: `metadata.max.age.ms`, 5 minutes by default).
+const PREFERRED_REPLICA_LEASE: Duration = Duration::from_secs(300);
 
 /// What a spawned request hands back.
 enum Outcome {
@@ -220,6 +229,7 @@ fn new_part(
         leader_epoch: -1,
         validate: false,
         preferred: None,
+        preferred_until: None,
     }
 }
 
@@ -339,7 +349,12 @@ pub(crate) async fn run(
                         continue;
                     }
                     let node = match p.preferred {
-                        Some(r) if meta.broker(r).is_some() => r,
+                        Some(r)
+                            if meta.broker(r).is_some()
+                                && p.preferred_until.is_some_and(|t| t > now) =>
+                        {
+                            r
+                        }
                         _ => {
                             p.preferred = None;
                             leader
@@ -727,6 +742,7 @@ async fn handle(
                 if pd.preferred_read_replica >= 0 && pd.preferred_read_replica != done.node {
                     tracing::debug!(topic = %part.topic, partition = part.partition, replica = pd.preferred_read_replica, "fetching from the preferred read replica");
                     part.preferred = Some(pd.preferred_read_replica);
+                    part.preferred_until = Some(Instant::now() + PREFERRED_REPLICA_LEASE);
                 }
                 let data = pd.records.unwrap_or_default();
                 let aborted = match cfg.isolation_level {

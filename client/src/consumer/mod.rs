@@ -323,8 +323,9 @@ impl ConsumerBuilder {
     /// The rack this consumer runs in (Kafka's `client.rack`, KIP-392; default
     /// none). Sent with every Fetch (v11+); a broker with a rack-aware replica
     /// selector may then name a replica in the same rack as the preferred read
-    /// replica, which the consumer fetches from until that replica fails or the
-    /// partition's leader changes, then from the leader again.
+    /// replica, which the consumer fetches from until that replica fails, the
+    /// partition's leader changes or 5 minutes pass (Kafka's default
+    /// `metadata.max.age.ms`), then from the leader again.
     pub fn client_rack(mut self, rack: impl Into<String>) -> Self {
         self.config.client_rack = rack.into();
         self
