@@ -13,6 +13,22 @@
 //! ([`ConsumerBuilder::channel_capacity`]) and in bytes
 //! ([`ConsumerBuilder::max_buffered_bytes`]), which is what makes
 //! [`Consumer::recv`] cancel safe and applies backpressure to fetching.
+//!
+//! Fetches follow Kafka's consumer protocol features:
+//! - **KIP-320.** Fetch and ListOffsets carry the leader epoch from metadata, and
+//!   Fetch the epoch of the last batch read. After a leader change (or a
+//!   [`Consumer::seek_validated`], or a group member resuming from a commit, which
+//!   carries the epoch) the position is validated with OffsetForLeaderEpoch; a log
+//!   truncated below it is [`ConsumerError::LogTruncation`], and reading continues
+//!   from the divergence point.
+//! - **KIP-227.** Requests to one broker share a fetch session: after one full
+//!   request, only partitions whose fetch state changed are sent.
+//! - **KIP-392.** With [`ConsumerBuilder::client_rack`], a partition is fetched
+//!   from the replica the leader prefers for that rack.
+//!
+//! The assignment of a [`Consumer`] can change while it runs (add, remove, seek,
+//! pause, resume); output fetched before a change that no longer applies is
+//! dropped, never returned.
 
 mod aborted;
 mod budget;
