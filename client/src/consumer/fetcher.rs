@@ -11,6 +11,13 @@
 //! was already in the channel for a revoked, paused or re-positioned partition. A
 //! Fetch answer that arrives for an older epoch is discarded.
 //!
+//! Idle partitions are grouped by the broker to fetch them from: the leader, or the
+//! `preferred_read_replica` it named (KIP-392). Each request to a broker goes
+//! through that broker's fetch session ([`super::session`], KIP-227) and carries
+//! the leader epochs of KIP-320; a partition whose leader epoch grew since it was
+//! last fetched, or that was assigned with a known last epoch, is validated first
+//! ([`validate`]).
+//!
 //! Fetches go over the task's own connections (one per leader, closed when the
 //! task ends), not the client's shared pool: a Fetch can wait up to `max_wait` at
 //! the broker, and a broker answers each connection's requests in order, so on a
