@@ -400,6 +400,10 @@ impl crate::group::GroupHost for BrokerState {
         BrokerState::topic(self, name)
     }
 
+    fn topics(&self) -> Vec<Arc<Topic>> {
+        self.all_topics()
+    }
+
     fn create_topic(
         &self,
         name: &str,

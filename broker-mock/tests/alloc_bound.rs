@@ -335,6 +335,7 @@ async fn every_api_stays_within_its_bound() {
         WriteTxnMarkersRequest, DescribeProducersRequest,
         AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest,
         DescribeTransactionsRequest, ListTransactionsRequest,
+        ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

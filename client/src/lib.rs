@@ -81,8 +81,9 @@ pub use consumer::{
     StartOffset,
 };
 pub use group::{
-    ConsumerGroupMetadata, GroupConsumer, GroupConsumerBuilder, GroupError, GroupStream,
-    ListenerFuture, PendingCommit, RebalanceContext, RebalanceListener, TopicPartition,
+    ConsumerGroupMetadata, GroupConsumer, GroupConsumerBuilder, GroupError, GroupProtocol,
+    GroupStream, ListenerFuture, PendingCommit, RebalanceContext, RebalanceListener,
+    TopicPartition,
 };
 pub use producer::{
     Acks, AttemptError, CancelOutcome, Compression, DeliveryFuture, FlushTimeout, InFlight,

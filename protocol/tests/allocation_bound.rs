@@ -181,7 +181,11 @@ macro_rules! for_each_message {
             WriteTxnMarkersRequest,
             WriteTxnMarkersResponse,
             DescribeProducersRequest,
-            DescribeProducersResponse
+            DescribeProducersResponse,
+            ConsumerGroupHeartbeatRequest,
+            ConsumerGroupHeartbeatResponse,
+            ConsumerGroupDescribeRequest,
+            ConsumerGroupDescribeResponse
         )
     };
 }

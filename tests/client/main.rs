@@ -11,6 +11,7 @@ mod connection;
 mod consumer;
 mod fetch_session;
 mod group;
+mod group_consumer_protocol;
 mod group_failover;
 mod group_interop;
 mod group_join;

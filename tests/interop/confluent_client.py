@@ -9,7 +9,7 @@ Usage:
     confluent_client.py consume-rack BOOTSTRAP TOPIC SEED COUNT PARTITIONS RACK
     confluent_client.py produce-numbered BOOTSTRAP TOPIC PARTITIONS FIRST COUNT
     confluent_client.py produce-keyed    BOOTSTRAP TOPIC SEED COUNT
-    confluent_client.py group-member     BOOTSTRAP TOPIC GROUP NAME
+    confluent_client.py group-member     BOOTSTRAP TOPIC GROUP NAME [classic|consumer]
     confluent_client.py auth-check       BOOTSTRAP
 
 With `INTEROP_SECURITY_PROTOCOL` and the other variables of `records.Security`
@@ -359,9 +359,12 @@ def produce_keyed(bootstrap, topic, seed, count):
     return 0 if not errors else 1
 
 
-def group_member(bootstrap, topic, group, name):
+def group_member(bootstrap, topic, group, name, protocol="classic"):
     """One member of a consumer group; see `records.MemberLog` for what it
-    prints. Stops when stdin closes (or after the client timeout)."""
+    prints. Stops when stdin closes (or after the client timeout). With
+    `protocol` "consumer" the member uses the KIP-848 consumer group protocol
+    (`group.protocol=consumer`: the coordinator assigns, and sets the session
+    timeout and heartbeat interval)."""
     stop = records.stdin_closed()
     log = records.MemberLog()
     config = base_config(bootstrap, name)
@@ -371,18 +374,37 @@ def group_member(bootstrap, topic, group, name):
             "enable.auto.commit": False,
             "enable.partition.eof": False,
             "auto.offset.reset": "earliest",
-            "session.timeout.ms": 10000,
-            "heartbeat.interval.ms": 500,
             "error_cb": error_cb,
         }
     )
+    if protocol == "consumer":
+        config["group.protocol"] = "consumer"
+    else:
+        config["session.timeout.ms"] = 10000
+        config["heartbeat.interval.ms"] = 500
     consumer = Consumer(config)
 
+    # The consumer protocol rebalances incrementally: callbacks name the
+    # partitions added or taken away, so the member logs what it owns after
+    # each (an empty set as REVOKED), as the classic protocol's full lists do.
+    owned = set()
+
     def on_assign(_consumer, partitions):
-        log.assigned([tp.partition for tp in partitions])
+        if protocol == "consumer":
+            owned.update(tp.partition for tp in partitions)
+            log.assigned(owned)
+        else:
+            log.assigned([tp.partition for tp in partitions])
 
     def on_revoke(_consumer, partitions):
-        log.revoked([tp.partition for tp in partitions])
+        if protocol == "consumer":
+            owned.difference_update(tp.partition for tp in partitions)
+            if owned:
+                log.assigned(owned)
+            else:
+                log.revoked([tp.partition for tp in partitions])
+        else:
+            log.revoked([tp.partition for tp in partitions])
 
     try:
         consumer.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke)
@@ -434,7 +456,8 @@ def main(argv):
         if cmd == "produce-keyed":
             return produce_keyed(bootstrap, argv[3], int(argv[4]), int(argv[5]))
         if cmd == "group-member":
-            return group_member(bootstrap, argv[3], argv[4], argv[5])
+            protocol = argv[6] if len(argv) > 6 else "classic"
+            return group_member(bootstrap, argv[3], argv[4], argv[5], protocol)
         if cmd == "consume-rack":
             topic, seed, count, partitions, rack = argv[3], int(argv[4]), int(argv[5]), int(argv[6]), argv[7]
             return consume(bootstrap, topic, seed, count, partitions, rack=rack)

@@ -578,10 +578,19 @@ struct Member {
 }
 
 impl Member {
-    fn start(lib: Client, bootstrap: &str, topic: &str, group: &str, name: &str) -> Member {
+    /// Starts a member; `extra` are more script arguments (the group protocol).
+    fn start_with(
+        lib: Client,
+        bootstrap: &str,
+        topic: &str,
+        group: &str,
+        name: &str,
+        extra: &[&str],
+    ) -> Member {
         let mut cmd = Command::new(python());
         cmd.arg(scripts_dir().join(lib.script()))
             .args(["group-member", bootstrap, topic, group, name])
+            .args(extra)
             .current_dir(scripts_dir())
             .env("PYTHONUNBUFFERED", "1")
             .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -860,8 +869,14 @@ const GROUP_STEP: u32 = 200;
 /// leaves and the other two take over; then all leave, more records arrive,
 /// and three members rejoin the group and resume from the commits.
 fn group_leave_and_rejoin(lib: Client) {
+    group_leave_and_rejoin_with(lib, &[])
+}
+
+/// [`group_leave_and_rejoin`] with extra member script arguments (`consumer`:
+/// the KIP-848 consumer group protocol).
+fn group_leave_and_rejoin_with(lib: Client, extra: &[&str]) {
     let seed = seed();
-    let name = format!("{lib:?}").to_lowercase();
+    let name = format!("{lib:?}{}", extra.join("")).to_lowercase();
     let topic = topic(&format!("group-{name}"), seed);
     let group = format!("interop-group-{name}-{seed}");
     with_broker(None, |bootstrap| {
@@ -892,7 +907,16 @@ fn group_leave_and_rejoin(lib: Client) {
         let start = |names: &[&str]| -> Vec<Member> {
             names
                 .iter()
-                .map(|n| Member::start(lib, bootstrap, &topic, &group, &format!("{name}-{n}")))
+                .map(|n| {
+                    Member::start_with(
+                        lib,
+                        bootstrap,
+                        &topic,
+                        &group,
+                        &format!("{name}-{n}"),
+                        extra,
+                    )
+                })
                 .collect()
         };
         let mut left: Vec<String> = Vec::new();
@@ -1158,6 +1182,15 @@ fn kafka_python_group_leaves_and_rejoins_from_commits() {
 #[test]
 fn confluent_group_leaves_and_rejoins_from_commits() {
     group_leave_and_rejoin(Client::Confluent);
+}
+
+/// The same scenario with librdkafka's KIP-848 consumer group protocol
+/// (`group.protocol=consumer`): ConsumerGroupHeartbeat, the broker's `uniform`
+/// assignor, incremental reconciliation as members join and leave, commits
+/// validated by member epoch.
+#[test]
+fn confluent_consumer_protocol_group_leaves_and_rejoins_from_commits() {
+    group_leave_and_rejoin_with(Client::Confluent, &["consumer"]);
 }
 
 /// Records of the partitioner test.

@@ -29,6 +29,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use baton_protocol::messages::{DescribedGroup, JoinGroupResponse, ListedGroup, SyncGroupResponse};
+use baton_protocol::primitives::Uuid;
 use baton_protocol::record::{
     ControlRecordType, Record, RecordBatch, RecordBatchBuilder, TimestampType,
 };
@@ -36,10 +37,12 @@ use baton_protocol::ErrorCode;
 use bytes::Bytes;
 use tokio::sync::{oneshot, watch, Notify};
 
+use super::consumer::{self as cg, ConsumerGroups, ConsumerRecord};
 use super::host::GroupHost;
 use super::internal_topic::{self, InternalTopic};
 use super::machine::{
-    CommittedOffset, Delivery, GroupConfig, Groups, JoinRequest, LeavingMember, SyncRequest, Waiter,
+    CommittedOffset, Delivery, GroupConfig, GroupState, Groups, JoinRequest, LeavingMember,
+    SyncRequest, Waiter,
 };
 use super::records::{self, GroupRecord, LogKey, OffsetKey, OFFSETS_TOPIC};
 use crate::clock::now_ms;
@@ -56,6 +59,9 @@ const OWNERSHIP_CHECK: Duration = Duration::from_millis(250);
 /// How long a commit waits for replication (Kafka's `offsets.commit.timeout.ms`).
 const COMMIT_TIMEOUT_MS: u64 = 5_000;
 
+/// A consumer group as ConsumerGroupDescribe shows it, with topic names by id.
+pub(crate) type DescribedConsumerGroup = (cg::ConsumerGroup, HashMap<Uuid, String>);
+
 /// Committed offsets by topic, then partition (`None`: nothing committed; an
 /// error: UNSTABLE_OFFSET_COMMIT while stable offsets were asked for and a
 /// transactional offset is pending).
@@ -67,6 +73,9 @@ pub(crate) type TopicOffsets = Vec<(
 #[derive(Debug)]
 struct Inner {
     groups: Groups,
+    /// Consumer-protocol (KIP-848) groups; their committed offsets live in
+    /// `groups` like every group's.
+    consumer: ConsumerGroups,
     /// `__consumer_offsets` partitions whose groups are in memory, with the leader
     /// epoch at which they were replayed.
     owned: HashMap<i32, i32>,
@@ -134,6 +143,8 @@ impl Inner {
         let n = self.partitions;
         let out = self
             .groups
+            .remove_where(|g| records::partition_for(g, n) == partition);
+        self.consumer
             .remove_where(|g| records::partition_for(g, n) == partition);
         if !out.is_empty() {
             tracing::info!(partition, parked = out.len(), "no longer coordinating");
@@ -212,7 +223,10 @@ fn own(inner: &mut Inner, partition: &Partition) {
             if inner.owned.get(&p) != Some(&epoch) {
                 inner.unload(p);
                 let n = inner.partitions;
-                load_partition(partition, n, &mut inner.groups);
+                let Inner {
+                    groups, consumer, ..
+                } = &mut *inner;
+                load_partition_all(partition, n, groups, Some(consumer));
                 inner.owned.insert(p, epoch);
                 tracing::info!(partition = p, epoch, "coordinating");
             }
@@ -227,6 +241,7 @@ impl GroupCoordinator {
     pub fn new(config: GroupConfig, max_groups: usize, max_pending_offsets: usize) -> Self {
         GroupCoordinator {
             inner: Mutex::new(Inner {
+                consumer: ConsumerGroups::new(config.clone(), random_u64()),
                 groups: Groups::new(config, random_u64())
                     .with_max_groups(max_groups)
                     .with_max_pending_offsets(max_pending_offsets),
@@ -349,10 +364,14 @@ impl GroupCoordinator {
                 if *stop.borrow() {
                     break;
                 }
-                let mut sleep = coord
-                    .lock()
-                    .groups
-                    .next_deadline()
+                let next = {
+                    let inner = coord.lock();
+                    match (inner.groups.next_deadline(), inner.consumer.next_deadline()) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    }
+                };
+                let mut sleep = next
                     .map(|t| Duration::from_millis((t - now_ms()).max(0) as u64))
                     .unwrap_or(IDLE_SLEEP)
                     .min(IDLE_SLEEP);
@@ -404,6 +423,11 @@ impl GroupCoordinator {
         let out = inner.groups.tick(now);
         inner.deliver(out);
         inner.persist_generations(state);
+        inner.consumer.tick(now);
+        let records = inner.consumer.take_records();
+        if let Err(code) = persist_consumer(state, &records) {
+            tracing::warn!(?code, "cannot persist consumer group changes");
+        }
     }
 
     /// Parks or answers a JoinGroup.
@@ -489,9 +513,16 @@ impl GroupCoordinator {
     ) -> Result<(), ErrorCode> {
         let now = now_ms();
         let mut inner = self.owned(state, group_id)?;
-        inner
-            .groups
-            .validate_commit(group_id, generation_id, member_id, instance_id, now)?;
+        match inner.consumer.get(group_id) {
+            Some(g) => validate_consumer_commit(g, generation_id, member_id)?,
+            None => inner.groups.validate_commit(
+                group_id,
+                generation_id,
+                member_id,
+                instance_id,
+                now,
+            )?,
+        }
         if offsets.is_empty() {
             return Ok(());
         }
@@ -525,12 +556,15 @@ impl GroupCoordinator {
         let group_id = committer.group_id;
         let producer = (committer.producer_id, committer.producer_epoch);
         let mut inner = self.owned(state, group_id)?;
-        inner.groups.validate_txn_commit(
-            group_id,
-            committer.generation_id,
-            committer.member_id,
-            committer.instance_id,
-        )?;
+        match inner.consumer.get(group_id) {
+            Some(g) => validate_consumer_commit(g, committer.generation_id, committer.member_id)?,
+            None => inner.groups.validate_txn_commit(
+                group_id,
+                committer.generation_id,
+                committer.member_id,
+                committer.instance_id,
+            )?,
+        }
         if offsets.is_empty() {
             return Ok(());
         }
@@ -636,7 +670,17 @@ impl GroupCoordinator {
         state: &dyn GroupHost,
         group_id: &str,
     ) -> Result<DescribedGroup, ErrorCode> {
-        Ok(self.owned(state, group_id)?.groups.describe(group_id))
+        let inner = self.owned(state, group_id)?;
+        if inner.consumer.get(group_id).is_some() {
+            // Not a classic group: described as Kafka describes a group it does
+            // not have in versions 0-5.
+            return Ok(DescribedGroup {
+                group_id: group_id.to_owned(),
+                group_state: "Dead".to_owned(),
+                ..Default::default()
+            });
+        }
+        Ok(inner.groups.describe(group_id))
     }
 
     /// Lists the groups of every partition led here (none without
@@ -647,7 +691,30 @@ impl GroupCoordinator {
         states: &[String],
         types: &[String],
     ) -> Vec<ListedGroup> {
-        self.sync_ownership(state).groups.list(states, types)
+        let inner = self.sync_ownership(state);
+        let mut out: Vec<ListedGroup> = inner
+            .groups
+            .list(states, types)
+            .into_iter()
+            .filter(|g| inner.consumer.get(&g.group_id).is_none())
+            .collect();
+        let want_type =
+            types.is_empty() || types.iter().any(|t| t.eq_ignore_ascii_case("consumer"));
+        if want_type {
+            for g in inner.consumer.iter() {
+                let st = g.state().name();
+                if states.is_empty() || states.iter().any(|s| s.eq_ignore_ascii_case(st)) {
+                    out.push(ListedGroup {
+                        group_id: g.id.clone(),
+                        protocol_type: "consumer".to_owned(),
+                        group_state: st.to_owned(),
+                        group_type: "consumer".to_owned(),
+                    });
+                }
+            }
+        }
+        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
+        out
     }
 
     /// Deletes an empty group and its offsets (tombstones in `__consumer_offsets`).
@@ -656,8 +723,19 @@ impl GroupCoordinator {
             Ok(i) => i,
             Err(code) => return code,
         };
+        let consumer_group = match inner.consumer.delete(group_id) {
+            Ok(existed) => existed,
+            Err(code) => return code,
+        };
+        if consumer_group {
+            let records = inner.consumer.take_records();
+            if let Err(code) = persist_consumer(state, &records) {
+                return code;
+            }
+        }
         let partitions = match inner.groups.check_delete(group_id) {
             Ok(p) => p,
+            Err(ErrorCode::GroupIdNotFound) if consumer_group => return ErrorCode::None,
             Err(code) => return code,
         };
         let mut entries: Vec<(Bytes, Option<Bytes>)> = partitions
@@ -683,6 +761,159 @@ impl GroupCoordinator {
             Err(code) => code,
         }
     }
+    /// Handles a ConsumerGroupHeartbeat (KIP-848): the machine's answer once its
+    /// records are in `__consumer_offsets` (and, in a cluster, replicated), or
+    /// NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE. A group id used by a classic
+    /// group with members is GROUP_ID_NOT_FOUND (no online upgrade here); an
+    /// empty classic group (offsets only) becomes a consumer group.
+    pub fn consumer_heartbeat(
+        &self,
+        state: &dyn GroupHost,
+        hb: cg::Heartbeat,
+    ) -> Result<cg::HeartbeatAnswer, ErrorCode> {
+        let catalog = catalog(state);
+        let mut inner = self.owned(state, &hb.group_id)?;
+        if inner.consumer.get(&hb.group_id).is_none() {
+            if let Some((st, _)) = inner.groups.state_of(&hb.group_id) {
+                if !matches!(st, GroupState::Empty | GroupState::Dead) {
+                    return Ok(cg::HeartbeatAnswer {
+                        error: ErrorCode::GroupIdNotFound,
+                        message: Some(format!("Group {} is not a consumer group.", hb.group_id)),
+                        member_id: None,
+                        member_epoch: 0,
+                        heartbeat_interval_ms: 0,
+                        assignment: None,
+                    });
+                }
+            }
+        }
+        let may_create = {
+            let total = inner.groups.len() + inner.consumer.len();
+            let known = inner.groups.state_of(&hb.group_id).is_some();
+            if known || total < inner.groups.max_groups() {
+                Ok(())
+            } else {
+                Err((
+                    ErrorCode::PolicyViolation,
+                    format!(
+                        "The coordinator holds its maximum of {} groups.",
+                        inner.groups.max_groups()
+                    ),
+                ))
+            }
+        };
+        let answer = inner
+            .consumer
+            .heartbeat(&hb, &catalog, may_create, now_ms());
+        let records = inner.consumer.take_records();
+        let waits = persist_consumer(state, &records);
+        drop(inner);
+        self.wake.notify_one();
+        for w in waits? {
+            await_replicated(Some(w))?;
+        }
+        Ok(answer)
+    }
+
+    /// A consumer group for ConsumerGroupDescribe (`None`: no such consumer
+    /// group) and the topic names by id.
+    pub fn consumer_describe(
+        &self,
+        state: &dyn GroupHost,
+        group_id: &str,
+    ) -> Result<Option<DescribedConsumerGroup>, ErrorCode> {
+        let names = catalog(state)
+            .into_iter()
+            .map(|(name, (id, _))| (id, name))
+            .collect();
+        let inner = self.owned(state, group_id)?;
+        Ok(inner.consumer.get(group_id).map(|g| (g.clone(), names)))
+    }
+
+    /// Whether `group_id` is a consumer-protocol group with members (classic
+    /// JoinGroup requests for it are refused: mixed groups are not supported). An
+    /// empty consumer group is deleted so the classic group can take its place,
+    /// as Kafka converts it.
+    pub fn consumer_group_in_use(&self, state: &dyn GroupHost, group_id: &str) -> bool {
+        let Ok(mut inner) = self.owned(state, group_id) else {
+            return false;
+        };
+        match inner.consumer.get(group_id) {
+            None => false,
+            Some(g) if !g.members.is_empty() => true,
+            Some(_) => {
+                let _ = inner.consumer.delete(group_id);
+                let records = inner.consumer.take_records();
+                if let Err(code) = persist_consumer(state, &records) {
+                    tracing::warn!(
+                        group = group_id,
+                        ?code,
+                        "cannot persist a consumer group's conversion"
+                    );
+                }
+                false
+            }
+        }
+    }
+}
+
+/// The topics as a coordinator sees them: a cluster node's metadata image, a
+/// standalone node's topic table.
+fn catalog(state: &dyn GroupHost) -> cg::Catalog {
+    match state.mode().replica() {
+        Some(link) => link
+            .image()
+            .topics()
+            .map(|t| (t.name.clone(), (t.topic_id, t.partitions)))
+            .collect(),
+        None => state
+            .topics()
+            .iter()
+            .map(|t| (t.name.clone(), (t.id, t.partitions.len() as i32)))
+            .collect(),
+    }
+}
+
+/// Kafka's offset commit check for a consumer-protocol group: a commit without a
+/// member (epoch < 0) is accepted only while the group is empty; otherwise the
+/// member must exist (UNKNOWN_MEMBER_ID) and send its current epoch
+/// (STALE_MEMBER_EPOCH).
+fn validate_consumer_commit(
+    g: &cg::ConsumerGroup,
+    member_epoch: i32,
+    member_id: &str,
+) -> Result<(), ErrorCode> {
+    if member_epoch < 0 && g.members.is_empty() {
+        return Ok(());
+    }
+    let m = g.members.get(member_id).ok_or(ErrorCode::UnknownMemberId)?;
+    if m.current.epoch != member_epoch {
+        return Err(ErrorCode::StaleMemberEpoch);
+    }
+    Ok(())
+}
+
+/// Appends consumer group records, each group's to its partition, in order;
+/// returns the replication waits.
+fn persist_consumer(
+    state: &dyn GroupHost,
+    records: &[ConsumerRecord],
+) -> Result<Vec<oneshot::Receiver<ProduceOutcome>>, ErrorCode> {
+    let mut waits = Vec::new();
+    let mut i = 0;
+    while i < records.len() {
+        let group = records[i].group();
+        let mut j = i;
+        while j < records.len() && records[j].group() == group {
+            j += 1;
+        }
+        let entries: Vec<(Bytes, Option<Bytes>)> =
+            records[i..j].iter().map(cg::records::encode).collect();
+        let (_, wait) = append(state, group, &entries, None, now_ms())?;
+        waits.extend(wait);
+        i = j;
+    }
+    Ok(waits)
 }
 
 /// Appends records (key, value; a `None` value is a tombstone) as one batch to the
@@ -791,8 +1022,20 @@ fn await_replicated(wait: Option<oneshot::Receiver<ProduceOutcome>>) -> Result<(
 /// `groups`. Offsets in transactional batches stay pending until their producer's
 /// commit or abort marker follows in the log (a transaction still open at the end
 /// of the log stays pending). Undecodable records are logged and skipped.
+#[cfg(test)]
 pub(super) fn load_partition(partition: &Partition, partitions: i32, groups: &mut Groups) {
+    load_partition_all(partition, partitions, groups, None)
+}
+
+/// [`load_partition`], also replaying consumer group records into `consumer`.
+fn load_partition_all(
+    partition: &Partition,
+    partitions: i32,
+    groups: &mut Groups,
+    mut consumer: Option<&mut ConsumerGroups>,
+) {
     let index = partition.index();
+    let now = now_ms();
     let p = partition.lock();
     let mut from = p.log_start_offset();
     let end = p.log_end_offset();
@@ -842,6 +1085,20 @@ pub(super) fn load_partition(partition: &Partition, partitions: i32, groups: &mu
                     tracing::error!("bad record in __consumer_offsets");
                     break;
                 };
+                if let (Some(c), Some(key)) = (consumer.as_deref_mut(), rec.key.as_ref()) {
+                    match cg::records::decode(key, rec.value.clone()) {
+                        Ok(Some(r)) => {
+                            c.replay(r, now);
+                            loaded += 1;
+                            continue;
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::warn!(error = %e, "skipping undecodable consumer group record");
+                            continue;
+                        }
+                    }
+                }
                 if replay_record(rec, txn_producer, groups) {
                     loaded += 1;
                 }
@@ -851,6 +1108,9 @@ pub(super) fn load_partition(partition: &Partition, partitions: i32, groups: &mu
     // Groups the log left with nothing in them (an old generation record without
     // offsets) are removed, with a tombstone at the next persist.
     groups.remove_unused();
+    if let Some(c) = consumer {
+        c.finish_replay(now);
+    }
     tracing::debug!(
         partition = index,
         records = loaded,

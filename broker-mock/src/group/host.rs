@@ -15,6 +15,10 @@ pub(crate) trait GroupHost: Send + Sync + 'static {
     /// The local topic named `name`.
     fn topic(&self, name: &str) -> Option<Arc<Topic>>;
 
+    /// Every local topic (a standalone node's topics; a cluster node asks its
+    /// metadata image instead).
+    fn topics(&self) -> Vec<Arc<Topic>>;
+
     /// Creates a local topic (within the broker-wide limits); the error is Kafka's
     /// code and a reason.
     fn create_topic(

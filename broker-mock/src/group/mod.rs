@@ -9,6 +9,7 @@
 //! (`handlers::join_group` and friends) translate requests in every version to and
 //! from these types.
 
+pub mod consumer;
 mod coordinator;
 mod host;
 pub(crate) mod internal_topic;

@@ -23,6 +23,7 @@ use baton_protocol::messages::{
     FetchRequest, InitProducerIdRequest, ListOffsetsRequest, MetadataRequest,
     OffsetForLeaderEpochRequest, ProduceRequest,
 };
+use baton_protocol::messages::{ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest};
 use baton_protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
 use baton_protocol::messages::{
     DeleteGroupsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
@@ -93,6 +94,8 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<EndTxnRequest>(),
         entry::<DescribeTransactionsRequest>(),
         entry::<ListTransactionsRequest>(),
+        entry::<ConsumerGroupHeartbeatRequest>(),
+        entry::<ConsumerGroupDescribeRequest>(),
     ]
 }
 

@@ -148,6 +148,11 @@ pub(crate) fn start(
             if !allowed {
                 return Err(ErrorCode::GroupAuthorizationFailed);
             }
+            // A consumer-protocol group with members takes no classic members
+            // here (Kafka 4 mixes them; see consumer_group_heartbeat.rs).
+            if st.groups.consumer_group_in_use(st, &join.group_id) {
+                return Err(ErrorCode::InconsistentGroupProtocol);
+            }
             st.groups.join(st, join)
         },
         error,

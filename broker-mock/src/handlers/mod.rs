@@ -15,6 +15,8 @@ pub(crate) mod add_offsets_to_txn;
 pub(crate) mod add_partitions_to_txn;
 pub(crate) mod alter_user_scram_credentials;
 pub mod api_versions;
+pub(crate) mod consumer_group_describe;
+pub(crate) mod consumer_group_heartbeat;
 pub(crate) mod create_acls;
 pub(crate) mod create_topics;
 pub(crate) mod delete_acls;
@@ -66,6 +68,7 @@ use baton_protocol::messages::{
     InitProducerIdRequest, ListOffsetsRequest, MetadataRequest, OffsetForLeaderEpochRequest,
     ProduceRequest, ProduceResponse,
 };
+use baton_protocol::messages::{ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest};
 use baton_protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest};
 use baton_protocol::messages::{
     DeleteGroupsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
@@ -112,6 +115,33 @@ where
             &r,
         )?))),
     }
+}
+
+/// ConsumerGroupHeartbeat: like [`run`], with the header's client id for the
+/// member's description.
+async fn consumer_group_heartbeat_request(
+    state: &Arc<BrokerState>,
+    ctx: &RequestContext,
+    frame: Bytes,
+    version: i16,
+) -> Result<Reply, DispatchError> {
+    let (header, request) = decode::<ConsumerGroupHeartbeatRequest>(frame, version)?;
+    let st = state.clone();
+    let ctx = ctx.clone();
+    let client_id = header.client_id.clone().unwrap_or_default();
+    let response = tokio::task::spawn_blocking(move || {
+        consumer_group_heartbeat::handle(&st, &ctx, request, version, client_id)
+    })
+    .await
+    .map_err(|source| DispatchError::Handler {
+        api_key: ConsumerGroupHeartbeatRequest::API_KEY,
+        source,
+    })?;
+    Ok(Reply::Now(Some(encode::<ConsumerGroupHeartbeatRequest>(
+        header.correlation_id,
+        version,
+        &response,
+    )?)))
 }
 
 /// Longest a produce waits for the local roles to catch up with a new image.
@@ -300,6 +330,16 @@ pub(crate) async fn dispatch(
         }
         JoinGroupRequest::API_KEY => join_group::start(state.clone(), ctx, frame, version, stop),
         SyncGroupRequest::API_KEY => sync_group::start(state.clone(), ctx, frame, version, stop),
+        ConsumerGroupHeartbeatRequest::API_KEY => {
+            state.groups.ensure_driver(state, stop);
+            consumer_group_heartbeat_request(state, ctx, frame, version).await
+        }
+        ConsumerGroupDescribeRequest::API_KEY => {
+            run::<ConsumerGroupDescribeRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(consumer_group_describe::handle(s, c, r, v))
+            })
+            .await
+        }
         HeartbeatRequest::API_KEY => {
             run::<HeartbeatRequest, _>(state, ctx, frame, version, |s, c, r, v| {
                 Some(heartbeat::handle(s, c, r, v))

@@ -9,6 +9,7 @@ mod cluster_controller;
 mod cluster_leader;
 mod cluster_processes;
 mod cluster_transactions;
+mod consumer_groups;
 mod fetch_from_follower;
 mod fetch_sessions;
 mod groups;

@@ -17,6 +17,22 @@ use super::error::GroupError;
 use super::listener::{RebalanceContext, RebalanceListener};
 use super::member::{self, MemberConfig};
 use super::GroupConsumer;
+use super::{consumer_member, Leave};
+
+/// Which rebalance protocol a [`GroupConsumer`] speaks (Kafka's `group.protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum GroupProtocol {
+    /// JoinGroup, SyncGroup and Heartbeat; the group's leader assigns with the
+    /// client-side [`Assignor`]s (the default, as in Kafka).
+    #[default]
+    Classic,
+    /// The consumer rebalance protocol of KIP-848 (Apache Kafka 4.0+): one
+    /// ConsumerGroupHeartbeat loop, the coordinator assigns (server-side assignor,
+    /// see [`GroupConsumerBuilder::server_assignor`]) and members reconcile
+    /// incrementally. Client-side assignors are not used.
+    Consumer,
+}
 
 /// Group consumer settings beyond the membership.
 #[derive(Debug, Clone)]
@@ -28,6 +44,9 @@ pub(super) struct GroupConfig {
     pub(super) session_timeout: Duration,
     pub(super) rebalance_timeout: Duration,
     pub(super) heartbeat_interval: Duration,
+    pub(super) group_protocol: GroupProtocol,
+    pub(super) server_assignor: Option<String>,
+    pub(super) topic_regex: Option<String>,
 }
 
 /// Builds a [`GroupConsumer`]; see [`GroupConsumer::builder`].
@@ -72,6 +91,9 @@ impl GroupConsumerBuilder {
                 session_timeout: Duration::from_secs(45),
                 rebalance_timeout: Duration::from_secs(300),
                 heartbeat_interval: Duration::from_secs(3),
+                group_protocol: GroupProtocol::Classic,
+                server_assignor: None,
+                topic_regex: None,
             },
         }
     }
@@ -79,6 +101,34 @@ impl GroupConsumerBuilder {
     /// Subscribes to `topics` (added to any subscribed before).
     pub fn subscribe(mut self, topics: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.topics.extend(topics.into_iter().map(Into::into));
+        self
+    }
+
+    /// Which rebalance protocol to speak (default [`GroupProtocol::Classic`]).
+    /// With [`GroupProtocol::Consumer`] the coordinator assigns the partitions, the
+    /// heartbeat interval and session timeout are the coordinator's
+    /// (`group.consumer.heartbeat.interval.ms`, `group.consumer.session.timeout.ms`;
+    /// the builder's interval is used only until its first answer), and
+    /// [`assignor`](Self::assignor) is not allowed.
+    pub fn group_protocol(mut self, protocol: GroupProtocol) -> Self {
+        self.cfg.group_protocol = protocol;
+        self
+    }
+
+    /// The coordinator's assignor to use with [`GroupProtocol::Consumer`], e.g.
+    /// `"uniform"` or `"range"` (Kafka's `group.remote.assignor`); without it the
+    /// coordinator picks its default (`uniform` in Apache Kafka).
+    pub fn server_assignor(mut self, name: impl Into<String>) -> Self {
+        self.cfg.server_assignor = Some(name.into());
+        self
+    }
+
+    /// Subscribes, with [`GroupProtocol::Consumer`], to every topic whose name
+    /// matches `regex` (RE2/J syntax, evaluated by the coordinator, KIP-848), in
+    /// addition to the topics named with [`subscribe`](Self::subscribe). Needs a
+    /// coordinator with ConsumerGroupHeartbeat version 1 (Apache Kafka 4.0+).
+    pub fn subscribe_regex(mut self, regex: impl Into<String>) -> Self {
+        self.cfg.topic_regex = Some(regex.into());
         self
     }
 
@@ -230,8 +280,19 @@ impl GroupConsumerBuilder {
         if self.group_id.is_empty() {
             return Err(GroupError::InvalidConfig("the group id is empty"));
         }
-        if self.topics.is_empty() {
+        let consumer_protocol = cfg.group_protocol == GroupProtocol::Consumer;
+        if self.topics.is_empty() && cfg.topic_regex.is_none() {
             return Err(GroupError::InvalidConfig("no topic subscribed"));
+        }
+        if !consumer_protocol && (cfg.topic_regex.is_some() || cfg.server_assignor.is_some()) {
+            return Err(GroupError::InvalidConfig(
+                "regular expression subscriptions and server assignors need the consumer group protocol",
+            ));
+        }
+        if consumer_protocol && !self.assignors.is_empty() {
+            return Err(GroupError::InvalidConfig(
+                "client-side assignors are not used by the consumer group protocol; use server_assignor",
+            ));
         }
         if cfg.heartbeat_interval >= cfg.session_timeout || cfg.heartbeat_interval.is_zero() {
             return Err(GroupError::InvalidConfig(
@@ -247,15 +308,24 @@ impl GroupConsumerBuilder {
         if assignors.is_empty() {
             assignors.push(Arc::new(CooperativeStickyAssignor));
         }
-        let protocol = if assignors
-            .iter()
-            .all(|a| a.protocol() == RebalanceProtocol::Cooperative)
+        let protocol = if consumer_protocol
+            || assignors
+                .iter()
+                .all(|a| a.protocol() == RebalanceProtocol::Cooperative)
         {
             RebalanceProtocol::Cooperative
         } else {
             RebalanceProtocol::Eager
         };
         let leave_on_close = cfg.leave_on_close.unwrap_or(self.instance_id.is_none());
+        // KIP-848: a closing static member says it will come back (epoch -2) unless
+        // told not to leave at all or to leave for good.
+        let leave = match (cfg.group_protocol, cfg.leave_on_close, &self.instance_id) {
+            (GroupProtocol::Classic, _, _) => Leave::Classic(leave_on_close),
+            (GroupProtocol::Consumer, Some(false), _) => Leave::None,
+            (GroupProtocol::Consumer, None, Some(_)) => Leave::Temporarily,
+            (GroupProtocol::Consumer, _, _) => Leave::ForGood,
+        };
         let shared = Arc::new(Shared::new(
             self.client.clone(),
             self.group_id,
@@ -269,6 +339,8 @@ impl GroupConsumerBuilder {
             session_timeout: cfg.session_timeout,
             rebalance_timeout: cfg.rebalance_timeout,
             heartbeat_interval: cfg.heartbeat_interval,
+            server_assignor: cfg.server_assignor.clone(),
+            topic_regex: cfg.topic_regex.clone(),
         });
         // Records travel in chunks of one partition, stamped with its epoch: at most
         // `channel_capacity` records wait in the channel, plus one chunk in `buf`.
@@ -283,8 +355,17 @@ impl GroupConsumerBuilder {
         ))
         .abort_handle();
         let (ev_tx, ev_rx) = mpsc::unbounded_channel();
-        let member_task =
-            tokio::spawn(member::run(shared.clone(), member_cfg.clone(), ev_tx)).abort_handle();
+        let member_task = if consumer_protocol {
+            shared.lock().member_id = consumer_member::new_member_id();
+            tokio::spawn(consumer_member::run(
+                shared.clone(),
+                member_cfg.clone(),
+                ev_tx,
+            ))
+            .abort_handle()
+        } else {
+            tokio::spawn(member::run(shared.clone(), member_cfg.clone(), ev_tx)).abort_handle()
+        };
         let commit_task = cfg.auto_commit.map(|interval| {
             let shared = shared.clone();
             tokio::spawn(async move {
@@ -321,7 +402,7 @@ impl GroupConsumerBuilder {
             interrupted: None,
             fatal: None,
             auto_commit: cfg.auto_commit.is_some(),
-            leave_on_close,
+            leave,
             protocol,
             fetch_task,
             member_task,

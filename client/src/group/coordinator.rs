@@ -381,6 +381,12 @@ impl Shared {
                 })
             }
             ErrorCode::RebalanceInProgress => CommitAttempt::Fail(GroupError::RebalanceInProgress),
+            // Consumer protocol (KIP-848): the commit carried an epoch the member has
+            // since moved past; the next attempt takes the current one.
+            ErrorCode::StaleMemberEpoch => CommitAttempt::Retry(GroupError::Coordinator {
+                code,
+                request: "OffsetCommit",
+            }),
             ErrorCode::IllegalGeneration | ErrorCode::UnknownMemberId => {
                 CommitAttempt::Fail(GroupError::CommitFailed { code })
             }

@@ -108,8 +108,8 @@ pub(super) struct PartState {
 pub struct ConsumerGroupMetadata {
     /// The group id.
     pub group_id: String,
-    /// The generation, -1 between generations (the coordinator then checks no
-    /// membership).
+    /// The generation (the member epoch with the consumer rebalance protocol),
+    /// -1 between generations (the coordinator then checks no membership).
     pub generation_id: i32,
     /// The member id, empty before joining.
     pub member_id: String,
@@ -186,7 +186,8 @@ impl RebalanceContext {
         self.shared.lock().member_id.clone()
     }
 
-    /// The current generation, -1 between generations.
+    /// The current generation, -1 between generations. With the consumer
+    /// rebalance protocol (KIP-848) this is the member epoch, -1 while joining.
     pub fn generation(&self) -> i32 {
         self.shared.lock().generation
     }

@@ -45,6 +45,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,10 +71,13 @@ use crate::connection::Connection;
 pub(crate) enum Event {
     /// Newly assigned partitions: resolve their start offsets and fetch them.
     Assigned(Vec<TopicPartition>),
-    /// Give these up; send on `ack` once done (commits included).
+    /// Give these up; send on `ack` once done (commits included). If `lost` is
+    /// set by the time the application gets to it, the membership ended while the
+    /// revocation waited: the partitions are lost instead (no commit, `on_lost`).
     Revoked {
         partitions: Vec<TopicPartition>,
         ack: oneshot::Sender<()>,
+        lost: Arc<AtomicBool>,
     },
     /// These are gone already (the generation ended without us); forget them
     /// without committing.
@@ -91,6 +95,10 @@ pub(crate) struct MemberConfig {
     pub(crate) session_timeout: Duration,
     pub(crate) rebalance_timeout: Duration,
     pub(crate) heartbeat_interval: Duration,
+    /// The server-side assignor asked for (consumer protocol only).
+    pub(crate) server_assignor: Option<String>,
+    /// The subscribed topic regular expression (consumer protocol only).
+    pub(crate) topic_regex: Option<String>,
 }
 
 /// Why the stable phase ended.
@@ -298,11 +306,13 @@ impl Member {
         tracing::info!(group = %self.shared.group_id, count = partitions.len(), "revoking partitions");
         let (ack, mut acked) = oneshot::channel();
         let list = partitions.clone();
+        let lost = Arc::new(AtomicBool::new(false));
         if self
             .events
             .send(Event::Revoked {
                 partitions: list,
                 ack,
+                lost: lost.clone(),
             })
             .is_err()
         {
@@ -317,7 +327,11 @@ impl Member {
                 _ = &mut acked => break,
                 _ = tick.tick(), if generation_gone.is_none() && self.generation >= 0 => {
                     match self.heartbeat().await? {
-                        Beat::Lost { reset_member } => generation_gone = Some(reset_member),
+                        Beat::Lost { reset_member } => {
+                            generation_gone = Some(reset_member);
+                            lost.store(true, Ordering::Release);
+                            self.shared.lock().generation = -1;
+                        }
                         Beat::Ok | Beat::Rebalance | Beat::Retry => {}
                     }
                 }

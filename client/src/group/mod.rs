@@ -53,9 +53,24 @@
 //! rejoins); REBALANCE_IN_PROGRESS rejoins; FENCED_INSTANCE_ID (another process
 //! uses this static member's `group_instance_id`) ends the membership with
 //! [`GroupError::FencedInstanceId`].
+//!
+//! # The consumer rebalance protocol (KIP-848)
+//!
+//! With [`GroupConsumerBuilder::group_protocol`]`(`[`GroupProtocol::Consumer`]`)`
+//! the membership task speaks ConsumerGroupHeartbeat instead (Apache Kafka 4.0+):
+//! the coordinator assigns (its `uniform` or `range` assignor, see
+//! [`GroupConsumerBuilder::server_assignor`]), and the member reconciles each new
+//! assignment incrementally: revoked partitions first (committed with automatic
+//! commits, `on_revoked`), then the new ones (`on_assigned`), then it acknowledges.
+//! Commits carry the member epoch as their generation. FENCED_MEMBER_EPOCH and
+//! UNKNOWN_MEMBER_ID lose the partitions (`on_lost`) and rejoin at epoch 0;
+//! coordinator moves and broken connections keep the membership (the member
+//! heartbeats the new coordinator with its epoch). The listener callbacks and the
+//! commit guarantees are those of the classic protocol.
 
 pub mod assignor;
 mod builder;
+mod consumer_member;
 mod coordinator;
 mod error;
 mod listener;
@@ -65,6 +80,7 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit};
@@ -75,7 +91,7 @@ pub use assignor::{
     Assignor, CooperativeStickyAssignor, GroupAssignment, MemberSubscription, RangeAssignor,
     RebalanceProtocol, RoundRobinAssignor, TopicPartition,
 };
-pub use builder::GroupConsumerBuilder;
+pub use builder::{GroupConsumerBuilder, GroupProtocol};
 pub use error::GroupError;
 pub use listener::{ConsumerGroupMetadata, ListenerFuture, RebalanceContext, RebalanceListener};
 
@@ -100,6 +116,20 @@ impl Future for PendingCommit {
             .poll(cx)
             .map(|r| r.unwrap_or(Err(GroupError::Closed)))
     }
+}
+
+/// What [`GroupConsumer::close`] tells the coordinator.
+#[derive(Debug, Clone, Copy)]
+enum Leave {
+    /// Classic protocol: LeaveGroup if `true`.
+    Classic(bool),
+    /// Consumer protocol: nothing.
+    None,
+    /// Consumer protocol: a heartbeat with epoch -1.
+    ForGood,
+    /// Consumer protocol, static member: a heartbeat with epoch -2 (it will come
+    /// back; its partitions wait for it until the session times out).
+    Temporarily,
 }
 
 /// A revocation whose handling was interrupted (the `recv` future was dropped
@@ -132,7 +162,7 @@ pub struct GroupConsumer {
     interrupted: Option<Interrupted>,
     fatal: Option<GroupError>,
     auto_commit: bool,
-    leave_on_close: bool,
+    leave: Leave,
     protocol: RebalanceProtocol,
     fetch_task: AbortHandle,
     member_task: AbortHandle,
@@ -297,7 +327,23 @@ impl GroupConsumer {
                     l.on_assigned(&mut self.ctx, &partitions).await;
                 }
             }
-            Event::Revoked { partitions, ack } => {
+            Event::Revoked {
+                partitions,
+                ack,
+                lost,
+            } if lost.load(Ordering::Acquire) => {
+                // The membership ended while this revocation waited for us.
+                self.ctx.forget(&partitions);
+                if let Some(l) = self.listener.as_mut() {
+                    l.on_lost(&mut self.ctx, &partitions).await;
+                }
+                let _ = ack.send(());
+            }
+            Event::Revoked {
+                partitions,
+                ack,
+                lost: _,
+            } => {
                 // Nothing of these is returned from here on.
                 for tp in &partitions {
                     if let Some(st) = self.ctx.parts.get_mut(tp) {
@@ -421,8 +467,10 @@ impl GroupConsumer {
 
     /// Leaves the group cleanly: stops fetching, commits finished positions (with
     /// automatic commits), runs the listener's `on_revoked` for the whole
-    /// assignment, and sends LeaveGroup (see
-    /// [`GroupConsumerBuilder::leave_group_on_close`]). Returns the first error met;
+    /// assignment, and leaves the group (see
+    /// [`GroupConsumerBuilder::leave_group_on_close`]): LeaveGroup with the classic
+    /// protocol, a ConsumerGroupHeartbeat with epoch -1 (a static member: -2) with
+    /// the consumer protocol. Returns the first error met;
     /// every step is attempted regardless.
     ///
     /// # Cancel safety
@@ -468,12 +516,16 @@ impl GroupConsumer {
             }
         }
         self.member_task.abort();
-        if self.leave_on_close {
-            if let Err(e) = member::leave(&self.ctx.shared).await {
-                tracing::debug!(error = %e, "LeaveGroup failed");
-                if result.is_ok() {
-                    result = Err(e);
-                }
+        let left = match self.leave {
+            Leave::None | Leave::Classic(false) => None,
+            Leave::Classic(true) => Some(member::leave(&self.ctx.shared).await),
+            Leave::ForGood => Some(consumer_member::leave(&self.ctx.shared, false).await),
+            Leave::Temporarily => Some(consumer_member::leave(&self.ctx.shared, true).await),
+        };
+        if let Some(Err(e)) = left {
+            tracing::debug!(error = %e, "leaving the group failed");
+            if result.is_ok() {
+                result = Err(e);
             }
         }
         self.ctx.forget(&all);

@@ -15,6 +15,8 @@ pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod broker_heartbeat;
 pub mod broker_registration;
+pub mod consumer_group_describe;
+pub mod consumer_group_heartbeat;
 pub mod consumer_protocol;
 pub mod create_acls;
 pub mod create_topics;
@@ -56,6 +58,8 @@ pub use alter_user_scram_credentials::*;
 pub use api_versions::*;
 pub use broker_heartbeat::*;
 pub use broker_registration::*;
+pub use consumer_group_describe::*;
+pub use consumer_group_heartbeat::*;
 pub use consumer_protocol::*;
 pub use create_acls::*;
 pub use create_topics::*;
@@ -304,6 +308,10 @@ mod tests {
             $f::<WriteTxnMarkersResponse>($arg);
             $f::<DescribeProducersRequest>($arg);
             $f::<DescribeProducersResponse>($arg);
+            $f::<ConsumerGroupHeartbeatRequest>($arg);
+            $f::<ConsumerGroupHeartbeatResponse>($arg);
+            $f::<ConsumerGroupDescribeRequest>($arg);
+            $f::<ConsumerGroupDescribeResponse>($arg);
         };
     }
 
@@ -385,6 +393,45 @@ mod tests {
                 "v{version}: {err:?}"
             );
         }
+    }
+
+    #[test]
+    fn golden_consumer_group_heartbeat_response_v0_nullable_assignment() {
+        let mut msg = ConsumerGroupHeartbeatResponse {
+            member_epoch: 3,
+            heartbeat_interval_ms: 5000,
+            ..Default::default()
+        };
+        #[rustfmt::skip]
+        let null_assignment = [
+            0, 0, 0, 0,             // throttle_time_ms
+            0, 0,                   // error_code
+            0x00,                   // error_message: null
+            0x00,                   // member_id: null
+            0, 0, 0, 3,             // member_epoch
+            0, 0, 0x13, 0x88,       // heartbeat_interval_ms 5000
+            0xff,                   // assignment: null (int8 -1)
+            0x00,                   // no tagged fields
+        ];
+        check_golden(&msg, 0, &null_assignment);
+        msg.assignment = Some(ConsumerGroupHeartbeatAssignment {
+            topic_partitions: vec![ConsumerGroupHeartbeatTopicPartitions {
+                topic_id: crate::primitives::Uuid::from_u64_pair(0, 7),
+                partitions: vec![2],
+            }],
+        });
+        #[rustfmt::skip]
+        let with_assignment = [
+            0, 0, 0, 0, 0, 0, 0x00, 0x00, 0, 0, 0, 3, 0, 0, 0x13, 0x88,
+            0x01,                   // assignment present (int8 1)
+            0x02,                   // topic_partitions: 1 element
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 7, // topic_id
+            0x02, 0, 0, 0, 2,       // partitions [2]
+            0x00,                   // topic entry tagged fields
+            0x00,                   // assignment tagged fields
+            0x00,                   // response tagged fields
+        ];
+        check_golden(&msg, 0, &with_assignment);
     }
 
     #[test]

@@ -359,25 +359,34 @@ public class BatonJava {
     }
 
     /// A group member until `stopFile` exists. `range` uses the Java default list (range,
-    /// then cooperative-sticky), `cooperative-sticky` that assignor alone. The RESULT names
+    /// then cooperative-sticky), `cooperative-sticky` that assignor alone (both the classic
+    /// protocol); `consumer` the consumer rebalance protocol (KIP-848) with the coordinator's
+    /// `uniform` assignor. The RESULT names
     /// every record consumed (`partition:offset:value`, space-separated) and the last
     /// assignment; the member commits after each poll and leaves the group on close.
     static void member(String bootstrap, String topic, String group, String strategy, String stopFile) {
         Properties p = base(bootstrap);
         p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-        p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
-        p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
-        p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
         p.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, "20000");
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
-        p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, switch (strategy) {
-            case "range" -> LoggingRange.class.getName() + "," + CooperativeStickyAssignor.class.getName();
-            case "cooperative-sticky" -> LoggingCooperativeSticky.class.getName();
-            default -> throw new IllegalArgumentException("unknown strategy " + strategy);
-        });
+        if (strategy.equals("consumer")) {
+            // KIP-848: the coordinator assigns (uniform) and sets the session timeout
+            // and heartbeat interval, which the client may not configure.
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+            p.put(ConsumerConfig.GROUP_REMOTE_ASSIGNOR_CONFIG, "uniform");
+        } else {
+            p.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, "10000");
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, "300");
+            p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, switch (strategy) {
+                case "range" -> LoggingRange.class.getName() + "," + CooperativeStickyAssignor.class.getName();
+                case "cooperative-sticky" -> LoggingCooperativeSticky.class.getName();
+                default -> throw new IllegalArgumentException("unknown strategy " + strategy);
+            });
+        }
         StringBuilder consumed = new StringBuilder();
         int records = 0;
         String assigned = "";

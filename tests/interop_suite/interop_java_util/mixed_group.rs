@@ -15,13 +15,17 @@
 //! revocation and the close; Java: `commitSync` after each poll and on
 //! revocation), so every record must be consumed exactly once across the members.
 //! The harness prints `LED` when it runs the assignment, so the test checks who
-//! led.
+//! led. [`Strategy::Consumer`] runs the same phases on the consumer rebalance
+//! protocol (KIP-848), where the coordinator assigns and "leading" only means
+//! joining first.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use baton::group::{CooperativeStickyAssignor, RangeAssignor};
-use baton::{Admin, Client, GroupConsumer, GroupConsumerBuilder, Producer, ProducerRecord};
+use baton::{
+    Admin, Client, GroupConsumer, GroupConsumerBuilder, GroupProtocol, Producer, ProducerRecord,
+};
 
 use super::{field, int, result, start_harness, Jvm};
 use baton_testkit::topic_name;
@@ -40,6 +44,9 @@ pub enum Strategy {
     Range,
     /// `cooperative-sticky` alone on both sides (KIP-429).
     CooperativeSticky,
+    /// The consumer rebalance protocol (KIP-848) on both sides, with the
+    /// coordinator's `uniform` assignor: nobody leads, the coordinator assigns.
+    Consumer,
 }
 
 impl Strategy {
@@ -47,6 +54,7 @@ impl Strategy {
         match self {
             Strategy::Range => "range",
             Strategy::CooperativeSticky => "cooperative-sticky",
+            Strategy::Consumer => "consumer",
         }
     }
 }
@@ -102,7 +110,7 @@ fn baton_partitions(m: &GroupConsumer) -> BTreeSet<i32> {
 
 /// Drives the Baton members (and watches the Java one, if still in) until
 /// `total` records are in across them and every partition is assigned to exactly
-/// one member, each member holding some. Returns the member shapes at that point.
+/// one member, each member holding some and none more than one above another. Returns the member shapes at that point.
 async fn settle(
     what: &str,
     batons: &mut [GroupConsumer],
@@ -128,7 +136,12 @@ async fn settle(
         let in_count = reads.iter().map(Vec::len).sum::<usize>()
             + live.as_ref().map_or(java_before, |l| l.consumed);
         let union: BTreeSet<i32> = shapes.iter().flatten().copied().collect();
+        // Balanced too: an incremental (KIP-848) reconciliation passes through
+        // states where every partition has one owner but not yet the final one.
+        let sizes = shapes.iter().map(BTreeSet::len);
+        let balanced = sizes.clone().max().unwrap_or(0) - sizes.min().unwrap_or(0) <= 1;
         let settled = shapes.iter().all(|s| !s.is_empty())
+            && balanced
             && shapes.iter().map(BTreeSet::len).sum::<usize>() == PARTITIONS as usize
             && union.len() == PARTITIONS as usize;
         if settled && in_count >= total {
@@ -193,6 +206,9 @@ pub async fn run(client: &Client, bootstrap: &str, strategy: Strategy, java_lead
             match strategy {
                 Strategy::Range => b.assignor(RangeAssignor),
                 Strategy::CooperativeSticky => b.assignor(CooperativeStickyAssignor),
+                Strategy::Consumer => b
+                    .group_protocol(GroupProtocol::Consumer)
+                    .server_assignor("uniform"),
             }
             .build()
             .await
@@ -322,7 +338,8 @@ pub async fn run(client: &Client, bootstrap: &str, strategy: Strategy, java_lead
         }
     }
     wrong.extend(copies.keys().map(|v| format!("{v}: never produced")));
-    let led = java_result_led(&java_result, java_leads);
+    // With the consumer protocol the coordinator assigns: no member leads.
+    let led = strategy != Strategy::Consumer && java_result_led(&java_result, java_leads);
     let summary = format!(
         "{what}: Java read {}, Baton read {:?}; shapes before the leave {shapes:?}, after \
          {after:?}; Java ran the assignment: {led}; wrong {}; {:.1?}",

@@ -17,6 +17,8 @@
 //!   exactly-once history check;
 //! - [`transactions`]: the transaction scenarios run against Apache Kafka and
 //!   baton-broker alike;
+//! - [`consumer_group`]: the consumer rebalance protocol (KIP-848) scenarios run
+//!   against Apache Kafka and baton-broker alike, with their history check;
 //! - [`cluster`]: a client on a `Cluster`, and the check of what a consumer read
 //!   against the acknowledged records;
 //! - [`fetch_tap`]: a proxy in front of one broker that logs every Fetch
@@ -35,6 +37,7 @@ pub mod args;
 pub mod chaos;
 pub mod client;
 pub mod cluster;
+pub mod consumer_group;
 pub mod exactly_once;
 pub mod fetch_tap;
 pub mod payload;

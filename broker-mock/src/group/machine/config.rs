@@ -22,6 +22,16 @@ pub struct GroupConfig {
     /// Partitions of the internal `__consumer_offsets` topic when it is created
     /// (`offsets.topic.num.partitions`, 50 in Kafka).
     pub offsets_topic_partitions: i32,
+    /// Session timeout of consumer-protocol members (KIP-848,
+    /// `group.consumer.session.timeout.ms`, 45 s in Kafka and here).
+    pub consumer_session_timeout_ms: i32,
+    /// Heartbeat interval told to consumer-protocol members
+    /// (`group.consumer.heartbeat.interval.ms`, 5 s).
+    pub consumer_heartbeat_interval_ms: i32,
+    /// Most members of a consumer-protocol group (`group.consumer.max.size`;
+    /// unbounded in Kafka, 1000 here like `group.max.size`); a new member beyond
+    /// it gets GROUP_MAX_SIZE_REACHED.
+    pub consumer_max_size: usize,
 }
 
 impl Default for GroupConfig {
@@ -33,6 +43,9 @@ impl Default for GroupConfig {
             max_group_size: 1000,
             offset_metadata_max_bytes: 4096,
             offsets_topic_partitions: 4,
+            consumer_session_timeout_ms: 45_000,
+            consumer_heartbeat_interval_ms: 5_000,
+            consumer_max_size: 1000,
         }
     }
 }

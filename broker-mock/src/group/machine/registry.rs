@@ -93,6 +93,11 @@ impl Groups {
         }
     }
 
+    /// The most groups this registry admits (`BrokerLimits::max_groups`).
+    pub fn max_groups(&self) -> usize {
+        self.max_groups
+    }
+
     /// The number of groups held.
     pub fn len(&self) -> usize {
         self.groups.len()
