@@ -104,12 +104,19 @@ pub(crate) async fn list_offsets_at(
             }
         }
         for (leader, (generation, indices)) in by_leader {
+            let meta = client.metadata();
             let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();
             for &i in &indices {
                 let (topic, partition, spec) = &queries[i];
                 topics.entry(topic).or_default().push(ListOffsetsPartition {
                     partition_index: *partition,
-                    current_leader_epoch: -1,
+                    // KIP-320: a leader with another epoch answers
+                    // FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH (retried after a
+                    // metadata refresh) rather than offsets of a log we do not know.
+                    current_leader_epoch: meta
+                        .topic(topic)
+                        .and_then(|t| t.partition(*partition))
+                        .map_or(-1, |p| p.leader_epoch),
                     timestamp: spec.wire(),
                 });
             }

@@ -1,4 +1,5 @@
-//! Consumer: start positions, cancel-safe `recv`, `Stream`, out-of-range reset.
+//! Consumer: start positions, cancel-safe `recv`, `Stream`, out-of-range reset,
+//! seek / pause / resume and assignment changes.
 
 use std::time::Duration;
 
@@ -194,5 +195,148 @@ async fn a_fetch_long_poll_does_not_delay_a_producer_on_the_same_client() {
     assert_eq!(delivered.offset, 0);
     producer.close().await;
     drop(consumer);
+    broker.shutdown().await;
+}
+
+/// Produces `n` records `p{partition}-{i}` to `partition`.
+async fn fill_partition(
+    client: &baton::Client,
+    topic: &str,
+    partition: i32,
+    from: usize,
+    n: usize,
+) {
+    let producer = Producer::builder(client).build();
+    let mut ds = Vec::new();
+    for i in from..from + n {
+        let r = ProducerRecord::new(topic)
+            .partition(partition)
+            .value(format!("p{partition}-{i}"));
+        ds.push(producer.send(r).await.unwrap());
+    }
+    for d in ds {
+        d.await.unwrap();
+    }
+    producer.close().await;
+}
+
+/// Nothing arrives for a while (a paused or removed partition stays quiet).
+async fn quiet(consumer: &mut Consumer) {
+    if let Ok(got) = tokio::time::timeout(Duration::from_millis(500), consumer.recv()).await {
+        panic!("expected nothing, got {got:?}");
+    }
+}
+
+#[tokio::test]
+async fn seek_pause_and_resume_reposition_a_partition() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "seek", 1).await;
+    fill(&client, &topic, 0, 10).await;
+    let tp = baton::TopicPartition::new(topic.as_str(), 0);
+    let mut c = consumer_at(&client, &topic, StartOffset::Earliest).await;
+    for i in 0..3 {
+        assert_eq!(next(&mut c).await.offset, i);
+    }
+    assert_eq!(c.position(&tp), Some(3));
+    // Forward: records 3..6, already fetched, are never returned.
+    c.seek(&tp, 7).unwrap();
+    assert_eq!(c.position(&tp), Some(7));
+    let r = next(&mut c).await;
+    assert_eq!((r.offset, r.value.as_deref()), (7, Some(&b"v7"[..])));
+    // Back.
+    c.seek(&tp, 1).unwrap();
+    assert_eq!(next(&mut c).await.offset, 1);
+    assert_eq!(c.position(&tp), Some(2));
+
+    c.pause(std::slice::from_ref(&tp));
+    assert_eq!(c.paused(), vec![tp.clone()]);
+    quiet(&mut c).await;
+    c.resume(std::slice::from_ref(&tp));
+    assert!(c.paused().is_empty());
+    let mut epoch = -1;
+    for i in 2..10 {
+        let r = next(&mut c).await;
+        assert_eq!(r.offset, i, "resumed at the position");
+        epoch = r.leader_epoch;
+    }
+    assert!(epoch >= 0, "records carry their leader epoch");
+    // A position with its leader epoch, on a log that was not truncated: validated
+    // (KIP-320) and read on without an error.
+    c.seek_validated(&tp, 5, epoch).unwrap();
+    assert_eq!(next(&mut c).await.offset, 5);
+
+    let other = baton::TopicPartition::new(topic.as_str(), 5);
+    assert!(matches!(
+        c.seek(&other, 0),
+        Err(ConsumerError::NotAssigned { partition: 5, .. })
+    ));
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn partitions_are_added_removed_and_reassigned_while_consuming() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "reassign", 2).await;
+    fill_partition(&client, &topic, 0, 0, 4).await;
+    fill_partition(&client, &topic, 1, 0, 3).await;
+    let p0 = baton::TopicPartition::new(topic.as_str(), 0);
+    let p1 = baton::TopicPartition::new(topic.as_str(), 1);
+    let mut c = consumer_at(&client, &topic, StartOffset::Earliest).await;
+    assert_eq!(c.assignment(), vec![p0.clone()]);
+    for i in 0..4 {
+        let r = next(&mut c).await;
+        assert_eq!((r.partition, r.offset), (0, i));
+    }
+
+    c.add_partitions([(p1.clone(), StartOffset::Offset(1))])
+        .await
+        .unwrap();
+    assert_eq!(c.assignment(), vec![p0.clone(), p1.clone()]);
+    for i in 1..3 {
+        let r = next(&mut c).await;
+        assert_eq!((r.partition, r.offset), (1, i));
+    }
+
+    c.remove_partitions(std::slice::from_ref(&p0));
+    assert_eq!(c.assignment(), vec![p1.clone()]);
+    assert_eq!(c.position(&p0), None);
+    fill_partition(&client, &topic, 0, 4, 2).await;
+    fill_partition(&client, &topic, 1, 3, 2).await;
+    for i in 3..5 {
+        let r = next(&mut c).await;
+        assert_eq!(
+            (r.partition, r.offset),
+            (1, i),
+            "only the assigned partition"
+        );
+    }
+    quiet(&mut c).await;
+
+    // p1 keeps its position; p0 comes back from offset 3.
+    c.assign([
+        (p1.clone(), StartOffset::Earliest),
+        (p0.clone(), StartOffset::Offset(3)),
+    ])
+    .await
+    .unwrap();
+    assert_eq!(c.assignment(), vec![p0.clone(), p1.clone()]);
+    assert_eq!(c.position(&p1), Some(5));
+    let mut got: Vec<(i32, i64)> = Vec::new();
+    for _ in 0..3 {
+        let r = next(&mut c).await;
+        got.push((r.partition, r.offset));
+    }
+    got.sort();
+    assert_eq!(got, vec![(0, 3), (0, 4), (0, 5)]);
+    quiet(&mut c).await;
+
+    // Nothing assigned: the consumer is closed.
+    c.assign(Vec::new()).await.unwrap();
+    assert!(matches!(
+        tokio::time::timeout(Duration::from_secs(30), c.recv())
+            .await
+            .unwrap(),
+        Err(ConsumerError::Closed)
+    ));
     broker.shutdown().await;
 }

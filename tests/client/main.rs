@@ -11,6 +11,7 @@ mod compression;
 mod connection;
 mod consumer;
 mod delete_records;
+mod fetch_session;
 mod group;
 mod group_consumer_protocol;
 mod group_failover;

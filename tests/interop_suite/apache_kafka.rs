@@ -9,6 +9,7 @@
 
 mod consumer_group;
 mod delete_records;
+mod fetch;
 mod transactions;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -11,6 +11,13 @@
 //! was already in the channel for a revoked, paused or re-positioned partition. A
 //! Fetch answer that arrives for an older epoch is discarded.
 //!
+//! Idle partitions are grouped by the broker to fetch them from: the leader, or the
+//! `preferred_read_replica` it named (KIP-392). Each request to a broker goes
+//! through that broker's fetch session ([`super::session`], KIP-227) and carries
+//! the leader epochs of KIP-320; a partition whose leader epoch grew since it was
+//! last fetched, or that was assigned with a known last epoch, is validated first
+//! ([`validate`]).
+//!
 //! Fetches go over the task's own connections (one per leader, closed when the
 //! task ends), not the client's shared pool: a Fetch can wait up to `max_wait` at
 //! the broker, and a broker answers each connection's requests in order, so on a
@@ -18,11 +25,14 @@
 //! queue behind the long poll (the Java client and librdkafka likewise give each
 //! consumer its own sockets).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_protocol::messages::{FetchPartition, FetchRequest, FetchResponse, FetchTopic};
+use baton_protocol::messages::{
+    FetchPartition, FetchRequest, FetchResponse, FetchResponsePartitionData,
+    OffsetForLeaderEpochResponse,
+};
 use baton_protocol::record::{batches, Compression, DecompressionLimits};
 use baton_protocol::{DecodeError, ErrorCode, Uuid};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
@@ -31,14 +41,17 @@ use tokio::time::Instant;
 
 use super::aborted::{is_abort_marker, AbortedFilter, BatchInfo};
 use super::budget::{record_cost, Budget};
+use super::session::{FetchSession, Want};
 use super::{ConsumerConfig, ConsumerError, ConsumerRecord, IsolationLevel, OffsetReset};
 use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
 use crate::offsets::{list_offsets, OffsetSpec};
 use crate::pool::BrokerPool;
 
-/// What the plain [`Consumer`](super::Consumer) receives: up to one chunk of
-/// records of one partition, in offset order, or an error about one partition.
+mod validate;
+
+/// What the consumers receive: up to one chunk of records of one partition, in
+/// offset order, or an error about one partition.
 pub(crate) type Chunk = Result<RecordChunk, ConsumerError>;
 
 /// Records of one partition, in offset order, and the share of the byte budget
@@ -54,21 +67,12 @@ pub(crate) struct RecordChunk {
 /// records) bounded in records and in bytes.
 #[derive(Debug)]
 pub(crate) struct Tx {
-    out: Out,
+    out: mpsc::Sender<StampedChunk>,
     /// Most records per chunk.
     chunk: usize,
     /// A chunk is sent once its records cost this much (a quarter of the budget).
     chunk_bytes: usize,
     budget: Budget,
-}
-
-#[derive(Debug)]
-enum Out {
-    /// A fixed assignment, where epochs never change.
-    Chunks(mpsc::Sender<Chunk>),
-    /// Chunks stamped with their partition's epoch (the group consumer, which
-    /// checks the epoch of each record as it returns it).
-    Stamped(mpsc::Sender<StampedChunk>),
 }
 
 /// A [`Chunk`] and the epoch of its partition when it was emitted.
@@ -79,21 +83,15 @@ pub(crate) struct StampedChunk {
 }
 
 impl Tx {
-    /// The output of a fixed assignment ([`super::Consumer`]) and its receiver.
-    pub(crate) fn chunks(cfg: &ConsumerConfig) -> (Tx, mpsc::Receiver<Chunk>) {
-        let (chunk, slots, budget) = shape(cfg);
-        let (tx, rx) = mpsc::channel(slots);
-        (Tx::new(Out::Chunks(tx), chunk, budget), rx)
-    }
-
-    /// Epoch-stamped output ([`crate::GroupConsumer`]) and its receiver.
+    /// Epoch-stamped output (the consumers check the epoch of each record as they
+    /// return it) and its receiver.
     pub(crate) fn stamped(cfg: &ConsumerConfig) -> (Tx, mpsc::Receiver<StampedChunk>) {
         let (chunk, slots, budget) = shape(cfg);
         let (tx, rx) = mpsc::channel(slots);
-        (Tx::new(Out::Stamped(tx), chunk, budget), rx)
+        (Tx::new(tx, chunk, budget), rx)
     }
 
-    fn new(out: Out, chunk: usize, budget: Budget) -> Tx {
+    fn new(out: mpsc::Sender<StampedChunk>, chunk: usize, budget: Budget) -> Tx {
         Tx {
             out,
             chunk,
@@ -103,20 +101,14 @@ impl Tx {
     }
 
     async fn closed(&self) {
-        match &self.out {
-            Out::Chunks(tx) => tx.closed().await,
-            Out::Stamped(tx) => tx.closed().await,
-        }
+        self.out.closed().await
     }
 
     async fn send(&self, epoch: u64, item: Chunk) -> Result<(), Gone> {
-        match &self.out {
-            Out::Chunks(tx) => tx.send(item).await.map_err(|_| Gone),
-            Out::Stamped(tx) => tx
-                .send(StampedChunk { epoch, item })
-                .await
-                .map_err(|_| Gone),
-        }
+        self.out
+            .send(StampedChunk { epoch, item })
+            .await
+            .map_err(|_| Gone)
     }
 }
 
@@ -137,12 +129,18 @@ fn shape(cfg: &ConsumerConfig) -> (usize, usize, Budget) {
 pub(crate) enum FetchCommand {
     /// Fetch `topic`/`partition` from `offset`, stamping its output with `epoch`
     /// (which must differ from the partition's previous epoch). Replaces any earlier
-    /// position of the partition, including a stopped one.
+    /// position of the partition, including a stopped one. `last_epoch` is the
+    /// leader epoch of the record before `offset` (a committed offset's leader
+    /// epoch, a record's [`ConsumerRecord::leader_epoch`]), -1 if unknown: when
+    /// known, the position is validated against the leader's log (KIP-320) before
+    /// it is fetched, so a truncated log is reported as
+    /// [`ConsumerError::LogTruncation`].
     Assign {
         topic: Arc<str>,
         partition: i32,
         offset: i64,
         epoch: u64,
+        last_epoch: i32,
     },
     /// Stop fetching `topic`/`partition` (revoked or paused).
     Remove { topic: Arc<str>, partition: i32 },
@@ -171,11 +169,42 @@ struct Part {
     max_bytes: i32,
     /// Consecutive retriable failures, for backoff.
     failures: u32,
+    /// The leader epoch of the last batch the position moved past (Kafka's last
+    /// fetched epoch, KIP-320), -1 while unknown. Sent as `last_fetched_epoch`, and
+    /// the epoch whose end offset validates the position after a leader change.
+    last_epoch: i32,
+    /// The partition's leader epoch as metadata gave it when the partition was last
+    /// fetched (sent as `current_leader_epoch`), -1 before that.
+    leader_epoch: i32,
+    /// The leader changed since the position was fetched: the position is checked
+    /// with OffsetForLeaderEpoch (KIP-320) before it is fetched again.
+    validate: bool,
+    /// The replica the leader named as `preferred_read_replica` (KIP-392), fetched
+    /// from instead of the leader until it errors, the leader epoch changes or
+    /// `preferred_until` passes.
+    preferred: Option<i32>,
+    /// When the leader is asked again which replica to read from: a lease of
+    /// [`PREFERRED_REPLICA_LEASE`], as Kafka's consumer keeps the preferred replica
+    /// for `metadata.max.age.ms`.
+    preferred_until: Option<Instant>,
+}
+
+/// How long a preferred read replica is fetched from before the leader is asked
+/// again (Kafka's consumer: `metadata.max.age.ms`, 5 minutes by default).
+const PREFERRED_REPLICA_LEASE: Duration = Duration::from_secs(300);
+
+/// What a spawned request hands back.
+enum Outcome {
+    Fetch(Done),
+    Validate(validate::Done),
 }
 
 /// What a fetch task hands back.
 struct Done {
-    leader: i32,
+    /// The broker fetched from: the leader, or a preferred read replica.
+    node: i32,
+    /// Whether the request was a full fetch (not an incremental one of a session).
+    full: bool,
     generation: u64,
     parts: Vec<usize>,
     /// The epoch of each partition when the Fetch was built.
@@ -203,6 +232,11 @@ fn new_part(
         corrupt: 0,
         max_bytes: cfg.partition_max_bytes,
         failures: 0,
+        last_epoch: -1,
+        leader_epoch: -1,
+        validate: false,
+        preferred: None,
+        preferred_until: None,
     }
 }
 
@@ -216,18 +250,23 @@ fn apply(cfg: &ConsumerConfig, parts: &mut Vec<Part>, cmd: FetchCommand) {
             partition,
             offset,
             epoch,
-        } => match parts
-            .iter_mut()
-            .find(|p| p.partition == partition && p.topic == topic)
-        {
-            Some(p) => {
-                let busy = p.busy;
-                *p = new_part(cfg, topic, partition, offset, epoch);
-                // An answer still in flight is discarded by its epoch.
-                p.busy = busy;
+            last_epoch,
+        } => {
+            let mut part = new_part(cfg, topic, partition, offset, epoch);
+            part.last_epoch = last_epoch.max(-1);
+            part.validate = last_epoch >= 0;
+            match parts
+                .iter_mut()
+                .find(|p| p.partition == partition && p.topic == part.topic)
+            {
+                Some(p) => {
+                    // An answer still in flight is discarded by its epoch.
+                    part.busy = p.busy;
+                    *p = part;
+                }
+                None => parts.push(part),
             }
-            None => parts.push(new_part(cfg, topic, partition, offset, epoch)),
-        },
+        }
         FetchCommand::Remove { topic, partition } => {
             if let Some(p) = parts
                 .iter_mut()
@@ -261,8 +300,11 @@ pub(crate) async fn run(
         .into_iter()
         .map(|(topic, partition, offset)| new_part(&cfg, Arc::from(topic), partition, offset, 0))
         .collect();
-    let mut inflight: JoinSet<Done> = JoinSet::new();
-    let mut busy_leaders: BTreeSet<i32> = BTreeSet::new();
+    let mut inflight: JoinSet<Outcome> = JoinSet::new();
+    // Brokers with a Fetch in flight (one at a time per broker, on its own connection).
+    let mut busy_nodes: BTreeSet<i32> = BTreeSet::new();
+    // The fetch session with each broker fetched from (KIP-227).
+    let mut sessions: HashMap<i32, FetchSession> = HashMap::new();
     let fetch_pool = Arc::new(BrokerPool::new(client.connection_config().clone()));
     loop {
         if let Some(rx) = commands.as_mut() {
@@ -281,17 +323,53 @@ pub(crate) async fn run(
             return;
         }
         let now = Instant::now();
-        // Group idle partitions by leader.
+        // Group idle partitions by the broker to fetch them from, and those whose
+        // position must be validated first by leader.
         let mut groups: BTreeMap<i32, (u64, Vec<usize>)> = BTreeMap::new();
+        let mut validations: BTreeMap<i32, (u64, Vec<usize>)> = BTreeMap::new();
         for (i, p) in parts.iter_mut().enumerate() {
             if p.busy || p.stopped || p.removed || p.retry_at.is_some_and(|t| t > now) {
                 continue;
             }
             match client.leader(&p.topic, p.partition).await {
                 Ok((leader, generation)) => {
-                    if !busy_leaders.contains(&leader) {
-                        groups
+                    let meta = client.metadata();
+                    let epoch = meta
+                        .topic(&p.topic)
+                        .and_then(|t| t.partition(p.partition))
+                        .map_or(-1, |m| m.leader_epoch);
+                    if epoch > p.leader_epoch {
+                        // A new leader (KIP-320): what we read may not be in its
+                        // log. Validate the position unless nothing was read yet.
+                        if p.leader_epoch >= 0 && p.last_epoch >= 0 {
+                            p.validate = true;
+                        }
+                        p.leader_epoch = epoch;
+                        p.preferred = None;
+                    }
+                    if p.validate {
+                        validations
                             .entry(leader)
+                            .or_insert((generation, Vec::new()))
+                            .1
+                            .push(i);
+                        continue;
+                    }
+                    let node = match p.preferred {
+                        Some(r)
+                            if meta.broker(r).is_some()
+                                && p.preferred_until.is_some_and(|t| t > now) =>
+                        {
+                            r
+                        }
+                        _ => {
+                            p.preferred = None;
+                            leader
+                        }
+                    };
+                    if !busy_nodes.contains(&node) {
+                        groups
+                            .entry(node)
                             .or_insert((generation, Vec::new()))
                             .1
                             .push(i);
@@ -306,7 +384,31 @@ pub(crate) async fn run(
                 }
             }
         }
-        for (leader, (generation, idxs)) in groups {
+        for (leader, (generation, idxs)) in validations {
+            let req = validate::request(idxs.iter().map(|&i| {
+                let p = &parts[i];
+                (&*p.topic, p.partition, p.leader_epoch, p.last_epoch)
+            }));
+            let epochs: Vec<u64> = idxs.iter().map(|&i| parts[i].epoch).collect();
+            for &i in &idxs {
+                parts[i].busy = true;
+            }
+            let client = client.clone();
+            inflight.spawn(async move {
+                let result = async {
+                    let conn = client.node_connection(leader).await?;
+                    Ok::<OffsetForLeaderEpochResponse, ClientError>(conn.send(&req).await?)
+                }
+                .await;
+                Outcome::Validate(validate::Done {
+                    generation,
+                    parts: idxs,
+                    epochs,
+                    result,
+                })
+            });
+        }
+        for (node, (generation, idxs)) in groups {
             let meta = client.metadata();
             let topic_ids: Vec<Uuid> = idxs
                 .iter()
@@ -315,29 +417,41 @@ pub(crate) async fn run(
                         .map_or(Uuid::ZERO, |t| t.topic_id)
                 })
                 .collect();
-            let req = build_request(&cfg, &parts, &idxs, &topic_ids);
+            let wants = wants(&parts, &idxs, &topic_ids);
+            let session = sessions.entry(node).or_default();
+            let req = build_request(&cfg, session, &wants);
+            let full = req.session_epoch == 0;
+            tracing::trace!(
+                node,
+                session_id = req.session_id,
+                session_epoch = req.session_epoch,
+                partitions = wants.len(),
+                sent = req.topics.iter().map(|t| t.partitions.len()).sum::<usize>(),
+                "fetch"
+            );
             let epochs: Vec<u64> = idxs.iter().map(|&i| parts[i].epoch).collect();
             for &i in &idxs {
                 parts[i].busy = true;
             }
-            busy_leaders.insert(leader);
+            busy_nodes.insert(node);
             let client = client.clone();
             let pool = fetch_pool.clone();
             let timeout = client.request_timeout() + cfg.max_wait;
             inflight.spawn(async move {
                 let result = async {
-                    let conn = client.node_connection_in(&pool, leader).await?;
+                    let conn = client.node_connection_in(&pool, node).await?;
                     Ok(conn.send_with_timeout(&req, timeout).await?)
                 }
                 .await;
-                Done {
-                    leader,
+                Outcome::Fetch(Done {
+                    node,
+                    full,
                     generation,
                     parts: idxs,
                     epochs,
                     topic_ids,
                     result,
-                }
+                })
             });
         }
         let next_retry = parts
@@ -345,9 +459,9 @@ pub(crate) async fn run(
             .filter(|p| !p.busy && !p.stopped && !p.removed)
             .filter_map(|p| p.retry_at)
             .min();
-        let done = tokio::select! {
+        let outcome = tokio::select! {
             Some(joined) = inflight.join_next(), if !inflight.is_empty() => match joined {
-                Ok(done) => Some(done),
+                Ok(outcome) => Some(outcome),
                 Err(_) => return, // a fetch task panicked or was cancelled at shutdown
             },
             _ = sleep_until_opt(next_retry) => None,
@@ -360,12 +474,28 @@ pub(crate) async fn run(
             }
             _ = tx.closed() => return,
         };
-        let Some(done) = done else { continue };
-        busy_leaders.remove(&done.leader);
-        for &i in &done.parts {
-            parts[i].busy = false;
-        }
-        if handle(&client, &cfg, &mut parts, done, &tx).await.is_err() {
+        let handled = match outcome {
+            None => continue,
+            Some(Outcome::Validate(done)) => {
+                for &i in &done.parts {
+                    parts[i].busy = false;
+                }
+                validate::handle(&client, &cfg, &mut parts, done, &tx).await
+            }
+            Some(Outcome::Fetch(done)) => {
+                busy_nodes.remove(&done.node);
+                for &i in &done.parts {
+                    parts[i].busy = false;
+                }
+                let session = sessions.entry(done.node).or_default();
+                match &done.result {
+                    Ok(resp) => session.on_response(resp.error_code, resp.session_id),
+                    Err(_) => session.on_failure(),
+                }
+                handle(&client, &cfg, &mut parts, done, &tx).await
+            }
+        };
+        if handled.is_err() {
             return;
         }
     }
@@ -386,32 +516,32 @@ fn backoff(p: &mut Part, cfg: &ConsumerConfig) {
     p.retry_at = Some(Instant::now() + Backoff::new(cfg.retry_backoff, cap).delay(p.failures));
 }
 
-fn build_request(
-    cfg: &ConsumerConfig,
-    parts: &[Part],
-    idxs: &[usize],
-    topic_ids: &[Uuid],
-) -> FetchRequest {
-    let mut topics: Vec<FetchTopic> = Vec::new();
-    for (k, &i) in idxs.iter().enumerate() {
-        let p = &parts[i];
-        let fp = FetchPartition {
-            partition: p.partition,
-            current_leader_epoch: -1,
-            fetch_offset: p.offset,
-            last_fetched_epoch: -1,
-            log_start_offset: -1,
-            partition_max_bytes: p.max_bytes,
-        };
-        match topics.iter_mut().find(|t| t.topic == *p.topic) {
-            Some(t) => t.partitions.push(fp),
-            None => topics.push(FetchTopic {
-                topic: p.topic.to_string(),
-                topic_id: topic_ids[k],
-                partitions: vec![fp],
-            }),
-        }
-    }
+/// What to fetch of the partitions `idxs` (KIP-320: with the leader epoch from
+/// metadata and the epoch of the last batch read).
+fn wants(parts: &[Part], idxs: &[usize], topic_ids: &[Uuid]) -> Vec<Want> {
+    idxs.iter()
+        .zip(topic_ids)
+        .map(|(&i, &topic_id)| {
+            let p = &parts[i];
+            Want {
+                topic: p.topic.clone(),
+                topic_id,
+                fetch: FetchPartition {
+                    partition: p.partition,
+                    current_leader_epoch: p.leader_epoch,
+                    fetch_offset: p.offset,
+                    last_fetched_epoch: p.last_epoch,
+                    log_start_offset: -1,
+                    partition_max_bytes: p.max_bytes,
+                },
+            }
+        })
+        .collect()
+}
+
+/// The Fetch request for `wants` in `session` (full or incremental, KIP-227).
+fn build_request(cfg: &ConsumerConfig, session: &mut FetchSession, wants: &[Want]) -> FetchRequest {
+    let built = session.build(wants);
     FetchRequest {
         cluster_id: None,
         replica_id: -1,
@@ -419,11 +549,11 @@ fn build_request(
         min_bytes: cfg.min_bytes,
         max_bytes: cfg.max_bytes,
         isolation_level: cfg.isolation_level.wire(),
-        session_id: 0,
-        session_epoch: -1,
-        topics,
-        forgotten_topics_data: Vec::new(),
-        rack_id: String::new(),
+        session_id: built.session_id,
+        session_epoch: built.session_epoch,
+        topics: built.topics,
+        forgotten_topics_data: built.forgotten,
+        rack_id: cfg.client_rack.clone(),
     }
 }
 
@@ -530,112 +660,186 @@ async fn handle(
     let resp = match done.result {
         Ok(resp) if resp.error_code == 0 => resp,
         other => {
-            if let Err(e) = &other {
-                tracing::debug!(leader = done.leader, error = %e, "fetch failed");
+            let session_error = match &other {
+                Err(e) => {
+                    tracing::debug!(node = done.node, error = %e, "fetch failed");
+                    false
+                }
+                Ok(resp) => {
+                    let code = ErrorCode::from_code(resp.error_code);
+                    tracing::debug!(node = done.node, %code, "fetch refused");
+                    matches!(
+                        code,
+                        ErrorCode::FetchSessionIdNotFound | ErrorCode::InvalidFetchSessionEpoch
+                    )
+                }
+            };
+            if session_error && !done.full {
+                // The session is gone or out of step (KIP-227): the next request,
+                // a full one, goes out at once.
+                return Ok(());
             }
-            client.invalidate_metadata(done.generation);
+            if !session_error {
+                client.invalidate_metadata(done.generation);
+            }
             for (k, &i) in done.parts.iter().enumerate() {
-                if parts[i].epoch == done.epochs[k] {
-                    backoff(&mut parts[i], cfg);
+                let p = &mut parts[i];
+                if p.epoch == done.epochs[k] {
+                    if p.preferred == Some(done.node) {
+                        // A failing preferred replica: back to the leader (KIP-392).
+                        p.preferred = None;
+                    }
+                    backoff(p, cfg);
                 }
             }
             return Ok(());
         }
     };
-    let mut answered = vec![false; done.parts.len()];
+    // Where each partition of the request is, by topic name and by topic id.
+    let mut by_name: HashMap<(&str, i32), usize> = HashMap::with_capacity(done.parts.len());
+    let mut by_id: HashMap<(Uuid, i32), usize> = HashMap::new();
+    for (k, &i) in done.parts.iter().enumerate() {
+        by_name.insert((&*parts[i].topic, parts[i].partition), k);
+        if done.topic_ids[k] != Uuid::ZERO {
+            by_id.insert((done.topic_ids[k], parts[i].partition), k);
+        }
+    }
+    let mut found: Vec<(usize, FetchResponsePartitionData)> = Vec::new();
     for t in resp.responses {
         for pd in t.partitions {
-            let Some(k) = done.parts.iter().enumerate().position(|(k, &i)| {
-                let p = &parts[i];
-                p.partition == pd.partition_index
-                    && (*p.topic == t.topic
-                        || (t.topic_id != Uuid::ZERO && t.topic_id == done.topic_ids[k]))
-            }) else {
-                continue;
-            };
-            if answered[k] {
-                continue;
-            }
-            answered[k] = true;
-            let part = &mut parts[done.parts[k]];
-            if part.epoch != done.epochs[k] || part.removed || part.stopped {
-                // Reassigned, sought or removed since the Fetch was built.
-                continue;
-            }
-            let code = ErrorCode::from_code(pd.error_code);
-            match code {
-                ErrorCode::None => {
-                    part.failures = 0;
-                    let data = pd.records.unwrap_or_default();
-                    let aborted = match cfg.isolation_level {
-                        IsolationLevel::ReadCommitted => {
-                            AbortedFilter::new(pd.aborted_transactions)
-                        }
-                        IsolationLevel::ReadUncommitted => AbortedFilter::default(),
-                    };
-                    consume(client, cfg, part, data, aborted, done.generation, tx).await?;
-                }
-                ErrorCode::OffsetOutOfRange => match cfg.offset_reset {
-                    OffsetReset::Fail => {
-                        part.stopped = true;
-                        emit(
-                            tx,
-                            part.epoch,
-                            ConsumerError::OffsetOutOfRange {
-                                topic: part.topic.to_string(),
-                                partition: part.partition,
-                                offset: part.offset,
-                            },
-                        )
-                        .await?;
-                    }
-                    reset => {
-                        let spec = if reset == OffsetReset::Latest {
-                            OffsetSpec::Latest
-                        } else {
-                            OffsetSpec::Earliest
-                        };
-                        let q = [(part.topic.to_string(), part.partition, spec)];
-                        match list_offsets(client, &q).await {
-                            Ok(found) => {
-                                let to = found.first().map_or(part.offset, |l| l.offset);
-                                tracing::info!(topic = %part.topic, partition = part.partition, from = part.offset, to, "offset out of range; reset");
-                                part.offset = to;
-                            }
-                            Err(e) if e.is_retriable() => backoff(part, cfg),
-                            Err(e) => {
-                                part.stopped = true;
-                                emit(tx, part.epoch, e.into()).await?;
-                            }
-                        }
-                    }
-                },
-                code if code.is_retriable() => {
-                    client.invalidate_metadata(done.generation);
-                    backoff(part, cfg);
-                }
-                code => {
-                    part.stopped = true;
-                    let topic = part.topic.to_string();
-                    let partition = part.partition;
-                    let error = match code {
-                        ErrorCode::TopicAuthorizationFailed => {
-                            ConsumerError::TopicAuthorizationFailed { topic, partition }
-                        }
-                        code => ConsumerError::Broker {
-                            topic,
-                            partition,
-                            code,
-                        },
-                    };
-                    emit(tx, part.epoch, error).await?;
-                }
+            let k = by_name
+                .get(&(t.topic.as_str(), pd.partition_index))
+                .or_else(|| {
+                    (t.topic_id != Uuid::ZERO)
+                        .then(|| by_id.get(&(t.topic_id, pd.partition_index)))
+                        .flatten()
+                })
+                .copied();
+            if let Some(k) = k {
+                found.push((k, pd));
             }
         }
     }
-    // Partitions left out of the response (the broker's size limit) are simply
-    // fetched again.
+    drop(by_name);
+    drop(by_id);
+    let mut answered = vec![false; done.parts.len()];
+    for (k, pd) in found {
+        if answered[k] {
+            continue;
+        }
+        answered[k] = true;
+        let part = &mut parts[done.parts[k]];
+        if part.epoch != done.epochs[k] || part.removed || part.stopped {
+            // Reassigned, sought or removed since the Fetch was built.
+            continue;
+        }
+        let from_replica = part.preferred == Some(done.node);
+        let code = ErrorCode::from_code(pd.error_code);
+        match code {
+            ErrorCode::None
+                if pd.diverging_epoch.epoch >= 0 || pd.diverging_epoch.end_offset >= 0 =>
+            {
+                // The log parted from what we read (KIP-320, Fetch v12+).
+                part.failures = 0;
+                let div = &pd.diverging_epoch;
+                validate::diverged(client, cfg, part, div.epoch, div.end_offset, tx).await?;
+            }
+            ErrorCode::None => {
+                part.failures = 0;
+                if pd.preferred_read_replica >= 0 && pd.preferred_read_replica != done.node {
+                    tracing::debug!(topic = %part.topic, partition = part.partition, replica = pd.preferred_read_replica, "fetching from the preferred read replica");
+                    part.preferred = Some(pd.preferred_read_replica);
+                    part.preferred_until = Some(Instant::now() + PREFERRED_REPLICA_LEASE);
+                }
+                let data = pd.records.unwrap_or_default();
+                let aborted = match cfg.isolation_level {
+                    IsolationLevel::ReadCommitted => AbortedFilter::new(pd.aborted_transactions),
+                    IsolationLevel::ReadUncommitted => AbortedFilter::default(),
+                };
+                consume(client, cfg, part, data, aborted, done.generation, tx).await?;
+            }
+            ErrorCode::OffsetOutOfRange if from_replica => {
+                // A follower may lag the leader or be ahead of what it knows
+                // of the high watermark: ask the leader, as Kafka's consumer
+                // does, before any reset.
+                part.preferred = None;
+            }
+            ErrorCode::OffsetOutOfRange => out_of_range(client, cfg, part, tx).await?,
+            code if code.is_retriable() => {
+                part.preferred = None;
+                client.invalidate_metadata(done.generation);
+                backoff(part, cfg);
+            }
+            code => {
+                part.stopped = true;
+                let topic = part.topic.to_string();
+                let partition = part.partition;
+                let error = match code {
+                    ErrorCode::TopicAuthorizationFailed => {
+                        ConsumerError::TopicAuthorizationFailed { topic, partition }
+                    }
+                    code => ConsumerError::Broker {
+                        topic,
+                        partition,
+                        code,
+                    },
+                };
+                emit(tx, part.epoch, error).await?;
+            }
+        }
+    }
+    // Partitions left out of the response (the broker's size limit, or unchanged
+    // in an incremental fetch) are simply fetched again.
     Ok(())
+}
+
+/// OFFSET_OUT_OF_RANGE from the leader: apply the reset policy.
+async fn out_of_range(
+    client: &Client,
+    cfg: &ConsumerConfig,
+    part: &mut Part,
+    tx: &Tx,
+) -> Result<(), Gone> {
+    let spec = match cfg.offset_reset {
+        OffsetReset::Fail => {
+            part.stopped = true;
+            return emit(
+                tx,
+                part.epoch,
+                ConsumerError::OffsetOutOfRange {
+                    topic: part.topic.to_string(),
+                    partition: part.partition,
+                    offset: part.offset,
+                },
+            )
+            .await;
+        }
+        OffsetReset::Latest => OffsetSpec::Latest,
+        OffsetReset::Earliest => OffsetSpec::Earliest,
+    };
+    let q = [(part.topic.to_string(), part.partition, spec)];
+    match list_offsets(client, &q).await {
+        Ok(found) => {
+            let to = found.first().map_or(part.offset, |l| l.offset);
+            tracing::info!(topic = %part.topic, partition = part.partition, from = part.offset, to, "offset out of range; reset");
+            part.offset = to;
+            part.last_epoch = found.first().map_or(-1, |l| l.leader_epoch);
+            part.validate = false;
+        }
+        Err(e) if e.is_retriable() => backoff(part, cfg),
+        Err(e) => {
+            part.stopped = true;
+            emit(tx, part.epoch, e.into()).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The position moved past a batch of leader epoch `epoch` (-1 for none).
+fn note_epoch(part: &mut Part, epoch: i32) {
+    if epoch >= 0 {
+        part.last_epoch = epoch;
+    }
 }
 
 /// Why [`consume`] stopped before the end of the fetched data.
@@ -710,6 +914,7 @@ async fn consume(
         }
         if batch.is_control() || skip {
             part.offset = batch.next_offset();
+            note_epoch(part, batch.partition_leader_epoch());
             progressed = true;
             continue;
         }
@@ -755,12 +960,14 @@ async fn consume(
                 key: r.key,
                 value: r.value,
                 headers: r.headers,
+                leader_epoch: batch.partition_leader_epoch().max(-1),
             };
             part.offset = r.offset.wrapping_add(1);
             pending.push(tx, part.epoch, record).await?;
         }
         pending.end_batch();
         part.offset = batch.next_offset();
+        note_epoch(part, batch.partition_leader_epoch());
         part.corrupt = 0;
         progressed = true;
     }

@@ -13,12 +13,29 @@
 //! ([`ConsumerBuilder::channel_capacity`]) and in bytes
 //! ([`ConsumerBuilder::max_buffered_bytes`]), which is what makes
 //! [`Consumer::recv`] cancel safe and applies backpressure to fetching.
+//!
+//! Fetches follow Kafka's consumer protocol features:
+//! - **KIP-320.** Fetch and ListOffsets carry the leader epoch from metadata, and
+//!   Fetch the epoch of the last batch read. After a leader change (or a
+//!   [`Consumer::seek_validated`], or a group member resuming from a commit, which
+//!   carries the epoch) the position is validated with OffsetForLeaderEpoch; a log
+//!   truncated below it is [`ConsumerError::LogTruncation`], and reading continues
+//!   from the divergence point.
+//! - **KIP-227.** Requests to one broker share a fetch session: after one full
+//!   request, only partitions whose fetch state changed are sent.
+//! - **KIP-392.** With [`ConsumerBuilder::client_rack`], a partition is fetched
+//!   from the replica the leader prefers for that rack.
+//!
+//! The assignment of a [`Consumer`] can change while it runs (add, remove, seek,
+//! pause, resume); output fetched before a change that no longer applies is
+//! dropped, never returned.
 
 mod aborted;
 mod budget;
 pub(crate) mod fetcher;
+mod session;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -31,6 +48,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use tokio::task::AbortHandle;
 
 use crate::client::{Client, ClientError};
+use crate::group::TopicPartition;
 use crate::offsets::{list_offsets_at, OffsetSpec};
 use crate::RecordHeader;
 
@@ -108,6 +126,10 @@ pub struct ConsumerRecord {
     pub value: Option<Bytes>,
     /// The headers, in order.
     pub headers: Vec<RecordHeader>,
+    /// The leader epoch of the record's batch (KIP-320), -1 if the batch has none.
+    /// Stored with a position (`offset + 1`), it lets
+    /// [`Consumer::seek_validated`] detect a log truncated below that position.
+    pub leader_epoch: i32,
 }
 
 /// Errors of the consumer, wrapping the cluster layer's [`ClientError`].
@@ -182,8 +204,35 @@ pub enum ConsumerError {
         /// The limit that applied to the batch.
         limit: usize,
     },
-    /// The consumer's background task has stopped (every partition failed, or the
-    /// runtime is shutting down).
+    /// The partition's log was truncated below the consumer's position (KIP-320):
+    /// after a leader change, the new leader's log ends the epoch of the last
+    /// record read at `divergence`, below `position` (typically an unclean leader
+    /// election). Records from `divergence` up to `position` that were returned
+    /// are no longer in the log. Fetching continues from `divergence` (the
+    /// records the new leader has there), except under [`OffsetReset::Fail`],
+    /// where the partition is no longer fetched until it is sought.
+    #[error("log of {topic}/{partition} truncated below the position {position}: continuing from {divergence}")]
+    LogTruncation {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+        /// The position (next offset to read) before the truncation was found.
+        position: i64,
+        /// Where the consumer's log and the leader's part: the new position.
+        divergence: i64,
+    },
+    /// The partition is not assigned to this consumer.
+    #[error("{topic}/{partition} is not assigned to this consumer")]
+    NotAssigned {
+        /// The topic.
+        topic: String,
+        /// The partition.
+        partition: i32,
+    },
+    /// The consumer's background task has stopped (the runtime is shutting down),
+    /// or no assigned partition is left to fetch (every one failed, or none is
+    /// assigned).
     #[error("the consumer is closed")]
     Closed,
 }
@@ -206,6 +255,7 @@ pub(crate) struct ConsumerConfig {
     pub(crate) max_decompressed_bytes: usize,
     pub(crate) max_buffered_bytes: usize,
     pub(crate) isolation_level: IsolationLevel,
+    pub(crate) client_rack: String,
 }
 
 impl Default for ConsumerConfig {
@@ -223,6 +273,7 @@ impl Default for ConsumerConfig {
             max_decompressed_bytes: DEFAULT_MEMORY_BOUND,
             max_buffered_bytes: DEFAULT_MEMORY_BOUND,
             isolation_level: IsolationLevel::ReadUncommitted,
+            client_rack: String::new(),
         }
     }
 }
@@ -282,6 +333,17 @@ impl ConsumerBuilder {
     /// stable offset.
     pub fn isolation_level(mut self, level: IsolationLevel) -> Self {
         self.config.isolation_level = level;
+        self
+    }
+
+    /// The rack this consumer runs in (Kafka's `client.rack`, KIP-392; default
+    /// none). Sent with every Fetch (v11+); a broker with a rack-aware replica
+    /// selector may then name a replica in the same rack as the preferred read
+    /// replica, which the consumer fetches from until that replica fails, the
+    /// partition's leader changes or 5 minutes pass (Kafka's default
+    /// `metadata.max.age.ms`), then from the leader again.
+    pub fn client_rack(mut self, rack: impl Into<String>) -> Self {
+        self.config.client_rack = rack.into();
         self
     }
 
@@ -347,62 +409,124 @@ impl ConsumerBuilder {
     ///
     /// Cancel safe: nothing has started until this returns.
     pub async fn build(self) -> Result<Consumer, ConsumerError> {
-        let queries: Vec<(String, i32, OffsetSpec)> = self
-            .assignments
-            .iter()
-            .filter_map(|(t, p, s)| {
-                let spec = match s {
-                    StartOffset::Earliest => OffsetSpec::Earliest,
-                    StartOffset::Latest => OffsetSpec::Latest,
-                    StartOffset::Timestamp(ts) => OffsetSpec::Timestamp(*ts),
-                    StartOffset::Offset(_) => return None,
-                };
-                Some((t.clone(), *p, spec))
-            })
-            .collect();
         let isolation = self.config.isolation_level;
-        let mut listed = list_offsets_at(&self.client, &queries, isolation)
-            .await?
-            .into_iter();
-        let mut resolved = Vec::with_capacity(self.assignments.len());
-        let mut latest_fallback = Vec::new();
-        for (topic, partition, start) in &self.assignments {
-            let offset = match start {
-                StartOffset::Offset(o) => *o,
-                _ => listed.next().map_or(-1, |l| l.offset),
-            };
-            if offset < 0 {
-                // No record at or after the timestamp: start at the end.
-                latest_fallback.push(resolved.len());
-            }
-            resolved.push((topic.clone(), *partition, offset));
-        }
-        if !latest_fallback.is_empty() {
-            let q: Vec<(String, i32, OffsetSpec)> = latest_fallback
-                .iter()
-                .map(|&i| (resolved[i].0.clone(), resolved[i].1, OffsetSpec::Latest))
-                .collect();
-            let ends = list_offsets_at(&self.client, &q, isolation).await?;
-            for (&i, end) in latest_fallback.iter().zip(ends) {
-                resolved[i].2 = end.offset.max(0);
-            }
-        }
+        let offsets = resolve_starts(&self.client, isolation, &self.assignments).await?;
         // Records travel in chunks, so one channel operation carries many; at most
         // `channel_capacity` records wait in the channel, plus one chunk in `buf`.
-        let (tx, rx) = fetcher::Tx::chunks(&self.config);
-        let task =
-            tokio::spawn(fetcher::run(self.client, self.config, resolved, None, tx)).abort_handle();
-        Ok(Consumer {
+        let (tx, rx) = fetcher::Tx::stamped(&self.config);
+        let (commands, commands_rx) = mpsc::unbounded_channel();
+        let task = tokio::spawn(fetcher::run(
+            self.client.clone(),
+            self.config.clone(),
+            Vec::new(),
+            Some(commands_rx),
+            tx,
+        ))
+        .abort_handle();
+        let mut consumer = Consumer {
             rx,
             buf: VecDeque::new(),
+            buf_epoch: 0,
             charge: None,
+            client: self.client,
+            isolation,
+            offset_reset: self.config.offset_reset,
+            commands,
+            parts: HashMap::new(),
+            next_epoch: 1,
             task,
-        })
+        };
+        // Each partition starts under its own epoch (the fetch task applies these
+        // before its first fetch).
+        for ((topic, partition, _), offset) in self.assignments.into_iter().zip(offsets) {
+            let tp = TopicPartition::new(topic, partition);
+            if consumer.parts.contains_key(&tp) {
+                continue;
+            }
+            consumer.insert(tp, offset);
+        }
+        Ok(consumer)
     }
+}
+
+/// Start offsets of `assignments`, in order: ListOffsets for all but
+/// [`StartOffset::Offset`], and the log end where a timestamp finds no record.
+async fn resolve_starts(
+    client: &Client,
+    isolation: IsolationLevel,
+    assignments: &[(String, i32, StartOffset)],
+) -> Result<Vec<i64>, ConsumerError> {
+    let queries: Vec<(String, i32, OffsetSpec)> = assignments
+        .iter()
+        .filter_map(|(t, p, s)| {
+            let spec = match s {
+                StartOffset::Earliest => OffsetSpec::Earliest,
+                StartOffset::Latest => OffsetSpec::Latest,
+                StartOffset::Timestamp(ts) => OffsetSpec::Timestamp(*ts),
+                StartOffset::Offset(_) => return None,
+            };
+            Some((t.clone(), *p, spec))
+        })
+        .collect();
+    let mut listed = if queries.is_empty() {
+        Vec::new().into_iter()
+    } else {
+        list_offsets_at(client, &queries, isolation)
+            .await?
+            .into_iter()
+    };
+    let mut resolved = Vec::with_capacity(assignments.len());
+    let mut latest_fallback = Vec::new();
+    for (topic, partition, start) in assignments {
+        let offset = match start {
+            StartOffset::Offset(o) => (*o).max(0),
+            _ => listed.next().map_or(-1, |l| l.offset),
+        };
+        if offset < 0 {
+            // No record at or after the timestamp: start at the end.
+            latest_fallback.push((resolved.len(), topic.clone(), *partition));
+        }
+        resolved.push(offset);
+    }
+    if !latest_fallback.is_empty() {
+        let q: Vec<(String, i32, OffsetSpec)> = latest_fallback
+            .iter()
+            .map(|(_, t, p)| (t.clone(), *p, OffsetSpec::Latest))
+            .collect();
+        let ends = list_offsets_at(client, &q, isolation).await?;
+        for ((i, _, _), end) in latest_fallback.iter().zip(ends) {
+            resolved[*i] = end.offset.max(0);
+        }
+    }
+    Ok(resolved)
+}
+
+/// The consumer's view of one assigned partition.
+#[derive(Debug)]
+struct Assigned {
+    /// Stamped by the fetch task on everything it emits for the partition since
+    /// the last (re)start; output of other epochs is dropped.
+    epoch: u64,
+    /// The next offset `recv` returns.
+    position: i64,
+    /// The leader epoch of the record before `position` (the last returned, or
+    /// given to `seek_validated`), -1 if unknown.
+    last_epoch: i32,
+    /// Not fetched or returned until resumed.
+    paused: bool,
+    /// Stopped by an error; fetched again only after a seek.
+    failed: bool,
 }
 
 /// Reads records of assigned partitions. Records of one partition come in offset
 /// order; partitions interleave.
+///
+/// The assignment can change while the consumer runs
+/// ([`add_partitions`](Self::add_partitions),
+/// [`remove_partitions`](Self::remove_partitions), [`assign`](Self::assign)), and
+/// each partition can be re-positioned ([`seek`](Self::seek)) or paused
+/// ([`pause`](Self::pause), [`resume`](Self::resume)). Records fetched before such
+/// a change that no longer apply are dropped, never returned.
 ///
 /// Dropping the consumer stops its background fetch task.
 ///
@@ -419,17 +543,26 @@ impl ConsumerBuilder {
 /// # Ok(()) }
 /// ```
 pub struct Consumer {
-    rx: mpsc::Receiver<fetcher::Chunk>,
+    rx: mpsc::Receiver<fetcher::StampedChunk>,
     /// Records of the chunk taken out last, not yet returned.
     buf: VecDeque<ConsumerRecord>,
+    /// The epoch `buf`'s records were stamped with.
+    buf_epoch: u64,
     /// The byte budget `buf`'s chunk holds; released with its last record.
     charge: Option<OwnedSemaphorePermit>,
+    client: Client,
+    isolation: IsolationLevel,
+    offset_reset: OffsetReset,
+    commands: mpsc::UnboundedSender<fetcher::FetchCommand>,
+    parts: HashMap<TopicPartition, Assigned>,
+    next_epoch: u64,
     task: AbortHandle,
 }
 
 impl fmt::Debug for Consumer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Consumer")
+            .field("assigned", &self.parts.len())
             .field("buffered", &self.buf.len())
             .field("chunks", &self.rx.len())
             .finish_non_exhaustive()
@@ -454,6 +587,8 @@ impl Consumer {
 
     /// The next record, or an error about one partition (see [`ConsumerError`]);
     /// after a partition's error the others keep flowing.
+    /// [`ConsumerError::Closed`] once no assigned partition is left to fetch
+    /// (every one failed, or none is assigned) and nothing is buffered.
     ///
     /// # Cancel safety
     ///
@@ -468,36 +603,327 @@ impl Consumer {
             .unwrap_or(Err(ConsumerError::Closed))
     }
 
+    /// The partitions currently assigned, sorted.
+    pub fn assignment(&self) -> Vec<TopicPartition> {
+        let mut v: Vec<TopicPartition> = self.parts.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    /// The next offset [`recv`](Self::recv) returns for `partition`; `None` if it
+    /// is not assigned.
+    pub fn position(&self, partition: &TopicPartition) -> Option<i64> {
+        self.parts.get(partition).map(|p| p.position)
+    }
+
+    /// Continues `partition` at `offset`: the next record returned for it is the
+    /// one at `offset` (or the first after it). Records already fetched past the old
+    /// position are dropped. A partition stopped by an error is fetched again.
+    /// Takes effect at once (no await, so nothing to cancel).
+    pub fn seek(&mut self, partition: &TopicPartition, offset: i64) -> Result<(), ConsumerError> {
+        self.seek_validated(partition, offset, -1)
+    }
+
+    /// Like [`seek`](Self::seek), for a position whose record before it had leader
+    /// epoch `leader_epoch` ([`ConsumerRecord::leader_epoch`] of the record at
+    /// `offset - 1`, say, stored with the offset), as Kafka's consumer seeks to an
+    /// `OffsetAndMetadata` with a leader epoch: the position is validated against
+    /// the leader's log first (KIP-320, OffsetForLeaderEpoch), so a log truncated
+    /// below `offset` since then is reported as [`ConsumerError::LogTruncation`]
+    /// and reading continues from the divergence point. A negative epoch is a plain
+    /// `seek`. Takes effect at once (no await, so nothing to cancel).
+    pub fn seek_validated(
+        &mut self,
+        partition: &TopicPartition,
+        offset: i64,
+        leader_epoch: i32,
+    ) -> Result<(), ConsumerError> {
+        let Some(st) = self.parts.get_mut(partition) else {
+            return Err(ConsumerError::NotAssigned {
+                topic: partition.topic.to_string(),
+                partition: partition.partition,
+            });
+        };
+        st.position = offset.max(0);
+        st.last_epoch = leader_epoch.max(-1);
+        st.failed = false;
+        self.restart(partition);
+        Ok(())
+    }
+
+    /// Stops returning and fetching records of `partitions` until
+    /// [`resume`](Self::resume); their positions are kept. Partitions not assigned
+    /// are ignored. While every assigned partition is paused, `recv` waits.
+    pub fn pause(&mut self, partitions: &[TopicPartition]) {
+        for tp in partitions {
+            if let Some(st) = self.parts.get_mut(tp) {
+                if !st.paused {
+                    st.paused = true;
+                    self.restart(tp);
+                }
+            }
+        }
+    }
+
+    /// Resumes paused `partitions` from their positions. A position whose last
+    /// record's leader epoch is known is validated first (KIP-320), so a log
+    /// truncated while the partition was paused is reported as
+    /// [`ConsumerError::LogTruncation`].
+    pub fn resume(&mut self, partitions: &[TopicPartition]) {
+        for tp in partitions {
+            if let Some(st) = self.parts.get_mut(tp) {
+                if st.paused {
+                    st.paused = false;
+                    self.restart(tp);
+                }
+            }
+        }
+    }
+
+    /// The paused partitions, sorted.
+    pub fn paused(&self) -> Vec<TopicPartition> {
+        let mut v: Vec<TopicPartition> = self
+            .parts
+            .iter()
+            .filter(|(_, s)| s.paused)
+            .map(|(tp, _)| tp.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Adds partitions to the assignment, each from its start (a partition already
+    /// assigned is re-positioned there, and resumed).
+    ///
+    /// # Cancel safety
+    ///
+    /// Cancel safe: start offsets are resolved first (ListOffsets), and the
+    /// assignment changes only after every one is found, without awaiting; a
+    /// dropped future changes nothing.
+    pub async fn add_partitions(
+        &mut self,
+        partitions: impl IntoIterator<Item = (TopicPartition, StartOffset)>,
+    ) -> Result<(), ConsumerError> {
+        let list: Vec<(String, i32, StartOffset)> = partitions
+            .into_iter()
+            .map(|(tp, s)| (tp.topic.to_string(), tp.partition, s))
+            .collect();
+        let offsets = resolve_starts(&self.client, self.isolation, &list).await?;
+        for ((topic, partition, _), offset) in list.into_iter().zip(offsets) {
+            self.insert(TopicPartition::new(topic, partition), offset);
+        }
+        Ok(())
+    }
+
+    /// Removes partitions from the assignment: they are no longer fetched, and
+    /// records of them already fetched are dropped. Partitions not assigned are
+    /// ignored. Takes effect at once (no await, so nothing to cancel).
+    pub fn remove_partitions(&mut self, partitions: &[TopicPartition]) {
+        for tp in partitions {
+            if self.parts.remove(tp).is_some() {
+                let _ = self.commands.send(fetcher::FetchCommand::Remove {
+                    topic: tp.topic.clone(),
+                    partition: tp.partition,
+                });
+            }
+        }
+    }
+
+    /// Replaces the assignment with `partitions`: those already assigned keep their
+    /// position (the start given is ignored for them), new ones start at theirs,
+    /// and the rest are removed.
+    ///
+    /// # Cancel safety
+    ///
+    /// As for [`add_partitions`](Self::add_partitions): nothing changes until the
+    /// new partitions' start offsets are all found.
+    pub async fn assign(
+        &mut self,
+        partitions: impl IntoIterator<Item = (TopicPartition, StartOffset)>,
+    ) -> Result<(), ConsumerError> {
+        let wanted: Vec<(TopicPartition, StartOffset)> = partitions.into_iter().collect();
+        let new: Vec<(String, i32, StartOffset)> = wanted
+            .iter()
+            .filter(|(tp, _)| !self.parts.contains_key(tp))
+            .map(|(tp, s)| (tp.topic.to_string(), tp.partition, *s))
+            .collect();
+        let offsets = resolve_starts(&self.client, self.isolation, &new).await?;
+        let gone: Vec<TopicPartition> = self
+            .parts
+            .keys()
+            .filter(|tp| !wanted.iter().any(|(w, _)| w == *tp))
+            .cloned()
+            .collect();
+        self.remove_partitions(&gone);
+        for ((topic, partition, _), offset) in new.into_iter().zip(offsets) {
+            let tp = TopicPartition::new(topic, partition);
+            if self.parts.contains_key(&tp) {
+                continue; // listed twice
+            }
+            self.insert(tp, offset);
+        }
+        Ok(())
+    }
+
+    /// Assigns `tp` (again) from `offset` and starts fetching it.
+    fn insert(&mut self, tp: TopicPartition, offset: i64) {
+        self.parts.insert(
+            tp.clone(),
+            Assigned {
+                epoch: 0,
+                position: offset,
+                last_epoch: -1,
+                paused: false,
+                failed: false,
+            },
+        );
+        self.restart(&tp);
+    }
+
+    /// (Re)starts fetching `tp` at its position under a new epoch, or stops it if
+    /// paused or failed.
+    fn restart(&mut self, tp: &TopicPartition) {
+        let epoch = self.next_epoch;
+        self.next_epoch += 1;
+        let Some(st) = self.parts.get_mut(tp) else {
+            return;
+        };
+        st.epoch = epoch;
+        let cmd = if st.paused || st.failed {
+            fetcher::FetchCommand::Remove {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+            }
+        } else {
+            fetcher::FetchCommand::Assign {
+                topic: tp.topic.clone(),
+                partition: tp.partition,
+                offset: st.position,
+                epoch,
+                last_epoch: st.last_epoch,
+            }
+        };
+        let _ = self.commands.send(cmd);
+    }
+
+    /// The assigned partition a record or error of `epoch` belongs to, if it is
+    /// still current (same epoch, not paused).
+    fn current(&mut self, topic: &Arc<str>, partition: i32, epoch: u64) -> Option<&mut Assigned> {
+        let tp = TopicPartition {
+            topic: topic.clone(),
+            partition,
+        };
+        self.parts
+            .get_mut(&tp)
+            .filter(|st| st.epoch == epoch && !st.paused)
+    }
+
+    /// Whether any assigned partition may still yield something.
+    fn live(&self) -> bool {
+        self.parts.values().any(|p| !p.failed)
+    }
+
     /// The next buffered record, else the first of the next chunk (the rest are
-    /// buffered), an error, or `None` once the fetch task has stopped.
+    /// buffered), an error, or `None` once the fetch task has stopped or nothing
+    /// is left to fetch.
     fn poll_one(
         &mut self,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<ConsumerRecord, ConsumerError>>> {
         loop {
-            if let Some(record) = self.buf.pop_front() {
+            while let Some(record) = self.buf.pop_front() {
                 if self.buf.is_empty() {
                     self.charge = None;
                 }
-                return Poll::Ready(Some(Ok(record)));
+                let epoch = self.buf_epoch;
+                // The fetch task yields each partition in offset order from its
+                // position, which may move (a reset, a truncation): the epoch alone
+                // tells what is current.
+                if let Some(st) = self.current(&record.topic, record.partition, epoch) {
+                    st.position = record.offset + 1;
+                    st.last_epoch = record.leader_epoch;
+                    return Poll::Ready(Some(Ok(record)));
+                }
             }
             self.charge = None;
-            match std::task::ready!(self.rx.poll_recv(cx)) {
-                Some(Ok(chunk)) => {
+            let polled = self.rx.poll_recv(cx);
+            if polled.is_pending() && !self.live() {
+                return Poll::Ready(None);
+            }
+            match std::task::ready!(polled) {
+                Some(fetcher::StampedChunk {
+                    epoch,
+                    item: Ok(chunk),
+                }) => {
                     self.buf = VecDeque::from(chunk.records);
+                    self.buf_epoch = epoch;
                     self.charge = Some(chunk.charge);
                 }
-                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                Some(fetcher::StampedChunk {
+                    epoch,
+                    item: Err(e),
+                }) => {
+                    if let Some(e) = self.accept_error(epoch, e) {
+                        return Poll::Ready(Some(Err(e)));
+                    }
+                }
                 None => return Poll::Ready(None),
             }
         }
+    }
+
+    /// Applies an error the fetch task stamped with `epoch` to its partition's
+    /// state; `None` if it is stale.
+    fn accept_error(&mut self, epoch: u64, e: ConsumerError) -> Option<ConsumerError> {
+        let fail_on_truncation = self.offset_reset == OffsetReset::Fail;
+        let (topic, partition) = match &e {
+            ConsumerError::CorruptBatch {
+                topic, partition, ..
+            }
+            | ConsumerError::OffsetOutOfRange {
+                topic, partition, ..
+            }
+            | ConsumerError::TopicAuthorizationFailed { topic, partition }
+            | ConsumerError::Broker {
+                topic, partition, ..
+            }
+            | ConsumerError::BatchTooLarge {
+                topic, partition, ..
+            }
+            | ConsumerError::LogTruncation {
+                topic, partition, ..
+            } => (Arc::<str>::from(topic.as_str()), *partition),
+            // Errors about no one partition (a failed leader lookup) stop the
+            // partition whose epoch they carry.
+            _ => {
+                let st = self
+                    .parts
+                    .values_mut()
+                    .find(|st| st.epoch == epoch && !st.paused)?;
+                st.failed = true;
+                return Some(e);
+            }
+        };
+        let st = self.current(&topic, partition, epoch)?;
+        match &e {
+            ConsumerError::LogTruncation { divergence, .. } => {
+                st.position = *divergence;
+                // Unknown here (the fetch task knows it): a later restart
+                // (resume) just does not validate again.
+                st.last_epoch = -1;
+                st.failed = fail_on_truncation;
+            }
+            _ => st.failed = true,
+        }
+        Some(e)
     }
 }
 
 impl futures_core::Stream for Consumer {
     type Item = Result<ConsumerRecord, ConsumerError>;
 
-    /// Like [`Consumer::recv`]; the stream ends when the background task stops.
+    /// Like [`Consumer::recv`]; the stream ends when the background task stops or
+    /// nothing is left to fetch.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         self.poll_one(cx)
     }

@@ -44,6 +44,11 @@ pub(crate) struct State {
     /// OffsetCommit, or found by OffsetFetch). Never decreases while the partition is
     /// owned.
     pub(crate) committed: HashMap<TopicPartition, i64>,
+    /// The leader epoch of the record before a position or committed offset
+    /// (KIP-320), with that offset: committed with it (OffsetCommit
+    /// `committed_leader_epoch`), and used to validate a position resumed from a
+    /// committed offset. Applies only while its offset is the one meant.
+    pub(crate) leader_epochs: HashMap<TopicPartition, (i64, i32)>,
     /// Set once, when the membership task stops for good.
     pub(crate) fatal: Option<GroupError>,
 }
@@ -114,6 +119,7 @@ impl Shared {
                 owned: BTreeSet::new(),
                 positions: HashMap::new(),
                 committed: HashMap::new(),
+                leader_epochs: HashMap::new(),
                 fatal: None,
             }),
             commit_lock: tokio::sync::Mutex::new(()),
@@ -282,8 +288,16 @@ impl Shared {
                     *e = (*e).max(offset);
                 }
             }
-            (st.generation, st.member_id.clone(), chosen)
+            let epochs: HashMap<TopicPartition, i32> = chosen
+                .iter()
+                .filter_map(|(tp, offset)| match st.leader_epochs.get(tp) {
+                    Some(&(o, e)) if o == *offset => Some((tp.clone(), e)),
+                    _ => None,
+                })
+                .collect();
+            (st.generation, st.member_id.clone(), (chosen, epochs))
         };
+        let (chosen, epochs) = chosen;
         tracing::trace!(group = %self.group_id, candidates = ?offsets.map(|o| o.len()), chosen = chosen.len(), generation, "commit");
         if chosen.is_empty() {
             return Ok(());
@@ -302,7 +316,7 @@ impl Shared {
             let p = OffsetCommitRequestPartition {
                 partition_index: tp.partition,
                 committed_offset: offset,
-                committed_leader_epoch: -1,
+                committed_leader_epoch: epochs.get(tp).copied().unwrap_or(-1),
                 commit_timestamp: -1,
                 committed_metadata: None,
             };
@@ -400,11 +414,14 @@ impl Shared {
         let deadline = Instant::now() + self.client.request_timeout();
         loop {
             let err = match self.fetch_committed_once(partitions).await {
-                Ok(found) => {
+                Ok((found, epochs)) => {
                     let mut st = self.lock();
                     for (tp, &offset) in &found {
                         let e = st.committed.entry(tp.clone()).or_insert(offset);
                         *e = (*e).max(offset);
+                    }
+                    for (tp, offset, epoch) in epochs {
+                        st.leader_epochs.insert(tp, (offset, epoch));
                     }
                     return Ok(found);
                 }
@@ -421,7 +438,7 @@ impl Shared {
     async fn fetch_committed_once(
         &self,
         partitions: &[TopicPartition],
-    ) -> Result<HashMap<TopicPartition, i64>, GroupError> {
+    ) -> Result<CommittedOffsets, GroupError> {
         let mut by_topic: BTreeMap<&str, Vec<i32>> = BTreeMap::new();
         for tp in partitions {
             by_topic.entry(&tp.topic).or_default().push(tp.partition);
@@ -464,8 +481,8 @@ impl Shared {
                 return Err(ClientError::from(e).into());
             }
         };
-        // (topic, partition, offset, error) from either layout.
-        let mut rows: Vec<(String, i32, i64, i16)> = Vec::new();
+        // (topic, partition, offset, leader epoch, error) from either layout.
+        let mut rows: Vec<(String, i32, i64, i32, i16)> = Vec::new();
         let group_code = if version >= 8 {
             let g = resp
                 .groups
@@ -479,6 +496,7 @@ impl Shared {
                                 t.name.clone(),
                                 p.partition_index,
                                 p.committed_offset,
+                                p.committed_leader_epoch,
                                 p.error_code,
                             ));
                         }
@@ -494,6 +512,7 @@ impl Shared {
                         t.name.clone(),
                         p.partition_index,
                         p.committed_offset,
+                        p.committed_leader_epoch,
                         p.error_code,
                     ));
                 }
@@ -502,7 +521,8 @@ impl Shared {
         };
         let mut worst = ErrorCode::from_code(group_code);
         let mut found = HashMap::new();
-        for (topic, partition, offset, code) in rows {
+        let mut epochs = Vec::new();
+        for (topic, partition, offset, epoch, code) in rows {
             let code = ErrorCode::from_code(code);
             if code != ErrorCode::None {
                 if worst == ErrorCode::None {
@@ -511,11 +531,15 @@ impl Shared {
                 continue;
             }
             if offset >= 0 {
-                found.insert(TopicPartition::new(topic.as_str(), partition), offset);
+                let tp = TopicPartition::new(topic.as_str(), partition);
+                if epoch >= 0 {
+                    epochs.push((tp.clone(), offset, epoch));
+                }
+                found.insert(tp, offset);
             }
         }
         match worst {
-            ErrorCode::None => Ok(found),
+            ErrorCode::None => Ok((found, epochs)),
             code @ (ErrorCode::NotCoordinator
             | ErrorCode::CoordinatorNotAvailable
             | ErrorCode::CoordinatorLoadInProgress) => {
@@ -532,6 +556,12 @@ impl Shared {
         }
     }
 }
+
+/// Committed offsets found, and the leader epochs committed with them.
+type CommittedOffsets = (
+    HashMap<TopicPartition, i64>,
+    Vec<(TopicPartition, i64, i32)>,
+);
 
 fn retry_or_fail(e: GroupError) -> CommitAttempt {
     if e.is_retriable() {

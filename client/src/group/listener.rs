@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use crate::consumer::fetcher::FetchCommand;
 use crate::consumer::IsolationLevel;
-use crate::consumer::{ConsumerRecord, OffsetReset};
+use crate::consumer::{ConsumerError, ConsumerRecord, OffsetReset};
 use crate::offsets::{list_offsets_at, OffsetSpec};
 
 use super::assignor::TopicPartition;
@@ -95,6 +95,9 @@ pub(super) struct PartState {
     pub(super) paused: bool,
     /// No committed offset under [`OffsetReset::Fail`]: waits for a seek.
     pub(super) failed: bool,
+    /// The leader epoch of the record before `position` (the last returned, or
+    /// committed with the offset resumed from), -1 if unknown (KIP-320).
+    pub(super) last_epoch: i32,
 }
 
 /// A group member's identity in its generation, as the transactional producer
@@ -212,8 +215,14 @@ impl RebalanceContext {
     /// Turns the last returned record into a finished position.
     pub(super) fn release_pending(&mut self) {
         if let Some((tp, next)) = self.pending.take() {
-            if self.parts.contains_key(&tp) {
-                self.shared.lock().positions.insert(tp, next);
+            if let Some(st) = self.parts.get(&tp) {
+                let mut shared = self.shared.lock();
+                if st.last_epoch >= 0 {
+                    shared
+                        .leader_epochs
+                        .insert(tp.clone(), (next, st.last_epoch));
+                }
+                shared.positions.insert(tp, next);
             }
         }
     }
@@ -233,6 +242,8 @@ impl RebalanceContext {
                     partition: tp.partition,
                     offset,
                     epoch,
+                    // Known: the position is validated first (KIP-320).
+                    last_epoch: st.last_epoch,
                 });
             }
             _ => {
@@ -256,6 +267,7 @@ impl RebalanceContext {
         };
         st.position = Some(offset.max(0));
         st.failed = false;
+        st.last_epoch = -1;
         if self.pending.as_ref().is_some_and(|(tp, _)| tp == partition) {
             self.pending = None;
         }
@@ -364,8 +376,33 @@ impl RebalanceContext {
             return None;
         }
         st.position = Some(record.offset + 1);
+        st.last_epoch = record.leader_epoch;
         self.pending = Some((tp, record.offset + 1));
         Some(record)
+    }
+
+    /// Follows the fetch task back to the divergence point after a log truncation
+    /// (KIP-320), so that the new leader's records from there are returned.
+    pub(super) fn note_truncation(&mut self, e: &ConsumerError) {
+        let ConsumerError::LogTruncation {
+            topic,
+            partition,
+            divergence,
+            ..
+        } = e
+        else {
+            return;
+        };
+        let tp = TopicPartition::new(topic.as_str(), *partition);
+        let Some(st) = self.parts.get_mut(&tp) else {
+            return;
+        };
+        st.position = Some(*divergence);
+        st.last_epoch = -1;
+        if self.pending.as_ref().is_some_and(|(p, _)| *p == tp) {
+            self.pending = None;
+        }
+        self.shared.lock().positions.insert(tp, *divergence);
     }
 
     /// Whether an error the fetch task stamped with `epoch` is still current.
@@ -432,6 +469,12 @@ impl RebalanceContext {
                 Some(&offset) => {
                     tracing::debug!(partition = %tp, offset, committed = committed.contains_key(tp), "start position");
                     st.position = Some(offset);
+                    // The leader epoch committed with the offset, if any: the
+                    // fetch task validates the position with it (KIP-320).
+                    st.last_epoch = match self.shared.lock().leader_epochs.get(tp) {
+                        Some(&(o, e)) if committed.get(tp) == Some(&offset) && o == offset => e,
+                        _ => -1,
+                    };
                     self.shared.lock().positions.insert(tp.clone(), offset);
                     self.restart_fetch(tp);
                 }
@@ -465,6 +508,7 @@ impl RebalanceContext {
             st.owned.remove(tp);
             st.positions.remove(tp);
             st.committed.remove(tp);
+            st.leader_epochs.remove(tp);
         }
     }
 }

@@ -280,6 +280,7 @@ impl GroupConsumer {
                     }
                     Some(StampedChunk { epoch, item: Err(e) }) => {
                         if self.ctx.accepts_error(epoch) {
+                            self.ctx.note_truncation(&e);
                             return Err(e.into());
                         }
                     }
@@ -317,6 +318,7 @@ impl GroupConsumer {
                             position: None,
                             paused: false,
                             failed: false,
+                            last_epoch: -1,
                         },
                     );
                 }

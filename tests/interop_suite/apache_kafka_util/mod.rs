@@ -376,6 +376,8 @@ num.recovery.threads.per.data.dir=1
 log.cleaner.enable=false
 broker.heartbeat.interval.ms=500
 broker.session.timeout.ms=4000
+broker.rack=rack-{id}
+replica.selector.class=org.apache.kafka.common.replica.RackAwareReplicaSelector
 {security}",
         data = data.display()
     )

@@ -21,6 +21,8 @@
 //!   against Apache Kafka and baton-broker alike, with their history check;
 //! - [`cluster`]: a client on a `Cluster`, and the check of what a consumer read
 //!   against the acknowledged records;
+//! - [`fetch_tap`]: a proxy in front of one broker that logs every Fetch
+//!   request's session, partitions and rack id;
 //! - [`proxy`]: a broker behind a recording (and response-losing, rewriting,
 //!   holding) proxy, with a client connected through it;
 //! - [`security`]: a test PKI as PEM files, the SASL users of the security
@@ -37,6 +39,7 @@ pub mod client;
 pub mod cluster;
 pub mod consumer_group;
 pub mod exactly_once;
+pub mod fetch_tap;
 pub mod payload;
 pub mod proxy;
 pub mod security;
