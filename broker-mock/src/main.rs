@@ -270,6 +270,22 @@ fn cluster_limits(flags: &Flags) -> Result<BrokerLimits, String> {
     Ok(limits)
 }
 
+/// Prints a line announcing where the process listens. Whoever started the process
+/// may stop reading its stdout once it has the address it wanted (a test reading
+/// the first line, `| head -1`): the write then fails with a broken pipe, and the
+/// process keeps serving instead of panicking as `println!` would.
+fn announce(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out
+        .write_fmt(line)
+        .and_then(|()| out.write_all(b"\n"))
+        .and_then(|()| out.flush())
+    {
+        tracing::info!(error = %e, "stdout is closed; the address is not announced");
+    }
+}
+
 async fn wait_for_signal() {
     #[cfg(unix)]
     {
@@ -406,7 +422,10 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
                 let c = ControllerServer::start(opts)
                     .await
                     .map_err(|e| e.to_string())?;
-                println!("baton-broker controller listening on {}", c.local_addr());
+                announce(format_args!(
+                    "baton-broker controller listening on {}",
+                    c.local_addr()
+                ));
                 wait_for_signal().await;
                 tracing::info!("signal received, stopping the controller");
                 c.shutdown().await;
@@ -461,7 +480,10 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
             init_logging(flags.get("--log-level"))?;
             runtime()?.block_on(async move {
                 let node = Node::start(opts).await.map_err(|e| e.to_string())?;
-                println!("baton-broker node {id} listening on {}", node.local_addr());
+                announce(format_args!(
+                    "baton-broker node {id} listening on {}",
+                    node.local_addr()
+                ));
                 wait_for_signal().await;
                 tracing::info!("signal received, controlled shutdown");
                 node.stop().await;
@@ -515,11 +537,14 @@ fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<()
             init_logging(flags.get("--log-level"))?;
             runtime()?.block_on(async move {
                 let cluster = b.start().await.map_err(|e| e.to_string())?;
-                println!("baton-broker cluster bootstrap: {}", cluster.bootstrap());
-                println!(
+                announce(format_args!(
+                    "baton-broker cluster bootstrap: {}",
+                    cluster.bootstrap()
+                ));
+                announce(format_args!(
                     "baton-broker cluster controller: {}",
                     cluster.controller_addr()
-                );
+                ));
                 wait_for_signal().await;
                 tracing::info!("signal received, stopping the cluster");
                 cluster.shutdown().await;
@@ -589,9 +614,12 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        println!("baton-broker listening on {}", broker.local_addr());
+        announce(format_args!(
+            "baton-broker listening on {}",
+            broker.local_addr()
+        ));
         for (name, addr) in broker.listener_addrs() {
-            println!("baton-broker listener {name} on {addr}");
+            announce(format_args!("baton-broker listener {name} on {addr}"));
         }
         wait_for_signal().await;
         tracing::info!("signal received, shutting down");

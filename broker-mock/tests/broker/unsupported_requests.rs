@@ -2,6 +2,7 @@
 //! hanging, and the binary logs each refusal at warn with the API key, the version,
 //! the client id and the peer: an unknown API key and a version below the supported
 //! range close the connection; a too-new ApiVersions gets the v0 answer (KIP-511).
+//! The binary keeps serving when whoever started it closes its stdout.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -30,13 +31,14 @@ impl Drop for Proc {
     }
 }
 
-/// The binary on port 0, its address, and its log lines (stderr) as they come.
-fn start() -> (Proc, SocketAddr, mpsc::Receiver<String>) {
+/// The binary on port 0 logging at `log_level`, with `stdout`, and its log lines
+/// (stderr) as they come.
+fn spawn(stdout: Stdio, log_level: &str) -> (Child, mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
         .args(["--listen", "127.0.0.1:0"])
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", log_level)
         .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
+        .stdout(stdout)
         .stderr(Stdio::piped())
         .spawn()
         .expect("baton-broker starts");
@@ -49,6 +51,13 @@ fn start() -> (Proc, SocketAddr, mpsc::Receiver<String>) {
             }
         }
     });
+    (child, logs)
+}
+
+/// The binary on port 0, its address (the first line it prints; the rest of its
+/// stdout is not read), and its log lines (stderr) as they come.
+fn start() -> (Proc, SocketAddr, mpsc::Receiver<String>) {
+    let (mut child, logs) = spawn(Stdio::piped(), "warn");
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let child = Proc(child);
     loop {
@@ -138,5 +147,40 @@ async fn refused_requests_are_answered_at_once_and_logged_with_client_and_peer()
     assert!(
         line.contains(CLIENT_ID) && line.contains("127.0.0.1"),
         "{line}"
+    );
+}
+
+/// Whoever starts the binary may stop reading its stdout once it has the address
+/// (as `start` does, or `| head -1`): the binary then keeps serving. It used to
+/// panic on the broken pipe at its next line, so a test that connected after
+/// reading the first line was refused whenever the second line came too late to
+/// share the first's read.
+#[tokio::test]
+async fn the_binary_keeps_serving_when_its_stdout_is_closed() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let (child, logs) = spawn(writer.into(), "info");
+    let mut child = Proc(child);
+    let line = expect_log(&logs, &["broker listening", "addr="]);
+    let addr: SocketAddr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("addr="))
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("no address in {line}"));
+    // Logged after the failed write: the binary got past it.
+    expect_log(&logs, &["stdout is closed", "not announced"]);
+
+    let mut c = Client::connect(addr).await;
+    let req = ApiVersionsRequest {
+        client_software_name: CLIENT_ID.into(),
+        client_software_version: "1".into(),
+    };
+    let resp = tokio::time::timeout(ANSWER_TIMEOUT, c.call(&req, 3))
+        .await
+        .expect("answered");
+    assert_eq!(resp.error_code, ErrorCode::None.code());
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "the binary still runs"
     );
 }
