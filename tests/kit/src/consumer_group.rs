@@ -248,7 +248,7 @@ pub struct Member {
 }
 
 impl Member {
-    /// Builds the consumer from `builder` (with a [`Recorder`] as listener) and
+    /// Builds the consumer from `builder` (with a `Recorder` as listener) and
     /// starts its task.
     pub async fn start(
         builder: GroupConsumerBuilder,
