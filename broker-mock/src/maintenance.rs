@@ -3,9 +3,10 @@
 //! (as in Kafka each replica deletes its own old segments; a follower's log start
 //! also follows its leader's through the fetch responses, and only moves forward).
 //!
-//! [`run_pass`] is one pass over every hosted partition. It is the hook later log
-//! maintenance joins (the log cleaner of `cleanup.policy=compact` runs from it too),
-//! so one task, one interval and one lock order cover all of it.
+//! [`run_pass`] is one pass over every hosted partition. The log cleaner of
+//! `cleanup.policy=compact` topics is a task of its own (`crate::cleaner`, on
+//! `log.cleaner.backoff.ms`); both take a partition's lock for each partition they
+//! work on, one partition at a time.
 //!
 //! A partition's policy is its topic's `retention.ms`, `retention.bytes` and
 //! `segment.ms` over the broker's [`LogRetention`] defaults ([`policy_for`]); retention deletes only
