@@ -529,7 +529,11 @@ async fn members_and_epochs_survive_a_restart() {
 }
 
 /// Asks `c` for the coordinator of `group` until one other than `not` is named.
-async fn find_coordinator(c: &mut Client, group: &str, not: Option<i32>) -> (i32, String) {
+pub(super) async fn find_coordinator(
+    c: &mut Client,
+    group: &str,
+    not: Option<i32>,
+) -> (i32, String) {
     for _ in 0..300 {
         let fc = c
             .call(
