@@ -10,9 +10,9 @@ use std::time::Duration;
 use baton::{Acks, Admin, Client, GroupConsumer, NewTopic, Producer, ProducerRecord};
 use baton_broker::Cluster;
 use baton_protocol::messages::{
-    FindCoordinatorRequest, OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic,
-    OffsetFetchRequestTopics,
+    OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
+use baton_testkit::consumer_group::try_find_coordinator;
 use baton_testkit::topic_name;
 use tokio::sync::{mpsc, oneshot};
 
@@ -71,26 +71,8 @@ pub(crate) async fn failover_cluster(
 async fn coordinator_of(client: &Client, group: &str) -> i32 {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let meta = client.refresh_metadata().await.expect("metadata");
-        for &node in meta.brokers.keys() {
-            let Ok(conn) = client.broker_connection(node).await else {
-                continue;
-            };
-            let req = FindCoordinatorRequest {
-                key: group.to_string(),
-                key_type: 0,
-                coordinator_keys: vec![group.to_string()],
-            };
-            let Ok(resp) = conn.send(&req).await else {
-                continue;
-            };
-            let (code, id) = match resp.coordinators.first() {
-                Some(c) => (c.error_code, c.node_id),
-                None => (resp.error_code, resp.node_id),
-            };
-            if code == 0 {
-                return id;
-            }
+        if let Some(id) = try_find_coordinator(client, group).await {
+            return id;
         }
         assert!(
             tokio::time::Instant::now() < deadline,

@@ -469,6 +469,14 @@ pub async fn members_join_and_leave(
 
 /// The group's coordinator, found with FindCoordinator on any broker.
 pub async fn find_coordinator(client: &Client, group: &str) -> i32 {
+    try_find_coordinator(client, group)
+        .await
+        .unwrap_or_else(|| panic!("no coordinator found for {group}"))
+}
+
+/// The group's coordinator as named by FindCoordinator on the first broker (on
+/// fresh metadata) that answers without an error; `None` if none does.
+pub async fn try_find_coordinator(client: &Client, group: &str) -> Option<i32> {
     let meta = client.refresh_metadata().await.expect("metadata");
     for &node in meta.brokers.keys() {
         let Ok(conn) = client.broker_connection(node).await else {
@@ -488,10 +496,10 @@ pub async fn find_coordinator(client: &Client, group: &str) -> i32 {
             .map(|c| (c.error_code, c.node_id))
             .unwrap_or((resp.error_code, resp.node_id));
         if ErrorCode::from_code(found.0) == ErrorCode::None {
-            return found.1;
+            return Some(found.1);
         }
     }
-    panic!("no coordinator found for {group}");
+    None
 }
 
 /// Two members consume while the group's coordinator node is made to fail by
