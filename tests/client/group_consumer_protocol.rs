@@ -13,7 +13,6 @@ use std::time::Duration;
 use baton::connection::ConnectionError;
 use baton::{Admin, Client, ClientError, GroupConsumer, GroupError, GroupProtocol, Producer};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
-use baton_protocol::envelope;
 use baton_protocol::messages::{
     ApiVersionsRequest, ConsumerGroupHeartbeatRequest, FindCoordinatorRequest,
 };
@@ -21,9 +20,8 @@ use baton_protocol::ErrorCode;
 use baton_protocol::Message;
 use baton_testkit::client::create_topic;
 use baton_testkit::consumer_group as scenario;
-use baton_testkit::proxy::{Proxied, ProxyState};
+use baton_testkit::proxy::{rewrite_response, Proxied, ProxyState};
 use baton_testkit::topic_name;
-use bytes::Bytes;
 
 use super::group_failover::failover_cluster;
 
@@ -138,20 +136,10 @@ async fn a_broker_without_consumer_group_heartbeat_ends_the_membership_with_a_ty
                 if ex.api_key != ApiVersionsRequest::API_KEY {
                     return frame;
                 }
-                let (header, mut resp) = envelope::decode_response::<ApiVersionsRequest>(
-                    Bytes::copy_from_slice(&frame),
-                    ex.version,
-                )
-                .expect("ApiVersions response");
-                resp.api_keys
-                    .retain(|k| k.api_key != ConsumerGroupHeartbeatRequest::API_KEY);
-                envelope::encode_response::<ApiVersionsRequest>(
-                    header.correlation_id,
-                    ex.version,
-                    &resp,
-                )
-                .expect("encodes")[4..]
-                    .to_vec()
+                rewrite_response::<ApiVersionsRequest>(&frame, ex.version, |resp| {
+                    resp.api_keys
+                        .retain(|k| k.api_key != ConsumerGroupHeartbeatRequest::API_KEY);
+                })
             })),
             ..ProxyState::default()
         },
@@ -198,25 +186,15 @@ async fn proxied_with_heartbeat_errors(client_id: &str) -> (Proxied, Arc<AtomicU
             else {
                 return frame;
             };
-            let (header, mut resp) = envelope::decode_response::<ConsumerGroupHeartbeatRequest>(
-                Bytes::copy_from_slice(&frame),
-                ex.version,
-            )
-            .expect("ConsumerGroupHeartbeat response");
             let code = if left.is_multiple_of(2) {
                 ErrorCode::NotCoordinator
             } else {
                 ErrorCode::CoordinatorNotAvailable
             };
-            resp.error_code = code.code();
-            resp.assignment = None;
-            envelope::encode_response::<ConsumerGroupHeartbeatRequest>(
-                header.correlation_id,
-                ex.version,
-                &resp,
-            )
-            .expect("encodes")[4..]
-                .to_vec()
+            rewrite_response::<ConsumerGroupHeartbeatRequest>(&frame, ex.version, |resp| {
+                resp.error_code = code.code();
+                resp.assignment = None;
+            })
         })),
         ..ProxyState::default()
     };
