@@ -55,3 +55,32 @@ pub async fn consume_from_start(
     }
     out
 }
+
+/// Reads partition 0 of `topic` from `start` until a record at offset `last` or
+/// beyond arrived (fetches wait at most 50 ms, so gaps left by compaction are
+/// crossed quickly); a 30 s stall or a consumer error fails the test.
+pub async fn read_partition_through(
+    client: &Client,
+    topic: &str,
+    start: StartOffset,
+    last: i64,
+) -> Vec<ConsumerRecord> {
+    let mut consumer = Consumer::builder(client)
+        .assign(topic.to_owned(), 0, start)
+        .max_wait(Duration::from_millis(50))
+        .build()
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    loop {
+        let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+            .await
+            .expect("records arrive")
+            .expect("consume");
+        let offset = r.offset;
+        out.push(r);
+        if offset >= last {
+            return out;
+        }
+    }
+}
