@@ -12,6 +12,8 @@ use std::time::Duration;
 use baton_protocol::messages::*;
 use baton_testkit::wire::*;
 
+use super::fetch_from_follower::racks;
+
 const LONG: Duration = Duration::from_secs(60);
 
 /// Child processes killed when the test ends, however it ends.
@@ -393,14 +395,8 @@ async fn cluster_process_takes_racks_and_the_replica_selector() {
         .to_owned();
     let addrs: Vec<SocketAddr> = bootstrap.split(',').map(|a| a.parse().unwrap()).collect();
     let m = metadata(addrs[0], "none").await.expect("node 1 answers");
-    let mut racks: Vec<(i32, Option<String>)> = m
-        .brokers
-        .iter()
-        .map(|b| (b.node_id, b.rack.clone()))
-        .collect();
-    racks.sort();
     assert_eq!(
-        racks,
+        racks(&m),
         vec![(1, Some("east".to_owned())), (2, Some("west".to_owned()))]
     );
 

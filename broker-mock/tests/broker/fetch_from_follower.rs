@@ -14,6 +14,17 @@ use baton_testkit::wire::*;
 
 const LONG: Duration = Duration::from_secs(60);
 
+/// Each broker of a Metadata response with its rack, by node id.
+pub(super) fn racks(md: &MetadataResponse) -> Vec<(i32, Option<String>)> {
+    let mut racks: Vec<(i32, Option<String>)> = md
+        .brokers
+        .iter()
+        .map(|b| (b.node_id, b.rack.clone()))
+        .collect();
+    racks.sort();
+    racks
+}
+
 /// A consumer's Fetch of partition 0 of `topic` from `offset` with `rack`.
 fn consumer_fetch(topic: &str, offset: i64, rack: &str) -> FetchRequest {
     let mut req = fetch_req(topic, 0, offset, 0, 0);
@@ -40,14 +51,8 @@ async fn a_consumer_is_sent_to_the_follower_of_its_rack_which_serves_the_same_re
     // Every node's rack is reported.
     let mut c = Client::connect(node_addr(&cluster, 1)).await;
     let md = c.call(&MetadataRequest::default(), 12).await;
-    let mut racks: Vec<(i32, Option<String>)> = md
-        .brokers
-        .iter()
-        .map(|b| (b.node_id, b.rack.clone()))
-        .collect();
-    racks.sort();
     assert_eq!(
-        racks,
+        racks(&md),
         (1..=3).map(|i| (i, Some(rack(i)))).collect::<Vec<_>>()
     );
     let dc = c.call(&DescribeClusterRequest::default(), 1).await;
