@@ -12,6 +12,8 @@ use baton_protocol::messages::*;
 use baton_protocol::ErrorCode;
 use baton_testkit::wire::*;
 
+use super::groups::kill_and_connect_to_a_survivor;
+
 use super::consumer_groups::find_coordinator;
 
 /// UNSTABLE_OFFSET_COMMIT.
@@ -352,13 +354,7 @@ async fn a_new_coordinator_replays_finished_and_open_transactions() {
 
     // The coordinator's node dies; the new leader of the group's partition replays
     // it: the committed transaction's offset, the open one's still pending.
-    cluster.node(coordinator).kill();
-    let survivor = cluster
-        .node_ids()
-        .into_iter()
-        .find(|&id| id != coordinator)
-        .unwrap();
-    let mut c = Client::connect(cluster.node(survivor).addr()).await;
+    let mut c = kill_and_connect_to_a_survivor(&mut cluster, coordinator).await;
     let mut replayed = None;
     for _ in 0..300 {
         let (_, mut nc) = coordinator_client(&mut c, "fg", Some(coordinator)).await;
