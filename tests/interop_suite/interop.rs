@@ -1523,6 +1523,23 @@ fn kafka_python_delete_records() {
     });
 }
 
+/// The leaders of the `partitions` partitions of `topic` on a 3-node `cluster`,
+/// and a node that follows at least one of them (every node holds a replica of
+/// each).
+pub(crate) fn leaders_and_a_follower(
+    cluster: &baton_broker::Cluster,
+    topic: &str,
+    partitions: i32,
+) -> (Vec<i32>, i32) {
+    let leaders: Vec<i32> = (0..partitions)
+        .map(|p| cluster.partition_state(topic, p).expect("partition").leader)
+        .collect();
+    let node = (1..=3)
+        .find(|n| leaders.iter().any(|l| l != n))
+        .expect("a follower");
+    (leaders, node)
+}
+
 /// KIP-392 with librdkafka: confluent-kafka with `client.rack` on a 3-node
 /// baton-broker cluster whose nodes sit in racks `rack-1`..`rack-3` and whose
 /// leaders use the rack-aware replica selector. librdkafka (with fetch sessions,
@@ -1581,18 +1598,7 @@ fn confluent_consumer_fetches_from_the_follower_in_its_rack() {
     );
     assert!(produced.bool("ok"), "seed {seed}: {}", produced.json);
 
-    let leaders: Vec<i32> = (0..PARTITIONS as i32)
-        .map(|p| {
-            cluster
-                .partition_state(&topic, p)
-                .expect("partition")
-                .leader
-        })
-        .collect();
-    // A node that follows at least one partition (every node holds a replica).
-    let node = (1..=3)
-        .find(|n| leaders.iter().any(|l| l != n))
-        .expect("a follower");
+    let (leaders, node) = leaders_and_a_follower(&cluster, &topic, PARTITIONS as i32);
     let rack = format!("rack-{node}");
     let consumed = client(
         Client::Confluent,
