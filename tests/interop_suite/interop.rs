@@ -1551,11 +1551,7 @@ pub(crate) fn leaders_and_a_follower(
 fn confluent_consumer_fetches_from_the_follower_in_its_rack() {
     use baton_broker::{Cluster, ReplicaSelector};
     let seed = seed();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = crate::interop_java::runtime();
     let racked = (1..=3).fold(Cluster::builder().brokers(3), |b, id| {
         b.rack(id, format!("rack-{id}"))
     });

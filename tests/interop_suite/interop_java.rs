@@ -32,7 +32,9 @@ const PARTITIONS: i32 = 3;
 /// Records per codec in the SASL_SSL test.
 const SECURED_PER_CODEC: usize = 1_000;
 
-fn runtime() -> Runtime {
+/// The multi-threaded runtime (2 workers) the synchronous interop tests drive
+/// the broker and Baton's client on.
+pub(crate) fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
