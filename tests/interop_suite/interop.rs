@@ -1443,7 +1443,7 @@ fn kafka_python_over_sasl_ssl() {
 /// high watermark comes back as `OffsetOutOfRangeError`.
 #[test]
 fn kafka_python_delete_records() {
-    use baton::{Admin, Consumer, OffsetSpec, Producer, StartOffset};
+    use baton::{Admin, Consumer, OffsetSpec, StartOffset};
     let seed = seed();
     let dir = tempfile::tempdir().expect("tempdir");
     with_broker_runtime(Some(dir.path().to_path_buf()), |rt, bootstrap| {
@@ -1454,21 +1454,9 @@ fn kafka_python_delete_records() {
                 .build()
                 .await
                 .expect("baton client");
-            let producer = Producer::builder(&client).build();
             for p in 0..2 {
-                for i in 0..10 {
-                    let r = ProducerRecord::new(topic.clone())
-                        .partition(p)
-                        .value(format!("v{i}"));
-                    producer
-                        .send(r)
-                        .await
-                        .expect("send")
-                        .await
-                        .expect("delivered");
-                }
+                baton_testkit::client::produce_values(&client, &topic, p, 10).await;
             }
-            producer.close().await;
             client
         });
         let deleted = client(

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::topic_name;
-use baton::{Admin, Client, Consumer, ConsumerRecord, StartOffset};
+use baton::{Admin, Client, Consumer, ConsumerRecord, Producer, ProducerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 
 /// Starts an in-memory broker and a client bootstrapped from it.
@@ -83,4 +83,22 @@ pub async fn read_partition_through(
             return out;
         }
     }
+}
+
+/// Produces `n` records with values `v0`, `v1`, ... to `partition` of `topic`
+/// (all sent before any delivery is awaited) and waits until every one is
+/// delivered.
+pub async fn produce_values(client: &Client, topic: &str, partition: i32, n: usize) {
+    let producer = Producer::builder(client).build();
+    let mut deliveries = Vec::new();
+    for i in 0..n {
+        let record = ProducerRecord::new(topic.to_owned())
+            .partition(partition)
+            .value(format!("v{i}"));
+        deliveries.push(producer.send(record).await.expect("accepted"));
+    }
+    for d in deliveries {
+        d.await.expect("delivered");
+    }
+    producer.close().await;
 }
