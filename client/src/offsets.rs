@@ -57,6 +57,57 @@ pub struct ListedOffset {
     pub leader_epoch: i32,
 }
 
+/// One round of a request sent per partition leader: the pending queries grouped
+/// by the leader of their partition.
+pub(crate) struct LeaderRound {
+    /// Leader node id -> (the metadata generation its lookup came from, indices
+    /// into the queries).
+    pub(crate) by_leader: BTreeMap<i32, (u64, Vec<usize>)>,
+    /// A pending query repeats a partition already in this round and waits for a
+    /// later one (a partition may appear only once per request).
+    pub(crate) deferred: bool,
+    /// The last retriable error of a leader lookup (its query stays pending).
+    pub(crate) last_error: Option<ClientError>,
+}
+
+/// Groups the pending queries by the leader of their partition: `pending` holds,
+/// per query in order, its topic and partition, or `None` for one already
+/// answered. A non-retriable error of a leader lookup is returned.
+///
+/// Shared by ListOffsets here and DeleteRecords in [`admin`](crate::admin).
+pub(crate) async fn group_by_leader(
+    client: &Client,
+    pending: &[Option<(&str, i32)>],
+) -> Result<LeaderRound, ClientError> {
+    let mut round = LeaderRound {
+        by_leader: BTreeMap::new(),
+        deferred: false,
+        last_error: None,
+    };
+    let mut this_round: Vec<(&str, i32)> = Vec::new();
+    for (i, query) in pending.iter().enumerate() {
+        let &Some((topic, partition)) = query else {
+            continue;
+        };
+        if this_round.contains(&(topic, partition)) {
+            round.deferred = true;
+            continue;
+        }
+        this_round.push((topic, partition));
+        match client.leader(topic, partition).await {
+            Ok((leader, generation)) => round
+                .by_leader
+                .entry(leader)
+                .or_insert((generation, Vec::new()))
+                .1
+                .push(i),
+            Err(e) if e.is_retriable() => round.last_error = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(round)
+}
+
 /// Looks up offsets, grouping the queries by leader and retrying retriable errors
 /// until the request timeout elapses. Shared by [`Admin`](crate::Admin) and the consumers.
 pub(crate) async fn list_offsets(
@@ -78,31 +129,16 @@ pub(crate) async fn list_offsets_at(
     let mut results: Vec<Option<ListedOffset>> = vec![None; queries.len()];
     let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
     loop {
-        let mut last_error: Option<ClientError> = None;
-        // leader -> (generation, indices into queries)
-        let mut by_leader: BTreeMap<i32, (u64, Vec<usize>)> = BTreeMap::new();
-        // A partition may appear only once per request; repeats wait for a later round.
-        let mut this_round: Vec<(&str, i32)> = Vec::new();
-        let mut deferred = false;
-        for (i, (topic, partition, _)) in queries.iter().enumerate() {
-            if results[i].is_some() {
-                continue;
-            }
-            if this_round.contains(&(topic.as_str(), *partition)) {
-                deferred = true;
-                continue;
-            }
-            this_round.push((topic.as_str(), *partition));
-            match client.leader(topic, *partition).await {
-                Ok((leader, generation)) => by_leader
-                    .entry(leader)
-                    .or_insert((generation, Vec::new()))
-                    .1
-                    .push(i),
-                Err(e) if e.is_retriable() => last_error = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
+        let pending: Vec<_> = queries
+            .iter()
+            .zip(&results)
+            .map(|((topic, partition, _), r)| r.is_none().then_some((topic.as_str(), *partition)))
+            .collect();
+        let LeaderRound {
+            by_leader,
+            deferred,
+            mut last_error,
+        } = group_by_leader(client, &pending).await?;
         for (leader, (generation, indices)) in by_leader {
             let meta = client.metadata();
             let mut topics: BTreeMap<&str, Vec<ListOffsetsPartition>> = BTreeMap::new();

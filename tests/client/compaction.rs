@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use baton::{Admin, Client, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
+use baton::{Admin, Client, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig, CleanerConfig};
+use baton_testkit::client::read_partition_through;
 use baton_testkit::topic_name;
 
 /// Reads partition 0 from `start` through offset `last`: (offset, key, value).
@@ -16,24 +17,12 @@ async fn read(
     start: StartOffset,
     last: i64,
 ) -> Vec<(i64, String, Option<String>)> {
-    let mut c = Consumer::builder(client)
-        .assign(topic.to_owned(), 0, start)
-        .max_wait(Duration::from_millis(50))
-        .build()
+    let s = |b: bytes::Bytes| String::from_utf8(b.to_vec()).unwrap();
+    read_partition_through(client, topic, start, last)
         .await
-        .unwrap();
-    let mut out = Vec::new();
-    loop {
-        let r = tokio::time::timeout(Duration::from_secs(30), c.recv())
-            .await
-            .expect("records arrive")
-            .expect("consume");
-        let s = |b: bytes::Bytes| String::from_utf8(b.to_vec()).unwrap();
-        out.push((r.offset, s(r.key.unwrap()), r.value.map(s)));
-        if r.offset >= last {
-            return out;
-        }
-    }
+        .into_iter()
+        .map(|r| (r.offset, s(r.key.unwrap()), r.value.map(s)))
+        .collect()
 }
 
 #[tokio::test]

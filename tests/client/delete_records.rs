@@ -4,26 +4,11 @@
 
 use std::time::Duration;
 
-use baton::{Admin, AdminError, NewTopic, OffsetSpec, Producer, ProducerRecord, RecordsToDelete};
+use baton::{Admin, AdminError, NewTopic, OffsetSpec, RecordsToDelete};
 use baton_broker::Cluster;
 use baton_protocol::ErrorCode;
-use baton_testkit::client::broker_and_client;
+use baton_testkit::client::{broker_and_client, produce_values as produce};
 use baton_testkit::topic_name;
-
-async fn produce(client: &baton::Client, topic: &str, partition: i32, n: usize) {
-    let producer = Producer::builder(client).build();
-    let mut deliveries = Vec::new();
-    for i in 0..n {
-        let record = ProducerRecord::new(topic.to_owned())
-            .partition(partition)
-            .value(format!("v{i}"));
-        deliveries.push(producer.send(record).await.unwrap());
-    }
-    for d in deliveries {
-        d.await.unwrap();
-    }
-    producer.close().await;
-}
 
 async fn earliest(admin: &Admin, topic: &str, partitions: i32) -> Vec<i64> {
     let queries = (0..partitions).map(|p| (topic.to_owned(), p, OffsetSpec::Earliest));

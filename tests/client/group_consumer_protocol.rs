@@ -11,11 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use baton::connection::ConnectionError;
-use baton::{
-    Admin, Client, ClientError, GroupConsumer, GroupError, GroupProtocol, NewTopic, Producer,
-};
-use baton_broker::{Broker, BrokerConfig, BrokerHandle, Cluster};
-use baton_protocol::envelope;
+use baton::{Admin, Client, ClientError, GroupConsumer, GroupError, GroupProtocol, Producer};
+use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 use baton_protocol::messages::{
     ApiVersionsRequest, ConsumerGroupHeartbeatRequest, FindCoordinatorRequest,
 };
@@ -23,9 +20,10 @@ use baton_protocol::ErrorCode;
 use baton_protocol::Message;
 use baton_testkit::client::create_topic;
 use baton_testkit::consumer_group as scenario;
-use baton_testkit::proxy::{Proxied, ProxyState};
+use baton_testkit::proxy::{rewrite_response, Proxied, ProxyState};
 use baton_testkit::topic_name;
-use bytes::Bytes;
+
+use super::group_failover::failover_cluster;
 
 /// An in-memory broker whose consumer groups heartbeat every 500 ms (Kafka's
 /// default, 5 s, would only slow the scenarios down), and a client on it.
@@ -42,20 +40,6 @@ async fn broker_and_client() -> (BrokerHandle, Client) {
     (broker, client)
 }
 
-fn assert_clean(what: &str, report: &scenario::Report) {
-    assert_eq!(
-        (
-            report.lost,
-            report.duplicated,
-            report.unexpected,
-            report.partitions_lost
-        ),
-        (0, 0, 0, 0),
-        "{what}: {report}"
-    );
-    assert!(report.owned_twice.is_empty(), "{what}: {report:?}");
-}
-
 /// Members join one by one and one leaves, with the `uniform` and the `range`
 /// assignor: no partition owned twice or lost, no record lost or read twice, and a
 /// later member resumes at the commits.
@@ -67,7 +51,7 @@ async fn consumer_protocol_members_join_and_leave_without_loss_or_double_ownersh
         let topic = create_topic(&client, "k848", 6).await;
         let report = scenario::members_join_and_leave(&client, &topic, 6, Some(assignor)).await;
         eprintln!("baton-broker, KIP-848 group, {assignor} assignor: {report}");
-        assert_clean(assignor, &report);
+        report.assert_clean(assignor);
         assert!(
             report.revoked > 0,
             "{assignor}: rebalances happened: {report}"
@@ -108,7 +92,7 @@ async fn consumer_protocol_regex_subscription_gets_the_matching_topics() {
     create_topic(&client, "k848-other", 2).await;
     let report = scenario::regex_subscription(&client, &format!("{base}-.*"), &topics, 2).await;
     eprintln!("baton-broker, KIP-848 group, regex subscription: {report}");
-    assert_clean("regex", &report);
+    report.assert_clean("regex");
 }
 
 /// A static member closes (epoch -2) and comes back under its instance id: the
@@ -120,7 +104,7 @@ async fn consumer_protocol_static_member_returns_to_its_partitions() {
     let topic = create_topic(&client, "k848-static", 4).await;
     let report = scenario::static_member_returns(&client, &topic, 4).await;
     eprintln!("baton-broker, KIP-848 group, static member: {report}");
-    assert_clean("static", &report);
+    report.assert_clean("static");
 }
 
 /// The coordinator node of a 3-node cluster is hard-killed while two members
@@ -128,31 +112,15 @@ async fn consumer_protocol_static_member_returns_to_its_partitions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumer_protocol_members_keep_membership_when_the_coordinator_node_is_killed() {
     baton_testkit::init_tracing();
-    let mut cluster = Cluster::builder()
-        .brokers(3)
-        .in_memory()
-        .session_timeout(Duration::from_secs(2))
-        .start()
-        .await
-        .expect("cluster starts");
-    let client = Client::builder(cluster.bootstrap_servers())
-        .client_id("baton-k848-failover")
-        .request_timeout(Duration::from_secs(10))
-        .build()
-        .await
-        .expect("client connects");
-    let topic = topic_name("k848-failover");
-    Admin::new(&client)
-        .create_topics([NewTopic::new(topic.clone(), 4, 3).config("min.insync.replicas", "2")])
-        .await
-        .expect("topic created");
+    let (mut cluster, client, topic) =
+        failover_cluster("baton-k848-failover", "k848-failover", 4).await;
     let (report, killed) = scenario::coordinator_failover(&client, &topic, 4, |node| {
         cluster.node(node).kill();
         std::future::ready(())
     })
     .await;
     eprintln!("baton-broker cluster, KIP-848 group, coordinator {killed} killed: {report}");
-    assert_clean("failover", &report);
+    report.assert_clean("failover");
 }
 
 /// A broker that does not offer ConsumerGroupHeartbeat (the proxy removes it
@@ -168,20 +136,10 @@ async fn a_broker_without_consumer_group_heartbeat_ends_the_membership_with_a_ty
                 if ex.api_key != ApiVersionsRequest::API_KEY {
                     return frame;
                 }
-                let (header, mut resp) = envelope::decode_response::<ApiVersionsRequest>(
-                    Bytes::copy_from_slice(&frame),
-                    ex.version,
-                )
-                .expect("ApiVersions response");
-                resp.api_keys
-                    .retain(|k| k.api_key != ConsumerGroupHeartbeatRequest::API_KEY);
-                envelope::encode_response::<ApiVersionsRequest>(
-                    header.correlation_id,
-                    ex.version,
-                    &resp,
-                )
-                .expect("encodes")[4..]
-                    .to_vec()
+                rewrite_response::<ApiVersionsRequest>(&frame, ex.version, |resp| {
+                    resp.api_keys
+                        .retain(|k| k.api_key != ConsumerGroupHeartbeatRequest::API_KEY);
+                })
             })),
             ..ProxyState::default()
         },
@@ -228,25 +186,15 @@ async fn proxied_with_heartbeat_errors(client_id: &str) -> (Proxied, Arc<AtomicU
             else {
                 return frame;
             };
-            let (header, mut resp) = envelope::decode_response::<ConsumerGroupHeartbeatRequest>(
-                Bytes::copy_from_slice(&frame),
-                ex.version,
-            )
-            .expect("ConsumerGroupHeartbeat response");
             let code = if left.is_multiple_of(2) {
                 ErrorCode::NotCoordinator
             } else {
                 ErrorCode::CoordinatorNotAvailable
             };
-            resp.error_code = code.code();
-            resp.assignment = None;
-            envelope::encode_response::<ConsumerGroupHeartbeatRequest>(
-                header.correlation_id,
-                ex.version,
-                &resp,
-            )
-            .expect("encodes")[4..]
-                .to_vec()
+            rewrite_response::<ConsumerGroupHeartbeatRequest>(&frame, ex.version, |resp| {
+                resp.error_code = code.code();
+                resp.assignment = None;
+            })
         })),
         ..ProxyState::default()
     };
@@ -317,7 +265,7 @@ async fn coordinator_errors_on_heartbeats_keep_the_membership() {
     m0.stop().await;
     m1.stop().await;
     let report = history.check(&expected);
-    assert_clean("coordinator errors", &report);
+    report.assert_clean("coordinator errors");
     setup.shutdown().await;
 }
 
@@ -370,6 +318,6 @@ async fn a_rebalance_whose_heartbeat_answers_are_lost_still_settles() {
     m1.stop().await;
     let report = history.check(&expected);
     eprintln!("baton-broker, KIP-848 group, lost heartbeat answers: {report}");
-    assert_clean("lost heartbeat answers", &report);
+    report.assert_clean("lost heartbeat answers");
     setup.shutdown().await;
 }

@@ -10,9 +10,9 @@ use std::time::Duration;
 use baton::{Acks, Admin, Client, GroupConsumer, NewTopic, Producer, ProducerRecord};
 use baton_broker::Cluster;
 use baton_protocol::messages::{
-    FindCoordinatorRequest, OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic,
-    OffsetFetchRequestTopics,
+    OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };
+use baton_testkit::consumer_group::try_find_coordinator;
 use baton_testkit::topic_name;
 use tokio::sync::{mpsc, oneshot};
 
@@ -35,30 +35,44 @@ async fn produce(client: &Client, topic: &str, per_partition: usize) {
     producer.close().await;
 }
 
+/// A 3-node in-memory cluster that fences a silent broker after 2 s, a client
+/// on it named `client_id` (10 s request timeout), and a new topic named from
+/// `prefix` with `partitions` partitions of three replicas and
+/// `min.insync.replicas=2`: the set-up of the coordinator-failover tests.
+pub(crate) async fn failover_cluster(
+    client_id: &str,
+    prefix: &str,
+    partitions: i32,
+) -> (Cluster, Client, String) {
+    let cluster = Cluster::builder()
+        .brokers(3)
+        .in_memory()
+        .session_timeout(Duration::from_secs(2))
+        .start()
+        .await
+        .expect("cluster starts");
+    let client = Client::builder(cluster.bootstrap_servers())
+        .client_id(client_id)
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .await
+        .expect("client connects");
+    let topic = topic_name(prefix);
+    Admin::new(&client)
+        .create_topics([
+            NewTopic::new(topic.clone(), partitions, 3).config("min.insync.replicas", "2")
+        ])
+        .await
+        .expect("topic created");
+    (cluster, client, topic)
+}
+
 /// The group's coordinator node, asked of any live broker.
 async fn coordinator_of(client: &Client, group: &str) -> i32 {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let meta = client.refresh_metadata().await.expect("metadata");
-        for &node in meta.brokers.keys() {
-            let Ok(conn) = client.broker_connection(node).await else {
-                continue;
-            };
-            let req = FindCoordinatorRequest {
-                key: group.to_string(),
-                key_type: 0,
-                coordinator_keys: vec![group.to_string()],
-            };
-            let Ok(resp) = conn.send(&req).await else {
-                continue;
-            };
-            let (code, id) = match resp.coordinators.first() {
-                Some(c) => (c.error_code, c.node_id),
-                None => (resp.error_code, resp.node_id),
-            };
-            if code == 0 {
-                return id;
-            }
+        if let Some(id) = try_find_coordinator(client, group).await {
+            return id;
         }
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -191,26 +205,8 @@ async fn wait_consumed(seen: &Seen, per_partition: i64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn group_rides_a_coordinator_kill_with_commits_intact() {
     baton_testkit::init_tracing();
-    let mut cluster = Cluster::builder()
-        .brokers(3)
-        .in_memory()
-        .session_timeout(Duration::from_secs(2))
-        .start()
-        .await
-        .expect("cluster starts");
-    let client = Client::builder(cluster.bootstrap_servers())
-        .client_id("baton-group-failover")
-        .request_timeout(Duration::from_secs(10))
-        .build()
-        .await
-        .expect("client connects");
-    let topic = topic_name("group-failover");
-    Admin::new(&client)
-        .create_topics([
-            NewTopic::new(topic.clone(), PARTITIONS, 3).config("min.insync.replicas", "2")
-        ])
-        .await
-        .expect("topic created");
+    let (mut cluster, client, topic) =
+        failover_cluster("baton-group-failover", "group-failover", PARTITIONS).await;
     let group = topic_name("failover-group");
     let seen: Seen = Arc::default();
     let per_phase = 100usize;

@@ -23,22 +23,16 @@ use baton_protocol::messages::{
 use baton_protocol::record::RecordBatch;
 use baton_protocol::{envelope, ErrorCode, Message};
 use baton_testkit::client::{consume_from_start, create_topic};
-use baton_testkit::proxy::{Exchange, Proxied, ProxyState, SeenBatch};
+use baton_testkit::proxy::{rewrite_response, Exchange, Proxied, ProxyState, SeenBatch};
 use baton_testkit::{seed, Rng};
 use bytes::Bytes;
 
 /// An ApiVersions response frame (header, then the body) minus InitProducerId.
 fn without_init_producer_id(frame: &[u8], version: i16) -> Vec<u8> {
-    let (header, mut resp) =
-        envelope::decode_response::<ApiVersionsRequest>(Bytes::copy_from_slice(frame), version)
-            .expect("ApiVersions response");
-    resp.api_keys
-        .retain(|k| k.api_key != InitProducerIdRequest::API_KEY);
-    unframed(envelope::encode_response::<ApiVersionsRequest>(
-        header.correlation_id,
-        version,
-        &resp,
-    ))
+    rewrite_response::<ApiVersionsRequest>(frame, version, |resp| {
+        resp.api_keys
+            .retain(|k| k.api_key != InitProducerIdRequest::API_KEY);
+    })
 }
 
 /// A Produce response frame with every partition turned into

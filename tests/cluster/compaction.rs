@@ -7,10 +7,11 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use baton::{Acks, Admin, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
+use baton::{Acks, Admin, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_broker::history::{parse_payload, payload, History, ProduceOutcome};
 use baton_broker::{CleanerConfig, Cluster};
 use baton_protocol::record::RecordBatch;
+use baton_testkit::client::read_partition_through;
 use baton_testkit::cluster::client;
 use baton_testkit::topic_name;
 use bytes::Bytes;
@@ -50,23 +51,11 @@ async fn read_from_start(
     topic: &str,
     last: i64,
 ) -> Vec<(i64, Bytes, Option<Bytes>)> {
-    let mut consumer = Consumer::builder(client)
-        .assign(topic.to_owned(), 0, StartOffset::Earliest)
-        .max_wait(Duration::from_millis(50))
-        .build()
+    read_partition_through(client, topic, StartOffset::Earliest, last)
         .await
-        .unwrap();
-    let mut out = Vec::new();
-    loop {
-        let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
-            .await
-            .expect("records arrive")
-            .expect("consume");
-        out.push((r.offset, r.key.clone().unwrap(), r.value.clone()));
-        if r.offset >= last {
-            return out;
-        }
-    }
+        .into_iter()
+        .map(|r| (r.offset, r.key.unwrap(), r.value))
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

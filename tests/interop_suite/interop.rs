@@ -1443,7 +1443,7 @@ fn kafka_python_over_sasl_ssl() {
 /// high watermark comes back as `OffsetOutOfRangeError`.
 #[test]
 fn kafka_python_delete_records() {
-    use baton::{Admin, Consumer, OffsetSpec, Producer, StartOffset};
+    use baton::{Admin, Consumer, OffsetSpec, StartOffset};
     let seed = seed();
     let dir = tempfile::tempdir().expect("tempdir");
     with_broker_runtime(Some(dir.path().to_path_buf()), |rt, bootstrap| {
@@ -1454,21 +1454,9 @@ fn kafka_python_delete_records() {
                 .build()
                 .await
                 .expect("baton client");
-            let producer = Producer::builder(&client).build();
             for p in 0..2 {
-                for i in 0..10 {
-                    let r = ProducerRecord::new(topic.clone())
-                        .partition(p)
-                        .value(format!("v{i}"));
-                    producer
-                        .send(r)
-                        .await
-                        .expect("send")
-                        .await
-                        .expect("delivered");
-                }
+                baton_testkit::client::produce_values(&client, &topic, p, 10).await;
             }
-            producer.close().await;
             client
         });
         let deleted = client(
@@ -1523,6 +1511,23 @@ fn kafka_python_delete_records() {
     });
 }
 
+/// The leaders of the `partitions` partitions of `topic` on a 3-node `cluster`,
+/// and a node that follows at least one of them (every node holds a replica of
+/// each).
+pub(crate) fn leaders_and_a_follower(
+    cluster: &baton_broker::Cluster,
+    topic: &str,
+    partitions: i32,
+) -> (Vec<i32>, i32) {
+    let leaders: Vec<i32> = (0..partitions)
+        .map(|p| cluster.partition_state(topic, p).expect("partition").leader)
+        .collect();
+    let node = (1..=3)
+        .find(|n| leaders.iter().any(|l| l != n))
+        .expect("a follower");
+    (leaders, node)
+}
+
 /// KIP-392 with librdkafka: confluent-kafka with `client.rack` on a 3-node
 /// baton-broker cluster whose nodes sit in racks `rack-1`..`rack-3` and whose
 /// leaders use the rack-aware replica selector. librdkafka (with fetch sessions,
@@ -1534,11 +1539,7 @@ fn kafka_python_delete_records() {
 fn confluent_consumer_fetches_from_the_follower_in_its_rack() {
     use baton_broker::{Cluster, ReplicaSelector};
     let seed = seed();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
+    let runtime = crate::interop_java::runtime();
     let racked = (1..=3).fold(Cluster::builder().brokers(3), |b, id| {
         b.rack(id, format!("rack-{id}"))
     });
@@ -1581,18 +1582,7 @@ fn confluent_consumer_fetches_from_the_follower_in_its_rack() {
     );
     assert!(produced.bool("ok"), "seed {seed}: {}", produced.json);
 
-    let leaders: Vec<i32> = (0..PARTITIONS as i32)
-        .map(|p| {
-            cluster
-                .partition_state(&topic, p)
-                .expect("partition")
-                .leader
-        })
-        .collect();
-    // A node that follows at least one partition (every node holds a replica).
-    let node = (1..=3)
-        .find(|n| leaders.iter().any(|l| l != n))
-        .expect("a follower");
+    let (leaders, node) = leaders_and_a_follower(&cluster, &topic, PARTITIONS as i32);
     let rack = format!("rack-{node}");
     let consumed = client(
         Client::Confluent,

@@ -17,11 +17,7 @@ const KEYS: u64 = 10;
 #[test]
 fn kafka_python_reads_a_compacted_topic() {
     let seed = seed();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let runtime = crate::interop_java::runtime();
     baton_testkit::init_tracing();
     let dir = tempfile::tempdir().expect("tempdir");
     let config = BrokerConfig::on_disk(dir.path()).with_cleaner(CleanerConfig {

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::apache_kafka_util::kafka_version;
+use crate::interop::leaders_and_a_follower;
 use crate::interop_java_util::mixed_group::{self, Strategy};
 use crate::interop_java_util::{
     field, harness, harness_secured, int, java, result, start_harness, Jvm,
@@ -31,7 +32,9 @@ const PARTITIONS: i32 = 3;
 /// Records per codec in the SASL_SSL test.
 const SECURED_PER_CODEC: usize = 1_000;
 
-fn runtime() -> Runtime {
+/// The multi-threaded runtime (2 workers) the synchronous interop tests drive
+/// the broker and Baton's client on.
+pub(crate) fn runtime() -> Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -742,17 +745,7 @@ fn java_consumer_fetches_from_the_follower_in_its_rack() {
         Some(PER_CODEC as i64),
         "{produced}"
     );
-    let leaders: Vec<i32> = (0..PARTITIONS)
-        .map(|p| {
-            cluster
-                .partition_state(&topic, p)
-                .expect("partition")
-                .leader
-        })
-        .collect();
-    let node = (1..=3)
-        .find(|n| leaders.iter().any(|l| l != n))
-        .expect("a follower");
+    let (leaders, node) = leaders_and_a_follower(&cluster, &topic, PARTITIONS);
     let consumed = harness(
         "assign-rack",
         &[

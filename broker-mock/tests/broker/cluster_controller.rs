@@ -19,22 +19,7 @@ async fn restarted_controller_replays_its_log_and_keeps_electing() {
         .start()
         .await
         .expect("cluster starts");
-    let node1: std::net::SocketAddr = cluster.bootstrap_servers()[0].parse().unwrap();
-    let mut c = Client::connect(node1).await;
-    let mut req = create_req("kept", 3, &[("min.insync.replicas", "2")]);
-    req.topics[0].replication_factor = 3;
-    let resp = c.call(&req, 7).await;
-    assert_eq!(
-        resp.topics[0].error_code, 0,
-        "{:?}",
-        resp.topics[0].error_message
-    );
-    cluster
-        .wait_for(LONG, |c| {
-            (0..3).all(|p| c.partition_state("kept", p).unwrap().leader > 0)
-        })
-        .await
-        .unwrap();
+    create_replicated(&cluster, "kept", 3, 3, &[("min.insync.replicas", "2")]).await;
     let before: Vec<_> = (0..3)
         .map(|p| cluster.partition_state("kept", p).unwrap())
         .collect();
@@ -81,10 +66,7 @@ async fn restarted_controller_replays_its_log_and_keeps_electing() {
         .await
         .unwrap();
     let v = cluster.partition_state("kept", 0).unwrap();
-    let addr: std::net::SocketAddr = cluster.bootstrap_servers()[(v.leader - 1) as usize]
-        .parse()
-        .unwrap();
-    let mut c = Client::connect(addr).await;
+    let mut c = Client::connect(node_addr(&cluster, v.leader)).await;
     let resp = c
         .call(&produce_req("kept", 0, -1, records(1, &["x"])), 9)
         .await;
@@ -105,7 +87,7 @@ async fn a_node_replaying_the_log_in_small_steps_keeps_its_topics() {
         .start()
         .await
         .expect("cluster starts");
-    let addr: std::net::SocketAddr = cluster.bootstrap_servers()[0].parse().unwrap();
+    let addr = node_addr(&cluster, 1);
     let names: Vec<String> = (0..8).map(|i| format!("small-steps-{i}")).collect();
     let mut c = Client::connect(addr).await;
     for name in &names {
@@ -130,7 +112,7 @@ async fn a_node_replaying_the_log_in_small_steps_keeps_its_topics() {
     drop(c);
     cluster.node(1).kill();
     cluster.node(1).restart().await.expect("restart");
-    let addr: std::net::SocketAddr = cluster.bootstrap_servers()[0].parse().unwrap();
+    let addr = node_addr(&cluster, 1);
     for name in &names {
         let deadline = tokio::time::Instant::now() + LONG;
         loop {

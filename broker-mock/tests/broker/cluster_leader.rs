@@ -3,7 +3,6 @@
 //! watermark and honours the request timeout, and `min.insync.replicas` refuses
 //! writes when the ISR is too small.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use baton_broker::Cluster;
@@ -13,33 +12,6 @@ use baton_testkit::wire::*;
 
 const LONG: Duration = Duration::from_secs(60);
 
-fn addr(cluster: &Cluster, id: i32) -> SocketAddr {
-    cluster.bootstrap_servers()[(id - 1) as usize]
-        .parse()
-        .unwrap()
-}
-
-async fn create(cluster: &Cluster, name: &str, rf: i16, configs: &[(&str, &str)]) {
-    let mut c = Client::connect(addr(cluster, 1)).await;
-    let mut req = create_req(name, 1, configs);
-    req.topics[0].replication_factor = rf;
-    let resp = c.call(&req, 7).await;
-    assert_eq!(
-        resp.topics[0].error_code, 0,
-        "{:?}",
-        resp.topics[0].error_message
-    );
-    cluster
-        .wait_for(LONG, |c| {
-            let v = c.partition_state(name, 0).unwrap();
-            v.leader > 0
-                && v.replica_states.iter().all(|r| r.role != "none")
-                && v.replica(v.leader).is_some_and(|r| r.role == "leader")
-        })
-        .await
-        .unwrap();
-}
-
 fn code(c: i16) -> ErrorCode {
     ErrorCode::from_code(c)
 }
@@ -47,11 +19,11 @@ fn code(c: i16) -> ErrorCode {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_leader_serves_and_client_epochs_are_fenced() {
     let cluster = Cluster::builder().brokers(3).start().await.unwrap();
-    create(&cluster, "epochs", 3, &[]).await;
+    create_replicated(&cluster, "epochs", 1, 3, &[]).await;
     let v = cluster.partition_state("epochs", 0).unwrap();
     let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
 
-    let mut f = Client::connect(addr(&cluster, follower)).await;
+    let mut f = Client::connect(node_addr(&cluster, follower)).await;
     let resp = f
         .call(&produce_req("epochs", 0, 1, records(1, &["x"])), 9)
         .await;
@@ -69,7 +41,7 @@ async fn only_the_leader_serves_and_client_epochs_are_fenced() {
         (p.current_leader.leader_id, p.current_leader.leader_epoch),
         (v.leader, v.leader_epoch)
     );
-    let leader_addr = addr(&cluster, v.leader);
+    let leader_addr = node_addr(&cluster, v.leader);
     assert_eq!(resp.node_endpoints.len(), 1, "{:?}", resp.node_endpoints);
     let e = &resp.node_endpoints[0];
     assert_eq!(e.node_id, v.leader);
@@ -88,7 +60,7 @@ async fn only_the_leader_serves_and_client_epochs_are_fenced() {
         ErrorCode::NotLeaderOrFollower
     );
 
-    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let mut l = Client::connect(node_addr(&cluster, v.leader)).await;
     let resp = l
         .call(&produce_req("epochs", 0, -1, records(1, &["a", "b"])), 9)
         .await;
@@ -138,7 +110,7 @@ async fn only_the_leader_serves_and_client_epochs_are_fenced() {
         })
         .await
         .unwrap();
-    let mut n = Client::connect(addr(&cluster, w.leader)).await;
+    let mut n = Client::connect(node_addr(&cluster, w.leader)).await;
     let mut req = fetch_req("epochs", 0, 0, 0, 0);
     req.topics[0].partitions[0].current_leader_epoch = v.leader_epoch;
     let resp = n.call(&req, 12).await;
@@ -175,10 +147,10 @@ async fn acks_all_times_out_waiting_for_a_dead_isr_member_and_min_isr_refuses() 
         .start()
         .await
         .unwrap();
-    create(&cluster, "slow", 2, &[("min.insync.replicas", "2")]).await;
+    create_replicated(&cluster, "slow", 1, 2, &[("min.insync.replicas", "2")]).await;
     let v = cluster.partition_state("slow", 0).unwrap();
     let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
-    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let mut l = Client::connect(node_addr(&cluster, v.leader)).await;
     let resp = l
         .call(&produce_req("slow", 0, -1, records(1, &["ok"])), 9)
         .await;
@@ -207,7 +179,7 @@ async fn acks_all_times_out_waiting_for_a_dead_isr_member_and_min_isr_refuses() 
         .start()
         .await
         .unwrap();
-    create(&cluster, "strict", 2, &[("min.insync.replicas", "2")]).await;
+    create_replicated(&cluster, "strict", 1, 2, &[("min.insync.replicas", "2")]).await;
     let v = cluster.partition_state("strict", 0).unwrap();
     let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
     cluster.node(follower).kill();
@@ -217,7 +189,7 @@ async fn acks_all_times_out_waiting_for_a_dead_isr_member_and_min_isr_refuses() 
         })
         .await
         .unwrap();
-    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let mut l = Client::connect(node_addr(&cluster, v.leader)).await;
     let resp = l
         .call(&produce_req("strict", 0, -1, records(1, &["no"])), 9)
         .await;
@@ -238,14 +210,14 @@ async fn lagging_follower_leaves_the_isr_and_returns_through_alter_partition() {
         .start()
         .await
         .unwrap();
-    create(&cluster, "lag", 3, &[]).await;
+    create_replicated(&cluster, "lag", 1, 3, &[]).await;
     let v = cluster.partition_state("lag", 0).unwrap();
     let lagging = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
     cluster.node(lagging).pause_replication(true);
 
     // The paused follower holds the HW back until the leader drops it from the ISR
     // (AlterPartition); then the acks=all write completes.
-    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let mut l = Client::connect(node_addr(&cluster, v.leader)).await;
     let mut req = produce_req("lag", 0, -1, records(1, &["a", "b", "c"]));
     req.timeout_ms = 30_000;
     let resp = l.call(&req, 9).await;
@@ -272,10 +244,10 @@ async fn lagging_follower_leaves_the_isr_and_returns_through_alter_partition() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn topics_are_created_and_deleted_through_any_node() {
     let cluster = Cluster::builder().brokers(3).start().await.unwrap();
-    create(&cluster, "doomed", 3, &[]).await;
+    create_replicated(&cluster, "doomed", 1, 3, &[]).await;
     // Every node reports every broker and the same assignment.
     for id in 1..=3 {
-        let mut c = Client::connect(addr(&cluster, id)).await;
+        let mut c = Client::connect(node_addr(&cluster, id)).await;
         let req = MetadataRequest {
             topics: None,
             ..Default::default()
@@ -290,7 +262,7 @@ async fn topics_are_created_and_deleted_through_any_node() {
         assert_eq!(p.replica_nodes.len(), 3);
         assert_eq!(p.isr_nodes.len(), 3);
     }
-    let mut c = Client::connect(addr(&cluster, 2)).await;
+    let mut c = Client::connect(node_addr(&cluster, 2)).await;
     let req = DeleteTopicsRequest {
         topic_names: vec!["doomed".into()],
         timeout_ms: 5_000,
@@ -302,7 +274,7 @@ async fn topics_are_created_and_deleted_through_any_node() {
     let deadline = tokio::time::Instant::now() + LONG;
     for id in 1..=3 {
         loop {
-            let mut c = Client::connect(addr(&cluster, id)).await;
+            let mut c = Client::connect(node_addr(&cluster, id)).await;
             let m = c
                 .call(
                     &MetadataRequest {
@@ -341,7 +313,7 @@ async fn producer_ids_are_unique_across_nodes() {
     let mut ids = std::collections::BTreeSet::new();
     for round in 0..3 {
         for id in 1..=3 {
-            let mut c = Client::connect(addr(&cluster, id)).await;
+            let mut c = Client::connect(node_addr(&cluster, id)).await;
             let req = InitProducerIdRequest {
                 transactional_id: None,
                 transaction_timeout_ms: 60_000,

@@ -12,6 +12,8 @@ use std::time::Duration;
 use baton_protocol::messages::*;
 use baton_testkit::wire::*;
 
+use super::fetch_from_follower::racks;
+
 const LONG: Duration = Duration::from_secs(60);
 
 /// Child processes killed when the test ends, however it ends.
@@ -320,22 +322,12 @@ async fn init_transactional(addr: SocketAddr, id: &str) -> i16 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_process_takes_the_transaction_limit_flags() {
     // The controller checks no transaction limits: the flags are not its own.
-    let out = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
-        .args(["controller", "--max-transactional-ids", "1"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&["controller", "--max-transactional-ids", "1"]);
     assert!(
         err.contains("unknown argument \"--max-transactional-ids\""),
         "{err}"
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
-        .args(["cluster", "--max-pending-txn-offsets", "0"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = refused(&["cluster", "--max-pending-txn-offsets", "0"]);
     assert!(err.contains("--max-pending-txn-offsets \"0\""), "{err}");
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
@@ -361,14 +353,20 @@ async fn cluster_process_takes_the_transaction_limit_flags() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cluster_process_takes_racks_and_the_replica_selector() {
+/// Runs `baton-broker` with `args`, checks that it refuses to start, and returns
+/// what it wrote to stderr.
+fn refused(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
-        .args(["cluster", "--replica-selector", "com.example.Nearest"])
+        .args(args)
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{args:?} started");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_process_takes_racks_and_the_replica_selector() {
+    let err = refused(&["cluster", "--replica-selector", "com.example.Nearest"]);
     assert!(err.contains("RackAwareReplicaSelector"), "{err}");
 
     let mut child = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
@@ -393,14 +391,8 @@ async fn cluster_process_takes_racks_and_the_replica_selector() {
         .to_owned();
     let addrs: Vec<SocketAddr> = bootstrap.split(',').map(|a| a.parse().unwrap()).collect();
     let m = metadata(addrs[0], "none").await.expect("node 1 answers");
-    let mut racks: Vec<(i32, Option<String>)> = m
-        .brokers
-        .iter()
-        .map(|b| (b.node_id, b.rack.clone()))
-        .collect();
-    racks.sort();
     assert_eq!(
-        racks,
+        racks(&m),
         vec![(1, Some("east".to_owned())), (2, Some("west".to_owned()))]
     );
 

@@ -93,28 +93,6 @@ where
     }
 }
 
-async fn create_data(cluster: &mut Cluster, name: &str, partitions: i32, rf: i16) {
-    let mut c = Client::connect(cluster.node(1).addr()).await;
-    let mut req = create_req(name, partitions, &[]);
-    req.topics[0].replication_factor = rf;
-    let resp = c.call(&req, 7).await;
-    assert_eq!(
-        resp.topics[0].error_code, 0,
-        "{:?}",
-        resp.topics[0].error_message
-    );
-    cluster
-        .wait_for(LONG, |c| {
-            (0..partitions).all(|p| {
-                c.partition_state(name, p).is_some_and(|v| {
-                    v.leader > 0 && v.replica(v.leader).is_some_and(|r| r.role == "leader")
-                })
-            })
-        })
-        .await
-        .unwrap();
-}
-
 /// A client of the current leader of `topic`/`partition`.
 async fn leader(cluster: &mut Cluster, topic: &str, partition: i32) -> Client {
     let name = topic.to_owned();
@@ -222,7 +200,7 @@ async fn a_new_coordinator_takes_over_an_open_transaction() {
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = start(&dir).await;
     let topic = topic_name("txn-failover");
-    create_data(&mut cluster, &topic, 3, 3).await;
+    create_replicated(&cluster, &topic, 3, 3, &[]).await;
     let id = topic_name("tx");
     let (coord, pid, epoch) = init(&mut cluster, &id).await;
     // One partition led elsewhere stays out of the transaction; the others join.
@@ -263,8 +241,8 @@ async fn a_new_coordinator_completes_a_prepared_commit() {
     // `lone` has one replica, on a node other than the coordinator; `wide` has
     // one on every node.
     let (lone, wide) = (topic_name("txn-lone"), topic_name("txn-wide"));
-    create_data(&mut cluster, &lone, 3, 1).await;
-    create_data(&mut cluster, &wide, 1, 3).await;
+    create_replicated(&cluster, &lone, 3, 1, &[]).await;
+    create_replicated(&cluster, &wide, 1, 3, &[]).await;
     let (lp, lone_node) = (0..3)
         .map(|p| (p, cluster.partition_state(&lone, p).unwrap().leader))
         .find(|(_, l)| *l != coord)
@@ -306,7 +284,7 @@ async fn a_retry_is_not_confirmed_before_the_change_is_replicated() {
         .await
         .unwrap();
     let topic = topic_name("txn-durable");
-    create_data(&mut cluster, &topic, 1, 3).await;
+    create_replicated(&cluster, &topic, 1, 3, &[]).await;
     let id = topic_name("tx");
     let (coord, pid, epoch) = init(&mut cluster, &id).await;
     let others: Vec<i32> = cluster

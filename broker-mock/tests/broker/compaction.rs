@@ -33,10 +33,10 @@ async fn produce(c: &mut Client, topic: &str, records: Bytes) -> (i16, i64) {
     (p.error_code, p.base_offset)
 }
 
-/// Every record of partition 0 from offset 0 to the high watermark, fetched in
-/// several requests, checking that offsets only grow.
-async fn read_all(c: &mut Client, topic: &str) -> Vec<Row> {
-    let mut out: Vec<Row> = Vec::new();
+/// Every batch of partition 0 from offset 0 to the high watermark, fetched in
+/// several requests, each batch's CRC checked.
+async fn fetch_batches(c: &mut Client, topic: &str) -> Vec<RecordBatch> {
+    let mut out = Vec::new();
     let mut at = 0;
     loop {
         let resp = c.call(&fetch_req(topic, 0, at, 0, 0), 12).await;
@@ -54,15 +54,25 @@ async fn read_all(c: &mut Client, topic: &str) -> Vec<Row> {
         for batch in baton_protocol::record::batches(data) {
             let batch: RecordBatch = batch.unwrap();
             batch.verify_crc().unwrap();
-            for r in batch.records().unwrap() {
-                let r = r.unwrap();
-                assert!(out.last().is_none_or(|l| l.0 < r.offset));
-                let s = |b: Bytes| String::from_utf8(b.to_vec()).unwrap();
-                out.push((r.offset, s(r.key.unwrap()), r.value.map(s)));
-            }
             at = batch.last_offset() + 1;
+            out.push(batch);
         }
     }
+}
+
+/// Every record of partition 0 from offset 0 to the high watermark
+/// ([`fetch_batches`]), checking that offsets only grow.
+async fn read_all(c: &mut Client, topic: &str) -> Vec<Row> {
+    let mut out: Vec<Row> = Vec::new();
+    for batch in fetch_batches(c, topic).await {
+        for r in batch.records().unwrap() {
+            let r = r.unwrap();
+            assert!(out.last().is_none_or(|l| l.0 < r.offset));
+            let s = |b: Bytes| String::from_utf8(b.to_vec()).unwrap();
+            out.push((r.offset, s(r.key.unwrap()), r.value.map(s)));
+        }
+    }
+    out
 }
 
 /// Polls `read_all` until `done` holds (at most 30 s).
@@ -201,22 +211,11 @@ async fn a_compacted_topic_keeps_the_latest_record_of_each_key_at_its_offset() {
 
 /// Records in partition 0 of `topic` (any key and value), fetched from offset 0.
 async fn count_records(c: &mut Client, topic: &str) -> usize {
-    let mut n = 0;
-    let mut at = 0;
-    loop {
-        let resp = c.call(&fetch_req(topic, 0, at, 0, 0), 12).await;
-        let p = &resp.responses[0].partitions[0];
-        assert_eq!(p.error_code, 0, "fetch at {at}");
-        if at >= p.high_watermark {
-            return n;
-        }
-        for batch in baton_protocol::record::batches(p.records.clone().unwrap_or_default()) {
-            let batch: RecordBatch = batch.unwrap();
-            batch.verify_crc().unwrap();
-            n += batch.records().unwrap().count();
-            at = batch.last_offset() + 1;
-        }
-    }
+    fetch_batches(c, topic)
+        .await
+        .iter()
+        .map(|batch| batch.records().unwrap().count())
+        .sum()
 }
 
 #[tokio::test]

@@ -15,6 +15,8 @@ use baton_protocol::primitives::Uuid;
 use baton_protocol::ErrorCode;
 use baton_testkit::wire::*;
 
+use super::groups::kill_and_connect_to_a_survivor;
+
 type Owned = Vec<(Uuid, Vec<i32>)>;
 
 fn join(group: &str, member: &str, topics: &[&str]) -> ConsumerGroupHeartbeatRequest {
@@ -529,7 +531,11 @@ async fn members_and_epochs_survive_a_restart() {
 }
 
 /// Asks `c` for the coordinator of `group` until one other than `not` is named.
-async fn find_coordinator(c: &mut Client, group: &str, not: Option<i32>) -> (i32, String) {
+pub(super) async fn find_coordinator(
+    c: &mut Client,
+    group: &str,
+    not: Option<i32>,
+) -> (i32, String) {
     for _ in 0..300 {
         let fc = c
             .call(
@@ -594,13 +600,7 @@ async fn members_keep_heartbeating_through_a_coordinator_failover() {
     assert_eq!((a.epoch, b.epoch), (2, 2));
     assert_eq!(count(&a.owned) + count(&b.owned), 4);
 
-    cluster.node(coordinator).kill();
-    let survivor = cluster
-        .node_ids()
-        .into_iter()
-        .find(|&id| id != coordinator)
-        .unwrap();
-    let mut c = Client::connect(cluster.node(survivor).addr()).await;
+    let mut c = kill_and_connect_to_a_survivor(&mut cluster, coordinator).await;
     let (node, addr) = find_coordinator(&mut c, "fg", Some(coordinator)).await;
     assert_ne!(node, coordinator);
     let mut nc = Client::connect(addr.parse().unwrap()).await;

@@ -5,7 +5,6 @@
 //! with Kafka's errors for old versions, non-replicas, unknown and fenced epochs
 //! and offsets out of range.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use baton_broker::{Cluster, ReplicaSelector};
@@ -15,31 +14,15 @@ use baton_testkit::wire::*;
 
 const LONG: Duration = Duration::from_secs(60);
 
-fn addr(cluster: &Cluster, id: i32) -> SocketAddr {
-    cluster.bootstrap_servers()[(id - 1) as usize]
-        .parse()
-        .unwrap()
-}
-
-async fn create(cluster: &Cluster, name: &str, rf: i16) {
-    let mut c = Client::connect(addr(cluster, 1)).await;
-    let mut req = create_req(name, 1, &[]);
-    req.topics[0].replication_factor = rf;
-    let resp = c.call(&req, 7).await;
-    assert_eq!(
-        resp.topics[0].error_code, 0,
-        "{:?}",
-        resp.topics[0].error_message
-    );
-    cluster
-        .wait_for(LONG, |c| {
-            let v = c.partition_state(name, 0).unwrap();
-            v.leader > 0
-                && v.replica_states.iter().all(|r| r.role != "none")
-                && v.replica(v.leader).is_some_and(|r| r.role == "leader")
-        })
-        .await
-        .unwrap();
+/// Each broker of a Metadata response with its rack, by node id.
+pub(super) fn racks(md: &MetadataResponse) -> Vec<(i32, Option<String>)> {
+    let mut racks: Vec<(i32, Option<String>)> = md
+        .brokers
+        .iter()
+        .map(|b| (b.node_id, b.rack.clone()))
+        .collect();
+    racks.sort();
+    racks
 }
 
 /// A consumer's Fetch of partition 0 of `topic` from `offset` with `rack`.
@@ -66,16 +49,10 @@ async fn a_consumer_is_sent_to_the_follower_of_its_rack_which_serves_the_same_re
         .unwrap();
 
     // Every node's rack is reported.
-    let mut c = Client::connect(addr(&cluster, 1)).await;
+    let mut c = Client::connect(node_addr(&cluster, 1)).await;
     let md = c.call(&MetadataRequest::default(), 12).await;
-    let mut racks: Vec<(i32, Option<String>)> = md
-        .brokers
-        .iter()
-        .map(|b| (b.node_id, b.rack.clone()))
-        .collect();
-    racks.sort();
     assert_eq!(
-        racks,
+        racks(&md),
         (1..=3).map(|i| (i, Some(rack(i)))).collect::<Vec<_>>()
     );
     let dc = c.call(&DescribeClusterRequest::default(), 1).await;
@@ -85,10 +62,10 @@ async fn a_consumer_is_sent_to_the_follower_of_its_rack_which_serves_the_same_re
         .all(|b| b.rack.as_deref() == Some(rack(b.broker_id).as_str())));
 
     let topic = topic_name("racks");
-    create(&cluster, &topic, 3).await;
+    create_replicated(&cluster, &topic, 1, 3, &[]).await;
     let v = cluster.partition_state(&topic, 0).unwrap();
     let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
-    let mut leader = Client::connect(addr(&cluster, v.leader)).await;
+    let mut leader = Client::connect(node_addr(&cluster, v.leader)).await;
     let resp = leader
         .call(&produce_req(&topic, 0, -1, records(1, &["a", "b", "c"])), 9)
         .await;
@@ -126,7 +103,7 @@ async fn a_consumer_is_sent_to_the_follower_of_its_rack_which_serves_the_same_re
     }
 
     // The follower serves the same bytes.
-    let mut f = Client::connect(addr(&cluster, follower)).await;
+    let mut f = Client::connect(node_addr(&cluster, follower)).await;
     let resp = f
         .call(&consumer_fetch(&topic, 0, &rack(follower)), 12)
         .await;
@@ -164,10 +141,10 @@ async fn a_consumer_is_sent_to_the_follower_of_its_rack_which_serves_the_same_re
 
     // A node that holds no replica refuses.
     let single = topic_name("racks-rf1");
-    create(&cluster, &single, 1).await;
+    create_replicated(&cluster, &single, 1, 1, &[]).await;
     let s = cluster.partition_state(&single, 0).unwrap();
     let outsider = (1..=3).find(|n| *n != s.leader).unwrap();
-    let mut o = Client::connect(addr(&cluster, outsider)).await;
+    let mut o = Client::connect(node_addr(&cluster, outsider)).await;
     let resp = o.call(&consumer_fetch(&single, 0, ""), 12).await;
     assert_eq!(
         resp.responses[0].partitions[0].error_code,
@@ -216,7 +193,7 @@ async fn a_consumer_is_sent_to_the_follower_of_its_rack_which_serves_the_same_re
         .find(|r| r.node != n.leader && r.node != v.leader)
         .unwrap()
         .node;
-    let mut s = Client::connect(addr(&cluster, still)).await;
+    let mut s = Client::connect(node_addr(&cluster, still)).await;
     let mut req = consumer_fetch(&topic, 0, "");
     req.topics[0].partitions[0].current_leader_epoch = v.leader_epoch;
     let resp = s.call(&req, 12).await;

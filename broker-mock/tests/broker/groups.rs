@@ -3,7 +3,7 @@
 //! restarts and crashes, and the group admin APIs.
 
 use baton_broker::group::GroupConfig;
-use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_broker::{Broker, BrokerConfig, BrokerHandle, Cluster};
 use baton_protocol::messages::*;
 use baton_protocol::ErrorCode;
 use baton_testkit::wire::*;
@@ -505,6 +505,17 @@ async fn committed_offsets_survive_restart_and_crash() {
     broker.shutdown().await;
 }
 
+/// Kills node `node` of `cluster` and connects to another one.
+pub(super) async fn kill_and_connect_to_a_survivor(cluster: &mut Cluster, node: i32) -> Client {
+    cluster.node(node).kill();
+    let survivor = cluster
+        .node_ids()
+        .into_iter()
+        .find(|&id| id != node)
+        .expect("a node other than the killed one");
+    Client::connect(cluster.node(survivor).addr()).await
+}
+
 /// Asks `c` for the coordinator of `group` until one is named (the first lookup in a
 /// cluster creates `__consumer_offsets`), optionally one other than `not`.
 async fn find_coordinator(c: &mut Client, group: &str, not: Option<i32>) -> (i32, String) {
@@ -532,7 +543,6 @@ async fn find_coordinator(c: &mut Client, group: &str, not: Option<i32>) -> (i32
 
 #[tokio::test]
 async fn committed_offsets_survive_coordinator_failover() {
-    use baton_broker::Cluster;
     let mut cluster = Cluster::builder()
         .brokers(3)
         .session_timeout(std::time::Duration::from_secs(2))
@@ -586,13 +596,7 @@ async fn committed_offsets_survive_coordinator_failover() {
 
     // The coordinator's node dies; another node takes over its partition and serves
     // the same offsets.
-    cluster.node(coordinator).kill();
-    let survivor = cluster
-        .node_ids()
-        .into_iter()
-        .find(|&id| id != coordinator)
-        .unwrap();
-    let mut c = Client::connect(cluster.node(survivor).addr()).await;
+    let mut c = kill_and_connect_to_a_survivor(&mut cluster, coordinator).await;
     let mut got = None;
     for _ in 0..300 {
         let (node, addr) = find_coordinator(&mut c, "fg", Some(coordinator)).await;

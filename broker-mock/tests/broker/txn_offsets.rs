@@ -12,6 +12,10 @@ use baton_protocol::messages::*;
 use baton_protocol::ErrorCode;
 use baton_testkit::wire::*;
 
+use super::groups::kill_and_connect_to_a_survivor;
+
+use super::consumer_groups::find_coordinator;
+
 /// UNSTABLE_OFFSET_COMMIT.
 const UNSTABLE: i16 = 88;
 
@@ -299,25 +303,11 @@ async fn markers_commit_or_drop_pending_offsets_and_restarts_keep_the_outcome() 
     broker.shutdown().await;
 }
 
-/// Asks `c` for the coordinator of `group` until one other than `not` is named.
-async fn find_coordinator(c: &mut Client, group: &str, not: Option<i32>) -> (i32, Client) {
-    for _ in 0..300 {
-        let fc = c
-            .call(
-                &FindCoordinatorRequest {
-                    key: group.into(),
-                    ..Default::default()
-                },
-                3,
-            )
-            .await;
-        if fc.error_code == 0 && Some(fc.node_id) != not {
-            let addr = format!("{}:{}", fc.host, fc.port).parse().unwrap();
-            return (fc.node_id, Client::connect(addr).await);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("no coordinator for {group}");
+/// A client of the coordinator of `group` (one other than `not`), asked of `c`.
+async fn coordinator_client(c: &mut Client, group: &str, not: Option<i32>) -> (i32, Client) {
+    let (id, addr) = find_coordinator(c, group, not).await;
+    let addr = addr.parse().expect("the coordinator's address");
+    (id, Client::connect(addr).await)
 }
 
 /// Sends `req` until the coordinator stops answering with a retriable coordinator
@@ -351,7 +341,7 @@ async fn a_new_coordinator_replays_finished_and_open_transactions() {
     let first = cluster.node_ids()[0];
     let mut c = Client::connect(cluster.node(first).addr()).await;
     create_topic(&mut c, "t", 3).await;
-    let (coordinator, mut cc) = find_coordinator(&mut c, "fg", None).await;
+    let (coordinator, mut cc) = coordinator_client(&mut c, "fg", None).await;
     let done = producer(&mut cc).await;
     let open = producer(&mut cc).await;
     txn_commit_retrying(&mut cc, &txn_commit("fg", done, &[(0, 42)])).await;
@@ -364,16 +354,10 @@ async fn a_new_coordinator_replays_finished_and_open_transactions() {
 
     // The coordinator's node dies; the new leader of the group's partition replays
     // it: the committed transaction's offset, the open one's still pending.
-    cluster.node(coordinator).kill();
-    let survivor = cluster
-        .node_ids()
-        .into_iter()
-        .find(|&id| id != coordinator)
-        .unwrap();
-    let mut c = Client::connect(cluster.node(survivor).addr()).await;
+    let mut c = kill_and_connect_to_a_survivor(&mut cluster, coordinator).await;
     let mut replayed = None;
     for _ in 0..300 {
-        let (_, mut nc) = find_coordinator(&mut c, "fg", Some(coordinator)).await;
+        let (_, mut nc) = coordinator_client(&mut c, "fg", Some(coordinator)).await;
         let req = OffsetFetchRequest {
             group_id: "fg".into(),
             topics: Some(vec![OffsetFetchRequestTopic {

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use super::{Admin, AdminError, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
 use crate::backoff::Backoff;
 use crate::client::ClientError;
+use crate::offsets::{group_by_leader, LeaderRound};
 
 /// Deletes the records of a partition below an offset, for [`Admin::delete_records`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,31 +94,16 @@ impl Admin {
         let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
         let client = &self.client;
         loop {
-            let mut last_error: Option<ClientError> = None;
-            // leader -> (metadata generation, indices into queries)
-            let mut by_leader: BTreeMap<i32, (u64, Vec<usize>)> = BTreeMap::new();
-            // A partition goes once per request; repeats wait for a later round.
-            let mut this_round: Vec<(&str, i32)> = Vec::new();
-            let mut deferred = false;
-            for (i, q) in queries.iter().enumerate() {
-                if results[i].is_some() {
-                    continue;
-                }
-                if this_round.contains(&(q.topic.as_str(), q.partition)) {
-                    deferred = true;
-                    continue;
-                }
-                this_round.push((q.topic.as_str(), q.partition));
-                match client.leader(&q.topic, q.partition).await {
-                    Ok((leader, generation)) => by_leader
-                        .entry(leader)
-                        .or_insert((generation, Vec::new()))
-                        .1
-                        .push(i),
-                    Err(e) if e.is_retriable() => last_error = Some(e),
-                    Err(e) => return Err(e.into()),
-                }
-            }
+            let pending: Vec<_> = queries
+                .iter()
+                .zip(&results)
+                .map(|(q, r)| r.is_none().then_some((q.topic.as_str(), q.partition)))
+                .collect();
+            let LeaderRound {
+                by_leader,
+                deferred,
+                mut last_error,
+            } = group_by_leader(client, &pending).await?;
             for (leader, (generation, indices)) in by_leader {
                 let mut topics: BTreeMap<&str, Vec<DeleteRecordsPartition>> = BTreeMap::new();
                 for &i in &indices {

@@ -24,17 +24,7 @@ async fn consumer_protocol_members_join_and_leave_without_loss_or_double_ownersh
         let topic = create_topic(&client, "ak-k848", 6).await;
         let report = scenario::members_join_and_leave(&client, &topic, 6, Some(assignor)).await;
         eprintln!("Apache Kafka, KIP-848 group, {assignor} assignor: {report}");
-        assert_eq!(
-            (
-                report.lost,
-                report.duplicated,
-                report.unexpected,
-                report.partitions_lost
-            ),
-            (0, 0, 0, 0),
-            "{assignor}: {report}"
-        );
-        assert!(report.owned_twice.is_empty(), "{assignor}: {report:?}");
+        report.assert_clean(assignor);
         assert!(
             report.revoked > 0,
             "{assignor}: rebalances happened: {report}"
@@ -66,17 +56,7 @@ async fn consumer_protocol_members_keep_membership_when_the_coordinator_node_is_
     kafka.wait_brokers(3).await.unwrap();
     kafka.wait_fully_replicated(&client).await.unwrap();
     eprintln!("Apache Kafka, KIP-848 group, coordinator {killed} killed: {report}");
-    assert_eq!(
-        (
-            report.lost,
-            report.duplicated,
-            report.unexpected,
-            report.partitions_lost
-        ),
-        (0, 0, 0, 0),
-        "{report}"
-    );
-    assert!(report.owned_twice.is_empty(), "{report:?}");
+    report.assert_clean("coordinator killed");
 }
 
 /// A member that stops calling `recv` during a rebalance is fenced after its
@@ -115,17 +95,7 @@ async fn consumer_protocol_regex_subscription_gets_the_matching_topics() {
     create_topic(&client, "ak-k848-other", 2).await;
     let report = scenario::regex_subscription(&client, &format!("{base}-.*"), &topics, 2).await;
     eprintln!("Apache Kafka, KIP-848 group, regex subscription: {report}");
-    assert_eq!(
-        (
-            report.lost,
-            report.duplicated,
-            report.unexpected,
-            report.partitions_lost
-        ),
-        (0, 0, 0, 0),
-        "{report}"
-    );
-    assert!(report.owned_twice.is_empty(), "{report:?}");
+    report.assert_clean("regex");
 }
 
 /// A static member closes (epoch -2) and comes back under its instance id: the
@@ -138,17 +108,7 @@ async fn consumer_protocol_static_member_returns_to_its_partitions() {
     let topic = create_topic(&client, "ak-k848-static", 4).await;
     let report = scenario::static_member_returns(&client, &topic, 4).await;
     eprintln!("Apache Kafka, KIP-848 group, static member: {report}");
-    assert_eq!(
-        (
-            report.lost,
-            report.duplicated,
-            report.unexpected,
-            report.partitions_lost
-        ),
-        (0, 0, 0, 0),
-        "{report}"
-    );
-    assert!(report.owned_twice.is_empty(), "{report:?}");
+    report.assert_clean("static");
 }
 
 /// A KIP-848 group shared by Baton's `GroupConsumer`s and a Java `KafkaConsumer`

@@ -4,11 +4,9 @@
 
 use std::time::Duration;
 
-use baton::{
-    Admin, AdminError, Consumer, NewTopic, OffsetSpec, Producer, ProducerRecord, RecordsToDelete,
-    StartOffset,
-};
+use baton::{Admin, AdminError, Consumer, NewTopic, OffsetSpec, RecordsToDelete, StartOffset};
 use baton_protocol::ErrorCode;
+use baton_testkit::client::produce_values;
 use baton_testkit::topic_name;
 
 use super::{client, create_topic};
@@ -21,16 +19,9 @@ async fn delete_records_moves_the_log_start() {
     let client = client().await;
     let admin = Admin::new(&client);
     let topic = create_topic(&client, "ak-delrec", 2).await;
-    let producer = Producer::builder(&client).build();
     for p in 0..2 {
-        for i in 0..10 {
-            let r = ProducerRecord::new(topic.clone())
-                .partition(p)
-                .value(format!("v{i}"));
-            producer.send(r).await.unwrap().await.unwrap();
-        }
+        produce_values(&client, &topic, p, 10).await;
     }
-    producer.close().await;
 
     let deleted = admin
         .delete_records([

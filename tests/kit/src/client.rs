@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::topic_name;
-use baton::{Admin, Client, Consumer, ConsumerRecord, StartOffset};
+use baton::{Admin, Client, Consumer, ConsumerRecord, Producer, ProducerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 
 /// Starts an in-memory broker and a client bootstrapped from it.
@@ -54,4 +54,51 @@ pub async fn consume_from_start(
         out.push(r);
     }
     out
+}
+
+/// Reads partition 0 of `topic` from `start` until a record at offset `last` or
+/// beyond arrived (fetches wait at most 50 ms, so gaps left by compaction are
+/// crossed quickly); a 30 s stall or a consumer error fails the test.
+pub async fn read_partition_through(
+    client: &Client,
+    topic: &str,
+    start: StartOffset,
+    last: i64,
+) -> Vec<ConsumerRecord> {
+    let mut consumer = Consumer::builder(client)
+        .assign(topic.to_owned(), 0, start)
+        .max_wait(Duration::from_millis(50))
+        .build()
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    loop {
+        let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+            .await
+            .expect("records arrive")
+            .expect("consume");
+        let offset = r.offset;
+        out.push(r);
+        if offset >= last {
+            return out;
+        }
+    }
+}
+
+/// Produces `n` records with values `v0`, `v1`, ... to `partition` of `topic`
+/// (all sent before any delivery is awaited) and waits until every one is
+/// delivered.
+pub async fn produce_values(client: &Client, topic: &str, partition: i32, n: usize) {
+    let producer = Producer::builder(client).build();
+    let mut deliveries = Vec::new();
+    for i in 0..n {
+        let record = ProducerRecord::new(topic.to_owned())
+            .partition(partition)
+            .value(format!("v{i}"));
+        deliveries.push(producer.send(record).await.expect("accepted"));
+    }
+    for d in deliveries {
+        d.await.expect("delivered");
+    }
+    producer.close().await;
 }

@@ -68,6 +68,15 @@ struct Inner {
     reads: Vec<(Tp, i64, usize)>,
 }
 
+impl Inner {
+    /// `member` gives up `tp` (revoked or lost), if it still owns it.
+    fn release(&mut self, tp: &TopicPartition, member: usize) {
+        if self.owner.get(&key(tp)) == Some(&member) {
+            self.owner.remove(&key(tp));
+        }
+    }
+}
+
 impl History {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
@@ -160,6 +169,26 @@ pub struct Report {
     pub revoked: usize,
 }
 
+impl Report {
+    /// Panics (naming `what`) unless the scenario lost, read twice, read
+    /// unexpectedly and lost as partitions nothing, and no partition was owned
+    /// by two members at once.
+    #[track_caller]
+    pub fn assert_clean(&self, what: &str) {
+        assert_eq!(
+            (
+                self.lost,
+                self.duplicated,
+                self.unexpected,
+                self.partitions_lost
+            ),
+            (0, 0, 0, 0),
+            "{what}: {self}"
+        );
+        assert!(self.owned_twice.is_empty(), "{what}: {self:?}");
+    }
+}
+
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -213,9 +242,7 @@ impl RebalanceListener for Recorder {
         let mut st = self.history.lock();
         for tp in partitions {
             st.revoked += 1;
-            if st.owner.get(&key(tp)) == Some(&self.member) {
-                st.owner.remove(&key(tp));
-            }
+            st.release(tp, self.member);
         }
         Box::pin(std::future::ready(()))
     }
@@ -229,9 +256,7 @@ impl RebalanceListener for Recorder {
         for tp in partitions {
             st.lost += 1;
             *st.lost_by.entry(self.member).or_default() += 1;
-            if st.owner.get(&key(tp)) == Some(&self.member) {
-                st.owner.remove(&key(tp));
-            }
+            st.release(tp, self.member);
         }
         Box::pin(std::future::ready(()))
     }
@@ -444,6 +469,14 @@ pub async fn members_join_and_leave(
 
 /// The group's coordinator, found with FindCoordinator on any broker.
 pub async fn find_coordinator(client: &Client, group: &str) -> i32 {
+    try_find_coordinator(client, group)
+        .await
+        .unwrap_or_else(|| panic!("no coordinator found for {group}"))
+}
+
+/// The group's coordinator as named by FindCoordinator on the first broker (on
+/// fresh metadata) that answers without an error; `None` if none does.
+pub async fn try_find_coordinator(client: &Client, group: &str) -> Option<i32> {
     let meta = client.refresh_metadata().await.expect("metadata");
     for &node in meta.brokers.keys() {
         let Ok(conn) = client.broker_connection(node).await else {
@@ -463,10 +496,10 @@ pub async fn find_coordinator(client: &Client, group: &str) -> i32 {
             .map(|c| (c.error_code, c.node_id))
             .unwrap_or((resp.error_code, resp.node_id));
         if ErrorCode::from_code(found.0) == ErrorCode::None {
-            return found.1;
+            return Some(found.1);
         }
     }
-    panic!("no coordinator found for {group}");
+    None
 }
 
 /// Two members consume while the group's coordinator node is made to fail by

@@ -20,7 +20,7 @@ use baton_broker::faults::proxy::{
 };
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 use baton_protocol::messages::ProduceRequest;
-use baton_protocol::{envelope, Message};
+use baton_protocol::{envelope, Message, Request};
 use bytes::Bytes;
 
 /// One batch of one Produce request, as the proxy saw it.
@@ -47,6 +47,22 @@ pub struct Exchange {
 
 /// Turns a response frame (without its length prefix) into the one the client gets.
 pub type Rewrite = Box<dyn FnMut(Exchange, Vec<u8>) -> Vec<u8> + Send>;
+
+/// For a [`Rewrite`]: decodes the response `frame` (without its length prefix) of
+/// a request of type `R` at `version`, lets `edit` change it, and encodes it again
+/// (without its length prefix, under the same correlation id).
+pub fn rewrite_response<R: Request>(
+    frame: &[u8],
+    version: i16,
+    edit: impl FnOnce(&mut R::Response),
+) -> Vec<u8> {
+    let (header, mut resp) = envelope::decode_response::<R>(Bytes::copy_from_slice(frame), version)
+        .expect("a response the broker encoded decodes");
+    edit(&mut resp);
+    envelope::encode_response::<R>(header.correlation_id, version, &resp)
+        .expect("the edited response encodes")[4..]
+        .to_vec()
+}
 
 /// Decides from the exchange and the (rewritten) response frame whether the
 /// response waits before reaching the client: it is relayed once the returned

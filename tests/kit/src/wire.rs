@@ -2,8 +2,10 @@
 //! panicking conveniences, and request builders.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use baton_broker::rpc::{Channel, RpcError};
+use baton_broker::Cluster;
 use baton_protocol::envelope;
 use baton_protocol::messages::*;
 use baton_protocol::record::{RecordBatch, RecordBatchBuilder};
@@ -164,6 +166,50 @@ pub async fn create_topic(c: &mut Client, name: &str, partitions: i32) {
         "{:?}",
         resp.topics[0].error_message
     );
+}
+
+/// How long [`create_replicated`] waits for the new topic's leaders.
+const REPLICATED_WAIT: Duration = Duration::from_secs(60);
+
+/// The address clients use for node `id` (1-based) of an in-process `cluster`.
+pub fn node_addr(cluster: &Cluster, id: i32) -> SocketAddr {
+    cluster.bootstrap_servers()[(id - 1) as usize]
+        .parse()
+        .expect("a bootstrap server is an address")
+}
+
+/// Creates topic `name` with `partitions` partitions of `rf` replicas and
+/// `configs` through node 1 of an in-process `cluster`, checks that it worked,
+/// and waits until every partition has a leader that knows it leads and every
+/// replica has taken up its role.
+pub async fn create_replicated(
+    cluster: &Cluster,
+    name: &str,
+    partitions: i32,
+    rf: i16,
+    configs: &[(&str, &str)],
+) {
+    let mut c = Client::connect(node_addr(cluster, 1)).await;
+    let mut req = create_req(name, partitions, configs);
+    req.topics[0].replication_factor = rf;
+    let resp = c.call(&req, 7).await;
+    assert_eq!(
+        resp.topics[0].error_code, 0,
+        "{:?}",
+        resp.topics[0].error_message
+    );
+    cluster
+        .wait_for(REPLICATED_WAIT, |c| {
+            (0..partitions).all(|p| {
+                c.partition_state(name, p).is_some_and(|v| {
+                    v.leader > 0
+                        && v.replica_states.iter().all(|r| r.role != "none")
+                        && v.replica(v.leader).is_some_and(|r| r.role == "leader")
+                })
+            })
+        })
+        .await
+        .expect("the topic's partitions have leaders");
 }
 
 /// All record values in a fetch response partition's records.
