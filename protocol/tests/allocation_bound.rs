@@ -187,7 +187,13 @@ macro_rules! for_each_message {
             ConsumerGroupDescribeRequest,
             ConsumerGroupDescribeResponse,
             DeleteRecordsRequest,
-            DeleteRecordsResponse
+            DeleteRecordsResponse,
+            ElectLeadersRequest,
+            ElectLeadersResponse,
+            AlterPartitionReassignmentsRequest,
+            AlterPartitionReassignmentsResponse,
+            ListPartitionReassignmentsRequest,
+            ListPartitionReassignmentsResponse
         )
     };
 }

@@ -11,6 +11,7 @@ use crate::primitives::{Decoder, Encoder, Wire};
 pub mod add_offsets_to_txn;
 pub mod add_partitions_to_txn;
 pub mod alter_partition;
+pub mod alter_partition_reassignments;
 pub mod alter_user_scram_credentials;
 pub mod api_versions;
 pub mod broker_heartbeat;
@@ -31,6 +32,7 @@ pub mod describe_groups;
 pub mod describe_producers;
 pub mod describe_transactions;
 pub mod describe_user_scram_credentials;
+pub mod elect_leaders;
 pub mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -40,6 +42,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+pub mod list_partition_reassignments;
 pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
@@ -55,6 +58,7 @@ pub mod write_txn_markers;
 pub use add_offsets_to_txn::*;
 pub use add_partitions_to_txn::*;
 pub use alter_partition::*;
+pub use alter_partition_reassignments::*;
 pub use alter_user_scram_credentials::*;
 pub use api_versions::*;
 pub use broker_heartbeat::*;
@@ -75,6 +79,7 @@ pub use describe_groups::*;
 pub use describe_producers::*;
 pub use describe_transactions::*;
 pub use describe_user_scram_credentials::*;
+pub use elect_leaders::*;
 pub use end_txn::*;
 pub use fetch::*;
 pub use find_coordinator::*;
@@ -84,6 +89,7 @@ pub use join_group::*;
 pub use leave_group::*;
 pub use list_groups::*;
 pub use list_offsets::*;
+pub use list_partition_reassignments::*;
 pub use list_transactions::*;
 pub use metadata::*;
 pub use offset_commit::*;
@@ -316,6 +322,12 @@ mod tests {
             $f::<ConsumerGroupDescribeResponse>($arg);
             $f::<DeleteRecordsRequest>($arg);
             $f::<DeleteRecordsResponse>($arg);
+            $f::<ElectLeadersRequest>($arg);
+            $f::<ElectLeadersResponse>($arg);
+            $f::<AlterPartitionReassignmentsRequest>($arg);
+            $f::<AlterPartitionReassignmentsResponse>($arg);
+            $f::<ListPartitionReassignmentsRequest>($arg);
+            $f::<ListPartitionReassignmentsResponse>($arg);
         };
     }
 
@@ -921,5 +933,56 @@ mod tests {
             0,                               // the request's tagged fields
         ];
         check_golden(&msg, 2, &v2);
+    }
+
+    /// ElectLeaders v1 (election type, null partitions: all) against bytes laid out
+    /// from the spec.
+    #[test]
+    fn elect_leaders_golden() {
+        let msg = ElectLeadersRequest {
+            election_type: ELECTION_UNCLEAN,
+            topic_partitions: None,
+            timeout_ms: 500,
+        };
+        #[rustfmt::skip]
+        let v1 = [
+            1,                               // unclean
+            0xff, 0xff, 0xff, 0xff,          // null array: every partition
+            0, 0, 0x01, 0xf4,                // timeout 500 ms
+        ];
+        check_golden(&msg, 1, &v1);
+    }
+
+    /// AlterPartitionReassignments v0: a target and a cancellation (null replicas).
+    #[test]
+    fn alter_partition_reassignments_golden() {
+        let msg = AlterPartitionReassignmentsRequest {
+            timeout_ms: 500,
+            topics: vec![ReassignableTopic {
+                name: "t".into(),
+                partitions: vec![
+                    ReassignablePartition {
+                        partition_index: 0,
+                        replicas: Some(vec![2, 3]),
+                    },
+                    ReassignablePartition {
+                        partition_index: 1,
+                        replicas: None,
+                    },
+                ],
+            }],
+        };
+        #[rustfmt::skip]
+        let v0 = [
+            0, 0, 0x01, 0xf4,                // timeout 500 ms
+            2,                               // one topic
+            2, b't',
+            3,                               // two partitions
+            0, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 3, 0, // partition 0 -> [2, 3]
+            0, 0, 0, 1, 0, 0,                // partition 1: null, cancel
+            0,                               // the topic's tagged fields
+            0,                               // the request's tagged fields
+        ];
+        check_golden(&msg, 0, &v0);
     }
 }
