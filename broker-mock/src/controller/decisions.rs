@@ -121,6 +121,22 @@ pub enum ControllerError {
     /// No planned move matches the report.
     #[error("no matching leader move in progress")]
     NoMoveInProgress,
+    /// The election would change nothing (the preferred replica leads, or an
+    /// unclean election for a partition that has a leader).
+    #[error("election not needed")]
+    ElectionNotNeeded,
+    /// The preferred replica is not an eligible member of the ISR.
+    #[error("preferred leader {0} is not available")]
+    PreferredLeaderNotAvailable(i32),
+    /// No replica may lead (none is eligible).
+    #[error("no eligible leader available")]
+    EligibleLeadersNotAvailable,
+    /// A reassignment's target replicas are empty, repeated or not registered.
+    #[error("invalid replica assignment: {0}")]
+    InvalidReplicaAssignment(String),
+    /// A cancellation of a partition that is not being reassigned.
+    #[error("no reassignment in progress")]
+    NoReassignmentInProgress,
 }
 
 impl ControllerError {
@@ -141,6 +157,13 @@ impl ControllerError {
             ControllerError::InvalidTopic(_) => ErrorCode::InvalidTopicException,
             ControllerError::TopicAlreadyExists(_) => ErrorCode::TopicAlreadyExists,
             ControllerError::NoMoveInProgress => ErrorCode::InvalidRequest,
+            ControllerError::ElectionNotNeeded => ErrorCode::ElectionNotNeeded,
+            ControllerError::PreferredLeaderNotAvailable(_) => {
+                ErrorCode::PreferredLeaderNotAvailable
+            }
+            ControllerError::EligibleLeadersNotAvailable => ErrorCode::EligibleLeadersNotAvailable,
+            ControllerError::InvalidReplicaAssignment(_) => ErrorCode::InvalidReplicaAssignment,
+            ControllerError::NoReassignmentInProgress => ErrorCode::NoReassignmentInProgress,
         }
     }
 }
@@ -521,6 +544,7 @@ impl Controller {
                 isr: Some(req.new_isr.clone()),
                 leader: None,
             }));
+            self.complete_reassignment_if_caught_up(key);
         }
         Ok(self.partition_info(key))
     }
@@ -842,7 +866,7 @@ impl Controller {
 
     /// Stamps, applies and queues a record. Records are built from validated state, so
     /// a failure to apply is a bug.
-    fn append(&mut self, record: MetadataRecord) {
+    pub(super) fn append(&mut self, record: MetadataRecord) {
         let entry = MetadataLogEntry {
             offset: self.state.next_offset(),
             controller_epoch: self.controller_epoch,
@@ -854,7 +878,7 @@ impl Controller {
         self.outbox.push(entry);
     }
 
-    fn partition_info(&self, key: (Uuid, i32)) -> PartitionInfo {
+    pub(super) fn partition_info(&self, key: (Uuid, i32)) -> PartitionInfo {
         self.state
             .partition(key.0, key.1)
             .expect("partition exists")
@@ -1046,7 +1070,7 @@ impl Controller {
         !self.state.leader_moves().any(|(_, m)| m.from == broker_id)
     }
 
-    fn abort_move(&mut self, key: (Uuid, i32)) {
+    pub(super) fn abort_move(&mut self, key: (Uuid, i32)) {
         self.move_started.remove(&key);
         if let Some(m) = self.state.leader_move(key.0, key.1).copied() {
             self.append(MetadataRecord::LeaderMove(LeaderMoveRecord {

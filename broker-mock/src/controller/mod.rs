@@ -16,22 +16,33 @@
 //!   eligible replica, with the ISR reset to it;
 //! - preferred leader: the first replica, restored by a planned move once it is back
 //!   in the ISR;
+//! - ElectLeaders (`elect.rs`): preferred puts the first replica back in the lead
+//!   when it is an eligible ISR member; unclean elects, for a partition without a
+//!   leader, a clean ISR member or else the first eligible replica (ISR reset);
+//! - reassignments (`reassign.rs`, KIP-455): the replicas become the target plus
+//!   the replicas being removed, the added replicas catch up and join the ISR, and
+//!   once the whole target is in the ISR the replicas become the target (a new
+//!   leader from it if the leader was removed);
 //! - planned moves (controlled shutdown, preferred restore) go Requested ->
 //!   Draining(target LEO) -> HandedOver: the old leader stops writes, the successor
 //!   catches up to the frozen log end, then leadership changes, so even `acks=1`
 //!   writes survive.
 
 pub mod decisions;
+mod elect;
+mod reassign;
 pub mod records;
 pub mod state;
 
 pub use decisions::{
     AlterPartition, Controller, ControllerConfig, ControllerError, Heartbeat, HeartbeatReply,
 };
+pub use elect::ElectionType;
 pub use records::{
     decode_log, DecodedLog, LeaderMoveRecord, ListenerRecord, MetadataDecodeError,
     MetadataLogEntry, MetadataRecord, MoveState, PartitionChangeRecord, PartitionRecord,
-    RegisterBrokerRecord, TopicRecord, MAX_EXTRA_LISTENERS, MAX_RACK_BYTES, NO_LEADER,
+    ReassignmentRecord, RegisterBrokerRecord, TopicRecord, MAX_EXTRA_LISTENERS, MAX_RACK_BYTES,
+    NO_LEADER,
 };
 pub use state::{
     ApplyError, BrokerInfo, ControllerState, LeaderMove, PartitionInfo, TopicInfo,
@@ -40,3 +51,5 @@ pub use state::{
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_reassign;

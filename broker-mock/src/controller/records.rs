@@ -160,6 +160,29 @@ pub struct LeaderMoveRecord {
     pub state: MoveState,
 }
 
+/// A partition's replica set changed by a reassignment (KIP-455, as KRaft's
+/// PartitionChangeRecord carries `replicas`, `addingReplicas` and
+/// `removingReplicas`): started (the union of old and target replicas), completed
+/// (the target) or cancelled (the old replicas). Sets every field; applying it
+/// bumps the partition epoch, and the leader epoch when the leader changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReassignmentRecord {
+    /// Topic id.
+    pub topic_id: Uuid,
+    /// Partition index.
+    pub partition: i32,
+    /// The replicas, preferred first.
+    pub replicas: Vec<i32>,
+    /// The in-sync replicas (a subset of `replicas`).
+    pub isr: Vec<i32>,
+    /// The leader, or [`NO_LEADER`].
+    pub leader: i32,
+    /// Replicas being added (empty when no reassignment is in progress).
+    pub adding: Vec<i32>,
+    /// Replicas being removed.
+    pub removing: Vec<i32>,
+}
+
 /// One typed record of the metadata log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -214,6 +237,8 @@ pub enum MetadataRecord {
         /// The mechanism's hash.
         hash: ScramHash,
     },
+    /// A partition's replicas were reassigned.
+    Reassignment(ReassignmentRecord),
 }
 
 /// One entry of the metadata log.
@@ -414,6 +439,16 @@ impl MetadataLogEntry {
                 w.string(name);
                 w.u8(hash.kafka_type() as u8);
             }
+            MetadataRecord::Reassignment(r) => {
+                w.header(14);
+                w.uuid(r.topic_id);
+                w.i32(r.partition);
+                w.i32s(&r.replicas);
+                w.i32s(&r.isr);
+                w.i32(r.leader);
+                w.i32s(&r.adding);
+                w.i32s(&r.removing);
+            }
         }
         assert!(body.len() <= MAX_ENTRY_BYTES, "metadata entry too large");
         out.extend_from_slice(&(body.len() as u32).to_be_bytes());
@@ -603,6 +638,15 @@ impl MetadataLogEntry {
                 name: r.string()?,
                 hash: r.scram_hash()?,
             },
+            14 => MetadataRecord::Reassignment(ReassignmentRecord {
+                topic_id: r.uuid()?,
+                partition: r.i32()?,
+                replicas: r.i32s()?,
+                isr: r.i32s()?,
+                leader: r.i32()?,
+                adding: r.i32s()?,
+                removing: r.i32s()?,
+            }),
             t => return Err(MetadataDecodeError::UnknownType(t)),
         };
         if !r.buf.is_empty() {
@@ -935,6 +979,15 @@ mod tests {
                 name: "bob".into(),
                 hash: ScramHash::Sha256,
             },
+            MetadataRecord::Reassignment(ReassignmentRecord {
+                topic_id: id(1),
+                partition: 0,
+                replicas: vec![2, 3, 1],
+                isr: vec![1, 2],
+                leader: 1,
+                adding: vec![3],
+                removing: vec![1],
+            }),
         ]
     }
 

@@ -13,7 +13,7 @@ use baton_protocol::Uuid;
 
 use super::records::{
     LeaderMoveRecord, ListenerRecord, MetadataLogEntry, MetadataRecord, MoveState,
-    PartitionChangeRecord, PartitionRecord, NO_LEADER,
+    PartitionChangeRecord, PartitionRecord, ReassignmentRecord, NO_LEADER,
 };
 
 /// The topic config that allows electing an out-of-sync replica.
@@ -114,9 +114,37 @@ pub struct PartitionInfo {
     pub leader_epoch: i32,
     /// Bumped on every change.
     pub partition_epoch: i32,
+    /// Replicas a reassignment in progress adds (a subset of `replicas`).
+    pub adding_replicas: Vec<i32>,
+    /// Replicas a reassignment in progress removes (a subset of `replicas`,
+    /// disjoint from `adding_replicas`).
+    pub removing_replicas: Vec<i32>,
 }
 
 impl PartitionInfo {
+    /// Whether a reassignment is in progress.
+    pub fn is_reassigning(&self) -> bool {
+        !self.adding_replicas.is_empty() || !self.removing_replicas.is_empty()
+    }
+
+    /// The replicas before the reassignment in progress (all replicas if none).
+    pub fn original_replicas(&self) -> Vec<i32> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|r| !self.adding_replicas.contains(r))
+            .collect()
+    }
+
+    /// The replicas the reassignment in progress ends with (all replicas if none).
+    pub fn target_replicas(&self) -> Vec<i32> {
+        self.replicas
+            .iter()
+            .copied()
+            .filter(|r| !self.removing_replicas.contains(r))
+            .collect()
+    }
+
     /// Whether there is no leader.
     pub fn is_offline(&self) -> bool {
         self.leader == NO_LEADER
@@ -388,6 +416,7 @@ impl ControllerState {
             MetadataRecord::Partition(p) => self.apply_partition(p).map_err(bad)?,
             MetadataRecord::PartitionChange(c) => self.apply_change(c).map_err(bad)?,
             MetadataRecord::LeaderMove(m) => self.apply_move(m).map_err(bad)?,
+            MetadataRecord::Reassignment(r) => self.apply_reassignment(r).map_err(bad)?,
             MetadataRecord::RemoveTopic { topic_id } => {
                 let t = self
                     .topics
@@ -435,6 +464,7 @@ impl ControllerState {
             MetadataRecord::Partition(p) => Some((p.topic_id, p.partition)),
             MetadataRecord::PartitionChange(c) => Some((c.topic_id, c.partition)),
             MetadataRecord::LeaderMove(m) => Some((m.topic_id, m.partition)),
+            MetadataRecord::Reassignment(r) => Some((r.topic_id, r.partition)),
             _ => None,
         };
         self.check_invariants(touched);
@@ -466,6 +496,8 @@ impl ControllerState {
                 leader: p.leader,
                 leader_epoch: p.leader_epoch,
                 partition_epoch: p.partition_epoch,
+                adding_replicas: Vec::new(),
+                removing_replicas: Vec::new(),
             },
         );
         self.topics
@@ -498,6 +530,37 @@ impl ControllerState {
             self.moves.remove(&key);
         }
         // A move whose successor left the ISR cannot complete.
+        if let Some(m) = self.moves.get(&key) {
+            if !self.partitions[&key].isr.contains(&m.to) {
+                self.moves.remove(&key);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_reassignment(&mut self, r: &ReassignmentRecord) -> Result<(), String> {
+        let key = (r.topic_id, r.partition);
+        let p = self
+            .partitions
+            .get(&key)
+            .ok_or("reassignment of unknown partition")?;
+        check_assignment(&r.replicas, &r.isr, r.leader)?;
+        check_reassigning(&r.replicas, &r.adding, &r.removing)?;
+        if r.leader != NO_LEADER && !self.brokers.contains_key(&r.leader) {
+            return Err(format!("leader {} is not a registered broker", r.leader));
+        }
+        let leader_changed = r.leader != p.leader;
+        let p = self.partitions.get_mut(&key).expect("checked");
+        p.replicas = r.replicas.clone();
+        p.isr = r.isr.clone();
+        p.adding_replicas = r.adding.clone();
+        p.removing_replicas = r.removing.clone();
+        p.partition_epoch += 1;
+        if leader_changed {
+            p.leader = r.leader;
+            p.leader_epoch += 1;
+            self.moves.remove(&key);
+        }
         if let Some(m) = self.moves.get(&key) {
             if !self.partitions[&key].isr.contains(&m.to) {
                 self.moves.remove(&key);
@@ -559,7 +622,9 @@ impl ControllerState {
     fn check_invariants(&self, touched: Option<(Uuid, i32)>) {
         if let Some(p) = touched.and_then(|key| self.partitions.get(&key)) {
             assert!(
-                check_assignment(&p.replicas, &p.isr, p.leader).is_ok(),
+                check_assignment(&p.replicas, &p.isr, p.leader).is_ok()
+                    && check_reassigning(&p.replicas, &p.adding_replicas, &p.removing_replicas)
+                        .is_ok(),
                 "partition invariant broken: {p:?}"
             );
         }
@@ -589,6 +654,22 @@ fn check_assignment(replicas: &[i32], isr: &[i32], leader: i32) -> Result<(), St
     }
     if leader != NO_LEADER && !isr.contains(&leader) {
         return Err(format!("leader {leader} not in ISR {isr:?}"));
+    }
+    Ok(())
+}
+
+/// Checks that the replicas being added and removed are replicas, each once, and
+/// that no replica is both.
+fn check_reassigning(replicas: &[i32], adding: &[i32], removing: &[i32]) -> Result<(), String> {
+    let mut seen = BTreeSet::new();
+    let ok = adding
+        .iter()
+        .chain(removing)
+        .all(|r| replicas.contains(r) && seen.insert(*r));
+    if !ok || (!removing.is_empty() && removing.len() == replicas.len()) {
+        return Err(format!(
+            "adding {adding:?} / removing {removing:?} do not fit replicas {replicas:?}"
+        ));
     }
     Ok(())
 }

@@ -76,4 +76,9 @@ impl_message!(
     flexible = 2,
     response = ElectLeadersResponse
 );
-impl_message!(ElectLeadersResponse, key = 43, versions = 0..=2, flexible = 2);
+impl_message!(
+    ElectLeadersResponse,
+    key = 43,
+    versions = 0..=2,
+    flexible = 2
+);
