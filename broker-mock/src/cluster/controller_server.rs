@@ -10,6 +10,8 @@
 //! - CreateTopics (19), DeleteTopics (20): forwarded by brokers, checked and answered
 //!   by the same path as a standalone node's (`handlers/create_topics.rs`,
 //!   `delete_topics.rs`), applied here as controller records;
+//! - ElectLeaders (43), AlterPartitionReassignments (45): forwarded by brokers
+//!   (authorized there), decided by the controller (`partition_admin.rs`);
 //! - Fetch (1) of `__cluster_metadata` partition 0: the metadata log itself, which
 //!   brokers replay as KRaft brokers do. Deviation: the `records` bytes are this
 //!   crate's metadata entry framing ([`crate::controller::records`]), not record
@@ -28,11 +30,12 @@ use std::time::{Duration, Instant};
 
 use baton_protocol::frame::DEFAULT_MAX_FRAME;
 use baton_protocol::messages::{
-    AlterPartitionRequest, AlterPartitionResponse, AlterPartitionResponsePartitionData,
-    AlterPartitionResponseTopicData, AlterUserScramCredentialsRequest, BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
-    CreatableReplicaAssignment, CreatableTopicResult, CreateAclsRequest, CreateAclsResponse,
-    CreateTopicsRequest, DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest, FetchRequest,
+    AlterPartitionReassignmentsRequest, AlterPartitionRequest, AlterPartitionResponse,
+    AlterPartitionResponsePartitionData, AlterPartitionResponseTopicData,
+    AlterUserScramCredentialsRequest, BrokerHeartbeatRequest, BrokerHeartbeatResponse,
+    BrokerRegistrationRequest, BrokerRegistrationResponse, CreatableReplicaAssignment,
+    CreatableTopicResult, CreateAclsRequest, CreateAclsResponse, CreateTopicsRequest,
+    DeleteAclsRequest, DeleteAclsResponse, DeleteTopicsRequest, ElectLeadersRequest, FetchRequest,
     FetchResponse, FetchResponsePartitionData, FetchableTopicResponse,
 };
 use baton_protocol::sasl::{ScramCredential, ScramHash};
@@ -464,6 +467,22 @@ async fn handle(
             })
             .await?;
             encode::<AlterUserScramCredentialsRequest>(h.correlation_id, version, &resp)
+        }
+        ElectLeadersRequest::API_KEY => {
+            let (h, req) = decode::<ElectLeadersRequest>(frame, version)?;
+            let resp = blocking(core, move |_, inner| {
+                super::partition_admin::elect_leaders(&mut inner.ctl, &req)
+            })
+            .await?;
+            encode::<ElectLeadersRequest>(h.correlation_id, version, &resp)
+        }
+        AlterPartitionReassignmentsRequest::API_KEY => {
+            let (h, req) = decode::<AlterPartitionReassignmentsRequest>(frame, version)?;
+            let resp = blocking(core, move |_, inner| {
+                super::partition_admin::alter_reassignments(&mut inner.ctl, &req)
+            })
+            .await?;
+            encode::<AlterPartitionReassignmentsRequest>(h.correlation_id, version, &resp)
         }
         FetchRequest::API_KEY => {
             let (h, req) = decode::<FetchRequest>(frame, version)?;

@@ -18,7 +18,8 @@
 //! [`controller_server`] is the controller's listener and persisted metadata log;
 //! [`driver`] runs a broker node (session, metadata replay, role reconciliation,
 //! reports, ticks; replica fetchers; the scrubber); [`messages`] holds the private
-//! requests on the controller listener; `tooling` adds the fault- and
+//! requests on the controller listener; `partition_admin` turns ElectLeaders and
+//! partition reassignment requests into controller decisions; `tooling` adds the fault- and
 //! corruption-injection methods tests use. Below them: the crate's `node_mode` (what
 //! a node is, and the replica's link), `rpc` (request/response connections) and
 //! `handlers::forward` (CreateTopics/DeleteTopics forwarded to the controller).
@@ -28,6 +29,7 @@ pub mod controller_server;
 pub mod driver;
 mod handle;
 pub mod messages;
+pub(crate) mod partition_admin;
 mod tooling;
 mod views;
 

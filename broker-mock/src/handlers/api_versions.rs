@@ -97,6 +97,9 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<ConsumerGroupHeartbeatRequest>(),
         entry::<ConsumerGroupDescribeRequest>(),
         entry::<baton_protocol::messages::DeleteRecordsRequest>(),
+        entry::<baton_protocol::messages::ElectLeadersRequest>(),
+        entry::<baton_protocol::messages::AlterPartitionReassignmentsRequest>(),
+        entry::<baton_protocol::messages::ListPartitionReassignmentsRequest>(),
     ]
 }
 

@@ -32,7 +32,7 @@ const APPLY_WAIT: Duration = Duration::from_secs(15);
 
 /// One forwarded request of type `R`, from frame to reply: decoded here,
 /// answered by `answer` with this node's link to the cluster, encoded.
-async fn forwarded<R, F, Fut>(
+pub(super) async fn forwarded<R, F, Fut>(
     state: &Arc<BrokerState>,
     frame: Bytes,
     version: i16,
@@ -55,7 +55,7 @@ where
     )?)))
 }
 
-async fn wait_until(state: &Arc<BrokerState>, done: impl Fn(&BrokerState) -> bool) {
+pub(super) async fn wait_until(state: &Arc<BrokerState>, done: impl Fn(&BrokerState) -> bool) {
     let Some(link) = state.mode.replica() else {
         return;
     };
@@ -74,7 +74,7 @@ async fn wait_until(state: &Arc<BrokerState>, done: impl Fn(&BrokerState) -> boo
 }
 
 /// Sends `req` to the controller in this node's name.
-async fn call_controller<R: Request + Sync>(
+pub(super) async fn call_controller<R: Request + Sync>(
     link: &ClusterLink,
     req: &R,
     version: i16,

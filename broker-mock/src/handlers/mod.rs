@@ -13,6 +13,7 @@
 
 pub(crate) mod add_offsets_to_txn;
 pub(crate) mod add_partitions_to_txn;
+mod alter_partition_reassignments;
 pub(crate) mod alter_user_scram_credentials;
 pub mod api_versions;
 pub(crate) mod consumer_group_describe;
@@ -30,6 +31,7 @@ pub mod describe_groups;
 pub(crate) mod describe_producers;
 pub(crate) mod describe_transactions;
 pub(crate) mod describe_user_scram_credentials;
+mod elect_leaders;
 pub(crate) mod end_txn;
 pub mod fetch;
 pub mod find_coordinator;
@@ -40,6 +42,7 @@ pub mod join_group;
 pub mod leave_group;
 pub mod list_groups;
 pub mod list_offsets;
+mod list_partition_reassignments;
 pub(crate) mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
@@ -278,6 +281,22 @@ pub(crate) async fn dispatch(
         ProduceRequest::API_KEY => produce_request(state, ctx, listener, frame, version).await,
         baton_protocol::messages::DeleteRecordsRequest::API_KEY => {
             delete_records::request(state, ctx, frame, version).await
+        }
+        baton_protocol::messages::ElectLeadersRequest::API_KEY => {
+            elect_leaders::request(state, ctx, frame, version).await
+        }
+        baton_protocol::messages::AlterPartitionReassignmentsRequest::API_KEY => {
+            alter_partition_reassignments::request(state, ctx, frame, version).await
+        }
+        baton_protocol::messages::ListPartitionReassignmentsRequest::API_KEY => {
+            run::<baton_protocol::messages::ListPartitionReassignmentsRequest, _>(
+                state,
+                ctx,
+                frame,
+                version,
+                |s, c, r, v| Some(list_partition_reassignments::handle(s, c, r, v)),
+            )
+            .await
         }
         FetchRequest::API_KEY => {
             let (header, request) = decode::<FetchRequest>(frame, version)?;

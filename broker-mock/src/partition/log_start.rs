@@ -120,6 +120,12 @@ impl PartitionState {
         Ok(())
     }
 
+    /// A replica reassigned away from this node: its log is emptied (segments
+    /// deleted) and restarts at 0, so a later reassignment back fetches it anew.
+    pub(crate) fn drop_replica_data(&mut self) -> Result<(), LogError> {
+        self.truncate_fully_and_start_at(0)
+    }
+
     /// After the log start moved up: history below it leaves the epoch cache and
     /// the aborted-transaction index, and the high watermark is at least the start.
     fn after_log_start_moved(&mut self) {

@@ -673,6 +673,48 @@ impl LeaderState {
         self.check_invariants();
     }
 
+    /// The controller changed the replica set under this leadership (a partition
+    /// reassignment started, completed or was cancelled) and committed `isr` with
+    /// it: added replicas start unknown, so they join the ISR only once a fetch
+    /// shows them caught up; removed ones are forgotten. Waiting produces stay.
+    pub fn on_replicas_changed(
+        &mut self,
+        replicas: Vec<ReplicaId>,
+        isr: Vec<ReplicaId>,
+        partition_epoch: i32,
+    ) -> Result<(), LeaderError> {
+        if partition_epoch < self.partition_epoch {
+            return Err(LeaderError::StalePartitionEpoch {
+                got: partition_epoch,
+                current: self.partition_epoch,
+            });
+        }
+        let ok = replicas.contains(&self.local_id)
+            && isr.contains(&self.local_id)
+            && isr.iter().all(|r| replicas.contains(r));
+        if !ok {
+            return Err(LeaderError::InvalidIsr(isr));
+        }
+        self.followers.retain(|r, _| replicas.contains(r));
+        for &r in &replicas {
+            if r != self.local_id {
+                self.followers.entry(r).or_insert(FollowerProgress {
+                    log_end_offset: None,
+                    last_caught_up_ms: None,
+                    last_fetch_ms: None,
+                    last_fetch_leader_leo: None,
+                    log_start_offset: None,
+                });
+            }
+        }
+        if self.drain.is_some_and(|d| !replicas.contains(&d.successor)) {
+            self.drain = None;
+        }
+        self.ineligible.retain(|r| replicas.contains(r));
+        self.replicas = replicas;
+        self.on_isr_committed(isr, partition_epoch)
+    }
+
     /// The planned move was abandoned: accept writes again.
     pub fn abort_drain(&mut self) {
         self.drain = None;
@@ -867,6 +909,36 @@ mod tests {
         assert!(l.on_local_append(11).is_err());
         assert!(l.on_follower_fetch(2, 13, 5).is_err());
         assert!(l.on_follower_fetch(9, 0, 5).is_err());
+    }
+
+    #[test]
+    fn replicas_added_join_once_caught_up_and_removed_ones_are_forgotten() {
+        let mut l = leader(&[1, 2, 3], 10, 10, 1);
+        let wait_id = 1;
+        l.on_local_append(12).unwrap();
+        l.await_replication(wait_id, 12, u64::MAX);
+        // Reassignment {1,2,3} -> {1,2,4}: 4 added, the union in place.
+        l.on_replicas_changed(vec![1, 2, 4, 3], vec![1, 2, 3], 8)
+            .unwrap();
+        assert!(l.follower(4).is_some());
+        assert_eq!(l.waiting_produces(), 1, "a replica change keeps the waits");
+        l.on_follower_fetch(4, 5, 1).unwrap();
+        assert_eq!(l.pending_isr(), None, "behind the HW: not in sync yet");
+        l.on_follower_fetch(2, 12, 1).unwrap();
+        l.on_follower_fetch(3, 12, 1).unwrap();
+        l.on_follower_fetch(4, 12, 2).unwrap();
+        assert_eq!(l.pending_isr(), Some(&[1, 2, 4, 3][..]));
+        // Completed: 3 leaves.
+        l.on_replicas_changed(vec![1, 2, 4], vec![1, 2, 4], 10)
+            .unwrap();
+        assert!(l.follower(3).is_none());
+        assert_eq!(l.isr(), &[1, 2, 4]);
+        assert!(
+            l.on_follower_fetch(3, 12, 3).is_err(),
+            "no longer a replica"
+        );
+        assert!(l.on_replicas_changed(vec![2, 4], vec![2, 4], 11).is_err());
+        assert!(l.on_replicas_changed(vec![1, 2], vec![1, 2], 9).is_err());
     }
 
     #[test]

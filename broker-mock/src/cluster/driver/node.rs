@@ -606,7 +606,16 @@ fn reconcile(
                     tracing::info!(node = me, topic = %topic.name, partition = part.index(), epoch = pi.leader_epoch, leo = st.log_end_offset(), "leading");
                 } else if let Some(l) = st.leader_state_mut() {
                     if pi.partition_epoch > l.partition_epoch() {
-                        if let Err(e) = l.on_isr_committed(pi.isr.clone(), pi.partition_epoch) {
+                        let r = if l.replicas() != pi.replicas.as_slice() {
+                            l.on_replicas_changed(
+                                pi.replicas.clone(),
+                                pi.isr.clone(),
+                                pi.partition_epoch,
+                            )
+                        } else {
+                            l.on_isr_committed(pi.isr.clone(), pi.partition_epoch)
+                        };
+                        if let Err(e) = r {
                             tracing::warn!(node = me, error = %e, "ISR update refused");
                         }
                     }
@@ -660,7 +669,19 @@ fn reconcile(
                 }
             } else if !matches!(st.role(), Role::NotReplica) || st.leader_epoch() < pi.leader_epoch
             {
+                let was_replica = !matches!(st.role(), Role::NotReplica);
                 st.become_not_replica(pi.leader, pi.leader_epoch);
+                // Reassigned away: the partition's data goes.
+                if was_replica || st.log_end_offset() > 0 {
+                    match st.drop_replica_data() {
+                        Ok(()) => {
+                            tracing::info!(node = me, topic = %topic.name, partition = part.index(), "no longer a replica; data deleted")
+                        }
+                        Err(e) => {
+                            tracing::error!(node = me, topic = %topic.name, partition = part.index(), error = %e, "cannot delete a removed replica's data")
+                        }
+                    }
+                }
             }
         }
     }
