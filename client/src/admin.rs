@@ -1,8 +1,16 @@
 //! [`Admin`]: create and delete topics, list partition offsets, delete records
-//! (`admin/delete_records.rs`), describe the cluster, create, describe and delete
-//! ACLs, and manage SCRAM users (`admin/scram.rs`).
+//! (`admin/delete_records.rs`), describe the cluster (`admin/cluster.rs`),
+//! describe and alter configs (`admin/configs.rs`), create partitions
+//! (`admin/create_partitions.rs`), describe log dirs (`admin/log_dirs.rs`),
+//! create, describe and delete ACLs, and manage SCRAM users (`admin/scram.rs`).
+//! Every call retries retriable errors until its operation timeout
+//! (`admin/retry.rs`).
 
+mod cluster;
+mod configs;
+mod create_partitions;
 mod delete_records;
+mod log_dirs;
 mod retry;
 mod scram;
 
@@ -23,7 +31,14 @@ use crate::client::{Client, ClientError};
 use crate::metadata::{ClusterMetadata, Scope};
 use crate::offsets::list_offsets;
 pub use crate::offsets::{ListedOffset, OffsetSpec};
+pub use cluster::ClusterDescription;
+pub use configs::{
+    AlterConfigOp, ConfigEntry, ConfigError, ConfigResource, ConfigSource, ConfigSynonym,
+    DescribeConfigsOptions, ResourceConfig,
+};
+pub use create_partitions::NewPartitions;
 pub use delete_records::{DeletedRecords, RecordsError, RecordsToDelete};
+pub use log_dirs::{LogDirDescription, ReplicaLogInfo};
 use retry::{retriable_code, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
 pub use scram::{ScramChange, UserScramCredentials, DEFAULT_SCRAM_ITERATIONS};
 
@@ -60,6 +75,11 @@ pub enum AdminError {
     /// ([`Admin::delete_records`]); the others' records were deleted.
     #[error("{} partition(s) failed: {}", .0.len(), describe_records(.0))]
     Records(Vec<RecordsError>),
+    /// The broker refused to describe or alter the configs of some resources
+    /// ([`Admin::describe_configs`], [`Admin::incremental_alter_configs`]); the
+    /// others' were described or altered.
+    #[error("{} resource(s) failed: {}", .0.len(), describe_configs(.0))]
+    Configs(Vec<ConfigError>),
     /// Topics were created but some partitions still had no leader when the
     /// operation timeout elapsed.
     #[error("topics created, but partitions of {topics:?} had no leader after {timeout:?}")]
@@ -78,6 +98,14 @@ fn describe(errors: &[TopicError]) -> String {
             Some(m) => format!("{}: {} ({m})", e.topic, e.code),
             None => format!("{}: {}", e.topic, e.code),
         })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_configs(errors: &[ConfigError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -118,6 +118,19 @@ impl Admin {
             .map_err(ClientError::from)?)
     }
 
+    /// One attempt: sends `req` to broker `node_id`.
+    pub(crate) async fn node_attempt<R: Request + Sync>(
+        &self,
+        node_id: i32,
+        req: &R,
+    ) -> Result<R::Response, AdminError> {
+        let conn = self.client.node_connection(node_id).await?;
+        Ok(conn
+            .send_with_timeout(req, self.attempt_timeout())
+            .await
+            .map_err(ClientError::from)?)
+    }
+
     /// Sends `req` to the controller, retrying as [`Admin::with_retries`] does.
     /// Retriable error codes inside the answer are the caller's to check.
     pub(crate) async fn to_controller<R: Request + Sync>(
