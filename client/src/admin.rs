@@ -2,14 +2,19 @@
 //! (`admin/delete_records.rs`), describe the cluster (`admin/cluster.rs`),
 //! describe and alter configs (`admin/configs.rs`), create partitions
 //! (`admin/create_partitions.rs`), describe log dirs (`admin/log_dirs.rs`),
+//! elect leaders (`admin/elect_leaders.rs`), alter and list partition
+//! reassignments (`admin/alter_reassignments.rs`, `admin/list_reassignments.rs`),
 //! create, describe and delete ACLs, and manage SCRAM users (`admin/scram.rs`).
 //! Every call retries retriable errors until its operation timeout
 //! (`admin/retry.rs`).
 
+mod alter_reassignments;
 mod cluster;
 mod configs;
 mod create_partitions;
 mod delete_records;
+mod elect_leaders;
+mod list_reassignments;
 mod log_dirs;
 mod retry;
 mod scram;
@@ -31,6 +36,7 @@ use crate::client::{Client, ClientError};
 use crate::metadata::{ClusterMetadata, Scope};
 use crate::offsets::list_offsets;
 pub use crate::offsets::{ListedOffset, OffsetSpec};
+pub use alter_reassignments::{PartitionError, Reassignment};
 pub use cluster::ClusterDescription;
 pub use configs::{
     AlterConfigOp, ConfigEntry, ConfigError, ConfigResource, ConfigSource, ConfigSynonym,
@@ -38,6 +44,8 @@ pub use configs::{
 };
 pub use create_partitions::NewPartitions;
 pub use delete_records::{DeletedRecords, RecordsError, RecordsToDelete};
+pub use elect_leaders::{ElectionResult, ElectionType};
+pub use list_reassignments::OngoingReassignment;
 pub use log_dirs::{LogDirDescription, ReplicaLogInfo};
 use retry::{retriable_code, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
 pub use scram::{ScramChange, UserScramCredentials, DEFAULT_SCRAM_ITERATIONS};
@@ -75,6 +83,10 @@ pub enum AdminError {
     /// ([`Admin::delete_records`]); the others' records were deleted.
     #[error("{} partition(s) failed: {}", .0.len(), describe_records(.0))]
     Records(Vec<RecordsError>),
+    /// The broker refused some partitions' reassignments
+    /// ([`Admin::alter_partition_reassignments`]); the others' were applied.
+    #[error("{} partition(s) failed: {}", .0.len(), describe_partitions(.0))]
+    Partitions(Vec<PartitionError>),
     /// The broker refused to describe or alter the configs of some resources
     /// ([`Admin::describe_configs`], [`Admin::incremental_alter_configs`]); the
     /// others' were described or altered.
@@ -125,6 +137,17 @@ fn describe_records(errors: &[RecordsError]) -> String {
     errors
         .iter()
         .map(|e| format!("{}/{}: {}", e.topic, e.partition, e.code))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_partitions(errors: &[PartitionError]) -> String {
+    errors
+        .iter()
+        .map(|e| match &e.message {
+            Some(m) => format!("{}/{}: {} ({m})", e.topic, e.partition, e.code),
+            None => format!("{}/{}: {}", e.topic, e.partition, e.code),
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }

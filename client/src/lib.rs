@@ -71,6 +71,7 @@ pub use admin::{
     ConfigSynonym, DescribeConfigsOptions, LogDirDescription, NewPartitions, ReplicaLogInfo,
     ResourceConfig,
 };
+pub use admin::{ElectionResult, ElectionType, OngoingReassignment, PartitionError, Reassignment};
 /// The attribute that implements [`OAuthTokenProvider`] (its `async fn`).
 pub use async_trait::async_trait;
 pub use baton_protocol::acl::{
