@@ -13,6 +13,7 @@ mod durability;
 mod exactly_once;
 mod failover;
 mod follower_fetch;
+mod reassign;
 mod replication;
 mod rolling;
 mod scram;
