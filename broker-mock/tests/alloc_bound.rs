@@ -339,7 +339,8 @@ async fn every_api_stays_within_its_bound() {
         AddPartitionsToTxnRequest, AddOffsetsToTxnRequest, EndTxnRequest,
         DescribeTransactionsRequest, ListTransactionsRequest,
         ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest,
-        DeleteRecordsRequest,
+        DeleteRecordsRequest, ElectLeadersRequest, AlterPartitionReassignmentsRequest,
+        ListPartitionReassignmentsRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;

@@ -10,6 +10,7 @@
 mod consumer_group;
 mod delete_records;
 mod fetch;
+mod partition_admin;
 mod transactions;
 
 use std::collections::{BTreeMap, BTreeSet};
