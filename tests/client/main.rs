@@ -19,6 +19,7 @@ mod group_interop;
 mod group_join;
 mod idempotence;
 mod oauth;
+mod partition_admin;
 mod partitioner;
 mod producer;
 mod retry;

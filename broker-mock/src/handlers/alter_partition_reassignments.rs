@@ -27,6 +27,10 @@ use crate::acl::RequestContext;
 use crate::state::BrokerState;
 use crate::wire::{decode, encode, DispatchError, Reply};
 
+/// A partition's replicas, whether it was being reassigned, and its partition
+/// epoch, before a request.
+type Before = (Vec<i32>, bool, i32);
+
 /// Answers an AlterPartitionReassignments request (see the module docs).
 pub(crate) async fn request(
     state: &Arc<BrokerState>,
@@ -60,7 +64,7 @@ pub(crate) async fn request(
             }
             // Each named partition's replicas, reassigning flag and partition
             // epoch before the change.
-            let before: Vec<(String, i32, Option<(Vec<i32>, bool, i32)>)> = {
+            let before: Vec<(String, i32, Option<Before>)> = {
                 let img = link.image();
                 req.topics
                     .iter()
