@@ -193,7 +193,13 @@ macro_rules! for_each_message {
             AlterPartitionReassignmentsRequest,
             AlterPartitionReassignmentsResponse,
             ListPartitionReassignmentsRequest,
-            ListPartitionReassignmentsResponse
+            ListPartitionReassignmentsResponse,
+            IncrementalAlterConfigsRequest,
+            IncrementalAlterConfigsResponse,
+            CreatePartitionsRequest,
+            CreatePartitionsResponse,
+            DescribeLogDirsRequest,
+            DescribeLogDirsResponse
         )
     };
 }
