@@ -69,6 +69,11 @@ pub use admin::{
     PartitionLag, RecordsError, RecordsToDelete, ScramChange, TopicError, UserError,
     UserScramCredentials,
 };
+pub use admin::{
+    AlterConfigOp, ClusterDescription, ConfigEntry, ConfigError, ConfigResource, ConfigSource,
+    ConfigSynonym, DescribeConfigsOptions, LogDirDescription, NewPartitions, ReplicaLogInfo,
+    ResourceConfig,
+};
 /// The attribute that implements [`OAuthTokenProvider`] (its `async fn`).
 pub use async_trait::async_trait;
 pub use baton_protocol::acl::{
