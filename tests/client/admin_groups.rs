@@ -94,3 +94,58 @@ async fn group_offsets_survive_a_coordinator_kill() {
         .await
         .expect("node restarts");
 }
+
+/// An OffsetDelete naming more partitions than `max_partitions_per_request` is
+/// refused as a whole with POLICY_VIOLATION; within the limit it goes through.
+#[tokio::test]
+async fn offset_delete_is_bounded_per_request() {
+    let mut config = baton_broker::BrokerConfig::in_memory();
+    config.limits.max_partitions_per_request = 2;
+    let broker = baton_broker::Broker::start(config)
+        .await
+        .expect("broker starts");
+    let client = baton::Client::builder([broker.bootstrap()])
+        .build()
+        .await
+        .expect("client connects");
+    let admin = Admin::new(&client);
+    let topic = create_topic(&client, "admin-bounded", 2).await;
+    let group = topic_name("admin-bounded-group");
+    let offsets = (0..2).map(|p| {
+        (
+            TopicPartition::new(topic.as_str(), p),
+            OffsetAndMetadata::new(1),
+        )
+    });
+    admin
+        .alter_consumer_group_offsets(group.as_str(), offsets)
+        .await
+        .expect("offsets set");
+    let three = (0..3).map(|p| TopicPartition::new(topic.as_str(), p));
+    match admin
+        .delete_consumer_group_offsets(group.as_str(), three)
+        .await
+    {
+        Err(AdminError::Groups(f)) => assert_eq!(f[0].code, ErrorCode::PolicyViolation, "{f:?}"),
+        other => panic!("expected POLICY_VIOLATION, got {other:?}"),
+    }
+    assert_eq!(
+        admin
+            .group_offsets(group.as_str())
+            .await
+            .expect("offsets")
+            .len(),
+        2
+    );
+    let two = (0..2).map(|p| TopicPartition::new(topic.as_str(), p));
+    admin
+        .delete_consumer_group_offsets(group.as_str(), two)
+        .await
+        .expect("within the limit");
+    assert!(admin
+        .group_offsets(group.as_str())
+        .await
+        .expect("offsets")
+        .is_empty());
+    broker.shutdown().await;
+}
