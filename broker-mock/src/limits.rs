@@ -60,7 +60,8 @@ pub struct BrokerLimits {
     /// Most partitions one CreateTopics request may create, over all its topics (and
     /// so also per topic). Topics of a request past the sum fail with
     /// `POLICY_VIOLATION`; a single topic asking for more fails with
-    /// `INVALID_PARTITIONS`.
+    /// `INVALID_PARTITIONS`. Also the most partitions one OffsetDelete request may
+    /// name (more: `POLICY_VIOLATION` for the request).
     pub max_partitions_per_request: usize,
     /// Most consumer groups a coordinator holds (groups with members, pending
     /// members or committed offsets). A JoinGroup or OffsetCommit that would create

@@ -4,18 +4,30 @@
 //! (`admin/create_partitions.rs`), describe log dirs (`admin/log_dirs.rs`),
 //! elect leaders (`admin/elect_leaders.rs`), alter and list partition
 //! reassignments (`admin/alter_reassignments.rs`, `admin/list_reassignments.rs`),
-//! create, describe and delete ACLs, and manage SCRAM users (`admin/scram.rs`).
-//! Every call retries retriable errors until its operation timeout
-//! (`admin/retry.rs`).
+//! create, describe and delete ACLs, and manage SCRAM users (`admin/scram.rs`);
+//! list, describe and delete groups, and list, alter, reset and delete their
+//! committed offsets (one file per operation, sharing
+//! `admin/group_coordinators.rs`). Every call retries retriable errors until its
+//! operation timeout (`admin/retry.rs`; group calls per group, re-finding each
+//! group's coordinator).
 
 mod alter_reassignments;
+mod alter_group_offsets;
 mod cluster;
 mod configs;
 mod create_partitions;
+mod delete_group_offsets;
+mod delete_groups;
 mod delete_records;
 mod elect_leaders;
 mod list_reassignments;
+mod describe_groups;
+mod group_coordinators;
+mod group_lag;
+mod list_group_offsets;
+mod list_groups;
 mod log_dirs;
+mod reset_group_offsets;
 mod retry;
 mod scram;
 
@@ -33,6 +45,7 @@ use tokio::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
+use crate::group::TopicPartition;
 use crate::metadata::{ClusterMetadata, Scope};
 use crate::offsets::list_offsets;
 pub use crate::offsets::{ListedOffset, OffsetSpec};
@@ -46,7 +59,13 @@ pub use create_partitions::NewPartitions;
 pub use delete_records::{DeletedRecords, RecordsError, RecordsToDelete};
 pub use elect_leaders::{ElectionResult, ElectionType};
 pub use list_reassignments::OngoingReassignment;
+pub use describe_groups::{GroupDescription, MemberDescription};
+pub use group_coordinators::GroupFailure;
+pub use group_lag::PartitionLag;
+pub use list_group_offsets::{GroupOffsets, GroupOffsetsQuery, OffsetAndMetadata};
+pub use list_groups::{GroupListing, GroupState, GroupType, ListGroupsFilter};
 pub use log_dirs::{LogDirDescription, ReplicaLogInfo};
+pub use reset_group_offsets::GroupOffsetReset;
 use retry::{retriable_code, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
 pub use scram::{ScramChange, UserScramCredentials, DEFAULT_SCRAM_ITERATIONS};
 
@@ -87,6 +106,35 @@ pub enum AdminError {
     /// ([`Admin::alter_partition_reassignments`]); the others' were applied.
     #[error("{} partition(s) failed: {}", .0.len(), describe_partitions(.0))]
     Partitions(Vec<PartitionError>),
+    /// Some groups failed (their coordinator refused, or was not reachable
+    /// before the operation timeout): NON_EMPTY_GROUP for deleting a group with
+    /// members, GROUP_ID_NOT_FOUND, GROUP_AUTHORIZATION_FAILED, ... The other
+    /// groups succeeded.
+    #[error("{} group(s) failed: {}", .0.len(), describe_groups(.0))]
+    Groups(Vec<GroupFailure>),
+    /// The group's committed offsets cannot be altered while it has members (the
+    /// coordinator answered `code`: UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, ...).
+    #[error("group {group} is active ({code}): stop its consumers before altering its offsets")]
+    GroupActive {
+        /// The group.
+        group: String,
+        /// What the coordinator answered.
+        code: ErrorCode,
+    },
+    /// Some partitions of a group offset operation failed
+    /// (GROUP_SUBSCRIBED_TO_TOPIC, TOPIC_AUTHORIZATION_FAILED, ...); the others
+    /// succeeded.
+    #[error("{} partition(s) failed: {}", .0.len(), describe_group_offsets(.0))]
+    GroupOffsets(Vec<GroupOffsetFailure>),
+    /// A shift of committed offsets ([`GroupOffsetReset::ShiftBy`]) met a
+    /// partition the group has no committed offset for.
+    #[error("group {group} has no committed offset for {}/{} to shift", partition.topic, partition.partition)]
+    NoCommittedOffset {
+        /// The group.
+        group: String,
+        /// The partition.
+        partition: TopicPartition,
+    },
     /// The broker refused to describe or alter the configs of some resources
     /// ([`Admin::describe_configs`], [`Admin::incremental_alter_configs`]); the
     /// others' were described or altered.
@@ -150,6 +198,42 @@ fn describe_partitions(errors: &[PartitionError]) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+fn describe_groups(errors: &[GroupFailure]) -> String {
+    errors
+        .iter()
+        .map(|e| match &e.message {
+            Some(m) => format!("{}: {} ({m})", e.group, e.code),
+            None => format!("{}: {}", e.group, e.code),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_group_offsets(errors: &[GroupOffsetFailure]) -> String {
+    errors
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}/{}: {}",
+                e.group, e.partition.topic, e.partition.partition, e.code
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One partition's failure in a group offset operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupOffsetFailure {
+    /// The group.
+    pub group: String,
+    /// The partition.
+    pub partition: TopicPartition,
+    /// The error code the broker sent.
+    pub code: ErrorCode,
 }
 
 fn describe_users(errors: &[UserError]) -> String {

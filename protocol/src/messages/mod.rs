@@ -49,6 +49,7 @@ pub mod list_partition_reassignments;
 pub mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
+pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
@@ -99,6 +100,7 @@ pub use list_partition_reassignments::*;
 pub use list_transactions::*;
 pub use metadata::*;
 pub use offset_commit::*;
+pub use offset_delete::*;
 pub use offset_fetch::*;
 pub use offset_for_leader_epoch::*;
 pub use produce::*;
@@ -288,6 +290,8 @@ mod tests {
             $f::<ListGroupsResponse>($arg);
             $f::<DeleteGroupsRequest>($arg);
             $f::<DeleteGroupsResponse>($arg);
+            $f::<OffsetDeleteRequest>($arg);
+            $f::<OffsetDeleteResponse>($arg);
             $f::<DescribeConfigsRequest>($arg);
             $f::<DescribeConfigsResponse>($arg);
             $f::<DescribeClusterRequest>($arg);
@@ -460,6 +464,48 @@ mod tests {
             0x00,                   // response tagged fields
         ];
         check_golden(&msg, 0, &with_assignment);
+    }
+
+    #[test]
+    fn golden_offset_delete_v0() {
+        let msg = OffsetDeleteRequest {
+            group_id: "g".into(),
+            topics: vec![OffsetDeleteRequestTopic {
+                name: "t".into(),
+                partitions: vec![OffsetDeleteRequestPartition { partition_index: 2 }],
+            }],
+        };
+        #[rustfmt::skip]
+        let golden = [
+            0x00, 0x01, b'g',       // group id
+            0x00, 0x00, 0x00, 0x01, // topics: 1
+            0x00, 0x01, b't',       //   name
+            0x00, 0x00, 0x00, 0x01, //   partitions: 1
+            0x00, 0x00, 0x00, 0x02, //     index 2
+        ];
+        check_golden(&msg, 0, &golden);
+        let msg = OffsetDeleteResponse {
+            error_code: 0,
+            throttle_time_ms: 0,
+            topics: vec![OffsetDeleteResponseTopic {
+                name: "t".into(),
+                partitions: vec![OffsetDeleteResponsePartition {
+                    partition_index: 2,
+                    error_code: 86,
+                }],
+            }],
+        };
+        #[rustfmt::skip]
+        let golden = [
+            0x00, 0x00,             // error code (before throttle time, as in the spec)
+            0x00, 0x00, 0x00, 0x00, // throttle time
+            0x00, 0x00, 0x00, 0x01, // topics: 1
+            0x00, 0x01, b't',       //   name
+            0x00, 0x00, 0x00, 0x01, //   partitions: 1
+            0x00, 0x00, 0x00, 0x02, //     index 2
+            0x00, 0x56,             //     GROUP_SUBSCRIBED_TO_TOPIC
+        ];
+        check_golden(&msg, 0, &golden);
     }
 
     #[test]
