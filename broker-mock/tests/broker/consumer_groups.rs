@@ -313,7 +313,10 @@ async fn errors_as_kafka_returns_them() {
     let mut bad = join("g", "x", &[]);
     bad.subscribed_topic_names = None;
     bad.subscribed_topic_regex = Some("t[".into());
-    assert_eq!(c.call(&bad, 1).await.error_code, 130);
+    assert_eq!(
+        c.call(&bad, 1).await.error_code,
+        ErrorCode::InvalidRegularExpression.code()
+    );
     let mut bad = join("g", "x", &["t"]);
     bad.rebalance_timeout_ms = -1;
     assert_eq!(

@@ -17,10 +17,6 @@ use super::reconcile::reconcile;
 use super::regex::TopicRegex;
 use crate::group::machine::GroupConfig;
 
-/// INVALID_REGULAR_EXPRESSION (Kafka's error 130), which the protocol crate's
-/// error enum does not name yet.
-pub const INVALID_REGULAR_EXPRESSION: ErrorCode = ErrorCode::Unknown(130);
-
 /// A ConsumerGroupHeartbeat, as the handler decodes it.
 #[derive(Debug, Clone, Default)]
 pub struct Heartbeat {
@@ -235,7 +231,7 @@ impl ConsumerGroups {
         if !self.regexes.contains_key(pattern) {
             let r = TopicRegex::new(pattern).map_err(|e| {
                 (
-                    INVALID_REGULAR_EXPRESSION,
+                    ErrorCode::InvalidRegularExpression,
                     format!(
                         "SubscribedTopicRegex `{pattern}` is not a valid regular expression: {e}"
                     ),
