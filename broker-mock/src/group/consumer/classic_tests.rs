@@ -491,3 +491,64 @@ fn describe_groups_shows_a_consumer_group_with_its_state_and_members() {
     assert_eq!(sub.topics, ["orders"]);
     assert_eq!(decode_assignment(c.member_assignment.clone()).len(), 2);
 }
+
+#[test]
+fn a_consumer_member_fenced_by_its_session_timeout_downgrades_the_group_too() {
+    let (mut g, _, _) = mixed_and_stable();
+    let cat = catalog();
+    // The classic members keep talking; the consumer-protocol member goes
+    // silent past its session (45 s by default).
+    for m in ["a", "b"] {
+        assert_eq!(
+            g.classic_heartbeat("g", m, None, 6, &cat, 40_000),
+            ErrorCode::None
+        );
+    }
+    g.tick(46_000);
+    assert!(!g.get("g").unwrap().members.contains_key("c"), "fenced");
+    let down = g.take_downgrades(&cat);
+    assert_eq!(down.len(), 1);
+    assert_eq!(down[0].1.generation_id, 6);
+    assert!(g.get("g").is_none());
+    // The classic members' sessions did not end with the conversion.
+    assert!(g.take_downgrades(&cat).is_empty());
+}
+
+#[test]
+fn a_static_classic_member_is_found_by_its_instance_id() {
+    let (mut g, _, _) = mixed_and_stable();
+    let cat = catalog();
+    let mut s = classic_join("", &[]);
+    s.group_instance_id = Some("inst".into());
+    let first = joined(g.classic_join(&s, &cat, 50));
+    // Rejoining with the instance id and no member id finds the same member.
+    let again = joined(g.classic_join(&s, &cat, 51));
+    assert_eq!(again.member_id, first.member_id);
+    // Another member id for the instance is fenced.
+    let mut other = s.clone();
+    other.member_id = "someone-else".into();
+    assert_eq!(
+        g.classic_join(&other, &cat, 52).error_code,
+        ErrorCode::FencedInstanceId.code()
+    );
+    assert_eq!(
+        g.classic_heartbeat(
+            "g",
+            &first.member_id,
+            Some("other"),
+            again.generation_id,
+            &cat,
+            53
+        ),
+        ErrorCode::UnknownMemberId
+    );
+    let left = g.classic_leave(
+        "g",
+        &[LeavingMember {
+            member_id: String::new(),
+            group_instance_id: Some("inst".into()),
+        }],
+    );
+    assert_eq!(left, vec![ErrorCode::None]);
+    assert!(!g.get("g").unwrap().members.contains_key(&first.member_id));
+}
