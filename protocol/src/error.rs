@@ -398,6 +398,32 @@ error_codes! {
     InvalidRegistration = 119, false;
     /// Indicates that a transaction was aborted or timed out on the server.
     TransactionAbortable = 120, false;
+    /// The record state is invalid; the acknowledgement of delivery could not be completed.
+    InvalidRecordState = 121, false;
+    /// The share session was not found.
+    ShareSessionNotFound = 122, false;
+    /// The share session epoch is invalid.
+    InvalidShareSessionEpoch = 123, false;
+    /// The coordinator rejected the request because the state epoch did not match.
+    FencedStateEpoch = 124, false;
+    /// The voter key doesn't match the receiving replica's key.
+    InvalidVoterKey = 125, false;
+    /// The voter is already part of the set of voters.
+    DuplicateVoter = 126, false;
+    /// The voter is not part of the set of voters.
+    VoterNotFound = 127, false;
+    /// The regular expression is not valid (a consumer group's SubscribedTopicRegex).
+    InvalidRegularExpression = 128, false;
+    /// Client metadata is stale; the client should rebootstrap to obtain new metadata.
+    RebootstrapRequired = 129, false;
+    /// The supplied topology is invalid.
+    StreamsInvalidTopology = 130, false;
+    /// The supplied topology epoch is invalid.
+    StreamsInvalidTopologyEpoch = 131, false;
+    /// The supplied topology epoch is outdated.
+    StreamsTopologyFenced = 132, false;
+    /// The limit of share sessions has been reached.
+    ShareSessionLimitReached = 133, true;
 }
 
 impl ErrorCode {
@@ -439,11 +465,17 @@ mod tests {
 
     #[test]
     fn codes_round_trip() {
-        for c in -1..=130i16 {
+        for c in -1..=133i16 {
             assert_eq!(ErrorCode::from_code(c).code(), c);
         }
         assert!(ErrorCode::NotLeaderOrFollower.is_retriable());
         assert!(!ErrorCode::TopicAlreadyExists.is_retriable());
         assert_eq!(ErrorCode::from_code(9999), ErrorCode::Unknown(9999));
+        assert_eq!(
+            ErrorCode::from_code(128),
+            ErrorCode::InvalidRegularExpression
+        );
+        assert_eq!(ErrorCode::from_code(111), ErrorCode::UnreleasedInstanceId);
+        assert_eq!(ErrorCode::from_code(81), ErrorCode::GroupMaxSizeReached);
     }
 }

@@ -679,6 +679,37 @@ async fn reset_policy_seek_and_pause() {
     broker.shutdown().await;
 }
 
+/// A position past the log end (a seek, or a committed offset beyond a log that
+/// was emptied) gets OFFSET_OUT_OF_RANGE; with `OffsetReset::Earliest` the fetch
+/// starts again below the old position, and those records are returned.
+#[tokio::test]
+async fn a_reset_below_the_position_returns_the_records_from_there() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-reset-back", 1).await;
+    produce(&client, &topic, 1, 10, "b").await;
+    let tp = TopicPartition::new(topic.as_str(), 0);
+    let mut c = GroupConsumer::builder(&client, topic_name("reset-back"))
+        .subscribe([topic.clone()])
+        .manual_commit()
+        .offset_reset(OffsetReset::Earliest)
+        .heartbeat_interval(Duration::from_millis(100))
+        .session_timeout(Duration::from_secs(3))
+        .max_wait(Duration::from_millis(50))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(take(&mut c, 2).await, vec![(0, 0), (0, 1)]);
+    c.seek(&tp, 50).unwrap();
+    assert_eq!(
+        take(&mut c, 3).await,
+        vec![(0, 0), (0, 1), (0, 2)],
+        "the reset to the log start is followed"
+    );
+    assert_eq!(c.position(&tp), Some(3));
+    c.close().await.unwrap();
+    broker.shutdown().await;
+}
+
 /// Commits from the listener: with manual commits only, a member that commits in
 /// `on_revoked` hands its partitions over without a single re-delivery.
 struct CommitOnRevoke {

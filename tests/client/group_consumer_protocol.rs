@@ -2,7 +2,8 @@
 //! `GroupProtocol::Consumer`) against baton-broker: the scenarios of
 //! `baton_testkit::consumer_group` (the same ones run against Apache Kafka in
 //! `tests/interop_suite/apache_kafka/consumer_group.rs`) on one broker, and the
-//! coordinator node killed in a 3-node `Cluster`; a broker without
+//! coordinator node killed in a 3-node `Cluster`; a mixed group of classic and
+//! consumer-protocol members through a coordinator failover; a broker without
 //! ConsumerGroupHeartbeat.
 
 use std::collections::BTreeMap;
@@ -121,6 +122,52 @@ async fn consumer_protocol_members_keep_membership_when_the_coordinator_node_is_
     .await;
     eprintln!("baton-broker cluster, KIP-848 group, coordinator {killed} killed: {report}");
     report.assert_clean("failover");
+}
+
+/// KIP-848's mixed groups: Baton members of both protocols (classic and
+/// `GroupProtocol::Consumer`) in one group on a 3-node cluster, while members
+/// join and leave (the classic group upgrades to a consumer group and later
+/// downgrades back) and the coordinator's node is hard-killed. After every
+/// step each partition has exactly one owner among the expected members, both
+/// protocols own partitions; no partition is owned twice or lost, no record lost
+/// or read twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_rebalance_with_members_of_both_protocols_through_a_coordinator_failover() {
+    baton_testkit::init_tracing();
+    let groups = baton_broker::group::GroupConfig {
+        consumer_heartbeat_interval_ms: 500,
+        consumer_session_timeout_ms: 10_000,
+        ..Default::default()
+    };
+    let mut cluster = baton_broker::Cluster::builder()
+        .brokers(3)
+        .in_memory()
+        .session_timeout(Duration::from_secs(2))
+        .groups(groups)
+        .start()
+        .await
+        .expect("cluster starts");
+    let client = Client::builder(cluster.bootstrap_servers())
+        .client_id("baton-k848-mixed")
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .await
+        .expect("client connects");
+    let topic = topic_name("k848-mixed");
+    Admin::new(&client)
+        .create_topics([
+            baton::NewTopic::new(topic.clone(), 6, 3).config("min.insync.replicas", "2")
+        ])
+        .await
+        .expect("topic created");
+    let (report, killed) = scenario::mixed_protocols_through_failover(&client, &topic, 6, |node| {
+        cluster.node(node).kill();
+        std::future::ready(())
+    })
+    .await;
+    eprintln!("baton-broker cluster, mixed classic and KIP-848 group, coordinator {killed} killed: {report}");
+    report.assert_clean("mixed group");
+    assert!(report.revoked > 0, "rebalances happened: {report}");
 }
 
 /// A broker that does not offer ConsumerGroupHeartbeat (the proxy removes it

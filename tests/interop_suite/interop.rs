@@ -1193,6 +1193,78 @@ fn confluent_consumer_protocol_group_leaves_and_rejoins_from_commits() {
     group_leave_and_rejoin_with(Client::Confluent, &["consumer"]);
 }
 
+/// Issue 18, mixed groups (KIP-848's online upgrade and downgrade): two
+/// librdkafka members on the classic protocol form a group, a librdkafka member
+/// on the consumer protocol (`group.protocol=consumer`) joins it (the classic
+/// group becomes a consumer group of all three: each gets partitions, none
+/// twice), then leaves (it becomes a classic group again); every record is
+/// consumed.
+#[test]
+fn confluent_classic_and_consumer_protocol_members_share_a_group() {
+    let seed = seed();
+    let lib = Client::Confluent;
+    let topic = topic("group-mixed", seed);
+    let group = format!("interop-group-mixed-{seed}");
+    with_broker(None, |bootstrap| {
+        create_topic_with(lib, bootstrap, &topic, GROUP_PARTITIONS, seed);
+        let partitions = GROUP_PARTITIONS.to_string();
+        let step = GROUP_STEP.to_string();
+        let mut ends = vec![0i64; GROUP_PARTITIONS as usize];
+        let produce = |ends: &mut Vec<i64>| {
+            let first = ends[0].to_string();
+            let args = [
+                "produce-numbered",
+                bootstrap,
+                &topic,
+                &partitions,
+                &first,
+                &step,
+            ];
+            let produced = client(lib, &args, seed);
+            assert!(
+                produced.bool("ok"),
+                "seed {seed}: produce: {}",
+                produced.json
+            );
+            for end in ends.iter_mut() {
+                *end += i64::from(GROUP_STEP);
+            }
+        };
+        let start = |name: &str, protocol: &str| {
+            Member::start_with(lib, bootstrap, &topic, &group, name, &[protocol])
+        };
+        let mut left: Vec<String> = Vec::new();
+
+        produce(&mut ends);
+        let mut members = vec![start("mixed-a", "classic"), start("mixed-b", "classic")];
+        wait_for_group("two classic members", &members, &left, &ends, seed);
+
+        members.push(start("mixed-c", "consumer"));
+        produce(&mut ends);
+        wait_for_group(
+            "a consumer-protocol member joined the classic ones",
+            &members,
+            &left,
+            &ends,
+            seed,
+        );
+
+        let mut leaving = members.pop().expect("three members");
+        left.push(leaving.finish(seed));
+        produce(&mut ends);
+        wait_for_group(
+            "the classic members alone again",
+            &members,
+            &left,
+            &ends,
+            seed,
+        );
+        members.iter_mut().for_each(Member::stop);
+        left.extend(members.iter_mut().map(|m| m.finish(seed)));
+        check_group_history(&left, &ends, seed);
+    });
+}
+
 /// Records of the partitioner test.
 const KEYED_COUNT: u32 = 10_000;
 

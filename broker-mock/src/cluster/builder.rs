@@ -40,6 +40,8 @@ pub struct ClusterBuilder {
     scrub_bytes_per_sec: u64,
     /// Every node's log cleaner settings (`None`: the broker default).
     cleaner: Option<crate::CleanerConfig>,
+    /// Every node's group coordinator settings (`None`: the broker default).
+    groups: Option<crate::group::GroupConfig>,
     limits: crate::limits::BrokerLimits,
     /// Every node's retention defaults and maintenance interval.
     retention: crate::log::LogRetention,
@@ -80,6 +82,7 @@ impl Default for ClusterBuilder {
             network_proxies: true,
             scrub_bytes_per_sec: 0,
             cleaner: None,
+            groups: None,
             authorizer: None,
             client_listener: None,
             inter_node: None,
@@ -280,6 +283,13 @@ impl ClusterBuilder {
         self
     }
 
+    /// Every node's group coordinator settings (session and heartbeat settings
+    /// of consumer groups, `group.consumer.migration.policy`, ...).
+    pub fn groups(mut self, groups: crate::group::GroupConfig) -> Self {
+        self.groups = Some(groups);
+        self
+    }
+
     /// Resource limits of the controller (partitions, topics) and of every node
     /// (groups, producers, connections); see [`BrokerLimits`](crate::BrokerLimits).
     pub fn limits(mut self, limits: crate::limits::BrokerLimits) -> Self {
@@ -374,6 +384,9 @@ impl ClusterBuilder {
             }
             if let Some(c) = &self.cleaner {
                 opts.broker.cleaner = c.clone();
+            }
+            if let Some(g) = &self.groups {
+                opts.broker.groups = g.clone();
             }
             if let Some(s) = &self.inter_node {
                 opts.broker.security = s.listener.clone();

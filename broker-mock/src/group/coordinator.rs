@@ -139,6 +139,26 @@ impl Inner {
         }
     }
 
+    /// Hands the classic members of downgraded consumer groups to the classic
+    /// machine, then writes the consumer group records queued so far and the
+    /// classic generations; returns the replication waits of the consumer
+    /// records.
+    fn persist_consumer_changes(
+        &mut self,
+        state: &dyn GroupHost,
+    ) -> Result<Vec<oneshot::Receiver<ProduceOutcome>>, ErrorCode> {
+        if self.consumer.has_downgrade_candidates() {
+            let now = now_ms();
+            for (group_id, classic) in self.consumer.take_downgrades(&catalog(state)) {
+                self.groups.adopt_members(&group_id, classic, now);
+            }
+        }
+        let records = self.consumer.take_records();
+        let waits = persist_consumer(state, &records);
+        self.persist_generations(state);
+        waits
+    }
+
     /// Forgets the groups of `partition`.
     fn unload(&mut self, partition: i32) {
         self.owned.remove(&partition);
@@ -426,20 +446,47 @@ impl GroupCoordinator {
         inner.deliver(out);
         inner.persist_generations(state);
         inner.consumer.tick(now);
-        let records = inner.consumer.take_records();
-        if let Err(code) = persist_consumer(state, &records) {
+        if let Err(code) = inner.persist_consumer_changes(state) {
             tracing::warn!(?code, "cannot persist consumer group changes");
         }
     }
 
-    /// Parks or answers a JoinGroup.
+    /// Parks or answers a JoinGroup. A consumer group with members takes it as
+    /// a classic member's (answered at once, once its records are replicated);
+    /// an empty consumer group is deleted so that the classic group takes its
+    /// place, as Kafka converts it.
     pub fn join(
         &self,
         state: &dyn GroupHost,
         req: JoinRequest,
     ) -> Result<oneshot::Receiver<JoinGroupResponse>, ErrorCode> {
         let (tx, rx) = oneshot::channel();
+        let catalog = catalog(state);
         let mut inner = self.owned(state, &req.group_id)?;
+        match inner
+            .consumer
+            .get(&req.group_id)
+            .map(|g| g.members.is_empty())
+        {
+            Some(false) => {
+                let answer = inner.consumer.classic_join(&req, &catalog, now_ms());
+                let waits = inner.persist_consumer_changes(state);
+                drop(inner);
+                self.wake.notify_one();
+                for w in waits? {
+                    await_replicated(Some(w))?;
+                }
+                let _ = tx.send(answer);
+                return Ok(rx);
+            }
+            Some(true) => {
+                let _ = inner.consumer.delete(&req.group_id);
+                if let Err(code) = inner.persist_consumer_changes(state) {
+                    tracing::warn!(group = %req.group_id, ?code, "cannot persist a consumer group's conversion");
+                }
+            }
+            None => {}
+        }
         let w = inner.waiter();
         inner.joins.insert(w, tx);
         let out = inner.groups.join(req, w, now_ms());
@@ -457,7 +504,21 @@ impl GroupCoordinator {
         req: SyncRequest,
     ) -> Result<oneshot::Receiver<SyncGroupResponse>, ErrorCode> {
         let (tx, rx) = oneshot::channel();
+        let catalog = catalog(state);
         let mut inner = self.owned(state, &req.group_id)?;
+        if inner.consumer.get(&req.group_id).is_some() {
+            let answer = inner.consumer.classic_sync(
+                &req.group_id,
+                &req.member_id,
+                req.group_instance_id.as_deref(),
+                req.generation_id,
+                req.protocol_name.as_deref(),
+                &catalog,
+                now_ms(),
+            );
+            let _ = tx.send(answer);
+            return Ok(rx);
+        }
         let w = inner.waiter();
         inner.syncs.insert(w, tx);
         let out = inner.groups.sync(req, w, now_ms());
@@ -476,7 +537,22 @@ impl GroupCoordinator {
         member_id: &str,
         instance_id: Option<&str>,
     ) -> ErrorCode {
+        let catalog = catalog(state);
         match self.owned(state, group_id) {
+            Ok(mut inner) if inner.consumer.get(group_id).is_some() => {
+                let code = inner.consumer.classic_heartbeat(
+                    group_id,
+                    member_id,
+                    instance_id,
+                    generation_id,
+                    &catalog,
+                    now_ms(),
+                );
+                if let Err(e) = inner.persist_consumer_changes(state) {
+                    tracing::warn!(group = group_id, code = ?e, "cannot persist consumer group changes");
+                }
+                code
+            }
             Ok(mut inner) => {
                 inner
                     .groups
@@ -494,6 +570,16 @@ impl GroupCoordinator {
         leaving: &[LeavingMember],
     ) -> Result<Vec<ErrorCode>, ErrorCode> {
         let mut inner = self.owned(state, group_id)?;
+        if inner.consumer.get(group_id).is_some() {
+            let result = inner.consumer.classic_leave(group_id, leaving);
+            let waits = inner.persist_consumer_changes(state);
+            drop(inner);
+            self.wake.notify_one();
+            for w in waits? {
+                await_replicated(Some(w))?;
+            }
+            return Ok(result);
+        }
         let (result, out) = inner.groups.leave(group_id, leaving, now_ms());
         inner.deliver(out);
         inner.persist_generations(state);
@@ -678,15 +764,12 @@ impl GroupCoordinator {
         state: &dyn GroupHost,
         group_id: &str,
     ) -> Result<DescribedGroup, ErrorCode> {
+        let catalog = catalog(state);
         let inner = self.owned(state, group_id)?;
-        if inner.consumer.get(group_id).is_some() {
-            // Not a classic group: described as Kafka describes a group it does
-            // not have in versions 0-5.
-            return Ok(DescribedGroup {
-                group_id: group_id.to_owned(),
-                group_state: "Dead".to_owned(),
-                ..Default::default()
-            });
+        if let Some(g) = inner.consumer.get(group_id) {
+            // As Kafka describes a consumer group: its state, protocol type
+            // `consumer`, and its members (classic ones as they joined).
+            return Ok(cg::classic::describe(g, &catalog));
         }
         Ok(inner.groups.describe(group_id))
     }
@@ -771,9 +854,11 @@ impl GroupCoordinator {
     }
     /// Handles a ConsumerGroupHeartbeat (KIP-848): the machine's answer once its
     /// records are in `__consumer_offsets` (and, in a cluster, replicated), or
-    /// NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE. A group id used by a classic
-    /// group with members is GROUP_ID_NOT_FOUND (no online upgrade here); an
-    /// empty classic group (offsets only) becomes a consumer group.
+    /// NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE. A member joining a classic
+    /// group with members upgrades it to a consumer group of them all when
+    /// `group.consumer.migration.policy` allows (else GROUP_ID_NOT_FOUND); an
+    /// empty classic group (offsets only) becomes a consumer group. A member
+    /// leaving may downgrade the group (see `persist_consumer_changes`).
     pub fn consumer_heartbeat(
         &self,
         state: &dyn GroupHost,
@@ -781,6 +866,28 @@ impl GroupCoordinator {
     ) -> Result<cg::HeartbeatAnswer, ErrorCode> {
         let catalog = catalog(state);
         let mut inner = self.owned(state, &hb.group_id)?;
+        if inner.consumer.get(&hb.group_id).is_none() {
+            // Online upgrade: a consumer-protocol member joining a classic group
+            // with members makes it a consumer group of them all.
+            let upgrade = inner
+                .groups
+                .migration_snapshot(&hb.group_id)
+                .filter(|_| hb.member_epoch == 0);
+            if let Some(classic) = upgrade {
+                match inner
+                    .consumer
+                    .adopt_classic(&hb.group_id, &classic, &catalog, now_ms())
+                {
+                    Ok(()) => {
+                        let out = inner.groups.release_members(&hb.group_id);
+                        inner.deliver(out);
+                    }
+                    Err(code) => {
+                        tracing::info!(group = %hb.group_id, ?code, "classic group not upgraded");
+                    }
+                }
+            }
+        }
         if inner.consumer.get(&hb.group_id).is_none() {
             if let Some((st, _)) = inner.groups.state_of(&hb.group_id) {
                 if !matches!(st, GroupState::Empty | GroupState::Dead) {
@@ -813,8 +920,7 @@ impl GroupCoordinator {
         let answer = inner
             .consumer
             .heartbeat(&hb, &catalog, may_create, now_ms());
-        let records = inner.consumer.take_records();
-        let waits = persist_consumer(state, &records);
+        let waits = inner.persist_consumer_changes(state);
         drop(inner);
         self.wake.notify_one();
         for w in waits? {
@@ -865,32 +971,6 @@ impl GroupCoordinator {
         let inner = self.owned(state, group_id)?;
         Ok(inner.consumer.get(group_id).map(|g| (g.clone(), names)))
     }
-
-    /// Whether `group_id` is a consumer-protocol group with members (classic
-    /// JoinGroup requests for it are refused: mixed groups are not supported). An
-    /// empty consumer group is deleted so the classic group can take its place,
-    /// as Kafka converts it.
-    pub fn consumer_group_in_use(&self, state: &dyn GroupHost, group_id: &str) -> bool {
-        let Ok(mut inner) = self.owned(state, group_id) else {
-            return false;
-        };
-        match inner.consumer.get(group_id) {
-            None => false,
-            Some(g) if !g.members.is_empty() => true,
-            Some(_) => {
-                let _ = inner.consumer.delete(group_id);
-                let records = inner.consumer.take_records();
-                if let Err(code) = persist_consumer(state, &records) {
-                    tracing::warn!(
-                        group = group_id,
-                        ?code,
-                        "cannot persist a consumer group's conversion"
-                    );
-                }
-                false
-            }
-        }
-    }
 }
 
 /// The topics as a coordinator sees them: a cluster node's metadata image, a
@@ -913,7 +993,8 @@ fn catalog(state: &dyn GroupHost) -> cg::Catalog {
 /// Kafka's offset commit check for a consumer-protocol group: a commit without a
 /// member (epoch < 0) is accepted only while the group is empty; otherwise the
 /// member must exist (UNKNOWN_MEMBER_ID) and send its current epoch
-/// (STALE_MEMBER_EPOCH).
+/// (STALE_MEMBER_EPOCH; ILLEGAL_GENERATION for a classic member, whose
+/// generation is its member epoch).
 fn validate_consumer_commit(
     g: &cg::ConsumerGroup,
     member_epoch: i32,
@@ -924,7 +1005,11 @@ fn validate_consumer_commit(
     }
     let m = g.members.get(member_id).ok_or(ErrorCode::UnknownMemberId)?;
     if m.current.epoch != member_epoch {
-        return Err(ErrorCode::StaleMemberEpoch);
+        return Err(if m.sub.is_classic() {
+            ErrorCode::IllegalGeneration
+        } else {
+            ErrorCode::StaleMemberEpoch
+        });
     }
     Ok(())
 }

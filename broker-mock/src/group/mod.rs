@@ -22,5 +22,5 @@ mod tests;
 pub(crate) use coordinator::{GroupCoordinator, OffsetToCommit, TopicOffsets, TxnCommitter};
 pub(crate) use host::GroupHost;
 pub(crate) use internal_topic::InternalTopic;
-pub use machine::{CommittedOffset, GroupConfig, GroupState};
+pub use machine::{CommittedOffset, GroupConfig, GroupState, MigrationPolicy};
 pub use records::OFFSETS_TOPIC;

@@ -16,10 +16,14 @@
 //! every subscribed topic name Describe (else TOPIC_AUTHORIZATION_FAILED), as in
 //! Kafka.
 //!
-//! Deviations from Apache Kafka: no mixed groups (`group.consumer.migration.policy`
-//! behaves as `disabled`): a heartbeat for a classic group with members is
-//! GROUP_ID_NOT_FOUND and a classic JoinGroup for a consumer group with members is
-//! INCONSISTENT_GROUP_PROTOCOL; the assignors are not rack-aware; regexes are
+//! Mixed groups as in Kafka 4: joining a classic group with members upgrades it to
+//! a consumer group of all its members when `group.consumer.migration.policy`
+//! allows it (`bidirectional`, the default, or `upgrade`; else
+//! GROUP_ID_NOT_FOUND), and the last member of this protocol leaving a group of
+//! classic members downgrades it (`bidirectional` or `downgrade`); see
+//! `group::consumer::classic`.
+//!
+//! Deviations from Apache Kafka: the assignors are not rack-aware; regexes are
 //! resolved at once, not asynchronously, and never match internal (`__`) topics;
 //! `group.consumer.max.size` defaults to 1000 (unbounded in Kafka).
 

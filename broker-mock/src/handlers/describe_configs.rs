@@ -131,6 +131,11 @@ fn broker_configs(state: &BrokerState) -> Vec<Entry> {
             INT,
         ),
         (
+            "group.consumer.migration.policy",
+            g.consumer_migration_policy.name().to_owned(),
+            STRING,
+        ),
+        (
             "offsets.topic.num.partitions",
             g.offsets_topic_partitions.to_string(),
             INT,

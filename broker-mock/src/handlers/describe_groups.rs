@@ -3,7 +3,12 @@
 //! Each group's state, protocol type, selected protocol and members; member metadata
 //! and assignments are filled in only for `Stable` groups, as Kafka does. Unknown
 //! groups are described as `Dead` without an error (Kafka answers
-//! GROUP_ID_NOT_FOUND only from v6).
+//! GROUP_ID_NOT_FOUND only from v6). A consumer group (KIP-848) is described as
+//! Kafka describes it: its state (`Empty`, `Assigning`, `Reconciling`,
+//! `Stable`), protocol type `consumer`, the classic members' protocol (else the
+//! server assignor) as protocol data, and every member with its metadata (a
+//! classic member's as it joined, a consumer-protocol member's subscription as a
+//! `ConsumerProtocolSubscription`) and its assigned partitions.
 //!
 //! With an authorizer, each group needs Describe (else
 //! `GROUP_AUTHORIZATION_FAILED` for it).

@@ -5,6 +5,10 @@
 //! instance id now belongs to another member id, ILLEGAL_GENERATION for another
 //! generation and REBALANCE_IN_PROGRESS while the group waits for members to rejoin.
 //!
+//! In a consumer group (KIP-848), a classic member's generation is its member
+//! epoch, and REBALANCE_IN_PROGRESS tells it to rejoin whenever its assignment
+//! must change.
+//!
 //! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED`).
 //!
 //! Deviations from Apache Kafka: none known.

@@ -10,6 +10,11 @@
 //!
 //! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED`).
 //!
+//! In a consumer group (KIP-848) with members, a JoinGroup is a classic member's
+//! of that group (`group::consumer::classic`): answered at once with its member
+//! epoch as generation and no leader (the coordinator's assignor assigns); an
+//! empty consumer group gives way to a classic group.
+//!
 //! A member's `client_host` (shown by DescribeGroups) is its connection's address
 //! as Kafka writes it (`/127.0.0.1`).
 //!
@@ -150,9 +155,6 @@ pub(crate) fn start(
             }
             // A consumer-protocol group with members takes no classic members
             // here (Kafka 4 mixes them; see consumer_group_heartbeat.rs).
-            if st.groups.consumer_group_in_use(st, &join.group_id) {
-                return Err(ErrorCode::InconsistentGroupProtocol);
-            }
             st.groups.join(st, join)
         },
         error,

@@ -6,6 +6,9 @@
 //! per member. Member ids handed out by MEMBER_ID_REQUIRED that never joined may
 //! leave too. The rest of the group rebalances.
 //!
+//! In a consumer group (KIP-848) the leaving classic members are removed and
+//! the group epoch moves.
+//!
 //! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED`).
 //!
 //! Deviations from Apache Kafka: the leave reason (v5+) is only logged.

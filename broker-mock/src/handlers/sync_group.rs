@@ -6,6 +6,10 @@
 //! a protocol type or name (v5+) that differs from the group's is
 //! INCONSISTENT_GROUP_PROTOCOL.
 //!
+//! In a consumer group (KIP-848), a classic member gets its partitions as the
+//! coordinator assigned them, in `ConsumerProtocolAssignment` form, at once; a
+//! generation other than its member epoch is ILLEGAL_GENERATION.
+//!
 //! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED`).
 //!
 //! Deviations from Apache Kafka: assignments are kept in memory only (Kafka also

@@ -12,7 +12,9 @@
 //! `log.retention.check.interval.ms` (see [`LogRetention`](crate::LogRetention)),
 //! `group.initial.rebalance.delay.ms`, `offsets.topic.num.partitions`; consumer
 //! groups of KIP-848: `group.consumer.session.timeout.ms`,
-//! `group.consumer.heartbeat.interval.ms`, `group.consumer.max.size`.
+//! `group.consumer.heartbeat.interval.ms`, `group.consumer.max.size`,
+//! `group.consumer.migration.policy` (`bidirectional`, `upgrade`, `downgrade`,
+//! `disabled`).
 //!
 //! Transactions: `transaction.max.timeout.ms` (longer producer timeouts are
 //! `INVALID_TRANSACTION_TIMEOUT`), `transaction.state.log.num.partitions`.
@@ -537,6 +539,12 @@ fn read_entry<'a>(
             base.groups.consumer_heartbeat_interval_ms = e.parse_in(1, i32::MAX)?
         }
         "group.consumer.max.size" => base.groups.consumer_max_size = e.parse_in(1, 1_000_000)?,
+        "group.consumer.migration.policy" => {
+            base.groups.consumer_migration_policy = crate::group::MigrationPolicy::parse(e.value)
+                .ok_or_else(|| {
+                    e.invalid("expected bidirectional, upgrade, downgrade or disabled")
+                })?
+        }
         "offsets.topic.num.partitions" => {
             base.groups.offsets_topic_partitions = e.parse_in(1, 10_000)?
         }

@@ -313,7 +313,10 @@ async fn errors_as_kafka_returns_them() {
     let mut bad = join("g", "x", &[]);
     bad.subscribed_topic_names = None;
     bad.subscribed_topic_regex = Some("t[".into());
-    assert_eq!(c.call(&bad, 1).await.error_code, 130);
+    assert_eq!(
+        c.call(&bad, 1).await.error_code,
+        ErrorCode::InvalidRegularExpression.code()
+    );
     let mut bad = join("g", "x", &["t"]);
     bad.rebalance_timeout_ms = -1;
     assert_eq!(
@@ -351,8 +354,28 @@ async fn errors_as_kafka_returns_them() {
     assert_eq!(second.error_code, 0);
     assert_eq!(owned_of(&second), owned_of(&first));
 
-    // A classic JoinGroup for a consumer group with members is refused; a
-    // ConsumerGroupHeartbeat for a classic group with members too.
+    // DescribeGroups shows a consumer group as Kafka does: its state, protocol
+    // type `consumer` and members (it used to say `Dead`).
+    let d = c
+        .call(
+            &DescribeGroupsRequest {
+                groups: vec!["g".into()],
+                include_authorized_operations: false,
+            },
+            5,
+        )
+        .await;
+    let g = &d.groups[0];
+    assert_eq!((g.error_code, g.protocol_type.as_str()), (0, "consumer"));
+    assert!(
+        ["Stable", "Reconciling", "Assigning"].contains(&g.group_state.as_str()),
+        "{g:?}"
+    );
+    assert!(!g.members.is_empty());
+
+    // Classic members may join a consumer group and consumer-protocol members a
+    // classic one (KIP-848 mixed groups), but only with a consumer subscription
+    // as their protocol metadata: an empty one is refused both ways.
     let classic = JoinGroupRequest {
         group_id: "g".into(),
         session_timeout_ms: 10_000,

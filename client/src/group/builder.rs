@@ -163,6 +163,16 @@ impl GroupConsumerBuilder {
         self
     }
 
+    /// The member's rack (KIP-392 `client.rack`; default none): sent with every
+    /// Fetch, so that a broker with a rack-aware replica selector may serve the
+    /// member from a replica in its rack (as [`ConsumerBuilder::client_rack`](crate::ConsumerBuilder::client_rack)),
+    /// and to the coordinator with the membership (ConsumerGroupHeartbeat's
+    /// `RackId`, the classic subscription's `rack_id`) for rack-aware assignors.
+    pub fn client_rack(mut self, rack: impl Into<String>) -> Self {
+        self.cfg.fetch.client_rack = rack.into();
+        self
+    }
+
     /// How often the member heartbeats (default 3 s); must be below the session
     /// timeout.
     pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
@@ -341,6 +351,7 @@ impl GroupConsumerBuilder {
             heartbeat_interval: cfg.heartbeat_interval,
             server_assignor: cfg.server_assignor.clone(),
             topic_regex: cfg.topic_regex.clone(),
+            rack: Some(cfg.fetch.client_rack.clone()).filter(|r| !r.is_empty()),
         });
         // Records travel in chunks of one partition, stamped with its epoch: at most
         // `channel_capacity` records wait in the channel, plus one chunk in `buf`.

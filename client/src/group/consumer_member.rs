@@ -81,6 +81,7 @@ struct Sent {
     topics: Option<Vec<String>>,
     regex: Option<String>,
     server_assignor: Option<String>,
+    rack: Option<String>,
     owned: Option<ById>,
 }
 
@@ -264,7 +265,7 @@ impl Member {
             member_id: self.member_id.clone(),
             member_epoch: self.epoch,
             instance_id: self.shared.instance_id.clone(),
-            rack_id: None,
+            rack_id: pick(&self.cfg.rack, &self.sent.rack),
             rebalance_timeout_ms: if full
                 || self.sent.rebalance_timeout_ms != Some(rebalance_timeout_ms)
             {
@@ -302,6 +303,9 @@ impl Member {
         }
         if let Some(a) = &req.server_assignor {
             self.sent.server_assignor = Some(a.clone());
+        }
+        if let Some(r) = &req.rack_id {
+            self.sent.rack = Some(r.clone());
         }
         if let Some(tps) = &req.topic_partitions {
             let mut owned = ById::new();
@@ -641,6 +645,7 @@ mod tests {
             heartbeat_interval: Duration::from_secs(1),
             server_assignor: Some("range".into()),
             topic_regex: Some("c.*".into()),
+            rack: Some("r1".into()),
         });
         let (tx, rx) = mpsc::unbounded_channel();
         (broker, Member::new(shared, cfg, tx), rx)
@@ -660,6 +665,7 @@ mod tests {
         );
         assert_eq!(join.subscribed_topic_regex.as_deref(), Some("c.*"));
         assert_eq!(join.server_assignor.as_deref(), Some("range"));
+        assert_eq!(join.rack_id.as_deref(), Some("r1"), "client_rack as RackId");
         assert_eq!(join.topic_partitions, Some(Vec::new()), "owns nothing yet");
 
         // Acknowledged: the next heartbeat says only who it is.
@@ -698,6 +704,7 @@ mod tests {
         assert_eq!(again.subscribed_topic_names, join.subscribed_topic_names);
         assert_eq!(again.subscribed_topic_regex, join.subscribed_topic_regex);
         assert_eq!(again.server_assignor, join.server_assignor);
+        assert_eq!(again.rack_id, join.rack_id);
         assert_eq!(again.topic_partitions, Some(owned));
     }
 

@@ -359,6 +359,11 @@ impl RebalanceContext {
     }
 
     /// Accepts one record the fetch task stamped with `epoch`, or drops it if stale.
+    ///
+    /// Only the epoch tells what is current, never the offset: within one epoch
+    /// the fetch task yields offsets in increasing order, but its position may
+    /// move backwards (an OFFSET_OUT_OF_RANGE reset to an earlier offset, a log
+    /// truncation), and the records from there on must be returned.
     pub(super) fn accept_record(
         &mut self,
         epoch: u64,
@@ -370,9 +375,6 @@ impl RebalanceContext {
         };
         let st = self.parts.get_mut(&tp)?;
         if st.epoch != epoch || st.paused {
-            return None;
-        }
-        if st.position.is_some_and(|p| record.offset < p) {
             return None;
         }
         st.position = Some(record.offset + 1);

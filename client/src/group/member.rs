@@ -99,6 +99,8 @@ pub(crate) struct MemberConfig {
     pub(crate) server_assignor: Option<String>,
     /// The subscribed topic regular expression (consumer protocol only).
     pub(crate) topic_regex: Option<String>,
+    /// The member's rack (`client.rack`), if set.
+    pub(crate) rack: Option<String>,
 }
 
 /// Why the stable phase ended.
@@ -365,7 +367,7 @@ impl Member {
             user_data: assignor.user_data(self.generation),
             owned_partitions: owned,
             generation_id: self.generation,
-            rack_id: None,
+            rack_id: self.cfg.rack.clone(),
         };
         sub.encode_versioned(3).map_err(GroupError::from)
     }

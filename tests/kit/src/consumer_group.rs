@@ -712,3 +712,118 @@ pub async fn static_member_returns(client: &Client, topic: &str, partitions: i32
     );
     history.check(&expected)
 }
+
+/// A classic-protocol member (JoinGroup/SyncGroup/Heartbeat, Baton's default
+/// cooperative-sticky assignor) with the test settings of [`member_builder`].
+pub fn classic_member_builder(client: &Client, group: &str, topic: &str) -> GroupConsumerBuilder {
+    GroupConsumer::builder(client, group)
+        .group_protocol(GroupProtocol::Classic)
+        .subscribe([topic])
+        .session_timeout(Duration::from_secs(10))
+        .heartbeat_interval(Duration::from_millis(300))
+        .rebalance_timeout(Duration::from_secs(30))
+        .auto_commit_interval(Duration::from_millis(200))
+        .max_wait(Duration::from_millis(50))
+}
+
+/// Whether exactly the members `who` own partitions, every one of them some,
+/// `partitions` in all (each by one member: `owners` maps a partition to one).
+fn owned_by(h: &History, who: &[usize], partitions: i32) -> bool {
+    let owners = h.owners();
+    owners.keys().copied().eq(who.iter().copied())
+        && owners.values().all(|s| !s.is_empty())
+        && owners.values().map(BTreeSet::len).sum::<usize>() == partitions as usize
+}
+
+/// A group with members of both protocols (KIP-848's mixed groups) through a
+/// coordinator failure. Classic members 0 and 1 form a classic group;
+/// consumer-protocol member 2 joins (the group becomes a consumer group of all
+/// three); the coordinator node is made to fail by `fail` (given its node id);
+/// consumer-protocol member 3 joins and classic member 0 leaves; then members 2
+/// and 3 leave (the group is classic again) and member 1 reads on alone. After
+/// each step, once the group settles, every partition is owned by exactly one
+/// of the expected members (each owning some, so both protocols receive
+/// partitions) and every record produced so far has been read. Returns the
+/// report (no partition owned twice; records lost, read twice or lost as
+/// partitions are for the caller to judge) and the failed node.
+pub async fn mixed_protocols_through_failover<F, Fut>(
+    client: &Client,
+    topic: &str,
+    partitions: i32,
+    fail: F,
+) -> (Report, i32)
+where
+    F: FnOnce(i32) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let group = topic_name("k848-mixed");
+    let history = Arc::new(History::default());
+    let producer = Producer::builder(client).build();
+    let mut expected = BTreeMap::new();
+    let within = Duration::from_secs(120);
+    let classic = || classic_member_builder(client, &group, topic);
+    let consumer = || member_builder(client, &group, topic);
+    let mut read = 0;
+    let mut step = |n: usize| {
+        read += n;
+        read
+    };
+
+    let m0 = Member::start(classic(), 0, &history).await;
+    let m1 = Member::start(classic(), 1, &history).await;
+    produce(&producer, topic, partitions, 100, &mut expected).await;
+    let n = step(100);
+    wait_until(&history, within, "classic members 0 and 1 settled", |h| {
+        h.distinct() >= n && owned_by(h, &[0, 1], partitions)
+    })
+    .await;
+
+    let m2 = Member::start(consumer(), 2, &history).await;
+    produce(&producer, topic, partitions, 100, &mut expected).await;
+    let n = step(100);
+    wait_until(
+        &history,
+        within,
+        "classic 0, 1 and consumer 2 settled",
+        |h| h.distinct() >= n && owned_by(h, &[0, 1, 2], partitions),
+    )
+    .await;
+    // Let the commits of what was read land.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+
+    let coordinator = find_coordinator(client, &group).await;
+    fail(coordinator).await;
+    produce(&producer, topic, partitions, 100, &mut expected).await;
+    let n = step(100);
+    wait_until(
+        &history,
+        within,
+        "all read after the coordinator failed",
+        |h| h.distinct() >= n && owned_by(h, &[0, 1, 2], partitions),
+    )
+    .await;
+
+    let m3 = Member::start(consumer(), 3, &history).await;
+    m0.stop().await;
+    produce(&producer, topic, partitions, 100, &mut expected).await;
+    let n = step(100);
+    wait_until(
+        &history,
+        within,
+        "classic 1, consumer 2 and 3 settled",
+        |h| h.distinct() >= n && owned_by(h, &[1, 2, 3], partitions),
+    )
+    .await;
+
+    m2.stop().await;
+    m3.stop().await;
+    produce(&producer, topic, partitions, 100, &mut expected).await;
+    producer.close().await;
+    let n = step(100);
+    wait_until(&history, within, "classic member 1 alone again", |h| {
+        h.distinct() >= n && owned_by(h, &[1], partitions)
+    })
+    .await;
+    m1.stop().await;
+    (history.check(&expected), coordinator)
+}

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use baton_protocol::primitives::Uuid;
+use bytes::Bytes;
 
 /// Partitions by topic id.
 pub type Assignment = BTreeMap<Uuid, BTreeSet<i32>>;
@@ -74,6 +75,27 @@ pub struct Subscription {
     pub rebalance_timeout_ms: i32,
     /// The server-side assignor it asked for.
     pub server_assignor: Option<String>,
+    /// Set for a member of the classic protocol (JoinGroup, SyncGroup,
+    /// Heartbeat) in this consumer group: what it joined with.
+    pub classic: Option<ClassicMetadata>,
+}
+
+/// What a classic-protocol member of a consumer group joined with (Kafka's
+/// `ClassicMemberMetadata`, persisted with its subscription).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ClassicMetadata {
+    /// Its session timeout (classic members keep their own).
+    pub session_timeout_ms: i32,
+    /// Its supported protocols (assignor names) with their metadata, in
+    /// preference order.
+    pub protocols: Vec<(String, Bytes)>,
+}
+
+impl Subscription {
+    /// Whether the member speaks the classic protocol.
+    pub fn is_classic(&self) -> bool {
+        self.classic.is_some()
+    }
 }
 
 /// A member's current assignment and epochs (persisted as

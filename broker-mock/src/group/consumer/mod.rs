@@ -25,12 +25,19 @@
 //!   -2 keeps its assignment for a new member id with the same instance id
 //!   (UNRELEASED_INSTANCE_ID until it left).
 //!
+//! - Classic members (JoinGroup/SyncGroup/Heartbeat) may be members too
+//!   ([`classic`]): a classic group with members becomes a consumer group when a
+//!   consumer-protocol member joins, and a consumer group whose last
+//!   consumer-protocol member leaves becomes a classic group again, as
+//!   `group.consumer.migration.policy` allows.
+//!
 //! Bounds: `consumer_max_size` members per group (GROUP_MAX_SIZE_REACHED), member
 //! ids of at most [`registry::MAX_ID_LEN`] bytes, regexes bounded by
 //! [`regex::MAX_PATTERN_LEN`] and [`regex::MAX_PROGRAM`]; the number of groups is
 //! bounded by the coordinator (`max_groups`, shared with classic groups).
 
 pub mod assignor;
+pub mod classic;
 pub mod group;
 pub mod member;
 pub mod reconcile;
@@ -39,8 +46,10 @@ pub mod regex;
 pub mod registry;
 
 #[cfg(test)]
+mod classic_tests;
+#[cfg(test)]
 mod tests;
 
 pub use group::{Catalog, ConsumerGroup, ConsumerGroupState};
-pub use member::{Assignment, Current, Member, MemberState, Subscription};
+pub use member::{Assignment, ClassicMetadata, Current, Member, MemberState, Subscription};
 pub use registry::{ConsumerGroups, ConsumerRecord, Heartbeat, HeartbeatAnswer};

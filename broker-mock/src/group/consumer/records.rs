@@ -19,7 +19,9 @@
 //! - 3: `Epoch: int32`, tagged `MetadataHash: int64` (tag 0, Kafka 4.1, KIP-1101);
 //! - 5: `InstanceId`, `RackId` (nullable), `ClientId`, `ClientHost`,
 //!   `SubscribedTopicNames: []string`, `SubscribedTopicRegex` (nullable),
-//!   `RebalanceTimeoutMs: int32`, `ServerAssignor` (nullable);
+//!   `RebalanceTimeoutMs: int32`, `ServerAssignor` (nullable), tagged
+//!   `ClassicMemberMetadata` (tag 0, for a classic member: presence byte,
+//!   `SessionTimeoutMs: int32`, `SupportedProtocols: [Name, Metadata: bytes]`);
 //! - 6: `AssignmentEpoch: int32`;
 //! - 7: `TopicPartitions: [TopicId: uuid, Partitions: []int32]`;
 //! - 8: `MemberEpoch`, `PreviousMemberEpoch: int32`, `State: int8`,
@@ -35,12 +37,12 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use baton_protocol::primitives::{
-    decode_tagged_fields, put_array_len, put_nullable_string, put_tagged_field, put_uvarint,
-    Decoder, Uuid,
+    decode_tagged_fields, put_array_len, put_nullable_bytes, put_nullable_string, put_tagged_field,
+    put_uvarint, Decoder, Uuid,
 };
 use baton_protocol::DecodeError;
 
-use super::member::{Assignment, Current, MemberState, Subscription};
+use super::member::{Assignment, ClassicMetadata, Current, MemberState, Subscription};
 use super::registry::ConsumerRecord;
 
 const GROUP: i16 = 3;
@@ -121,7 +123,13 @@ pub fn encode(rec: &ConsumerRecord) -> (Bytes, Option<Bytes>) {
                     put_nullable_string(b, s.topic_regex.as_deref(), true);
                     b.put_i32(s.rebalance_timeout_ms);
                     put_nullable_string(b, s.server_assignor.as_deref(), true);
-                    put_uvarint(b, 0);
+                    match &s.classic {
+                        None => put_uvarint(b, 0),
+                        Some(c) => {
+                            put_uvarint(b, 1);
+                            put_tagged_field(b, 0, |t| put_classic(t, c));
+                        }
+                    }
                 })
             }),
         ),
@@ -165,6 +173,38 @@ pub fn encode(rec: &ConsumerRecord) -> (Bytes, Option<Bytes>) {
             }),
         ),
     }
+}
+
+fn put_classic(b: &mut BytesMut, c: &ClassicMetadata) {
+    b.put_i8(1);
+    b.put_i32(c.session_timeout_ms);
+    put_array_len(b, Some(c.protocols.len()), true);
+    for (name, metadata) in &c.protocols {
+        put_cstr(b, name);
+        put_nullable_bytes(b, Some(metadata), true);
+        put_uvarint(b, 0);
+    }
+    put_uvarint(b, 0);
+}
+
+fn get_classic(d: &mut Decoder) -> Result<Option<ClassicMetadata>, DecodeError> {
+    if d.i8()? < 0 {
+        return Ok(None);
+    }
+    let session_timeout_ms = d.i32()?;
+    let n = d.array_len(true)?.unwrap_or(0);
+    let mut protocols = Vec::new();
+    for _ in 0..n {
+        let name = d.string(true)?;
+        let metadata = d.nullable_bytes(true)?.unwrap_or_default();
+        decode_tagged_fields(d, |_, _| Ok(false))?;
+        protocols.push((name, metadata));
+    }
+    decode_tagged_fields(d, |_, _| Ok(false))?;
+    Ok(Some(ClassicMetadata {
+        session_timeout_ms,
+        protocols,
+    }))
 }
 
 fn get_str(d: &mut Decoder) -> Result<String, DecodeError> {
@@ -259,7 +299,15 @@ pub fn decode(key: &Bytes, val: Option<Bytes>) -> Result<Option<ConsumerRecord>,
                     let topic_regex = d.nullable_string(true)?;
                     let rebalance_timeout_ms = d.i32()?;
                     let server_assignor = d.nullable_string(true)?;
-                    decode_tagged_fields(d, |_, _| Ok(false))?;
+                    let mut classic = None;
+                    decode_tagged_fields(d, |tag, f| {
+                        if tag == 0 {
+                            classic = get_classic(f)?;
+                            Ok(true)
+                        } else {
+                            Ok(false)
+                        }
+                    })?;
                     Some(Subscription {
                         instance_id,
                         rack_id,
@@ -269,6 +317,7 @@ pub fn decode(key: &Bytes, val: Option<Bytes>) -> Result<Option<ConsumerRecord>,
                         topic_regex,
                         rebalance_timeout_ms,
                         server_assignor,
+                        classic,
                     })
                 }
             },
@@ -345,6 +394,23 @@ mod tests {
                 topic_regex: Some("x.*".into()),
                 rebalance_timeout_ms: 300_000,
                 server_assignor: Some("range".into()),
+                classic: None,
+            }),
+        });
+        round_trip(ConsumerRecord::Member {
+            group: "g".into(),
+            member: "classic".into(),
+            value: Some(Subscription {
+                topic_names: vec!["a".into()],
+                rebalance_timeout_ms: 60_000,
+                classic: Some(ClassicMetadata {
+                    session_timeout_ms: 10_000,
+                    protocols: vec![
+                        ("cooperative-sticky".into(), Bytes::from_static(b"\0\x01x")),
+                        ("range".into(), Bytes::new()),
+                    ],
+                }),
+                ..Default::default()
             }),
         });
         round_trip(ConsumerRecord::TargetEpoch {

@@ -17,10 +17,6 @@ use super::reconcile::reconcile;
 use super::regex::TopicRegex;
 use crate::group::machine::GroupConfig;
 
-/// INVALID_REGULAR_EXPRESSION (Kafka's error 130), which the protocol crate's
-/// error enum does not name yet.
-pub const INVALID_REGULAR_EXPRESSION: ErrorCode = ErrorCode::Unknown(130);
-
 /// A ConsumerGroupHeartbeat, as the handler decodes it.
 #[derive(Debug, Clone, Default)]
 pub struct Heartbeat {
@@ -151,14 +147,17 @@ impl ConsumerRecord {
 /// Every consumer group of a coordinator.
 #[derive(Debug)]
 pub struct ConsumerGroups {
-    config: GroupConfig,
-    groups: BTreeMap<String, ConsumerGroup>,
+    pub(super) config: GroupConfig,
+    pub(super) groups: BTreeMap<String, ConsumerGroup>,
     /// Records waiting to be written, in order.
-    records: Vec<ConsumerRecord>,
+    pub(super) records: Vec<ConsumerRecord>,
     /// Compiled regexes by pattern (bounded by the members using them).
     regexes: BTreeMap<String, TopicRegex>,
     nonce: u64,
     counter: u64,
+    /// Groups whose last consumer-protocol member was removed while classic
+    /// members remain: candidates for a downgrade (see `take_downgrades`).
+    pub(super) downgrade_candidates: BTreeSet<String>,
 }
 
 impl ConsumerGroups {
@@ -171,6 +170,7 @@ impl ConsumerGroups {
             regexes: BTreeMap::new(),
             nonce,
             counter: 0,
+            downgrade_candidates: BTreeSet::new(),
         }
     }
 
@@ -251,7 +251,7 @@ impl ConsumerGroups {
         if !self.regexes.contains_key(pattern) {
             let r = TopicRegex::new(pattern).map_err(|e| {
                 (
-                    INVALID_REGULAR_EXPRESSION,
+                    ErrorCode::InvalidRegularExpression,
                     format!(
                         "SubscribedTopicRegex `{pattern}` is not a valid regular expression: {e}"
                     ),
@@ -353,7 +353,7 @@ impl ConsumerGroups {
         answer
     }
 
-    fn next_member_id(&mut self) -> String {
+    pub(super) fn next_member_id(&mut self) -> String {
         self.counter += 1;
         let id = Uuid::from_u64_pair(self.nonce, self.counter);
         crate::topics::uuid_to_hex(&id)
@@ -431,12 +431,18 @@ impl ConsumerGroups {
 
     /// Removes a member (it left, or was fenced by a timeout) and bumps the group
     /// epoch, with its tombstones.
-    fn fence(&mut self, group_id: &str, member_id: &str) {
+    pub(super) fn fence(&mut self, group_id: &str, member_id: &str) {
         let Some(g) = self.groups.get_mut(group_id) else {
             return;
         };
-        if g.remove_member(member_id).is_none() {
+        let Some(removed) = g.remove_member(member_id) else {
             return;
+        };
+        if !removed.sub.is_classic()
+            && !g.members.is_empty()
+            && g.members.values().all(|m| m.sub.is_classic())
+        {
+            self.downgrade_candidates.insert(group_id.to_owned());
         }
         g.epoch += 1;
         let (epoch, hash) = (g.epoch, g.metadata_hash);
@@ -654,27 +660,7 @@ impl ConsumerGroups {
             });
         }
         self.records.extend(records);
-
-        // The group epoch moves on membership, subscription and topic changes.
-        let regexes = &self.regexes;
-        let matcher = |re: &str, name: &str| {
-            !name.starts_with("__") && regexes.get(re).is_some_and(|r| r.is_match(name))
-        };
-        let g = self.groups.get_mut(&hb.group_id).expect("created above");
-        let topics = g.subscribed_topics(catalog, &matcher);
-        let hash = metadata_hash(&topics);
-        if bump || hash != g.metadata_hash {
-            g.epoch += 1;
-            g.metadata_hash = hash;
-            self.records.push(ConsumerRecord::Group {
-                group: g.id.clone(),
-                value: Some((g.epoch, hash)),
-            });
-        }
-        if g.epoch > g.assignment_epoch {
-            let records = update_target(g, &topics, catalog, &matcher);
-            self.records.extend(records);
-        }
+        self.advance_epoch(&hb.group_id, catalog, bump);
 
         // Reconcile the member towards its target.
         let g = self.groups.get_mut(&hb.group_id).expect("created above");
@@ -724,6 +710,33 @@ impl ConsumerGroups {
             heartbeat_interval_ms: interval,
             assignment,
         })
+    }
+
+    /// Moves the group epoch on membership and subscription changes (`bump`) and
+    /// on changes of the subscribed topics' metadata, and computes a new target
+    /// assignment when the group epoch is ahead of it.
+    pub(super) fn advance_epoch(&mut self, group_id: &str, catalog: &Catalog, bump: bool) {
+        let regexes = &self.regexes;
+        let matcher = |re: &str, name: &str| {
+            !name.starts_with("__") && regexes.get(re).is_some_and(|r| r.is_match(name))
+        };
+        let Some(g) = self.groups.get_mut(group_id) else {
+            return;
+        };
+        let topics = g.subscribed_topics(catalog, &matcher);
+        let hash = metadata_hash(&topics);
+        if bump || hash != g.metadata_hash {
+            g.epoch += 1;
+            g.metadata_hash = hash;
+            self.records.push(ConsumerRecord::Group {
+                group: g.id.clone(),
+                value: Some((g.epoch, hash)),
+            });
+        }
+        if g.epoch > g.assignment_epoch {
+            let records = update_target(g, &topics, catalog, &matcher);
+            self.records.extend(records);
+        }
     }
 
     /// Runs due timers at `now`: members past their session timeout, and members
@@ -794,13 +807,20 @@ impl ConsumerGroups {
                             m.sub = sub;
                         }
                     }
-                    None => g.insert_member(Member {
-                        id: member,
-                        sub,
-                        current: Current::default(),
-                        session_deadline: now + session,
-                        rebalance_deadline: None,
-                    }),
+                    None => {
+                        // A classic member keeps its own session timeout.
+                        let session = sub
+                            .classic
+                            .as_ref()
+                            .map_or(session, |c| i64::from(c.session_timeout_ms));
+                        g.insert_member(Member {
+                            id: member,
+                            sub,
+                            current: Current::default(),
+                            session_deadline: now + session,
+                            rebalance_deadline: None,
+                        })
+                    }
                 },
                 None => {
                     g.remove_member(&member);

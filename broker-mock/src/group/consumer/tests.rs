@@ -5,7 +5,7 @@ use baton_protocol::primitives::Uuid;
 use baton_protocol::ErrorCode;
 
 use super::member::{count, Assignment};
-use super::registry::{ConsumerGroups, Heartbeat, HeartbeatAnswer, INVALID_REGULAR_EXPRESSION};
+use super::registry::{ConsumerGroups, Heartbeat, HeartbeatAnswer};
 use super::{Catalog, ConsumerGroupState, MemberState};
 use crate::group::machine::GroupConfig;
 
@@ -290,7 +290,7 @@ fn bad_requests() {
                 topic_regex: Some("(".into()),
                 ..join("a", &["orders"])
             },
-            INVALID_REGULAR_EXPRESSION,
+            ErrorCode::InvalidRegularExpression,
         ),
     ];
     for (hb, code) in cases {

@@ -32,6 +32,68 @@ pub struct GroupConfig {
     /// unbounded in Kafka, 1000 here like `group.max.size`); a new member beyond
     /// it gets GROUP_MAX_SIZE_REACHED.
     pub consumer_max_size: usize,
+    /// Which conversions between a classic group and a consumer group happen
+    /// online (`group.consumer.migration.policy`, `bidirectional` by default as
+    /// in Kafka 4).
+    pub consumer_migration_policy: MigrationPolicy,
+}
+
+/// `group.consumer.migration.policy` (KIP-848): whether a classic group with
+/// members becomes a consumer group when a consumer-protocol member joins it
+/// (upgrade), and whether a consumer group whose last consumer-protocol member
+/// leaves becomes a classic group again (downgrade). Classic members may join
+/// a consumer group whatever the policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MigrationPolicy {
+    /// Both conversions (Kafka's default).
+    #[default]
+    Bidirectional,
+    /// Only classic to consumer.
+    Upgrade,
+    /// Only consumer to classic.
+    Downgrade,
+    /// Neither: a consumer-protocol member cannot join a classic group with
+    /// members (GROUP_ID_NOT_FOUND).
+    Disabled,
+}
+
+impl MigrationPolicy {
+    /// The policy of a property value (case-insensitive, as Kafka reads it).
+    pub fn parse(value: &str) -> Option<MigrationPolicy> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "bidirectional" => Some(MigrationPolicy::Bidirectional),
+            "upgrade" => Some(MigrationPolicy::Upgrade),
+            "downgrade" => Some(MigrationPolicy::Downgrade),
+            "disabled" => Some(MigrationPolicy::Disabled),
+            _ => None,
+        }
+    }
+
+    /// Kafka's name of the policy.
+    pub fn name(self) -> &'static str {
+        match self {
+            MigrationPolicy::Bidirectional => "bidirectional",
+            MigrationPolicy::Upgrade => "upgrade",
+            MigrationPolicy::Downgrade => "downgrade",
+            MigrationPolicy::Disabled => "disabled",
+        }
+    }
+
+    /// Whether a classic group converts to a consumer group.
+    pub fn upgrades(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Bidirectional | MigrationPolicy::Upgrade
+        )
+    }
+
+    /// Whether a consumer group converts back to a classic group.
+    pub fn downgrades(self) -> bool {
+        matches!(
+            self,
+            MigrationPolicy::Bidirectional | MigrationPolicy::Downgrade
+        )
+    }
 }
 
 impl Default for GroupConfig {
@@ -46,6 +108,7 @@ impl Default for GroupConfig {
             consumer_session_timeout_ms: 45_000,
             consumer_heartbeat_interval_ms: 5_000,
             consumer_max_size: 1000,
+            consumer_migration_policy: MigrationPolicy::Bidirectional,
         }
     }
 }

@@ -43,7 +43,8 @@
 //! JoinGroup (MEMBER_ID_REQUIRED, static membership), `member_requests` SyncGroup,
 //! Heartbeat and LeaveGroup, `rebalance` the rebalance and session timers, and
 //! `offsets` commit validation and offset storage, `txn_offsets` transactional
-//! offsets (pending until their transaction's marker); `delivery` and `config` are
+//! offsets (pending until their transaction's marker), `migration` the members
+//! moving to and from a consumer group (KIP-848); `delivery` and `config` are
 //! the answers and the settings they share.
 //!
 //! Invariants (asserted in debug builds by `check`): a group in
@@ -57,14 +58,16 @@ mod group;
 mod join;
 mod member_requests;
 mod offset_delete;
+mod migration;
 mod offsets;
 mod rebalance;
 mod registry;
 mod txn_offsets;
 
-pub use config::GroupConfig;
+pub use config::{GroupConfig, MigrationPolicy};
 pub use delivery::{Delivery, Waiter};
 pub use group::{CommittedOffset, GroupState};
 pub use join::JoinRequest;
 pub use member_requests::{LeavingMember, SyncRequest};
+pub use migration::{MigratingGroup, MigratingMember};
 pub use registry::{GenerationInfo, Groups};

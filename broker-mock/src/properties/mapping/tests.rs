@@ -410,8 +410,15 @@ fn consumer_group_protocol_keys() {
     let c = map_ok(
         "group.consumer.session.timeout.ms=3000\n\
          group.consumer.heartbeat.interval.ms=250\n\
-         group.consumer.max.size=7\n",
+         group.consumer.max.size=7\n\
+         group.consumer.migration.policy=UPGRADE\n",
     );
+    assert_eq!(
+        c.groups.consumer_migration_policy,
+        crate::group::MigrationPolicy::Upgrade
+    );
+    let e = map_err("group.consumer.migration.policy=sideways\n");
+    assert!(e.contains("group.consumer.migration.policy"), "{e}");
     assert_eq!(c.groups.consumer_session_timeout_ms, 3000);
     assert_eq!(c.groups.consumer_heartbeat_interval_ms, 250);
     assert_eq!(c.groups.consumer_max_size, 7);
