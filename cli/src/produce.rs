@@ -77,16 +77,21 @@ pub async fn run(client: &Client, args: ProduceArgs) -> Result<(), CliError> {
     // A blocking reader: stdin and files are read on their own thread.
     let reader =
         tokio::task::spawn_blocking(move || read_records(input, delimiter, limit, &lines_tx));
-    let sent = send_all(&producer, &args, lines, &tx).await;
+    let mut refused = Tally::default();
+    let sent = send_all(&producer, &args, lines, &tx, &mut refused).await;
     drop(tx);
     producer.close().await;
-    let tally = waiter
+    let mut tally = waiter
         .await
         .map_err(|e| CliError::failure(format!("delivery task failed: {e}")))?;
     sent?;
     reader
         .await
         .map_err(|e| CliError::failure(format!("input task failed: {e}")))??;
+    if refused.failed > 0 {
+        tally.failed += refused.failed;
+        tally.first_error = refused.first_error.or(tally.first_error);
+    }
     if tally.failed > 0 {
         return Err(CliError::failure(format!(
             "{} of {} records were not delivered; first error: {}",
@@ -135,15 +140,15 @@ fn read_records(
 }
 
 /// Hands every record read to the producer, passing its delivery to the waiter.
+/// Records the producer refuses outright (too large, say) are counted in `refused`.
 async fn send_all(
     producer: &Producer,
     args: &ProduceArgs,
     mut lines: mpsc::Receiver<Vec<u8>>,
     deliveries: &mpsc::Sender<DeliveryFuture>,
+    refused: &mut Tally,
 ) -> Result<(), CliError> {
-    let mut number = 0u64;
     while let Some(line) = lines.recv().await {
-        number += 1;
         match producer.send(record(args, &line)).await {
             Ok(delivery) => {
                 if deliveries.send(delivery).await.is_err() {
@@ -151,9 +156,8 @@ async fn send_all(
                 }
             }
             Err(e) => {
-                return Err(CliError::failure(format!(
-                    "record {number} was refused: {e}; it and what follows were not sent"
-                )))
+                refused.failed += 1;
+                refused.first_error.get_or_insert_with(|| e.to_string());
             }
         }
     }
