@@ -1,14 +1,24 @@
 //! [`Admin`]: create and delete topics, list partition offsets, delete records
-//! (`admin/delete_records.rs`), describe the cluster, create, describe and delete
-//! ACLs, and manage SCRAM users (`admin/scram.rs`).
+//! (`admin/delete_records.rs`), describe the cluster (`admin/cluster.rs`),
+//! describe and alter configs (`admin/configs.rs`), create partitions
+//! (`admin/create_partitions.rs`), describe log dirs (`admin/log_dirs.rs`),
+//! create, describe and delete ACLs, and manage SCRAM users (`admin/scram.rs`).
+//! Every call retries retriable errors until its operation timeout
+//! (`admin/retry.rs`).
 
+mod cluster;
+mod configs;
+mod create_partitions;
 mod delete_records;
+mod log_dirs;
+mod retry;
 mod scram;
 
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use baton_protocol::acl::{AclBinding, AclBindingFilter};
-use baton_protocol::messages::Request;
 use baton_protocol::messages::{
     CreatableTopic, CreatableTopicConfig, CreateAclsRequest, CreateTopicsRequest,
     DeleteAclsRequest, DeleteTopicState, DeleteTopicsRequest,
@@ -21,13 +31,22 @@ use crate::client::{Client, ClientError};
 use crate::metadata::{ClusterMetadata, Scope};
 use crate::offsets::list_offsets;
 pub use crate::offsets::{ListedOffset, OffsetSpec};
+pub use cluster::ClusterDescription;
+pub use configs::{
+    AlterConfigOp, ConfigEntry, ConfigError, ConfigResource, ConfigSource, ConfigSynonym,
+    DescribeConfigsOptions, ResourceConfig,
+};
+pub use create_partitions::NewPartitions;
 pub use delete_records::{DeletedRecords, RecordsError, RecordsToDelete};
+pub use log_dirs::{LogDirDescription, ReplicaLogInfo};
+use retry::{retriable_code, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
 pub use scram::{ScramChange, UserScramCredentials, DEFAULT_SCRAM_ITERATIONS};
 
-/// The first wait of an admin retry loop (controller requests, leader waits).
-const RETRY_BACKOFF_BASE: Duration = Duration::from_millis(10);
-/// The longest wait of an admin retry loop.
-const RETRY_BACKOFF_CAP: Duration = Duration::from_millis(500);
+/// Locks state shared between the attempts of one call; a poisoned lock (a
+/// panicking attempt) still holds consistent outcomes.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Errors of the admin API, wrapping the cluster layer's [`ClientError`].
 #[derive(Debug, Clone, thiserror::Error)]
@@ -56,6 +75,11 @@ pub enum AdminError {
     /// ([`Admin::delete_records`]); the others' records were deleted.
     #[error("{} partition(s) failed: {}", .0.len(), describe_records(.0))]
     Records(Vec<RecordsError>),
+    /// The broker refused to describe or alter the configs of some resources
+    /// ([`Admin::describe_configs`], [`Admin::incremental_alter_configs`]); the
+    /// others' were described or altered.
+    #[error("{} resource(s) failed: {}", .0.len(), describe_configs(.0))]
+    Configs(Vec<ConfigError>),
     /// Topics were created but some partitions still had no leader when the
     /// operation timeout elapsed.
     #[error("topics created, but partitions of {topics:?} had no leader after {timeout:?}")]
@@ -74,6 +98,14 @@ fn describe(errors: &[TopicError]) -> String {
             Some(m) => format!("{}: {} ({m})", e.topic, e.code),
             None => format!("{}: {}", e.topic, e.code),
         })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_configs(errors: &[ConfigError]) -> String {
+    errors
+        .iter()
+        .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -233,39 +265,51 @@ impl Admin {
         if topics.is_empty() {
             return Ok(());
         }
-        let timeout_ms = self.operation_timeout.as_millis().min(i32::MAX as u128) as i32;
-        let req = CreateTopicsRequest {
-            topics: topics
-                .iter()
-                .map(|t| CreatableTopic {
-                    name: t.name.clone(),
-                    num_partitions: t.num_partitions,
-                    replication_factor: t.replication_factor,
-                    assignments: Vec::new(),
-                    configs: t
-                        .configs
-                        .iter()
-                        .map(|(name, value)| CreatableTopicConfig {
-                            name: name.clone(),
-                            value: value.clone(),
-                        })
-                        .collect(),
-                })
-                .collect(),
-            timeout_ms,
-            validate_only: false,
-        };
-        let resp = self.to_controller(&req).await?;
-        let errors: Vec<TopicError> = resp
-            .topics
-            .into_iter()
-            .filter(|t| t.error_code != 0)
-            .map(|t| TopicError {
-                topic: t.name,
-                code: ErrorCode::from_code(t.error_code),
-                message: t.error_message,
-            })
-            .collect();
+        // Topics whose outcome is final; the others are sent again.
+        let outcomes: Mutex<BTreeMap<String, Option<TopicError>>> = Mutex::new(BTreeMap::new());
+        let outcomes = &outcomes;
+        let topics_ref = &topics;
+        self.with_retries("create topics", || async move {
+            let req = CreateTopicsRequest {
+                topics: topics_ref
+                    .iter()
+                    .filter(|t| !lock(outcomes).contains_key(&t.name))
+                    .map(|t| CreatableTopic {
+                        name: t.name.clone(),
+                        num_partitions: t.num_partitions,
+                        replication_factor: t.replication_factor,
+                        assignments: Vec::new(),
+                        configs: t
+                            .configs
+                            .iter()
+                            .map(|(name, value)| CreatableTopicConfig {
+                                name: name.clone(),
+                                value: value.clone(),
+                            })
+                            .collect(),
+                    })
+                    .collect(),
+                timeout_ms: self.timeout_ms(),
+                validate_only: false,
+            };
+            let resp = self.controller_attempt(&req).await?;
+            let mut retry = Ok(());
+            for t in resp.topics {
+                if let Err(e) = retriable_code(t.error_code, || format!("topic {}", t.name)) {
+                    retry = Err(e);
+                    continue;
+                }
+                let error = (t.error_code != 0).then(|| TopicError {
+                    topic: t.name.clone(),
+                    code: ErrorCode::from_code(t.error_code),
+                    message: t.error_message,
+                });
+                lock(outcomes).insert(t.name, error);
+            }
+            retry
+        })
+        .await?;
+        let errors: Vec<TopicError> = lock(outcomes).values().flatten().cloned().collect();
         let created: Vec<String> = topics
             .iter()
             .map(|t| t.name.clone())
@@ -276,36 +320,6 @@ impl Admin {
             Ok(())
         } else {
             Err(AdminError::Topics(errors))
-        }
-    }
-
-    /// Sends `req` to the controller. A retriable failure (a connection that broke
-    /// or was refused, no controller known yet, a request timeout) is retried with
-    /// backoff, on fresh metadata, until the operation timeout, as the Java admin
-    /// client does; the last error is returned after that. A retry after a request
-    /// that reached the controller can find its effect already done (for example
-    /// TOPIC_ALREADY_EXISTS for a topic the lost attempt created).
-    async fn to_controller<R: Request + Sync>(&self, req: &R) -> Result<R::Response, ClientError> {
-        let deadline = Instant::now() + self.operation_timeout;
-        let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
-        loop {
-            let attempt = async {
-                let conn = self.client.controller_connection().await?;
-                conn.send_with_timeout(req, self.client.request_timeout() + self.operation_timeout)
-                    .await
-                    .map_err(ClientError::from)
-            }
-            .await;
-            let wait = backoff.next_delay();
-            match attempt {
-                Err(e) if e.is_retriable() && Instant::now() + wait < deadline => {
-                    tracing::debug!(error = %e, ?wait, "controller request failed; retrying");
-                    tokio::time::sleep(wait).await;
-                    // Best effort: the next attempt looks the controller up again.
-                    let _ = self.client.refresh(Scope::Topics(Vec::new()), None).await;
-                }
-                other => return other,
-            }
         }
     }
 
@@ -376,31 +390,49 @@ impl Admin {
         if names.is_empty() {
             return Ok(());
         }
-        let timeout_ms = self.operation_timeout.as_millis().min(i32::MAX as u128) as i32;
-        let req = DeleteTopicsRequest {
-            topics: names
-                .iter()
-                .map(|n| DeleteTopicState {
-                    name: Some(n.clone()),
-                    topic_id: Uuid::ZERO,
-                })
-                .collect(),
-            topic_names: names.clone(),
-            timeout_ms,
-        };
-        let resp = self.to_controller(&req).await?;
+        let outcomes: Mutex<BTreeMap<String, Option<TopicError>>> = Mutex::new(BTreeMap::new());
+        let outcomes = &outcomes;
+        let names_ref = &names;
+        let attempts = self
+            .with_retries("delete topics", || async move {
+                let pending: Vec<String> = names_ref
+                    .iter()
+                    .filter(|n| !lock(outcomes).contains_key(*n))
+                    .cloned()
+                    .collect();
+                let req = DeleteTopicsRequest {
+                    topics: pending
+                        .iter()
+                        .map(|n| DeleteTopicState {
+                            name: Some(n.clone()),
+                            topic_id: Uuid::ZERO,
+                        })
+                        .collect(),
+                    topic_names: pending,
+                    timeout_ms: self.timeout_ms(),
+                };
+                let resp = self.controller_attempt(&req).await?;
+                let mut retry = Ok(());
+                for t in resp.responses {
+                    let name = t.name.unwrap_or_default();
+                    if let Err(e) = retriable_code(t.error_code, || format!("topic {name}")) {
+                        retry = Err(e);
+                        continue;
+                    }
+                    let error = (t.error_code != 0).then(|| TopicError {
+                        topic: name.clone(),
+                        code: ErrorCode::from_code(t.error_code),
+                        message: t.error_message,
+                    });
+                    lock(outcomes).insert(name, error);
+                }
+                retry
+            })
+            .await;
         // Forget the deleted topics' metadata.
         let _ = self.client.refresh(Scope::Topics(names), None).await;
-        let errors: Vec<TopicError> = resp
-            .responses
-            .into_iter()
-            .filter(|t| t.error_code != 0)
-            .map(|t| TopicError {
-                topic: t.name.unwrap_or_default(),
-                code: ErrorCode::from_code(t.error_code),
-                message: t.error_message,
-            })
-            .collect();
+        attempts?;
+        let errors: Vec<TopicError> = lock(outcomes).values().flatten().cloned().collect();
         if errors.is_empty() {
             Ok(())
         } else {
@@ -423,7 +455,10 @@ impl Admin {
             .into_iter()
             .map(|(t, p, s)| (t.into(), p, s))
             .collect();
-        Ok(list_offsets(&self.client, &queries).await?)
+        self.with_retries("list offsets", || async {
+            Ok(list_offsets(&self.client, &queries).await?)
+        })
+        .await
     }
 
     /// Describes the cluster: brokers, controller, and every topic with its
@@ -433,8 +468,11 @@ impl Admin {
     ///
     /// Cancel safe: this only reads.
     pub async fn describe_cluster(&self) -> Result<ClusterMetadata, AdminError> {
-        let meta = self.client.refresh_metadata().await?;
-        Ok((*meta).clone())
+        self.with_retries("describe cluster", || async {
+            let meta = self.client.refresh_metadata().await?;
+            Ok((*meta).clone())
+        })
+        .await
     }
 
     /// Creates ACL bindings (CreateAcls). The principal needs Alter on the

@@ -66,6 +66,11 @@ pub use admin::{
     AclFailure, Admin, AdminError, DeletedRecords, ListedOffset, NewTopic, OffsetSpec,
     RecordsError, RecordsToDelete, ScramChange, TopicError, UserError, UserScramCredentials,
 };
+pub use admin::{
+    AlterConfigOp, ClusterDescription, ConfigEntry, ConfigError, ConfigResource, ConfigSource,
+    ConfigSynonym, DescribeConfigsOptions, LogDirDescription, NewPartitions, ReplicaLogInfo,
+    ResourceConfig,
+};
 /// The attribute that implements [`OAuthTokenProvider`] (its `async fn`).
 pub use async_trait::async_trait;
 pub use baton_protocol::acl::{

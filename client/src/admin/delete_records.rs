@@ -7,7 +7,8 @@ use baton_protocol::messages::{DeleteRecordsPartition, DeleteRecordsRequest, Del
 use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
-use super::{Admin, AdminError, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
+use super::retry::{RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
+use super::{Admin, AdminError};
 use crate::backoff::Backoff;
 use crate::client::ClientError;
 use crate::offsets::{group_by_leader, LeaderRound};

@@ -18,6 +18,10 @@ pub const RESOURCE_TYPE_BROKER: i8 = 4;
 pub const CONFIG_SOURCE_UNKNOWN: i8 = 0;
 /// `config_source`: a dynamic override of one topic.
 pub const CONFIG_SOURCE_TOPIC: i8 = 1;
+/// `config_source`: a dynamic override of one broker.
+pub const CONFIG_SOURCE_DYNAMIC_BROKER: i8 = 2;
+/// `config_source`: a dynamic cluster-wide default of every broker.
+pub const CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER: i8 = 3;
 /// `config_source`: the broker's static configuration.
 pub const CONFIG_SOURCE_STATIC_BROKER: i8 = 4;
 /// `config_source`: the built-in default.
