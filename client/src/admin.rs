@@ -2,15 +2,26 @@
 //! (`admin/delete_records.rs`), describe the cluster (`admin/cluster.rs`),
 //! describe and alter configs (`admin/configs.rs`), create partitions
 //! (`admin/create_partitions.rs`), describe log dirs (`admin/log_dirs.rs`),
-//! create, describe and delete ACLs, and manage SCRAM users (`admin/scram.rs`).
-//! Every call retries retriable errors until its operation timeout
-//! (`admin/retry.rs`).
+//! create, describe and delete ACLs, and manage SCRAM users (`admin/scram.rs`);
+//! list, describe and delete groups, and list, alter, reset and delete their
+//! committed offsets (one file per operation, sharing
+//! `admin/group_coordinators.rs`). Every call retries retriable errors until its
+//! operation timeout (`admin/retry.rs`).
 
+mod alter_group_offsets;
 mod cluster;
 mod configs;
 mod create_partitions;
+mod delete_group_offsets;
+mod delete_groups;
 mod delete_records;
+mod describe_groups;
+mod group_coordinators;
+mod group_lag;
+mod list_group_offsets;
+mod list_groups;
 mod log_dirs;
+mod reset_group_offsets;
 mod retry;
 mod scram;
 
@@ -28,6 +39,7 @@ use tokio::time::Instant;
 
 use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
+use crate::group::TopicPartition;
 use crate::metadata::{ClusterMetadata, Scope};
 use crate::offsets::list_offsets;
 pub use crate::offsets::{ListedOffset, OffsetSpec};
@@ -40,6 +52,12 @@ pub use create_partitions::NewPartitions;
 pub use delete_records::{DeletedRecords, RecordsError, RecordsToDelete};
 pub use log_dirs::{LogDirDescription, ReplicaLogInfo};
 use retry::{retriable_code, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
+pub use describe_groups::{GroupDescription, MemberDescription};
+pub use group_coordinators::GroupFailure;
+pub use group_lag::PartitionLag;
+pub use list_group_offsets::{GroupOffsets, GroupOffsetsQuery, OffsetAndMetadata};
+pub use list_groups::{GroupListing, GroupState, GroupType, ListGroupsFilter};
+pub use reset_group_offsets::GroupOffsetReset;
 pub use scram::{ScramChange, UserScramCredentials, DEFAULT_SCRAM_ITERATIONS};
 
 /// Locks state shared between the attempts of one call; a poisoned lock (a
@@ -80,6 +98,35 @@ pub enum AdminError {
     /// others' were described or altered.
     #[error("{} resource(s) failed: {}", .0.len(), describe_configs(.0))]
     Configs(Vec<ConfigError>),
+    /// Some groups failed (their coordinator refused, or was not reachable
+    /// before the operation timeout): NON_EMPTY_GROUP for deleting a group with
+    /// members, GROUP_ID_NOT_FOUND, GROUP_AUTHORIZATION_FAILED, ... The other
+    /// groups succeeded.
+    #[error("{} group(s) failed: {}", .0.len(), describe_groups(.0))]
+    Groups(Vec<GroupFailure>),
+    /// The group's committed offsets cannot be altered while it has members (the
+    /// coordinator answered `code`: UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS, ...).
+    #[error("group {group} is active ({code}): stop its consumers before altering its offsets")]
+    GroupActive {
+        /// The group.
+        group: String,
+        /// What the coordinator answered.
+        code: ErrorCode,
+    },
+    /// Some partitions of a group offset operation failed
+    /// (GROUP_SUBSCRIBED_TO_TOPIC, TOPIC_AUTHORIZATION_FAILED, ...); the others
+    /// succeeded.
+    #[error("{} partition(s) failed: {}", .0.len(), describe_group_offsets(.0))]
+    GroupOffsets(Vec<GroupOffsetFailure>),
+    /// A shift of committed offsets ([`GroupOffsetReset::ShiftBy`]) met a
+    /// partition the group has no committed offset for.
+    #[error("group {group} has no committed offset for {}/{} to shift", partition.topic, partition.partition)]
+    NoCommittedOffset {
+        /// The group.
+        group: String,
+        /// The partition.
+        partition: TopicPartition,
+    },
     /// Topics were created but some partitions still had no leader when the
     /// operation timeout elapsed.
     #[error("topics created, but partitions of {topics:?} had no leader after {timeout:?}")]
@@ -127,6 +174,42 @@ fn describe_records(errors: &[RecordsError]) -> String {
         .map(|e| format!("{}/{}: {}", e.topic, e.partition, e.code))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+fn describe_groups(errors: &[GroupFailure]) -> String {
+    errors
+        .iter()
+        .map(|e| match &e.message {
+            Some(m) => format!("{}: {} ({m})", e.group, e.code),
+            None => format!("{}: {}", e.group, e.code),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe_group_offsets(errors: &[GroupOffsetFailure]) -> String {
+    errors
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {}/{}: {}",
+                e.group, e.partition.topic, e.partition.partition, e.code
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// One partition's failure in a group offset operation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupOffsetFailure {
+    /// The group.
+    pub group: String,
+    /// The partition.
+    pub partition: TopicPartition,
+    /// The error code the broker sent.
+    pub code: ErrorCode,
 }
 
 fn describe_users(errors: &[UserError]) -> String {

@@ -63,8 +63,11 @@ mod sasl;
 mod tls;
 
 pub use admin::{
-    AclFailure, Admin, AdminError, DeletedRecords, ListedOffset, NewTopic, OffsetSpec,
-    RecordsError, RecordsToDelete, ScramChange, TopicError, UserError, UserScramCredentials,
+    AclFailure, Admin, AdminError, DeletedRecords, GroupDescription, GroupFailure, GroupListing,
+    GroupOffsetFailure, GroupOffsetReset, GroupOffsets, GroupOffsetsQuery, GroupState, GroupType,
+    ListGroupsFilter, ListedOffset, MemberDescription, NewTopic, OffsetAndMetadata, OffsetSpec,
+    PartitionLag, RecordsError, RecordsToDelete, ScramChange, TopicError, UserError,
+    UserScramCredentials,
 };
 pub use admin::{
     AlterConfigOp, ClusterDescription, ConfigEntry, ConfigError, ConfigResource, ConfigSource,

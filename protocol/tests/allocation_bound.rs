@@ -148,6 +148,8 @@ macro_rules! for_each_message {
             ListGroupsResponse,
             DeleteGroupsRequest,
             DeleteGroupsResponse,
+            OffsetDeleteRequest,
+            OffsetDeleteResponse,
             DescribeConfigsRequest,
             DescribeConfigsResponse,
             DescribeClusterRequest,

@@ -50,6 +50,8 @@ use crate::partition::{Partition, PartitionState};
 use crate::replication::ProduceOutcome;
 use crate::topics::{random_u64, Topic};
 
+mod offset_delete;
+
 /// Bytes read per step while replaying `__consumer_offsets`.
 const LOAD_CHUNK: usize = 1 << 20;
 /// Longest sleep of the driver when no timer is due (it is woken on changes).

@@ -78,6 +78,7 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<OffsetForLeaderEpochRequest>(),
         entry::<WriteTxnMarkersRequest>(),
         entry::<DeleteGroupsRequest>(),
+        entry::<baton_protocol::messages::OffsetDeleteRequest>(),
         entry::<DescribeConfigsRequest>(),
         entry::<DescribeClusterRequest>(),
         ranged::<SaslHandshakeRequest>(1, 1),

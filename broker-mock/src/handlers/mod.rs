@@ -43,6 +43,7 @@ pub mod list_offsets;
 pub(crate) mod list_transactions;
 pub mod metadata;
 pub mod offset_commit;
+pub mod offset_delete;
 pub mod offset_fetch;
 pub mod offset_for_leader_epoch;
 pub mod produce;
@@ -74,7 +75,8 @@ use baton_protocol::messages::{CreateAclsRequest, DeleteAclsRequest, DescribeAcl
 use baton_protocol::messages::{
     DeleteGroupsRequest, DescribeClusterRequest, DescribeConfigsRequest, DescribeGroupsRequest,
     FindCoordinatorRequest, HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest,
-    ListGroupsRequest, OffsetCommitRequest, OffsetFetchRequest, SyncGroupRequest,
+    ListGroupsRequest, OffsetCommitRequest, OffsetDeleteRequest, OffsetFetchRequest,
+    SyncGroupRequest,
 };
 use baton_protocol::messages::{DescribeProducersRequest, WriteTxnMarkersRequest};
 use baton_protocol::{Message, Request, RequestHeader};
@@ -389,6 +391,12 @@ pub(crate) async fn dispatch(
         DeleteGroupsRequest::API_KEY => {
             run::<DeleteGroupsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
                 Some(delete_groups::handle(s, c, r, v))
+            })
+            .await
+        }
+        OffsetDeleteRequest::API_KEY => {
+            run::<OffsetDeleteRequest, _>(state, ctx, frame, version, |s, c, r, v| {
+                Some(offset_delete::handle(s, c, r, v))
             })
             .await
         }

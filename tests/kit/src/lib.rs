@@ -33,6 +33,7 @@
 
 #![deny(unsafe_code, rust_2018_idioms)]
 
+pub mod admin_groups;
 pub mod args;
 pub mod chaos;
 pub mod client;

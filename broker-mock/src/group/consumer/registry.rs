@@ -199,6 +199,22 @@ impl ConsumerGroups {
         self.groups.is_empty()
     }
 
+    /// The topics the members of `group_id` subscribe to among `catalog` (by name
+    /// or regular expression), or `None` without such a group (OffsetDelete's
+    /// GROUP_SUBSCRIBED_TO_TOPIC check).
+    pub fn subscribed_topic_names(
+        &self,
+        group_id: &str,
+        catalog: &Catalog,
+    ) -> Option<BTreeSet<String>> {
+        let g = self.groups.get(group_id)?;
+        let regexes = &self.regexes;
+        let matcher = |re: &str, name: &str| {
+            !name.starts_with("__") && regexes.get(re).is_some_and(|r| r.is_match(name))
+        };
+        Some(g.subscribed_topics(catalog, &matcher).into_keys().collect())
+    }
+
     /// Records produced since the last call, to append to the log in order.
     pub fn take_records(&mut self) -> Vec<ConsumerRecord> {
         std::mem::take(&mut self.records)

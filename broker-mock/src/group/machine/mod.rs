@@ -56,6 +56,7 @@ mod delivery;
 mod group;
 mod join;
 mod member_requests;
+mod offset_delete;
 mod offsets;
 mod rebalance;
 mod registry;
