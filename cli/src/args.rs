@@ -161,6 +161,10 @@ pub enum Command {
     /// Describes the cluster.
     #[command(subcommand)]
     Cluster(ClusterCommand),
+    /// Lists, describes and deletes consumer groups; shows and resets their
+    /// committed offsets and lag.
+    #[command(subcommand)]
+    Groups(GroupsCommand),
     /// Reads a topic written with history payloads and checks it for lost,
     /// duplicated, reordered and corrupted records.
     #[command(after_help = CHECK_HELP)]
@@ -358,6 +362,27 @@ pub enum TopicsCommand {
         #[arg(long)]
         if_not_exists: bool,
     },
+    /// Alters a topic: sets or removes configs (IncrementalAlterConfigs), or adds
+    /// partitions.
+    #[command(
+        after_help = "Examples:\n  baton topics alter events --add-config retention.ms=86400000\n  baton topics alter events --delete-config retention.ms\n  baton topics alter events --partitions 12"
+    )]
+    Alter {
+        /// The topic.
+        topic: String,
+        /// Sets a config, KEY=VALUE (repeatable).
+        #[arg(long, value_name = "KEY=VALUE", value_parser = parse_key_value)]
+        add_config: Vec<(String, String)>,
+        /// Removes a config's override, so its default applies (repeatable).
+        #[arg(long, value_name = "KEY")]
+        delete_config: Vec<String>,
+        /// Raises the partition count to N.
+        #[arg(short, long, value_name = "N")]
+        partitions: Option<i32>,
+        /// Asks the broker to check the changes without applying them.
+        #[arg(long)]
+        validate_only: bool,
+    },
     /// Deletes topics.
     #[command(
         after_help = "Examples:\n  baton topics delete events\n  baton topics delete old-1 old-2 --if-exists"
@@ -377,6 +402,103 @@ pub enum TopicsCommand {
 pub enum ClusterCommand {
     /// Prints the cluster id, the controller and the brokers.
     Describe,
+}
+
+/// `baton groups`.
+#[derive(Debug, Subcommand)]
+pub enum GroupsCommand {
+    /// Lists groups: id, type and state, tab-separated, one per line.
+    #[command(
+        after_help = "Examples:\n  baton groups list\n  baton groups list --state Empty | cut -f1"
+    )]
+    List {
+        /// Only groups in this state (Empty, Stable, ...; repeatable).
+        #[arg(long, value_name = "STATE")]
+        state: Vec<String>,
+        /// Only groups of this type (classic or consumer; repeatable).
+        #[arg(long = "type", value_name = "TYPE")]
+        group_type: Vec<String>,
+    },
+    /// Describes groups: state, protocol, coordinator, members and assignments.
+    Describe {
+        /// The groups.
+        #[arg(required = true)]
+        groups: Vec<String>,
+    },
+    /// Deletes groups (they must have no members).
+    Delete {
+        /// The groups.
+        #[arg(required = true)]
+        groups: Vec<String>,
+    },
+    /// Prints a group's committed offsets: topic, partition, offset.
+    Offsets {
+        /// The group.
+        group: String,
+    },
+    /// Prints how far a group is behind: committed offset, log end and lag per
+    /// partition.
+    Lag {
+        /// The group.
+        group: String,
+    },
+    /// Moves a group's committed offsets (the group must have no members). Prints
+    /// the plan; --execute commits it.
+    #[command(after_help = RESET_HELP)]
+    ResetOffsets(ResetArgs),
+}
+
+const RESET_HELP: &str = "\
+Without --execute nothing changes: the new offsets are printed (a dry run), as
+kafka-consumer-groups.sh does. Targets are kept within each partition's log
+start and end offsets.
+
+Examples:
+  baton groups reset-offsets billing --all-topics --to-earliest
+  baton groups reset-offsets billing --topic events --to-datetime 2026-12-01T00:00:00Z --execute
+  baton groups reset-offsets billing --topic events:0,1 --shift-by -100 --execute";
+
+/// `baton groups reset-offsets`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("target").required(true).args([
+    "to_earliest", "to_latest", "to_datetime", "to_timestamp", "shift_by", "to_offset"
+])))]
+#[command(group(clap::ArgGroup::new("scope").required(true).args(["topic", "all_topics"])))]
+pub struct ResetArgs {
+    /// The group.
+    pub group: String,
+    /// The partitions to move: TOPIC (all its partitions) or TOPIC:P,P
+    /// (repeatable).
+    #[arg(long, value_name = "TOPIC[:P,P]")]
+    pub topic: Vec<String>,
+    /// Every partition the group has a committed offset for.
+    #[arg(long)]
+    pub all_topics: bool,
+    /// To each partition's log start.
+    #[arg(long)]
+    pub to_earliest: bool,
+    /// To each partition's log end.
+    #[arg(long)]
+    pub to_latest: bool,
+    /// To the first record at or after this time: YYYY-MM-DDTHH:MM:SS[.sss] with
+    /// Z or ±HH:MM (UTC when neither is given).
+    #[arg(long, value_name = "DATETIME", value_parser = crate::time::parse_datetime)]
+    pub to_datetime: Option<i64>,
+    /// To the first record at or after this time (ms since the epoch).
+    #[arg(long, value_name = "MS")]
+    pub to_timestamp: Option<i64>,
+    /// By N offsets from the committed one (negative: back).
+    #[arg(long, value_name = "N", allow_hyphen_values = true)]
+    pub shift_by: Option<i64>,
+    /// To this offset.
+    #[arg(long, value_name = "OFFSET")]
+    pub to_offset: Option<i64>,
+    /// Commits the new offsets (without it: a dry run).
+    #[arg(long)]
+    pub execute: bool,
+    /// Only prints the plan (the default; for scripts that say so).
+    #[arg(long, conflicts_with = "execute")]
+    pub dry_run: bool,
 }
 
 /// `baton check`.

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::process::ExitCode;
 
+use baton::connection::ConnectionError;
 use baton::{AdminError, ClientError, ConsumerError, GroupError};
 use baton_protocol::ErrorCode;
 
@@ -87,7 +88,13 @@ impl fmt::Display for CliError {
 /// The status of a cluster-layer error.
 fn client_status(e: &ClientError) -> Status {
     match e {
-        ClientError::NoBrokerAvailable { .. } | ClientError::Connection(_) => Status::Unreachable,
+        ClientError::NoBrokerAvailable { .. } => Status::Unreachable,
+        ClientError::Connection(c) => match c {
+            ConnectionError::UnsupportedApi { .. }
+            | ConnectionError::NoCommonVersion { .. }
+            | ConnectionError::SecurityConfig(_) => Status::Failure,
+            _ => Status::Unreachable,
+        },
         ClientError::UnknownTopic { .. } | ClientError::UnknownPartition { .. } => Status::NotFound,
         ClientError::Broker { code, .. } if is_not_found(*code) => Status::NotFound,
         _ => Status::Failure,
@@ -107,6 +114,12 @@ fn client_hint(e: &ClientError) -> Option<&'static str> {
             "check -b/--bootstrap (or BATON_BOOTSTRAP), that the brokers run, and the \
              --security-protocol they expect",
         ),
+        ClientError::Connection(
+            ConnectionError::UnsupportedApi { .. } | ConnectionError::NoCommonVersion { .. },
+        ) => Some("the broker does not implement this operation (or this version of it)"),
+        ClientError::Connection(ConnectionError::Authentication { .. }) => {
+            Some("check --sasl-mechanism, the user name and the password")
+        }
         _ => None,
     }
 }
@@ -126,6 +139,9 @@ impl From<AdminError> for CliError {
         match e {
             AdminError::Client(c) => c.into(),
             AdminError::Topics(ref topics) if topics.iter().all(|t| is_not_found(t.code)) => {
+                CliError::not_found(e.to_string())
+            }
+            AdminError::Configs(ref cs) if cs.iter().all(|c| is_not_found(c.code)) => {
                 CliError::not_found(e.to_string())
             }
             other => CliError::failure(other.to_string()),

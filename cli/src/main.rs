@@ -8,7 +8,9 @@ mod connect;
 mod consume;
 mod error;
 mod format;
+mod groups;
 mod produce;
+mod time;
 mod topics;
 
 use std::process::ExitCode;
@@ -71,6 +73,7 @@ async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Consume(a) => consume::run(&client, a).await,
         Command::Topics(c) => topics::run(&client, &admin, c).await,
         Command::Cluster(c) => topics::cluster(&admin, c).await,
+        Command::Groups(c) => groups::run(&client, &admin, c).await,
         Command::Check(a) => check::run(&client, a).await,
     }
 }

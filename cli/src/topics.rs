@@ -4,8 +4,11 @@
 use std::fmt::Write as _;
 
 use base64::Engine as _;
-use baton::metadata::{ClusterMetadata, TopicMetadata};
-use baton::{Admin, AdminError, Client, NewTopic};
+use baton::metadata::TopicMetadata;
+use baton::{
+    Admin, AdminError, AlterConfigOp, Client, ConfigResource, DescribeConfigsOptions,
+    NewPartitions, NewTopic, ResourceConfig,
+};
 use baton_protocol::{ErrorCode, Uuid};
 
 use crate::args::{ClusterCommand, TopicsCommand};
@@ -30,11 +33,20 @@ pub async fn run(client: &Client, admin: &Admin, command: TopicsCommand) -> Resu
                     return Err(CliError::unknown_topic(name));
                 }
             }
+            let shown: Vec<&TopicMetadata> = meta
+                .topics
+                .values()
+                .filter(|t| topics.is_empty() || topics.contains(&t.name))
+                .collect();
+            let configs = admin
+                .describe_configs(
+                    shown.iter().map(|t| ConfigResource::topic(t.name.clone())),
+                    DescribeConfigsOptions::default(),
+                )
+                .await?;
             let mut out = String::new();
-            for t in meta.topics.values() {
-                if topics.is_empty() || topics.contains(&t.name) {
-                    describe_topic(t, &mut out);
-                }
+            for (t, c) in shown.iter().zip(&configs) {
+                describe_topic(t, c, &mut out);
             }
             print!("{out}");
             Ok(())
@@ -66,6 +78,57 @@ pub async fn run(client: &Client, admin: &Admin, command: TopicsCommand) -> Resu
                 }
                 Err(e) => Err(e.into()),
             }
+        }
+        TopicsCommand::Alter {
+            topic,
+            add_config,
+            delete_config,
+            partitions,
+            validate_only,
+        } => {
+            if add_config.is_empty() && delete_config.is_empty() && partitions.is_none() {
+                return Err(CliError::usage("nothing to alter")
+                    .hint("pass --add-config KEY=VALUE, --delete-config KEY or --partitions N"));
+            }
+            let meta = admin.describe_cluster().await?;
+            let Some(current) = meta.topic(&topic) else {
+                return Err(CliError::unknown_topic(&topic));
+            };
+            let ops: Vec<AlterConfigOp> = add_config
+                .into_iter()
+                .map(|(k, v)| AlterConfigOp::set(k, v))
+                .chain(delete_config.into_iter().map(AlterConfigOp::delete))
+                .collect();
+            let verb = if validate_only {
+                "would alter"
+            } else {
+                "altered"
+            };
+            if !ops.is_empty() {
+                admin
+                    .incremental_alter_configs(
+                        [(ConfigResource::topic(topic.clone()), ops)],
+                        validate_only,
+                    )
+                    .await?;
+                println!("{verb} the configs of topic {topic}");
+            }
+            if let Some(n) = partitions {
+                let have = current.partitions.len();
+                if usize::try_from(n).is_ok_and(|n| n <= have) {
+                    return Err(CliError::usage(format!(
+                        "topic {topic:?} has {have} partitions; --partitions must be more (partitions are never removed)"
+                    )));
+                }
+                admin
+                    .create_partitions(
+                        [NewPartitions::increase_to(topic.clone(), n)],
+                        validate_only,
+                    )
+                    .await?;
+                println!("{verb} topic {topic}: {have} -> {n} partitions");
+            }
+            Ok(())
         }
         TopicsCommand::Delete { topics, if_exists } => {
             match admin.delete_topics(topics.iter().cloned()).await {
@@ -109,16 +172,24 @@ fn ids(ids: &[i32]) -> String {
     ids.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
 }
 
-/// One topic in the shape of `kafka-topics.sh --describe`.
-fn describe_topic(t: &TopicMetadata, out: &mut String) {
+/// One topic in the shape of `kafka-topics.sh --describe`: its overridden
+/// configs on the first line, then one line per partition.
+fn describe_topic(t: &TopicMetadata, configs: &ResourceConfig, out: &mut String) {
     let rf = t.partitions.first().map_or(0, |p| p.replicas.len());
+    let overrides: Vec<String> = configs
+        .entries
+        .iter()
+        .filter(|e| !e.is_default())
+        .map(|e| format!("{}={}", e.name, e.value.as_deref().unwrap_or("(sensitive)")))
+        .collect();
     let _ = writeln!(
         out,
-        "Topic: {}\tTopicId: {}\tPartitionCount: {}\tReplicationFactor: {}",
+        "Topic: {}\tTopicId: {}\tPartitionCount: {}\tReplicationFactor: {}\tConfigs: {}",
         t.name,
         topic_id(t.topic_id),
         t.partitions.len(),
-        rf
+        rf,
+        overrides.join(",")
     );
     for p in &t.partitions {
         let leader = p.leader.map_or("none".to_owned(), |l| l.to_string());
@@ -145,32 +216,24 @@ fn describe_topic(t: &TopicMetadata, out: &mut String) {
 pub async fn cluster(admin: &Admin, command: ClusterCommand) -> Result<(), CliError> {
     match command {
         ClusterCommand::Describe => {
-            let meta = admin.describe_cluster().await?;
-            print!("{}", describe_cluster(&meta));
+            let c = admin.describe_cluster_info(false).await?;
+            let mut out = String::new();
+            let _ = writeln!(out, "Cluster: {}", c.cluster_id);
+            let _ = writeln!(
+                out,
+                "Controller: {}",
+                c.controller_id
+                    .map_or("(unknown)".to_owned(), |c| c.to_string())
+            );
+            for b in &c.brokers {
+                let _ = write!(out, "Broker: {}\t{}", b.node_id, b.addr());
+                if let Some(rack) = &b.rack {
+                    let _ = write!(out, "\track={rack}");
+                }
+                out.push('\n');
+            }
+            print!("{out}");
             Ok(())
         }
     }
-}
-
-fn describe_cluster(meta: &ClusterMetadata) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "Cluster: {}",
-        meta.cluster_id.as_deref().unwrap_or("(none)")
-    );
-    let _ = writeln!(
-        out,
-        "Controller: {}",
-        meta.controller_id
-            .map_or("(unknown)".to_owned(), |c| c.to_string())
-    );
-    for b in meta.brokers.values() {
-        let _ = write!(out, "Broker: {}\t{}", b.node_id, b.addr());
-        if let Some(rack) = &b.rack {
-            let _ = write!(out, "\track={rack}");
-        }
-        out.push('\n');
-    }
-    out
 }

@@ -50,14 +50,14 @@ pub use configs::{
 };
 pub use create_partitions::NewPartitions;
 pub use delete_records::{DeletedRecords, RecordsError, RecordsToDelete};
-pub use log_dirs::{LogDirDescription, ReplicaLogInfo};
-use retry::{retriable_code, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
 pub use describe_groups::{GroupDescription, MemberDescription};
 pub use group_coordinators::GroupFailure;
 pub use group_lag::PartitionLag;
 pub use list_group_offsets::{GroupOffsets, GroupOffsetsQuery, OffsetAndMetadata};
 pub use list_groups::{GroupListing, GroupState, GroupType, ListGroupsFilter};
+pub use log_dirs::{LogDirDescription, ReplicaLogInfo};
 pub use reset_group_offsets::GroupOffsetReset;
+use retry::{retriable_code, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
 pub use scram::{ScramChange, UserScramCredentials, DEFAULT_SCRAM_ITERATIONS};
 
 /// Locks state shared between the attempts of one call; a poisoned lock (a

@@ -3,6 +3,7 @@
 
 mod check;
 mod exit_codes;
+mod groups;
 mod harness;
 mod produce_consume;
 mod topics;

@@ -32,7 +32,8 @@ async fn topics_are_created_listed_described_and_deleted() {
         "{described:?}"
     );
     assert!(
-        lines[0].ends_with("\tPartitionCount: 3\tReplicationFactor: 1"),
+        lines[0]
+            .ends_with("\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: retention.ms=60000"),
         "{described:?}"
     );
     for (p, line) in lines[1..].iter().enumerate() {
