@@ -340,7 +340,17 @@ impl BrokerState {
     ) -> Result<Arc<Topic>, BrokerError> {
         if let Some(t) = self.topic(name) {
             if t.id == id {
-                return Ok(t);
+                let grown = t.partitions.len() < usize::try_from(partitions).unwrap_or(0);
+                if !grown && t.config == config {
+                    return Ok(t);
+                }
+                // New partitions or configs from the controller.
+                return self
+                    .update_topic(name, partitions, config)
+                    .map_err(|(_, reason)| BrokerError::TopicUpdate {
+                        topic: name.to_owned(),
+                        reason,
+                    });
             }
             let _ = self.delete_topic(name);
         }
@@ -355,6 +365,52 @@ impl BrokerState {
             node = self.config.node_id,
             "replica topic created"
         );
+        Ok(topic)
+    }
+
+    /// Replaces topic `name`'s configs and grows it to `partitions` partitions
+    /// (existing partitions carry over; a smaller count adds none), counted against
+    /// `max_partitions`. Returns the new topic.
+    pub fn update_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        config: TopicConfig,
+    ) -> Result<Arc<Topic>, Refusal> {
+        let mut topics = self.write_topics();
+        let old = topics.by_name.get(name).cloned().ok_or_else(|| {
+            (
+                ErrorCode::UnknownTopicOrPartition,
+                format!("Topic {name} does not exist."),
+            )
+        })?;
+        let added = usize::try_from(partitions)
+            .unwrap_or(0)
+            .saturating_sub(old.partitions.len());
+        if added > 0 {
+            let exists = topics.usage();
+            let limit = self.config.limits.max_partitions;
+            if exists.partitions.saturating_add(added) > limit {
+                return Err((
+                    ErrorCode::PolicyViolation,
+                    format!(
+                        "adding {added} partitions would exceed the broker's limit of {limit} \
+                         partitions (max_partitions); {} exist",
+                        exists.partitions
+                    ),
+                ));
+            }
+        }
+        let topic = self.storage.update(&old, partitions, config).map_err(|e| {
+            tracing::error!(topic = name, error = %e, "updating topic failed");
+            (ErrorCode::KafkaStorageError, e.to_string())
+        })?;
+        let topic = Arc::new(topic);
+        topics.insert(topic.clone());
+        drop(topics);
+        if added > 0 {
+            tracing::info!(topic = name, partitions, "added partitions");
+        }
         Ok(topic)
     }
 

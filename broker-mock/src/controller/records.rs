@@ -37,6 +37,10 @@ pub const MAX_ACL_FIELD_BYTES: usize = 4096;
 /// Version of the record bodies written here.
 const RECORD_VERSION: u8 = 0;
 
+/// The record type of [`MetadataRecord::TopicConfig`] (numbered apart from the
+/// others so that record types added in parallel do not collide).
+const TOPIC_CONFIG_TYPE: u8 = 20;
+
 /// Version of a RegisterBroker body that lists further listeners after the
 /// first; a registration without them is still written as version 0.
 const REGISTER_WITH_LISTENERS_VERSION: u8 = 1;
@@ -213,6 +217,16 @@ pub enum MetadataRecord {
         name: String,
         /// The mechanism's hash.
         hash: ScramHash,
+    },
+    /// A topic config override was set or, with no value, removed (KRaft's
+    /// ConfigRecord for a topic resource; IncrementalAlterConfigs).
+    TopicConfig {
+        /// Topic id.
+        topic_id: Uuid,
+        /// The config key.
+        key: String,
+        /// The new value; `None` removes the override.
+        value: Option<String>,
     },
 }
 
@@ -414,6 +428,22 @@ impl MetadataLogEntry {
                 w.string(name);
                 w.u8(hash.kafka_type() as u8);
             }
+            MetadataRecord::TopicConfig {
+                topic_id,
+                key,
+                value,
+            } => {
+                w.header(TOPIC_CONFIG_TYPE);
+                w.uuid(*topic_id);
+                w.string(key);
+                match value {
+                    None => w.u8(0),
+                    Some(v) => {
+                        w.u8(1);
+                        w.string(v);
+                    }
+                }
+            }
         }
         assert!(body.len() <= MAX_ENTRY_BYTES, "metadata entry too large");
         out.extend_from_slice(&(body.len() as u32).to_be_bytes());
@@ -602,6 +632,15 @@ impl MetadataLogEntry {
             13 => MetadataRecord::RemoveUserScramCredential {
                 name: r.string()?,
                 hash: r.scram_hash()?,
+            },
+            TOPIC_CONFIG_TYPE => MetadataRecord::TopicConfig {
+                topic_id: r.uuid()?,
+                key: r.string()?,
+                value: match r.u8()? {
+                    0 => None,
+                    1 => Some(r.string()?),
+                    t => return Err(malformed(format!("bad config value flag {t}"))),
+                },
             },
             t => return Err(MetadataDecodeError::UnknownType(t)),
         };
@@ -934,6 +973,16 @@ mod tests {
             MetadataRecord::RemoveUserScramCredential {
                 name: "bob".into(),
                 hash: ScramHash::Sha256,
+            },
+            MetadataRecord::TopicConfig {
+                topic_id: id(7),
+                key: "retention.ms".into(),
+                value: Some("60000".into()),
+            },
+            MetadataRecord::TopicConfig {
+                topic_id: id(7),
+                key: "cleanup.policy".into(),
+                value: None,
             },
         ]
     }

@@ -388,6 +388,20 @@ impl ControllerState {
             MetadataRecord::Partition(p) => self.apply_partition(p).map_err(bad)?,
             MetadataRecord::PartitionChange(c) => self.apply_change(c).map_err(bad)?,
             MetadataRecord::LeaderMove(m) => self.apply_move(m).map_err(bad)?,
+            MetadataRecord::TopicConfig {
+                topic_id,
+                key,
+                value,
+            } => {
+                let t = self
+                    .topics
+                    .get_mut(topic_id)
+                    .ok_or_else(|| bad("config of unknown topic".into()))?;
+                t.configs.retain(|(k, _)| k != key);
+                if let Some(v) = value {
+                    t.configs.push((key.clone(), v.clone()));
+                }
+            }
             MetadataRecord::RemoveTopic { topic_id } => {
                 let t = self
                     .topics

@@ -98,6 +98,9 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<ConsumerGroupHeartbeatRequest>(),
         entry::<ConsumerGroupDescribeRequest>(),
         entry::<baton_protocol::messages::DeleteRecordsRequest>(),
+        entry::<baton_protocol::messages::IncrementalAlterConfigsRequest>(),
+        entry::<baton_protocol::messages::CreatePartitionsRequest>(),
+        entry::<baton_protocol::messages::DescribeLogDirsRequest>(),
     ]
 }
 
