@@ -6,7 +6,8 @@
 //! list, describe and delete groups, and list, alter, reset and delete their
 //! committed offsets (one file per operation, sharing
 //! `admin/group_coordinators.rs`). Every call retries retriable errors until its
-//! operation timeout (`admin/retry.rs`).
+//! operation timeout (`admin/retry.rs`; group calls per group, re-finding each
+//! group's coordinator).
 
 mod alter_group_offsets;
 mod cluster;
@@ -93,11 +94,6 @@ pub enum AdminError {
     /// ([`Admin::delete_records`]); the others' records were deleted.
     #[error("{} partition(s) failed: {}", .0.len(), describe_records(.0))]
     Records(Vec<RecordsError>),
-    /// The broker refused to describe or alter the configs of some resources
-    /// ([`Admin::describe_configs`], [`Admin::incremental_alter_configs`]); the
-    /// others' were described or altered.
-    #[error("{} resource(s) failed: {}", .0.len(), describe_configs(.0))]
-    Configs(Vec<ConfigError>),
     /// Some groups failed (their coordinator refused, or was not reachable
     /// before the operation timeout): NON_EMPTY_GROUP for deleting a group with
     /// members, GROUP_ID_NOT_FOUND, GROUP_AUTHORIZATION_FAILED, ... The other
@@ -127,6 +123,11 @@ pub enum AdminError {
         /// The partition.
         partition: TopicPartition,
     },
+    /// The broker refused to describe or alter the configs of some resources
+    /// ([`Admin::describe_configs`], [`Admin::incremental_alter_configs`]); the
+    /// others' were described or altered.
+    #[error("{} resource(s) failed: {}", .0.len(), describe_configs(.0))]
+    Configs(Vec<ConfigError>),
     /// Topics were created but some partitions still had no leader when the
     /// operation timeout elapsed.
     #[error("topics created, but partitions of {topics:?} had no leader after {timeout:?}")]

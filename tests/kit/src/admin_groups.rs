@@ -109,8 +109,9 @@ fn group_codes<T: std::fmt::Debug>(
 ///   and equal the log end offsets, the lag is 0 and then the records produced
 ///   since; the classic group is rewound to the earliest offsets and a new member
 ///   reads every record again; offsets are shifted and clamped; the consumer
-///   group's offsets of partition 0 are deleted; both groups are deleted, which a
-///   second deletion reports as GROUP_ID_NOT_FOUND.
+///   group's offsets of partition 0 are deleted (those of a missing topic are
+///   UNKNOWN_TOPIC_OR_PARTITION); both groups are deleted, which a second
+///   deletion, and deleting their offsets, report as GROUP_ID_NOT_FOUND.
 pub async fn group_admin_lifecycle(client: &Client, topic: &str, partitions: i32) {
     let admin = Admin::new(client);
     let classic = topic_name("admin-classic");
@@ -372,6 +373,19 @@ pub async fn group_admin_lifecycle(client: &Client, topic: &str, partitions: i32
         everything[1..].to_vec(),
         "partition 0 gone, the others kept"
     );
+
+    // A topic that does not exist is refused per partition.
+    let missing = TopicPartition::new(topic_name("admin-missing").as_str(), 0);
+    match admin
+        .delete_consumer_group_offsets(classic.as_str(), [missing])
+        .await
+    {
+        Err(AdminError::GroupOffsets(f)) => {
+            assert_eq!(f.len(), 1, "{f:?}");
+            assert_eq!(f[0].code, ErrorCode::UnknownTopicOrPartition, "{f:?}");
+        }
+        other => panic!("expected UNKNOWN_TOPIC_OR_PARTITION, got {other:?}"),
+    }
 
     // Both stopped groups are deleted; a second deletion finds nothing.
     admin

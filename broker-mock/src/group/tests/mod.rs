@@ -10,6 +10,7 @@ use super::machine::*;
 mod group;
 mod join;
 mod member_requests;
+mod offset_delete;
 mod offsets;
 mod rebalance;
 mod registry;
