@@ -216,7 +216,12 @@ fn header_len(api_key: i16, version: i16, frame: &[u8]) -> usize {
         DescribeAclsRequest,
         CreateAclsRequest,
         DeleteAclsRequest,
-        DeleteRecordsRequest
+        DeleteRecordsRequest,
+        ListGroupsRequest,
+        DescribeGroupsRequest,
+        ConsumerGroupDescribeRequest,
+        DeleteGroupsRequest,
+        OffsetDeleteRequest
     );
     panic!("the client sent api key {api_key}, which this test does not cover");
 }
@@ -387,10 +392,15 @@ const K_DESCRIBE_ACLS: i16 = DescribeAclsRequest::API_KEY;
 const K_CREATE_ACLS: i16 = CreateAclsRequest::API_KEY;
 const K_DELETE_ACLS: i16 = DeleteAclsRequest::API_KEY;
 const K_DELETE_RECORDS: i16 = DeleteRecordsRequest::API_KEY;
+const K_LIST_GROUPS: i16 = ListGroupsRequest::API_KEY;
+const K_DESCRIBE_GROUPS: i16 = DescribeGroupsRequest::API_KEY;
+const K_CONSUMER_GROUP_DESCRIBE: i16 = ConsumerGroupDescribeRequest::API_KEY;
+const K_DELETE_GROUPS: i16 = DeleteGroupsRequest::API_KEY;
+const K_OFFSET_DELETE: i16 = OffsetDeleteRequest::API_KEY;
 
 /// Every API key the client sends; the test fails if one of them never got a
 /// hostile answer.
-const CLIENT_KEYS: [i16; 19] = [
+const CLIENT_KEYS: [i16; 24] = [
     K_PRODUCE,
     K_FETCH,
     K_LIST_OFFSETS,
@@ -410,6 +420,11 @@ const CLIENT_KEYS: [i16; 19] = [
     K_CREATE_ACLS,
     K_DELETE_ACLS,
     K_DELETE_RECORDS,
+    K_LIST_GROUPS,
+    K_DESCRIBE_GROUPS,
+    K_CONSUMER_GROUP_DESCRIBE,
+    K_DELETE_GROUPS,
+    K_OFFSET_DELETE,
 ];
 
 fn client_for(addr: &str) -> baton::ClientBuilder {
@@ -477,6 +492,33 @@ async fn round(run: &mut Run, addr: &str, client: &Client, topic: &str, n: usize
         let _ = admin.delete_acls([AclBindingFilter::any()]).await;
     })
     .await;
+    let group = format!("{topic}-admin-group");
+    let group_calls: [(&str, i16); 7] = [
+        ("list_groups", K_LIST_GROUPS),
+        ("describe_groups", K_CONSUMER_GROUP_DESCRIBE),
+        ("describe_groups", K_DESCRIBE_GROUPS),
+        ("describe_groups", K_FIND_COORDINATOR),
+        ("delete_groups", K_DELETE_GROUPS),
+        ("list_consumer_group_offsets", K_OFFSET_FETCH),
+        ("delete_consumer_group_offsets", K_OFFSET_DELETE),
+    ];
+    for (call, key) in group_calls {
+        let group = group.as_str();
+        run.measure(&format!("{call}, hostile {key}"), &[key], 0, limit, async {
+            match call {
+                "list_groups" => drop(admin.list_groups(&Default::default()).await),
+                "describe_groups" => drop(admin.describe_groups([group]).await),
+                "delete_groups" => drop(admin.delete_groups([group]).await),
+                "list_consumer_group_offsets" => drop(admin.group_offsets(group).await),
+                _ => drop(
+                    admin
+                        .delete_consumer_group_offsets(group, [TopicPartition::new(topic, 0)])
+                        .await,
+                ),
+            }
+        })
+        .await;
+    }
     for (idempotent, keys) in [(true, K_INIT_PRODUCER_ID), (false, K_PRODUCE)] {
         run.measure(
             &format!("produce, hostile {keys}"),

@@ -11,6 +11,7 @@ use super::{Admin, AdminError, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
 use crate::backoff::Backoff;
 use crate::client::ClientError;
 use crate::connection::ConnectionError;
+use crate::metadata::Scope;
 
 /// The kind of a group (KIP-848): which rebalance protocol it runs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -179,7 +180,8 @@ impl Admin {
     ) -> Result<Vec<GroupListing>, AdminError> {
         let deadline = Instant::now() + self.operation_timeout;
         let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
-        let meta = self.client.refresh_metadata().await?;
+        // The brokers only: no topic metadata is needed.
+        let (meta, _) = self.client.refresh(Scope::Topics(Vec::new()), None).await?;
         let mut nodes: Vec<i32> = meta.brokers.keys().copied().collect();
         let mut out: Vec<GroupListing> = Vec::new();
         loop {

@@ -455,6 +455,48 @@ mod tests {
     }
 
     #[test]
+    fn golden_offset_delete_v0() {
+        let msg = OffsetDeleteRequest {
+            group_id: "g".into(),
+            topics: vec![OffsetDeleteRequestTopic {
+                name: "t".into(),
+                partitions: vec![OffsetDeleteRequestPartition { partition_index: 2 }],
+            }],
+        };
+        #[rustfmt::skip]
+        let golden = [
+            0x00, 0x01, b'g',       // group id
+            0x00, 0x00, 0x00, 0x01, // topics: 1
+            0x00, 0x01, b't',       //   name
+            0x00, 0x00, 0x00, 0x01, //   partitions: 1
+            0x00, 0x00, 0x00, 0x02, //     index 2
+        ];
+        check_golden(&msg, 0, &golden);
+        let msg = OffsetDeleteResponse {
+            error_code: 0,
+            throttle_time_ms: 0,
+            topics: vec![OffsetDeleteResponseTopic {
+                name: "t".into(),
+                partitions: vec![OffsetDeleteResponsePartition {
+                    partition_index: 2,
+                    error_code: 86,
+                }],
+            }],
+        };
+        #[rustfmt::skip]
+        let golden = [
+            0x00, 0x00,             // error code (before throttle time, as in the spec)
+            0x00, 0x00, 0x00, 0x00, // throttle time
+            0x00, 0x00, 0x00, 0x01, // topics: 1
+            0x00, 0x01, b't',       //   name
+            0x00, 0x00, 0x00, 0x01, //   partitions: 1
+            0x00, 0x00, 0x00, 0x02, //     index 2
+            0x00, 0x56,             //     GROUP_SUBSCRIBED_TO_TOPIC
+        ];
+        check_golden(&msg, 0, &golden);
+    }
+
+    #[test]
     fn golden_api_versions_request_v3() {
         let msg = ApiVersionsRequest {
             client_software_name: "baton".into(),

@@ -20,8 +20,8 @@ use crate::topic_name;
 /// How long any one step may take on a loaded machine.
 const WITHIN: Duration = Duration::from_secs(120);
 
-/// Calls `f` every 100 ms until it returns `Some`; panics naming `what` after
-/// [`WITHIN`], with the last value `f` saw described by `f` itself.
+/// Calls `f` every 100 ms until it returns `Ok`; panics naming `what` after two
+/// minutes, with the last `Err` of `f` (what it saw).
 pub async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
 where
     F: FnMut() -> Fut,
