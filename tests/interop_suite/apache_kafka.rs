@@ -7,6 +7,7 @@
 //! Baton's `GroupConsumer`. Kafka is the referee here: a
 //! failure is a bug in Baton, never something to work around in the test.
 
+mod configs;
 mod consumer_group;
 mod delete_records;
 mod fetch;
