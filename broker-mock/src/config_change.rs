@@ -41,6 +41,78 @@ pub(crate) const LIVE_TOPIC_CONFIGS: &[&str] = &[
     "unclean.leader.election.enable",
 ];
 
+/// The cluster-wide broker defaults this broker takes dynamically (the broker
+/// resource named ""): the retention and rolling defaults of topics that set
+/// none, applied by the next maintenance pass.
+pub(crate) const DYNAMIC_BROKER_DEFAULTS: &[&str] =
+    &["log.retention.ms", "log.retention.bytes", "log.roll.ms"];
+
+/// `current` cluster-wide broker defaults with `changes` (SET and DELETE only)
+/// applied, or why they are refused (INVALID_CONFIG naming the key).
+pub(crate) fn apply_broker_default_changes(
+    current: &BTreeMap<String, String>,
+    changes: &[AlterableConfig],
+) -> Result<BTreeMap<String, String>, Refusal> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = current.clone();
+    for c in changes {
+        let key = c.name.as_str();
+        if !seen.insert(key) {
+            return Err(invalid_request(format!(
+                "Error due to duplicate config keys: {key}"
+            )));
+        }
+        if !DYNAMIC_BROKER_DEFAULTS.contains(&key) {
+            return Err(invalid_config(format!(
+                "Cannot change broker config {key} dynamically: this broker's other settings \
+                 are static (set them at start-up); dynamic: {}",
+                DYNAMIC_BROKER_DEFAULTS.join(", ")
+            )));
+        }
+        match c.config_operation {
+            CONFIG_OP_SET => {
+                let v = c.value.clone().ok_or_else(|| {
+                    invalid_request(format!("Null value not supported for: {key}"))
+                })?;
+                let min = match key {
+                    "log.retention.ms" => -1,
+                    "log.roll.ms" => 1,
+                    _ => i64::MIN,
+                };
+                match v.trim().parse::<i64>() {
+                    Ok(n) if n >= min => {}
+                    Ok(n) => {
+                        return Err(invalid_config(format!(
+                            "invalid value for {key}: value {n} is below the minimum {min}"
+                        )))
+                    }
+                    Err(_) => {
+                        return Err(invalid_config(format!(
+                            "invalid value for {key}: {v:?} is not an integer"
+                        )))
+                    }
+                }
+                out.insert(key.to_owned(), v.trim().to_owned());
+            }
+            CONFIG_OP_DELETE => {
+                out.remove(key);
+            }
+            CONFIG_OP_APPEND | CONFIG_OP_SUBTRACT => {
+                return Err(invalid_config(format!(
+                    "Config value append/subtract is not allowed for config key: {key} \
+                     (not a list)"
+                )))
+            }
+            op => {
+                return Err(invalid_request(format!(
+                    "Unknown config operation {op} for {key}"
+                )))
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// List-valued topic configs (APPEND and SUBTRACT apply to them), with their
 /// default when unset.
 const LIST_CONFIGS: &[(&str, &str)] = &[("cleanup.policy", "delete")];
@@ -242,6 +314,30 @@ mod tests {
         assert_eq!(code, ErrorCode::InvalidRequest);
         let (code, _) = refused(&[op("retention.ms", 9, Some("5"))]);
         assert_eq!(code, ErrorCode::InvalidRequest);
+    }
+
+    #[test]
+    fn broker_defaults_take_retention_keys_only() {
+        let got = apply_broker_default_changes(
+            &BTreeMap::new(),
+            &[op("log.retention.ms", CONFIG_OP_SET, Some("60000"))],
+        )
+        .unwrap();
+        assert_eq!(got, map(&[("log.retention.ms", "60000")]));
+        let gone =
+            apply_broker_default_changes(&got, &[op("log.retention.ms", CONFIG_OP_DELETE, None)])
+                .unwrap();
+        assert!(gone.is_empty());
+        let (code, msg) =
+            apply_broker_default_changes(&got, &[op("num.io.threads", CONFIG_OP_SET, Some("8"))])
+                .unwrap_err();
+        assert_eq!(code, ErrorCode::InvalidConfig);
+        assert!(msg.contains("num.io.threads"), "{msg}");
+        let (code, msg) =
+            apply_broker_default_changes(&got, &[op("log.roll.ms", CONFIG_OP_SET, Some("0"))])
+                .unwrap_err();
+        assert_eq!(code, ErrorCode::InvalidConfig);
+        assert!(msg.contains("log.roll.ms"), "{msg}");
     }
 
     #[test]

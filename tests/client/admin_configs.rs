@@ -138,6 +138,38 @@ async fn altered_topic_configs_take_effect_on_every_node_and_survive_a_restart()
     );
     produce(&producer, &topic, 0, 1, 100).await;
 
+    // The cluster-wide default log.retention.ms applies to a topic without its own.
+    let plain = topic_name("configs-default");
+    admin
+        .create_topics([NewTopic::new(plain.clone(), 1, 3)])
+        .await
+        .unwrap();
+    produce(&producer, &plain, 0, 40, 200).await;
+    admin
+        .incremental_alter_configs(
+            [(
+                ConfigResource::BrokerDefault,
+                vec![AlterConfigOp::set("log.retention.ms", "1")],
+            )],
+            false,
+        )
+        .await
+        .expect("broker default set");
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    while admin
+        .list_offsets([(plain.clone(), 0, OffsetSpec::Earliest)])
+        .await
+        .unwrap()[0]
+        .offset
+        == 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "log.retention.ms=1 deleted nothing within {DEADLINE:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // DELETE reverts to the default.
     admin
         .incremental_alter_configs(
@@ -161,6 +193,12 @@ async fn altered_topic_configs_take_effect_on_every_node_and_survive_a_restart()
     let after = topic_config(&admin, &topic).await;
     assert_eq!(after.value("retention.ms"), Some("1"));
     assert_eq!(after.value("cleanup.policy"), Some("delete,compact"));
+    let defaults = admin
+        .describe_configs([ConfigResource::BrokerDefault], Default::default())
+        .await
+        .unwrap()
+        .remove(0);
+    assert_eq!(defaults.value("log.retention.ms"), Some("1"));
     assert!(after
         .get("max.message.bytes")
         .is_none_or(|e| e.source != ConfigSource::DynamicTopic));
@@ -202,8 +240,16 @@ async fn bad_config_changes_are_refused_naming_the_key() {
     assert_eq!(code, ErrorCode::InvalidConfig);
     assert!(msg.contains("segment.bytes"), "{msg}");
     let (code, msg) = refused(
-        vec![AlterConfigOp::set("log.retention.ms", "1000")],
+        vec![AlterConfigOp::set("num.io.threads", "8")],
         ConfigResource::BrokerDefault,
+    )
+    .await;
+    assert_eq!(code, ErrorCode::InvalidConfig);
+    assert!(msg.contains("num.io.threads"), "{msg}");
+    let node = client.metadata().brokers.keys().next().copied().unwrap();
+    let (code, msg) = refused(
+        vec![AlterConfigOp::set("log.retention.ms", "1000")],
+        ConfigResource::Broker(node),
     )
     .await;
     assert_eq!(code, ErrorCode::InvalidConfig);
@@ -241,8 +287,34 @@ async fn bad_config_changes_are_refused_naming_the_key() {
         Some("1234")
     );
 
-    // Broker configs: static, read-only.
-    let node = client.metadata().brokers.keys().next().copied().unwrap();
+    // The cluster-wide default log.retention.ms is dynamic; topics without their
+    // own retention.ms describe it as their default.
+    admin
+        .incremental_alter_configs(
+            [(
+                ConfigResource::BrokerDefault,
+                vec![AlterConfigOp::set("log.retention.ms", "86400000")],
+            )],
+            false,
+        )
+        .await
+        .unwrap();
+    let defaults = admin
+        .describe_configs([ConfigResource::BrokerDefault], Default::default())
+        .await
+        .unwrap()
+        .remove(0);
+    let e = defaults.get("log.retention.ms").unwrap();
+    assert_eq!(e.value.as_deref(), Some("86400000"));
+    assert_eq!(e.source, ConfigSource::DynamicDefaultBroker);
+    let other = topic_name("bad-configs-default");
+    admin.create_topic(other.clone(), 1, 1).await.unwrap();
+    assert_eq!(
+        topic_config(&admin, &other).await.value("retention.ms"),
+        Some("86400000")
+    );
+
+    // Other broker configs: static, read-only.
     let broker_cfg = admin
         .describe_configs([ConfigResource::Broker(node)], Default::default())
         .await
@@ -334,6 +406,13 @@ async fn created_partitions_get_leaders_and_the_producer_uses_them() {
         assert_eq!(node_dirs.len(), 1, "node {node}");
         let d = &node_dirs[0];
         assert!(d.error.is_none());
+        assert!(
+            d.path.starts_with('/'),
+            "an absolute data directory: {}",
+            d.path
+        );
+        let (total, usable) = (d.total_bytes.unwrap(), d.usable_bytes.unwrap());
+        assert!(total > 0 && usable <= total, "{total} {usable}");
         let mine: Vec<_> = d.replicas.iter().filter(|r| r.topic == topic).collect();
         let expected = meta
             .topic(&topic)

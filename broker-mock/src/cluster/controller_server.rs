@@ -440,7 +440,7 @@ async fn handle(
             encode::<DeleteTopicsRequest>(h.correlation_id, version, &resp)
         }
         baton_protocol::messages::IncrementalAlterConfigsRequest::API_KEY => {
-            use crate::handlers::incremental_alter_configs::alter_controller_topic;
+            use crate::handlers::incremental_alter_configs::alter_on_controller;
             use baton_protocol::messages::{
                 IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
             };
@@ -450,7 +450,7 @@ async fn handle(
                 responses: req
                     .resources
                     .iter()
-                    .map(|r| alter_controller_topic(&mut inner.ctl, r, req.validate_only))
+                    .map(|r| alter_on_controller(&mut inner.ctl, r, req.validate_only))
                     .collect(),
             })
             .await?;

@@ -824,6 +824,35 @@ impl Controller {
         Ok(())
     }
 
+    /// Sets the cluster-wide dynamic broker defaults to `configs` (already
+    /// checked, see `config_change.rs`), one BrokerDefaultConfig record per key
+    /// that changes.
+    pub fn set_broker_defaults(
+        &mut self,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), ControllerError> {
+        if configs
+            .iter()
+            .any(|(k, v)| k.len() > u16::MAX as usize || v.len() > u16::MAX as usize)
+        {
+            return Err(ControllerError::InvalidRequest("config too long".into()));
+        }
+        let current = self.state.broker_defaults().clone();
+        for k in current.keys().filter(|k| !configs.contains_key(*k)) {
+            self.append(MetadataRecord::BrokerDefaultConfig {
+                key: k.clone(),
+                value: None,
+            });
+        }
+        for (k, v) in configs.iter().filter(|(k, v)| current.get(*k) != Some(*v)) {
+            self.append(MetadataRecord::BrokerDefaultConfig {
+                key: k.clone(),
+                value: Some(v.clone()),
+            });
+        }
+        Ok(())
+    }
+
     /// Grows topic `name` to `count` partitions (CreatePartitions). `assignments`,
     /// if given, place each new partition (preferred leader first); else the new
     /// partitions go round-robin over the eligible brokers with the replication

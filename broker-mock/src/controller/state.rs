@@ -194,6 +194,8 @@ pub struct ControllerState {
     /// Bumped by every SCRAM record, so a node copies the credentials only when
     /// they changed.
     scram_version: u64,
+    /// The cluster-wide dynamic broker defaults (`log.retention.ms`, ...).
+    broker_defaults: BTreeMap<String, String>,
 }
 
 impl ControllerState {
@@ -291,6 +293,11 @@ impl ControllerState {
     /// SCRAM credentials by user and mechanism (`ScramHash::kafka_type`).
     pub fn scram_credentials(&self) -> &BTreeMap<(String, i8), ScramCredential> {
         &self.scram
+    }
+
+    /// The cluster-wide dynamic broker defaults, by key.
+    pub fn broker_defaults(&self) -> &BTreeMap<String, String> {
+        &self.broker_defaults
     }
 
     /// Changes with every SCRAM record applied.
@@ -402,6 +409,14 @@ impl ControllerState {
                     t.configs.push((key.clone(), v.clone()));
                 }
             }
+            MetadataRecord::BrokerDefaultConfig { key, value } => match value {
+                Some(v) => {
+                    self.broker_defaults.insert(key.clone(), v.clone());
+                }
+                None => {
+                    self.broker_defaults.remove(key);
+                }
+            },
             MetadataRecord::RemoveTopic { topic_id } => {
                 let t = self
                     .topics

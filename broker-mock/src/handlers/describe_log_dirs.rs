@@ -5,12 +5,12 @@
 //! bytes of its batches and its offset lag (how far its log end offset is behind
 //! its high watermark, as Kafka computes it: 0 on a leader). `topics` selects
 //! partitions (null: all). From v4 the directory's volume reports its total and
-//! usable bytes; this broker does not query the filesystem, so both are -1
-//! ("unknown", as the spec's default). With an authorizer, Describe on the cluster
+//! usable bytes (statvfs on Unix); an in-memory node, or a volume that cannot be
+//! queried, reports -1 ("unknown", the spec's default). With an authorizer, Describe on the cluster
 //! is needed (else the top-level error and, before v3, each directory's, is
 //! CLUSTER_AUTHORIZATION_FAILED).
 //!
-//! Deviations from Apache Kafka: no volume sizes (see above); no future logs
+//! Deviations from Apache Kafka: no future logs
 //! (AlterReplicaLogDirs is not supported); the listed partitions are bounded by
 //! the node's own partition limits, so the answer cannot outgrow them.
 
@@ -36,6 +36,24 @@ pub(crate) fn log_dir_name(state: &BrokerState) -> String {
             .to_string(),
         None => format!("memory:/node-{}", state.config.node_id),
     }
+}
+
+/// The total and usable bytes of the volume holding the node's data directory,
+/// or -1 each when unknown.
+fn volume_bytes(state: &BrokerState) -> (i64, i64) {
+    #[cfg(unix)]
+    if let Some(dir) = &state.config.data_dir {
+        if let Ok(v) = rustix::fs::statvfs(dir) {
+            let total = v.f_blocks.saturating_mul(v.f_frsize);
+            let usable = v.f_bavail.saturating_mul(v.f_frsize);
+            return (
+                i64::try_from(total).unwrap_or(i64::MAX),
+                i64::try_from(usable).unwrap_or(i64::MAX),
+            );
+        }
+    }
+    let _ = state;
+    (-1, -1)
 }
 
 pub(crate) fn handle(
@@ -99,6 +117,7 @@ pub(crate) fn handle(
             });
         }
     }
+    let (total_bytes, usable_bytes) = volume_bytes(state);
     DescribeLogDirsResponse {
         throttle_time_ms: 0,
         error_code: 0,
@@ -106,8 +125,8 @@ pub(crate) fn handle(
             error_code: 0,
             log_dir: log_dir_name(state),
             topics,
-            total_bytes: -1,
-            usable_bytes: -1,
+            total_bytes,
+            usable_bytes,
         }],
     }
 }

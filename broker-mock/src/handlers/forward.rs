@@ -348,10 +348,11 @@ pub(crate) async fn incremental_alter_configs(
     version: i16,
 ) -> Result<Reply, DispatchError> {
     use super::incremental_alter_configs::precheck;
-    use crate::config_change::apply_topic_changes;
+    use crate::config_change::{apply_broker_default_changes, apply_topic_changes};
     use baton_protocol::messages::{
         IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
     };
+    use baton_protocol::messages::{RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC};
     forwarded::<IncrementalAlterConfigsRequest, _, _>(
         state,
         frame,
@@ -377,6 +378,7 @@ pub(crate) async fn incremental_alter_configs(
                 let expected: Vec<(String, std::collections::BTreeMap<String, String>)> = onward
                     .resources
                     .iter()
+                    .filter(|r| r.resource_type == RESOURCE_TYPE_TOPIC)
                     .filter_map(|r| {
                         let t = link.image().topic_by_name(&r.resource_name).cloned()?;
                         let current = t.configs.iter().cloned().collect();
@@ -386,8 +388,22 @@ pub(crate) async fn incremental_alter_configs(
                         ))
                     })
                     .collect();
+                let defaults: Option<std::collections::BTreeMap<String, String>> = onward
+                    .resources
+                    .iter()
+                    .find(|r| r.resource_type == RESOURCE_TYPE_BROKER)
+                    .and_then(|r| {
+                        apply_broker_default_changes(link.image().broker_defaults(), &r.configs)
+                            .ok()
+                    })
+                    .filter(|_| !onward.validate_only);
                 let resp =
                     call_controller(&link, &onward, version, "IncrementalAlterConfigs").await?;
+                let defaults = defaults.filter(|_| {
+                    resp.responses
+                        .iter()
+                        .any(|r| r.resource_type == RESOURCE_TYPE_BROKER && r.error_code == 0)
+                });
                 let changed: Vec<_> = expected
                     .into_iter()
                     .filter(|(name, _)| {
@@ -402,6 +418,7 @@ pub(crate) async fn incremental_alter_configs(
                     changed
                         .iter()
                         .all(|(name, want)| s.topic(name).is_none_or(|t| &t.config.entries == want))
+                        && defaults.as_ref().is_none_or(|d| &s.broker_defaults() == d)
                 })
                 .await;
                 resp

@@ -12,12 +12,19 @@
 //! needs AlterConfigs on it (else TOPIC_AUTHORIZATION_FAILED) and a broker
 //! AlterConfigs on the cluster (else CLUSTER_AUTHORIZATION_FAILED).
 //!
+//! Brokers: the cluster-wide default (the broker resource named "") takes the
+//! retention defaults in `DYNAMIC_BROKER_DEFAULTS` (`log.retention.ms`,
+//! `log.retention.bytes`, `log.roll.ms`) with SET and DELETE; they apply to
+//! topics that set none on the next maintenance pass, are persisted (a
+//! standalone node's data directory, or BrokerDefaultConfig records of the
+//! controller's metadata log) and survive restarts.
+//!
 //! Deviations from Apache Kafka: only the topic configs in
 //! [`LIVE_TOPIC_CONFIGS`](crate::config_change::LIVE_TOPIC_CONFIGS) can change
 //! (others this broker takes at creation, such as `segment.bytes`, are
-//! INVALID_CONFIG with a message saying so); broker settings are static, so every
-//! broker config change (of one broker or the cluster-wide default) is
-//! INVALID_CONFIG naming the key, and an empty change list succeeds; a broker id
+//! INVALID_CONFIG with a message saying so); other broker settings are static,
+//! so any other broker key, and any change of one broker's own configs, is
+//! INVALID_CONFIG naming the key (an empty change list succeeds); a broker id
 //! other than this node's, another resource type, or a resource named twice is
 //! INVALID_REQUEST.
 
@@ -31,7 +38,7 @@ use baton_protocol::messages::{
 use baton_protocol::ErrorCode;
 
 use crate::acl::RequestContext;
-use crate::config_change::apply_topic_changes;
+use crate::config_change::{apply_broker_default_changes, apply_topic_changes};
 use crate::controller::Controller;
 use crate::state::BrokerState;
 use crate::topic_limits::Refusal;
@@ -98,13 +105,15 @@ pub(crate) fn precheck(
                         state.config.node_id, r.resource_name
                     ),
                 )
+            } else if r.resource_name.is_empty() {
+                return None;
             } else if let Some(c) = r.configs.first() {
                 (
                     ErrorCode::InvalidConfig,
                     format!(
-                        "Cannot change broker config {}: this broker's settings are static \
-                         (set them at start-up); topic configs can be changed per topic",
-                        c.name
+                        "Cannot change broker config {} of broker {}: this broker takes only \
+                         cluster-wide dynamic defaults (the broker resource named \"\")",
+                        c.name, r.resource_name
                     ),
                 )
             } else {
@@ -142,17 +151,40 @@ fn alter_local_topic(
         .map(|_| ())
 }
 
-/// Applies one topic's changes on the controller, as TopicConfig records.
-pub(crate) fn alter_controller_topic(
+/// Applies changes of the cluster-wide broker defaults on a standalone node.
+fn alter_local_defaults(
+    state: &BrokerState,
+    r: &AlterConfigsResource,
+    validate_only: bool,
+) -> Result<(), Refusal> {
+    let defaults = apply_broker_default_changes(&state.broker_defaults(), &r.configs)?;
+    if validate_only {
+        return Ok(());
+    }
+    state.set_broker_defaults(defaults)
+}
+
+/// Applies one resource's changes on the controller: a topic's as TopicConfig
+/// records, the cluster-wide broker defaults as BrokerDefaultConfig records.
+pub(crate) fn alter_on_controller(
     ctl: &mut Controller,
     r: &AlterConfigsResource,
     validate_only: bool,
 ) -> AlterConfigsResourceResponse {
     let result = (|| {
+        if r.resource_type == RESOURCE_TYPE_BROKER && r.resource_name.is_empty() {
+            let defaults = apply_broker_default_changes(ctl.state().broker_defaults(), &r.configs)?;
+            if validate_only {
+                return Ok(());
+            }
+            return ctl
+                .set_broker_defaults(&defaults)
+                .map_err(|e| (e.error_code(), e.to_string()));
+        }
         if r.resource_type != RESOURCE_TYPE_TOPIC {
             return Err((
                 ErrorCode::InvalidRequest,
-                "the controller takes topic configs only".to_owned(),
+                "the controller takes topic configs and broker defaults only".to_owned(),
             ));
         }
         let name = &r.resource_name;
@@ -186,8 +218,14 @@ pub(crate) fn handle(
             .resources
             .iter()
             .map(|r| {
-                precheck(state, ctx, r, &mut seen)
-                    .unwrap_or_else(|| outcome(r, alter_local_topic(state, r, req.validate_only)))
+                precheck(state, ctx, r, &mut seen).unwrap_or_else(|| {
+                    let result = if r.resource_type == RESOURCE_TYPE_BROKER {
+                        alter_local_defaults(state, r, req.validate_only)
+                    } else {
+                        alter_local_topic(state, r, req.validate_only)
+                    };
+                    outcome(r, result)
+                })
             })
             .collect(),
     }
