@@ -6,4 +6,5 @@ mod exit_codes;
 mod groups;
 mod harness;
 mod produce_consume;
+mod security;
 mod topics;
