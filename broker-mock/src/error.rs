@@ -28,6 +28,14 @@ pub enum BrokerError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A replica topic could not take the controller's new partitions or configs.
+    #[error("cannot update topic {topic}: {reason}")]
+    TopicUpdate {
+        /// The topic.
+        topic: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Why a log operation failed.

@@ -31,6 +31,7 @@ mod cleaner;
 mod clock;
 pub mod cluster;
 pub(crate) mod config;
+mod config_change;
 mod connections;
 pub mod controller;
 pub mod corruption;

@@ -1,273 +1,369 @@
 //! `baton-broker`: runs a single Kafka-protocol broker (the default), or one role of a
 //! replicated cluster (`controller`, `node`), or a whole cluster in one process
-//! (`cluster`), until SIGINT or SIGTERM.
+//! (`cluster`), until SIGINT or SIGTERM. The command line is clap's (derive); a
+//! `--config` file of Kafka properties is read first and the flags override it.
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use clap::{Args, Parser, Subcommand};
+
 use baton_broker::cluster::{Cluster, ControllerOptions, ControllerServer, Node, NodeOptions};
-use baton_broker::{properties, Broker, BrokerConfig, BrokerLimits};
+use baton_broker::{properties, Broker, BrokerConfig, BrokerLimits, ReplicaSelector};
 
-const CLUSTER_USAGE: &str = "\
-Usage:
-  baton-broker controller [--listen ADDR] [--data-dir DIR] [--session-timeout-ms N]
-                          [--default-partitions N] [--default-replication-factor N]
-                          [LIMITS]
-  baton-broker node --id N --controller ADDR [--listen ADDR] [--data-dir DIR]
-                    [--advertised-host HOST] [--min-insync-replicas N]
-                    [--replica-lag-time-max-ms N] [--rack RACK]
-                    [--replica-selector CLASS] [TXN-LIMITS]
-  baton-broker cluster [--brokers N] [--data-dir DIR] [--listen-ip IP] [--base-port PORT]
-                       [--advertised-host HOST] [--min-insync-replicas N]
-                       [--session-timeout-ms N] [--racks R1,R2,...]
-                       [--replica-selector CLASS] [LIMITS] [TXN-LIMITS]
+/// The single broker's command line, and the cluster modes as subcommands.
+#[derive(Debug, Parser)]
+#[command(
+    name = "baton-broker",
+    version,
+    about = "Baton's Kafka-protocol broker: one node (the default), or a replicated \
+             cluster's controller, node, or all of it in one process",
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:
+  baton-broker --listen 127.0.0.1:9092 --data-dir /tmp/baton
+  baton-broker --config server.properties --listen 0.0.0.0:9092
+  baton-broker cluster --brokers 3 --data-dir /tmp/baton-cluster
 
-  controller  the cluster's controller: its metadata log lives in DIR/metadata.log
-              (in memory without --data-dir); listens on ADDR (default 127.0.0.1:9093)
-  node        a broker node with id N that registers with the controller at ADDR;
-              SIGTERM/SIGINT runs a controlled shutdown (leaderships move away
-              first); SIGKILL is a crash. Default listen address 127.0.0.1:9092.
-  cluster     a controller and N nodes (default 3) in this process, data in
-              DIR/controller and DIR/node-<i>; nodes listen on BASE-PORT + i - 1 and the
-              controller on BASE-PORT + N (default 0: free ports). Prints the
-              bootstrap servers.
-  --rack RACK / --racks R1,R2,...  the node's rack / node i's rack (broker.rack)
-  --replica-selector CLASS  org.apache.kafka.common.replica.RackAwareReplicaSelector
-              sends consumers with a rack to an in-sync follower of their rack
-              (KIP-392); default: the leader only
-LIMITS (controller, cluster; checked by the controller, as on a single broker):
-  --max-partitions N  --max-topics N  --max-partitions-per-request N
-TXN-LIMITS (node, cluster; checked by each node, as on a single broker):
-  --max-aborted-txns-per-partition N  --max-transactional-ids N
-  --max-partitions-per-transaction N  --max-pending-txn-offsets N
-All modes take --log-level LEVEL.
-";
+Exit status: 0 after SIGINT/SIGTERM, 1 if the broker cannot start, 2 for bad
+arguments or a bad --config file."
+)]
+struct Cli {
+    #[command(subcommand)]
+    mode: Option<Mode>,
+    #[command(flatten)]
+    single: SingleArgs,
+}
 
-const USAGE: &str = "\
-Usage: baton-broker [OPTIONS]
-       baton-broker controller|node|cluster [OPTIONS]   (replicated cluster; see
-                                                     `baton-broker cluster --help`)
+/// The replicated cluster's roles.
+#[derive(Debug, Subcommand)]
+enum Mode {
+    /// The cluster's controller: its metadata log lives in DIR/metadata.log (in
+    /// memory without --data-dir).
+    Controller(ControllerArgs),
+    /// A broker node that registers with the controller; SIGTERM/SIGINT runs a
+    /// controlled shutdown (leaderships move away first), SIGKILL is a crash.
+    Node(NodeArgs),
+    /// A controller and N nodes in this process, data in DIR/controller and
+    /// DIR/node-<i>; nodes listen on BASE-PORT + i - 1 and the controller on
+    /// BASE-PORT + N (0: free ports). Prints the bootstrap servers.
+    Cluster(ClusterArgs),
+}
 
-Options:
-  --config FILE            a Kafka server.properties file (Apache Kafka's property
-                           names: listeners, advertised.listeners,
-                           listener.security.protocol.map, sasl.enabled.mechanisms,
-                           ssl.keystore.* / ssl.truststore.* (PEM), ssl.client.auth,
-                           listener.name.<l>.plain.sasl.jaas.config, scram.users,
-                           log.dirs, node.id, num.partitions, ...; see the
-                           baton_broker::properties docs); flags override it
-  --listen ADDR            address of the first listener (default 127.0.0.1:9092)
-  --data-dir DIR           keep topics and logs in DIR
-  --in-memory              keep everything in memory (the default without --data-dir)
-  --advertised-host HOST   host name given to clients (default: the listen IP)
-  --node-id N              this node's id (default 0)
-  --auto-create-topics     create unknown topics on Metadata and Produce
-  --default-partitions N   partitions of auto-created topics (default 1)
-  --max-partitions N       most partitions of all topics (default 100000)
-  --max-topics N           most topics (default 10000)
-  --max-partitions-per-request N
-                           most partitions one CreateTopics creates (default 10000)
-  --max-aborted-txns-per-partition N
-                           most aborted transactions indexed per partition
-                           (default 100000; the oldest are dropped)
-  --max-transactional-ids N
-                           most transactional ids a coordinator holds (default 10000)
-  --max-partitions-per-transaction N
-                           most partitions in one transaction (default 10000)
-  --max-pending-txn-offsets N
-                           most transactional offsets pending at a group
-                           coordinator (default 100000)
-  --log-level LEVEL        tracing filter, e.g. info or baton_broker=debug (RUST_LOG also works)
-  -h, --help               print this help
-  -V, --version            print the version
-";
+/// A single broker that leads every partition.
+#[derive(Debug, Args)]
+struct SingleArgs {
+    /// A Kafka server.properties file (Apache Kafka's property names: listeners,
+    /// advertised.listeners, listener.security.protocol.map,
+    /// sasl.enabled.mechanisms, ssl.keystore.* / ssl.truststore.* (PEM),
+    /// ssl.client.auth, listener.name.<l>.plain.sasl.jaas.config, scram.users,
+    /// log.dirs, node.id, num.partitions, ...; see the baton_broker::properties
+    /// docs); the flags override it.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Address of the first listener [default: 127.0.0.1:9092].
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<SocketAddr>,
+    /// Keeps topics and logs in DIR.
+    #[arg(long, value_name = "DIR", conflicts_with = "in_memory")]
+    data_dir: Option<PathBuf>,
+    /// Keeps everything in memory (the default without --data-dir; overrides the
+    /// file's log.dirs).
+    #[arg(long)]
+    in_memory: bool,
+    /// Host name given to clients (default: the listen IP).
+    #[arg(long, value_name = "HOST")]
+    advertised_host: Option<String>,
+    /// This node's id [default: 0].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
+    node_id: Option<i32>,
+    /// Creates unknown topics on Metadata and Produce.
+    #[arg(long)]
+    auto_create_topics: bool,
+    /// Partitions of auto-created topics [default: 1].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(1..))]
+    default_partitions: Option<i32>,
+    #[command(flatten)]
+    limits: TopicLimitArgs,
+    #[command(flatten)]
+    txn_limits: TxnLimitArgs,
+    #[command(flatten)]
+    log: LogArgs,
+}
 
-struct Args {
-    config: BrokerConfig,
+/// The topic and partition limits (checked by a single broker, or by the
+/// cluster's controller).
+#[derive(Debug, Args)]
+struct TopicLimitArgs {
+    /// Most partitions of all topics [default: 100000].
+    #[arg(long, value_name = "N", value_parser = limit)]
+    max_partitions: Option<usize>,
+    /// Most topics [default: 10000].
+    #[arg(long, value_name = "N", value_parser = limit)]
+    max_topics: Option<usize>,
+    /// Most partitions one CreateTopics creates [default: 10000].
+    #[arg(long, value_name = "N", value_parser = limit)]
+    max_partitions_per_request: Option<usize>,
+}
+
+/// The transaction limits each node checks.
+#[derive(Debug, Args)]
+struct TxnLimitArgs {
+    /// Most aborted transactions indexed per partition (the oldest are dropped)
+    /// [default: 100000].
+    #[arg(long, value_name = "N", value_parser = limit)]
+    max_aborted_txns_per_partition: Option<usize>,
+    /// Most transactional ids a coordinator holds [default: 10000].
+    #[arg(long, value_name = "N", value_parser = limit)]
+    max_transactional_ids: Option<usize>,
+    /// Most partitions in one transaction [default: 10000].
+    #[arg(long, value_name = "N", value_parser = limit)]
+    max_partitions_per_transaction: Option<usize>,
+    /// Most transactional offsets pending at a group coordinator [default: 100000].
+    #[arg(long, value_name = "N", value_parser = limit)]
+    max_pending_txn_offsets: Option<usize>,
+}
+
+/// Logging, in every mode.
+#[derive(Debug, Args)]
+struct LogArgs {
+    /// Tracing filter, e.g. info or baton_broker=debug (RUST_LOG also works).
+    #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
 }
 
-/// The configuration in a `--config` properties file, over `base`.
-fn config_file(path: &str, base: BrokerConfig) -> Result<BrokerConfig, String> {
-    let text = std::fs::read(path).map_err(|e| format!("--config {path}: {e}"))?;
-    if text.len() > properties::MAX_PROPERTIES_BYTES {
-        return Err(format!(
-            "--config {path}: larger than {} bytes",
-            properties::MAX_PROPERTIES_BYTES
-        ));
-    }
-    let text = String::from_utf8(text).map_err(|_| format!("--config {path}: not UTF-8"))?;
-    let props = properties::parse(&text).map_err(|e| format!("--config {path}: {e}"))?;
-    properties::broker_config(&props, base, &mut |p| std::fs::read(p))
-        .map_err(|e| format!("--config {path}: {e}"))
+/// `baton-broker controller`.
+#[derive(Debug, Args)]
+struct ControllerArgs {
+    /// The controller's listen address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9093")]
+    listen: SocketAddr,
+    /// Keeps the metadata log in DIR/metadata.log.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// How long a node may go without a heartbeat before it is fenced
+    /// [default: 9000].
+    #[arg(long, value_name = "MS")]
+    session_timeout_ms: Option<u64>,
+    /// Partitions of topics created without a count.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    default_partitions: i32,
+    /// Replication factor of topics created without one.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    default_replication_factor: i16,
+    #[command(flatten)]
+    limits: TopicLimitArgs,
+    #[command(flatten)]
+    log: LogArgs,
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Option<Args>, String> {
-    let mut config = BrokerConfig {
-        listen: "127.0.0.1:9092".parse().map_err(|e| format!("{e}"))?,
-        ..BrokerConfig::default()
-    };
-    // The file first, wherever `--config` stands: the other flags override it.
-    let mut rest = Vec::new();
-    let mut file = None;
-    while let Some(arg) = args.next() {
-        if arg == "--config" {
-            file = Some(value("--config", args.next())?);
-        } else if let Some(path) = arg.strip_prefix("--config=") {
-            file = Some(path.to_owned());
-        } else {
-            rest.push(arg);
-        }
-    }
-    if let Some(path) = &file {
-        config = config_file(path, config)?;
-    }
-    let file_data_dir = config.data_dir.is_some() && file.is_some();
-    let mut cli_data_dir = false;
-    let mut args = rest.into_iter();
-    let mut log_level = None;
-    let mut in_memory = false;
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
-            _ => (arg.clone(), None),
-        };
-        let mut take = |flag: &str| match inline.clone() {
-            Some(v) => Ok(v),
-            None => value(flag, args.next()),
-        };
-        match flag.as_str() {
-            "-h" | "--help" => {
-                print!("{USAGE}");
-                return Ok(None);
-            }
-            "-V" | "--version" => {
-                println!("baton-broker {}", env!("CARGO_PKG_VERSION"));
-                return Ok(None);
-            }
-            "--listen" => {
-                let v = take("--listen")?;
-                config.listen = v
-                    .parse::<SocketAddr>()
-                    .map_err(|e| format!("--listen {v:?}: {e} (expected IP:PORT)"))?;
-            }
-            "--data-dir" => {
-                config.data_dir = Some(PathBuf::from(take("--data-dir")?));
-                cli_data_dir = true;
-            }
-            "--in-memory" => in_memory = true,
-            "--advertised-host" => config.advertised_host = Some(take("--advertised-host")?),
-            "--node-id" => {
-                let v = take("--node-id")?;
-                config.node_id =
-                    v.parse().ok().filter(|n: &i32| *n >= 0).ok_or_else(|| {
-                        format!("--node-id {v:?}: expected a non-negative integer")
-                    })?;
-            }
-            "--auto-create-topics" => config.auto_create_topics = true,
-            "--default-partitions" => {
-                let v = take("--default-partitions")?;
-                config.default_num_partitions =
-                    v.parse().ok().filter(|n: &i32| *n >= 1).ok_or_else(|| {
-                        format!("--default-partitions {v:?}: expected an integer >= 1")
-                    })?;
-            }
-            "--max-partitions" => {
-                config.limits.max_partitions = limit("--max-partitions", &take(&flag)?)?
-            }
-            "--max-topics" => config.limits.max_topics = limit("--max-topics", &take(&flag)?)?,
-            "--max-partitions-per-request" => {
-                config.limits.max_partitions_per_request =
-                    limit("--max-partitions-per-request", &take(&flag)?)?
-            }
-            f if TXN_LIMIT_FLAGS.contains(&f) => {
-                *txn_limit(&mut config.limits, f) = limit(f, &take(f)?)?
-            }
-            "--log-level" => log_level = Some(take("--log-level")?),
-            other => return Err(format!("unknown argument {other:?} (see --help)")),
-        }
-    }
-    if in_memory && cli_data_dir {
-        return Err("--in-memory and --data-dir exclude each other".into());
-    }
-    if in_memory && file_data_dir {
-        // The flag overrides the file's log.dirs.
-        config.data_dir = None;
-    }
-    Ok(Some(Args { config, log_level }))
+/// `baton-broker node`.
+#[derive(Debug, Args)]
+struct NodeArgs {
+    /// This node's id.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i32).range(0..))]
+    id: i32,
+    /// The controller's address.
+    #[arg(long, value_name = "ADDR")]
+    controller: SocketAddr,
+    /// The node's listen address.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9092")]
+    listen: SocketAddr,
+    /// Keeps topics and logs in DIR.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// Host name given to clients (default: the listen IP).
+    #[arg(long, value_name = "HOST")]
+    advertised_host: Option<String>,
+    /// min.insync.replicas of topics that set none.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    min_insync_replicas: usize,
+    /// How long a follower may lag before it leaves the ISR
+    /// (replica.lag.time.max.ms) [default: 10000].
+    #[arg(long, value_name = "MS")]
+    replica_lag_time_max_ms: Option<u64>,
+    /// The cluster id the node reports.
+    #[arg(long, value_name = "ID")]
+    cluster_id: Option<String>,
+    /// The node's rack (broker.rack).
+    #[arg(long, value_name = "RACK")]
+    rack: Option<String>,
+    #[command(flatten)]
+    selector: SelectorArgs,
+    #[command(flatten)]
+    txn_limits: TxnLimitArgs,
+    #[command(flatten)]
+    log: LogArgs,
 }
 
-fn value(flag: &str, v: Option<String>) -> Result<String, String> {
-    v.ok_or_else(|| format!("{flag} needs a value"))
+/// `baton-broker cluster`.
+#[derive(Debug, Args)]
+struct ClusterArgs {
+    /// Number of broker nodes.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    brokers: usize,
+    /// Keeps the controller's and each node's data under DIR.
+    #[arg(long, value_name = "DIR")]
+    data_dir: Option<PathBuf>,
+    /// The IP every node and the controller listen on.
+    #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
+    listen_ip: IpAddr,
+    /// Node i listens on BASE-PORT + i - 1, the controller on BASE-PORT + N
+    /// (0: free ports).
+    #[arg(long, value_name = "PORT", default_value_t = 0)]
+    base_port: u16,
+    /// Host name given to clients (default: the listen IP).
+    #[arg(long, value_name = "HOST")]
+    advertised_host: Option<String>,
+    /// min.insync.replicas of topics that set none.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    min_insync_replicas: usize,
+    /// How long a node may go without a heartbeat before it is fenced.
+    #[arg(long, value_name = "MS", default_value_t = 6_000)]
+    session_timeout_ms: u64,
+    /// Node i's rack (broker.rack), in node order: R1,R2,...
+    #[arg(long, value_name = "R1,R2,...")]
+    racks: Option<String>,
+    #[command(flatten)]
+    selector: SelectorArgs,
+    #[command(flatten)]
+    limits: TopicLimitArgs,
+    #[command(flatten)]
+    txn_limits: TxnLimitArgs,
+    #[command(flatten)]
+    log: LogArgs,
 }
 
-/// A limit flag's value: an integer >= 1.
-fn limit(flag: &str, v: &str) -> Result<usize, String> {
+/// `--replica-selector` (Kafka's `replica.selector.class`).
+#[derive(Debug, Args)]
+struct SelectorArgs {
+    /// org.apache.kafka.common.replica.RackAwareReplicaSelector sends consumers
+    /// with a rack to an in-sync follower of their rack (KIP-392); default (or
+    /// empty): the leader only.
+    #[arg(long, value_name = "CLASS", value_parser = replica_selector)]
+    replica_selector: Option<ReplicaSelector>,
+}
+
+/// A limit: an integer >= 1.
+fn limit(v: &str) -> Result<usize, String> {
     v.parse()
         .ok()
         .filter(|n: &usize| *n >= 1)
-        .ok_or_else(|| format!("{flag} {v:?}: expected an integer >= 1"))
+        .ok_or_else(|| "expected an integer >= 1".to_owned())
 }
 
-/// The flags of the limits each node checks for transactions (`BrokerLimits`).
-const TXN_LIMIT_FLAGS: [&str; 4] = [
-    "--max-aborted-txns-per-partition",
-    "--max-transactional-ids",
-    "--max-partitions-per-transaction",
-    "--max-pending-txn-offsets",
-];
-
-/// The field of `limits` that the flag `flag` (one of [`TXN_LIMIT_FLAGS`]) sets.
-fn txn_limit<'a>(limits: &'a mut BrokerLimits, flag: &str) -> &'a mut usize {
-    match flag {
-        "--max-aborted-txns-per-partition" => &mut limits.max_aborted_txns_per_partition,
-        "--max-transactional-ids" => &mut limits.max_transactional_ids,
-        "--max-partitions-per-transaction" => &mut limits.max_partitions_per_transaction,
-        _ => &mut limits.max_pending_txn_offsets,
-    }
+fn replica_selector(c: &str) -> Result<ReplicaSelector, String> {
+    ReplicaSelector::from_class_name(c).ok_or_else(|| {
+        format!(
+            "only {} (or empty, for the leader only)",
+            baton_broker::replica_selector::RACK_AWARE_CLASS
+        )
+    })
 }
 
-/// Applies the cluster modes' [`TXN_LIMIT_FLAGS`] to `limits`.
-fn apply_txn_limits(flags: &Flags, limits: &mut BrokerLimits) -> Result<(), String> {
-    for flag in TXN_LIMIT_FLAGS {
-        if let Some(v) = flags.get(flag) {
-            *txn_limit(limits, flag) = limit(flag, v)?;
+impl TopicLimitArgs {
+    /// Sets the limits given on `limits`.
+    fn apply(&self, limits: &mut BrokerLimits) {
+        for (flag, field) in [
+            (self.max_partitions, &mut limits.max_partitions),
+            (self.max_topics, &mut limits.max_topics),
+            (
+                self.max_partitions_per_request,
+                &mut limits.max_partitions_per_request,
+            ),
+        ] {
+            if let Some(v) = flag {
+                *field = v;
+            }
         }
     }
-    Ok(())
 }
 
-/// `--replica-selector CLASS` (Kafka's `replica.selector.class`).
-fn replica_selector(flags: &Flags) -> Result<baton_broker::ReplicaSelector, String> {
-    match flags.get("--replica-selector") {
-        None => Ok(baton_broker::ReplicaSelector::LeaderOnly),
-        Some(c) => baton_broker::ReplicaSelector::from_class_name(c).ok_or_else(|| {
-            format!(
-                "--replica-selector {c}: only {} (or empty, for the leader only)",
-                baton_broker::replica_selector::RACK_AWARE_CLASS
-            )
-        }),
-    }
-}
-
-/// The topic and partition limits of the cluster modes' flags, over the defaults.
-fn cluster_limits(flags: &Flags) -> Result<BrokerLimits, String> {
-    let mut limits = BrokerLimits::default();
-    for (flag, field) in [
-        ("--max-partitions", &mut limits.max_partitions),
-        ("--max-topics", &mut limits.max_topics),
-        (
-            "--max-partitions-per-request",
-            &mut limits.max_partitions_per_request,
-        ),
-    ] {
-        if let Some(v) = flags.get(flag) {
-            *field = limit(flag, v)?;
+impl TxnLimitArgs {
+    /// Sets the limits given on `limits`.
+    fn apply(&self, limits: &mut BrokerLimits) {
+        for (flag, field) in [
+            (
+                self.max_aborted_txns_per_partition,
+                &mut limits.max_aborted_txns_per_partition,
+            ),
+            (
+                self.max_transactional_ids,
+                &mut limits.max_transactional_ids,
+            ),
+            (
+                self.max_partitions_per_transaction,
+                &mut limits.max_partitions_per_transaction,
+            ),
+            (
+                self.max_pending_txn_offsets,
+                &mut limits.max_pending_txn_offsets,
+            ),
+        ] {
+            if let Some(v) = flag {
+                *field = v;
+            }
         }
     }
-    Ok(limits)
+}
+
+impl SelectorArgs {
+    fn selector(&self) -> ReplicaSelector {
+        self.replica_selector.unwrap_or(ReplicaSelector::LeaderOnly)
+    }
+}
+
+/// The configuration in a `--config` properties file, over `base`.
+fn config_file(path: &std::path::Path, base: BrokerConfig) -> Result<BrokerConfig, String> {
+    let shown = path.display();
+    let text = std::fs::read(path).map_err(|e| format!("--config {shown}: {e}"))?;
+    if text.len() > properties::MAX_PROPERTIES_BYTES {
+        return Err(format!(
+            "--config {shown}: larger than {} bytes",
+            properties::MAX_PROPERTIES_BYTES
+        ));
+    }
+    let text = String::from_utf8(text).map_err(|_| format!("--config {shown}: not UTF-8"))?;
+    let props = properties::parse(&text).map_err(|e| format!("--config {shown}: {e}"))?;
+    properties::broker_config(&props, base, &mut |p| std::fs::read(p))
+        .map_err(|e| format!("--config {shown}: {e}"))
+}
+
+/// The single broker's configuration: defaults, then the `--config` file, then
+/// the flags.
+fn single_config(args: &SingleArgs) -> Result<BrokerConfig, String> {
+    let mut config = BrokerConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 9092)),
+        ..BrokerConfig::default()
+    };
+    if let Some(path) = &args.config {
+        config = config_file(path, config)?;
+    }
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if let Some(dir) = &args.data_dir {
+        config.data_dir = Some(dir.clone());
+    }
+    if args.in_memory {
+        config.data_dir = None;
+    }
+    if let Some(host) = &args.advertised_host {
+        config.advertised_host = Some(host.clone());
+    }
+    if let Some(id) = args.node_id {
+        config.node_id = id;
+    }
+    if args.auto_create_topics {
+        config.auto_create_topics = true;
+    }
+    if let Some(n) = args.default_partitions {
+        config.default_num_partitions = n;
+    }
+    args.limits.apply(&mut config.limits);
+    args.txn_limits.apply(&mut config.limits);
+    Ok(config)
 }
 
 /// Prints a line announcing where the process listens. Whoever started the process
@@ -308,60 +404,6 @@ async fn wait_for_signal() {
     }
 }
 
-/// Flags of the cluster modes, parsed loosely into `--key value` pairs.
-struct Flags {
-    pairs: Vec<(String, Option<String>)>,
-}
-
-impl Flags {
-    fn parse(args: impl Iterator<Item = String>, switches: &[&str]) -> Result<Flags, String> {
-        let mut pairs = Vec::new();
-        let mut args = args.peekable();
-        while let Some(arg) = args.next() {
-            if !arg.starts_with("--") && arg != "-h" {
-                return Err(format!("unexpected argument {arg:?} (see --help)"));
-            }
-            if let Some((k, v)) = arg.split_once('=') {
-                pairs.push((k.to_owned(), Some(v.to_owned())));
-            } else if switches.contains(&arg.as_str()) || arg == "-h" || arg == "--help" {
-                pairs.push((arg, None));
-            } else {
-                let v = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
-                pairs.push((arg, Some(v)));
-            }
-        }
-        Ok(Flags { pairs })
-    }
-
-    fn has(&self, k: &str) -> bool {
-        self.pairs.iter().any(|(key, _)| key == k)
-    }
-
-    fn get(&self, k: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .rev()
-            .find(|(key, _)| key == k)
-            .and_then(|(_, v)| v.as_deref())
-    }
-
-    fn parse_or<T: std::str::FromStr>(&self, k: &str, default: T) -> Result<T, String> {
-        match self.get(k) {
-            None => Ok(default),
-            Some(v) => v.parse().map_err(|_| format!("{k} {v:?}: invalid value")),
-        }
-    }
-
-    fn check_known(&self, known: &[&str]) -> Result<(), String> {
-        for (k, _) in &self.pairs {
-            if !known.contains(&k.as_str()) && k != "--log-level" && k != "-h" && k != "--help" {
-                return Err(format!("unknown argument {k:?} (see --help)"));
-            }
-        }
-        Ok(())
-    }
-}
-
 fn init_logging(level: Option<&str>) -> Result<(), String> {
     let filter = match level {
         Some(level) => tracing_subscriber::EnvFilter::try_new(level),
@@ -377,243 +419,119 @@ fn init_logging(level: Option<&str>) -> Result<(), String> {
     Ok(())
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start runtime: {e}"))
+/// Why the process stops early.
+enum Failure {
+    /// Bad arguments or configuration (exit status 2).
+    Usage(String),
+    /// The broker could not start (exit status 1).
+    Start(String),
 }
 
-fn run_cluster_mode(mode: &str, args: impl Iterator<Item = String>) -> Result<(), String> {
-    let flags = Flags::parse(args, &[])?;
-    if flags.has("--help") || flags.has("-h") {
-        print!("{CLUSTER_USAGE}");
-        return Ok(());
-    }
-    let addr = |k: &str, default: &str| -> Result<SocketAddr, String> {
-        let v = flags.get(k).unwrap_or(default);
-        v.parse()
-            .map_err(|e| format!("{k} {v:?}: {e} (expected IP:PORT)"))
+fn run_controller(a: ControllerArgs) -> Result<(), Failure> {
+    let mut opts = ControllerOptions {
+        listen: a.listen,
+        data_dir: a.data_dir,
+        default_num_partitions: a.default_partitions,
+        default_replication_factor: a.default_replication_factor,
+        ..ControllerOptions::default()
     };
-    match mode {
-        "controller" => {
-            flags.check_known(&[
-                "--listen",
-                "--data-dir",
-                "--session-timeout-ms",
-                "--default-partitions",
-                "--default-replication-factor",
-                "--max-partitions",
-                "--max-topics",
-                "--max-partitions-per-request",
-            ])?;
-            let mut opts = ControllerOptions {
-                listen: addr("--listen", "127.0.0.1:9093")?,
-                data_dir: flags.get("--data-dir").map(PathBuf::from),
-                default_num_partitions: flags.parse_or("--default-partitions", 1)?,
-                default_replication_factor: flags.parse_or("--default-replication-factor", 3)?,
-                limits: cluster_limits(&flags)?,
-                ..ControllerOptions::default()
-            };
-            opts.config.session_timeout_ms =
-                flags.parse_or("--session-timeout-ms", opts.config.session_timeout_ms)?;
-            init_logging(flags.get("--log-level"))?;
-            runtime()?.block_on(async move {
-                let c = ControllerServer::start(opts)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                announce(format_args!(
-                    "baton-broker controller listening on {}",
-                    c.local_addr()
-                ));
-                wait_for_signal().await;
-                tracing::info!("signal received, stopping the controller");
-                c.shutdown().await;
-                Ok(())
-            })
-        }
-        "node" => {
-            flags.check_known(&[
-                "--id",
-                "--controller",
-                "--listen",
-                "--data-dir",
-                "--advertised-host",
-                "--min-insync-replicas",
-                "--replica-lag-time-max-ms",
-                "--cluster-id",
-                "--rack",
-                "--replica-selector",
-                TXN_LIMIT_FLAGS[0],
-                TXN_LIMIT_FLAGS[1],
-                TXN_LIMIT_FLAGS[2],
-                TXN_LIMIT_FLAGS[3],
-            ])?;
-            let id: i32 = flags
-                .get("--id")
-                .ok_or("--id is required")?
-                .parse()
-                .ok()
-                .filter(|n| *n >= 0)
-                .ok_or("--id: expected a non-negative integer")?;
-            let controller = flags
-                .get("--controller")
-                .ok_or("--controller is required")?
-                .parse::<SocketAddr>()
-                .map_err(|e| format!("--controller: {e} (expected IP:PORT)"))?;
-            let mut opts = NodeOptions::new(id, controller);
-            opts.broker.listen = addr("--listen", "127.0.0.1:9092")?;
-            opts.broker.data_dir = flags.get("--data-dir").map(PathBuf::from);
-            opts.broker.advertised_host = flags.get("--advertised-host").map(str::to_owned);
-            opts.default_min_insync_replicas = flags.parse_or("--min-insync-replicas", 1)?;
-            opts.replica_lag_time_max_ms =
-                flags.parse_or("--replica-lag-time-max-ms", opts.replica_lag_time_max_ms)?;
-            apply_txn_limits(&flags, &mut opts.broker.limits)?;
-            opts.broker.rack = flags
-                .get("--rack")
-                .filter(|r| !r.is_empty())
-                .map(str::to_owned);
-            opts.broker.replica_selector = replica_selector(&flags)?;
-            if let Some(c) = flags.get("--cluster-id") {
-                opts.cluster_id = c.to_owned();
-            }
-            init_logging(flags.get("--log-level"))?;
-            runtime()?.block_on(async move {
-                let node = Node::start(opts).await.map_err(|e| e.to_string())?;
-                announce(format_args!(
-                    "baton-broker node {id} listening on {}",
-                    node.local_addr()
-                ));
-                wait_for_signal().await;
-                tracing::info!("signal received, controlled shutdown");
-                node.stop().await;
-                Ok(())
-            })
-        }
-        "cluster" => {
-            flags.check_known(&[
-                "--brokers",
-                "--data-dir",
-                "--listen-ip",
-                "--base-port",
-                "--advertised-host",
-                "--min-insync-replicas",
-                "--session-timeout-ms",
-                "--max-partitions",
-                "--max-topics",
-                "--max-partitions-per-request",
-                "--racks",
-                "--replica-selector",
-                TXN_LIMIT_FLAGS[0],
-                TXN_LIMIT_FLAGS[1],
-                TXN_LIMIT_FLAGS[2],
-                TXN_LIMIT_FLAGS[3],
-            ])?;
-            let mut b = Cluster::builder()
-                .brokers(flags.parse_or("--brokers", 3usize)?)
-                .listen_ip(flags.parse_or("--listen-ip", std::net::IpAddr::from([127, 0, 0, 1]))?)
-                .base_port(flags.parse_or("--base-port", 0u16)?)
-                .default_min_insync_replicas(flags.parse_or("--min-insync-replicas", 1usize)?)
-                .session_timeout(Duration::from_millis(
-                    flags.parse_or("--session-timeout-ms", 6_000u64)?,
-                ));
-            let mut limits = cluster_limits(&flags)?;
-            apply_txn_limits(&flags, &mut limits)?;
-            b = b.limits(limits);
-            b = b.replica_selector(replica_selector(&flags)?);
-            if let Some(racks) = flags.get("--racks") {
-                for (i, r) in racks.split(',').map(str::trim).enumerate() {
-                    if !r.is_empty() {
-                        b = b.rack(i as i32 + 1, r);
-                    }
-                }
-            }
-            if let Some(d) = flags.get("--data-dir") {
-                b = b.data_dir(d);
-            }
-            if let Some(h) = flags.get("--advertised-host") {
-                b = b.advertised_host(h);
-            }
-            init_logging(flags.get("--log-level"))?;
-            runtime()?.block_on(async move {
-                let cluster = b.start().await.map_err(|e| e.to_string())?;
-                announce(format_args!(
-                    "baton-broker cluster bootstrap: {}",
-                    cluster.bootstrap()
-                ));
-                announce(format_args!(
-                    "baton-broker cluster controller: {}",
-                    cluster.controller_addr()
-                ));
-                wait_for_signal().await;
-                tracing::info!("signal received, stopping the cluster");
-                cluster.shutdown().await;
-                Ok(())
-            })
-        }
-        _ => Err(format!("unknown mode {mode}")),
+    a.limits.apply(&mut opts.limits);
+    if let Some(ms) = a.session_timeout_ms {
+        opts.config.session_timeout_ms = ms;
     }
+    init_logging(a.log.log_level.as_deref()).map_err(Failure::Usage)?;
+    block_on(async move {
+        let c = ControllerServer::start(opts)
+            .await
+            .map_err(|e| e.to_string())?;
+        announce(format_args!(
+            "baton-broker controller listening on {}",
+            c.local_addr()
+        ));
+        wait_for_signal().await;
+        tracing::info!("signal received, stopping the controller");
+        c.shutdown().await;
+        Ok(())
+    })
 }
 
-fn main() -> ExitCode {
-    let mut argv = std::env::args().skip(1).peekable();
-    if let Some(mode) = argv
-        .peek()
-        .filter(|m| matches!(m.as_str(), "controller" | "node" | "cluster"))
-        .cloned()
-    {
-        argv.next();
-        return match run_cluster_mode(&mode, argv) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                eprintln!("baton-broker {mode}: {e}");
-                ExitCode::from(2)
-            }
-        };
+fn run_node(a: NodeArgs) -> Result<(), Failure> {
+    let id = a.id;
+    let mut opts = NodeOptions::new(id, a.controller);
+    opts.broker.listen = a.listen;
+    opts.broker.data_dir = a.data_dir;
+    opts.broker.advertised_host = a.advertised_host;
+    opts.default_min_insync_replicas = a.min_insync_replicas;
+    if let Some(ms) = a.replica_lag_time_max_ms {
+        opts.replica_lag_time_max_ms = ms;
     }
-    let args = match parse_args(argv) {
-        Ok(Some(a)) => a,
-        Ok(None) => return ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("baton-broker: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let filter = match args.log_level {
-        Some(level) => tracing_subscriber::EnvFilter::try_new(&level),
-        None => Ok(tracing_subscriber::EnvFilter::try_from_default_env()
-            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"))),
-    };
-    let filter = match filter {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("baton-broker: --log-level: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("baton-broker: cannot start runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(async move {
-        let broker = match Broker::start(args.config).await {
-            Ok(b) => b,
-            Err(e) => {
-                eprintln!("baton-broker: {e}");
-                return ExitCode::FAILURE;
+    a.txn_limits.apply(&mut opts.broker.limits);
+    opts.broker.rack = a.rack.filter(|r| !r.is_empty());
+    opts.broker.replica_selector = a.selector.selector();
+    if let Some(c) = a.cluster_id {
+        opts.cluster_id = c;
+    }
+    init_logging(a.log.log_level.as_deref()).map_err(Failure::Usage)?;
+    block_on(async move {
+        let node = Node::start(opts).await.map_err(|e| e.to_string())?;
+        announce(format_args!(
+            "baton-broker node {id} listening on {}",
+            node.local_addr()
+        ));
+        wait_for_signal().await;
+        tracing::info!("signal received, controlled shutdown");
+        node.stop().await;
+        Ok(())
+    })
+}
+
+fn run_cluster(a: ClusterArgs) -> Result<(), Failure> {
+    let mut b = Cluster::builder()
+        .brokers(a.brokers)
+        .listen_ip(a.listen_ip)
+        .base_port(a.base_port)
+        .default_min_insync_replicas(a.min_insync_replicas)
+        .session_timeout(Duration::from_millis(a.session_timeout_ms));
+    let mut limits = BrokerLimits::default();
+    a.limits.apply(&mut limits);
+    a.txn_limits.apply(&mut limits);
+    b = b.limits(limits).replica_selector(a.selector.selector());
+    if let Some(racks) = &a.racks {
+        for (i, r) in racks.split(',').map(str::trim).enumerate() {
+            if !r.is_empty() {
+                b = b.rack(i as i32 + 1, r);
             }
-        };
+        }
+    }
+    if let Some(d) = &a.data_dir {
+        b = b.data_dir(d);
+    }
+    if let Some(h) = &a.advertised_host {
+        b = b.advertised_host(h);
+    }
+    init_logging(a.log.log_level.as_deref()).map_err(Failure::Usage)?;
+    block_on(async move {
+        let cluster = b.start().await.map_err(|e| e.to_string())?;
+        announce(format_args!(
+            "baton-broker cluster bootstrap: {}",
+            cluster.bootstrap()
+        ));
+        announce(format_args!(
+            "baton-broker cluster controller: {}",
+            cluster.controller_addr()
+        ));
+        wait_for_signal().await;
+        tracing::info!("signal received, stopping the cluster");
+        cluster.shutdown().await;
+        Ok(())
+    })
+}
+
+fn run_single(a: SingleArgs) -> Result<(), Failure> {
+    let config = single_config(&a).map_err(Failure::Usage)?;
+    init_logging(a.log.log_level.as_deref()).map_err(Failure::Usage)?;
+    block_on(async move {
+        let broker = Broker::start(config).await.map_err(|e| e.to_string())?;
         announce(format_args!(
             "baton-broker listening on {}",
             broker.local_addr()
@@ -624,6 +542,123 @@ fn main() -> ExitCode {
         wait_for_signal().await;
         tracing::info!("signal received, shutting down");
         broker.shutdown().await;
-        ExitCode::SUCCESS
+        Ok(())
     })
+}
+
+/// Runs `fut` on a multi-threaded runtime; its error means the broker could not
+/// start.
+fn block_on(fut: impl std::future::Future<Output = Result<(), String>>) -> Result<(), Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Start(format!("cannot start runtime: {e}")))?
+        .block_on(fut)
+        .map_err(Failure::Start)
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let (name, result) = match cli.mode {
+        None => ("baton-broker", run_single(cli.single)),
+        Some(Mode::Controller(a)) => ("baton-broker controller", run_controller(a)),
+        Some(Mode::Node(a)) => ("baton-broker node", run_node(a)),
+        Some(Mode::Cluster(a)) => ("baton-broker cluster", run_cluster(a)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Usage(e)) => {
+            eprintln!("{name}: {e}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Start(e)) => {
+            eprintln!("{name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn single(args: &[&str]) -> SingleArgs {
+        let cli = Cli::try_parse_from(std::iter::once("baton-broker").chain(args.iter().copied()))
+            .expect("parses");
+        assert!(cli.mode.is_none());
+        cli.single
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn flags_override_the_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("server.properties");
+        std::fs::write(
+            &file,
+            format!(
+                "listeners=PLAINTEXT://127.0.0.1:0\nnum.partitions=4\nnode.id=7\nlog.dirs={}\n",
+                dir.path().display()
+            ),
+        )
+        .unwrap();
+        let path = file.to_str().unwrap();
+        let c = single_config(&single(&["--config", path])).unwrap();
+        assert_eq!(
+            (c.default_num_partitions, c.node_id),
+            (4, 7),
+            "the file alone"
+        );
+        assert_eq!(c.data_dir.as_deref(), Some(dir.path()));
+        let c = single_config(&single(&[
+            "--node-id",
+            "3",
+            "--config",
+            path,
+            "--default-partitions",
+            "2",
+            "--in-memory",
+            "--listen",
+            "127.0.0.1:19092",
+        ]))
+        .unwrap();
+        assert_eq!((c.default_num_partitions, c.node_id), (2, 3));
+        assert_eq!(c.data_dir, None, "--in-memory overrides log.dirs");
+        assert_eq!(c.listen, SocketAddr::from(([127, 0, 0, 1], 19092)));
+    }
+
+    #[test]
+    fn bad_values_and_mixed_modes_are_refused() {
+        for args in [
+            &["--in-memory", "--data-dir", "/tmp/x"][..],
+            &["--max-topics", "0"],
+            &["--node-id", "-1"],
+            &["--default-partitions", "0"],
+            &["--listen", "localhost"],
+            &["cluster", "--listen", "127.0.0.1:1"],
+            &["--listen", "127.0.0.1:1", "cluster"],
+            &["node", "--id", "1"],
+            &["controller", "--max-transactional-ids", "1"],
+            &["cluster", "--replica-selector", "com.example.Nearest"],
+        ] {
+            let parsed =
+                Cli::try_parse_from(std::iter::once("baton-broker").chain(args.iter().copied()));
+            assert!(parsed.is_err(), "{args:?} parsed");
+        }
+    }
 }

@@ -60,7 +60,7 @@ pub struct PassReport {
 /// ones it has no role for). Blocking: file deletions; run it off the async
 /// workers. Each partition is locked only for its own step.
 pub(crate) fn run_pass(state: &BrokerState, now_ms: i64) -> PassReport {
-    let defaults = state.config.retention;
+    let defaults = state.effective_retention();
     let mut report = PassReport::default();
     for topic in state.all_topics() {
         let policy = policy_for(&defaults, &topic.config);

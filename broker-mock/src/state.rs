@@ -49,6 +49,40 @@ impl TopicTable {
     }
 }
 
+/// The file of a standalone node's dynamic broker defaults, `key=value` lines.
+const BROKER_DEFAULTS_FILE: &str = "broker-defaults.properties";
+
+fn load_broker_defaults(dir: &std::path::Path) -> Result<BTreeMap<String, String>, BrokerError> {
+    let path = dir.join(BROKER_DEFAULTS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(e) => return Err(crate::error::LogError::io(&path, e).into()),
+    };
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let (k, v) = line
+            .split_once('=')
+            .ok_or_else(|| BrokerError::TopicMetadata {
+                path: path.clone(),
+                reason: format!("line without '=': {line:?}"),
+            })?;
+        out.insert(k.to_owned(), v.to_owned());
+    }
+    Ok(out)
+}
+
+fn save_broker_defaults(
+    dir: &std::path::Path,
+    defaults: &BTreeMap<String, String>,
+) -> std::io::Result<()> {
+    let text: String = defaults.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+    let tmp = dir.join(format!("{BROKER_DEFAULTS_FILE}.tmp"));
+    std::fs::write(&tmp, text)?;
+    std::fs::File::open(&tmp)?.sync_all()?;
+    std::fs::rename(&tmp, dir.join(BROKER_DEFAULTS_FILE))
+}
+
 /// Whether [`BrokerState::create_topic`] creates a topic or only checks that it could.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Creation {
@@ -97,6 +131,10 @@ pub(crate) struct BrokerState {
     pub authorizer: Option<Authorizer>,
     /// Incremental fetch sessions (KIP-227), bounded by the fetch-session limits.
     pub fetch_sessions: std::sync::Mutex<crate::fetch_session::FetchSessionCache>,
+    /// The cluster-wide dynamic broker defaults (IncrementalAlterConfigs on the
+    /// broker resource ""): a cluster node's copy of the controller's, a
+    /// standalone node's own (persisted in its data directory).
+    broker_defaults: RwLock<BTreeMap<String, String>>,
 }
 
 impl BrokerState {
@@ -119,6 +157,10 @@ impl BrokerState {
             },
         };
         let cluster_id = topics::cluster_id(config.data_dir.as_deref())?;
+        let broker_defaults = match config.data_dir.as_deref().filter(|_| !mode.is_replica()) {
+            Some(dir) => load_broker_defaults(dir)?,
+            None => BTreeMap::new(),
+        };
         let loaded = storage.load_all()?;
         let mut topics = TopicTable::default();
         for t in loaded {
@@ -163,7 +205,57 @@ impl BrokerState {
             groups,
             txn,
             mode,
+            broker_defaults: RwLock::new(broker_defaults),
         })
+    }
+
+    /// The cluster-wide dynamic broker defaults.
+    pub fn broker_defaults(&self) -> BTreeMap<String, String> {
+        self.broker_defaults
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Replaces the dynamic broker defaults (already checked); a standalone node
+    /// with a data directory persists them first.
+    pub fn set_broker_defaults(&self, defaults: BTreeMap<String, String>) -> Result<(), Refusal> {
+        if let Some(dir) = self
+            .config
+            .data_dir
+            .as_deref()
+            .filter(|_| !self.mode.is_replica())
+        {
+            save_broker_defaults(dir, &defaults).map_err(|e| {
+                tracing::error!(error = %e, "persisting broker defaults failed");
+                (ErrorCode::KafkaStorageError, e.to_string())
+            })?;
+        }
+        *self
+            .broker_defaults
+            .write()
+            .unwrap_or_else(|p| p.into_inner()) = defaults;
+        Ok(())
+    }
+
+    /// The broker's retention defaults with the dynamic ones over the static.
+    pub fn effective_retention(&self) -> crate::log::LogRetention {
+        let mut r = self.config.retention;
+        let d = self
+            .broker_defaults
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        let long = |k: &str| d.get(k).and_then(|v| v.trim().parse::<i64>().ok());
+        if let Some(ms) = long("log.retention.ms") {
+            r.retention_ms = (ms >= 0).then_some(ms);
+        }
+        if let Some(b) = long("log.retention.bytes") {
+            r.retention_bytes = u64::try_from(b).ok();
+        }
+        if let Some(ms) = long("log.roll.ms") {
+            r.roll_ms = Some(ms);
+        }
+        r
     }
 
     /// Whether `ctx`'s principal may do `op` on `(resource_type, name)`; always
@@ -340,7 +432,17 @@ impl BrokerState {
     ) -> Result<Arc<Topic>, BrokerError> {
         if let Some(t) = self.topic(name) {
             if t.id == id {
-                return Ok(t);
+                let grown = t.partitions.len() < usize::try_from(partitions).unwrap_or(0);
+                if !grown && t.config == config {
+                    return Ok(t);
+                }
+                // New partitions or configs from the controller.
+                return self
+                    .update_topic(name, partitions, config)
+                    .map_err(|(_, reason)| BrokerError::TopicUpdate {
+                        topic: name.to_owned(),
+                        reason,
+                    });
             }
             let _ = self.delete_topic(name);
         }
@@ -355,6 +457,52 @@ impl BrokerState {
             node = self.config.node_id,
             "replica topic created"
         );
+        Ok(topic)
+    }
+
+    /// Replaces topic `name`'s configs and grows it to `partitions` partitions
+    /// (existing partitions carry over; a smaller count adds none), counted against
+    /// `max_partitions`. Returns the new topic.
+    pub fn update_topic(
+        &self,
+        name: &str,
+        partitions: i32,
+        config: TopicConfig,
+    ) -> Result<Arc<Topic>, Refusal> {
+        let mut topics = self.write_topics();
+        let old = topics.by_name.get(name).cloned().ok_or_else(|| {
+            (
+                ErrorCode::UnknownTopicOrPartition,
+                format!("Topic {name} does not exist."),
+            )
+        })?;
+        let added = usize::try_from(partitions)
+            .unwrap_or(0)
+            .saturating_sub(old.partitions.len());
+        if added > 0 {
+            let exists = topics.usage();
+            let limit = self.config.limits.max_partitions;
+            if exists.partitions.saturating_add(added) > limit {
+                return Err((
+                    ErrorCode::PolicyViolation,
+                    format!(
+                        "adding {added} partitions would exceed the broker's limit of {limit} \
+                         partitions (max_partitions); {} exist",
+                        exists.partitions
+                    ),
+                ));
+            }
+        }
+        let topic = self.storage.update(&old, partitions, config).map_err(|e| {
+            tracing::error!(topic = name, error = %e, "updating topic failed");
+            (ErrorCode::KafkaStorageError, e.to_string())
+        })?;
+        let topic = Arc::new(topic);
+        topics.insert(topic.clone());
+        drop(topics);
+        if added > 0 {
+            tracing::info!(topic = name, partitions, "added partitions");
+        }
         Ok(topic)
     }
 

@@ -62,6 +62,11 @@ impl TopicConfig {
         self.entries.get("retention.bytes")?.trim().parse().ok()
     }
 
+    /// `max.message.bytes` (the largest record batch a producer may send), if set.
+    pub fn max_message_bytes(&self) -> Option<usize> {
+        self.entries.get("max.message.bytes")?.trim().parse().ok()
+    }
+
     /// `segment.ms`, if set.
     pub fn segment_ms(&self) -> Option<i64> {
         self.entries.get("segment.ms")?.trim().parse().ok()
@@ -338,6 +343,25 @@ impl Storage {
         config: TopicConfig,
     ) -> Result<Topic, LogError> {
         let parts = self.open_partitions(name, partitions, &config, true)?;
+        self.write_meta(name, id, partitions, replication_factor, &config)?;
+        Ok(Topic {
+            name: name.to_owned(),
+            id,
+            replication_factor,
+            config,
+            partitions: parts,
+        })
+    }
+
+    /// Writes a topic's metadata file (on disk only), replacing it atomically.
+    fn write_meta(
+        &self,
+        name: &str,
+        id: Uuid,
+        partitions: i32,
+        replication_factor: i16,
+        config: &TopicConfig,
+    ) -> Result<(), LogError> {
         if let Some(dir) = &self.data_dir {
             let mut text = format!(
                 "id={}\npartitions={partitions}\nreplication_factor={replication_factor}\n",
@@ -351,10 +375,37 @@ impl Storage {
             write_synced(&tmp, text.as_bytes())?;
             fs::rename(&tmp, &path).map_err(|e| LogError::io(&path, e))?;
         }
+        Ok(())
+    }
+
+    /// `old` with `partitions` partitions (new ones opened empty; never fewer) and
+    /// `config`, its metadata file rewritten. The existing partitions are shared,
+    /// so their logs and roles carry over.
+    pub fn update(
+        &self,
+        old: &Topic,
+        partitions: i32,
+        config: TopicConfig,
+    ) -> Result<Topic, LogError> {
+        let have = old.partitions.len() as i32;
+        let mut parts = old.partitions.clone();
+        let shared_name: Arc<str> = Arc::from(old.name.as_str());
+        for p in have..partitions {
+            let part = self.open_partition(&old.name, &shared_name, p, &config, true)?;
+            parts.push(Arc::new(part));
+        }
+        let partitions = partitions.max(have);
+        self.write_meta(
+            &old.name,
+            old.id,
+            partitions,
+            old.replication_factor,
+            &config,
+        )?;
         Ok(Topic {
-            name: name.to_owned(),
-            id,
-            replication_factor,
+            name: old.name.clone(),
+            id: old.id,
+            replication_factor: old.replication_factor,
             config,
             partitions: parts,
         })

@@ -342,8 +342,10 @@ impl Admin {
     }
 
     /// How long the broker may take to create or delete topics, how long
-    /// [`Admin::create_topics`] waits for leaders, and how long a call keeps
-    /// retrying a broken connection to the controller (default 30 s).
+    /// [`Admin::create_topics`] and [`Admin::create_partitions`] wait for
+    /// leaders, and how long every call keeps retrying retriable errors (broken
+    /// connections, NOT_CONTROLLER, REQUEST_TIMED_OUT, ...) with backoff
+    /// (default 30 s).
     pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
         self.operation_timeout = timeout;
         self
@@ -569,7 +571,9 @@ impl Admin {
     }
 
     /// Describes the cluster: brokers, controller, and every topic with its
-    /// partitions' leaders, replicas and in-sync replicas (fresh metadata).
+    /// partitions' leaders, replicas and in-sync replicas (fresh metadata). For
+    /// the DescribeCluster API (racks, authorized operations), see
+    /// [`Admin::describe_cluster_info`].
     ///
     /// # Cancel safety
     ///

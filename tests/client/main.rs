@@ -5,6 +5,7 @@
 
 mod acl;
 mod admin;
+mod admin_configs;
 mod admin_groups;
 mod cancellation;
 mod compaction;

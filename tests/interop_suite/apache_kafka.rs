@@ -8,6 +8,7 @@
 //! failure is a bug in Baton, never something to work around in the test.
 
 mod admin_groups;
+mod configs;
 mod consumer_group;
 mod delete_records;
 mod fetch;

@@ -442,6 +442,37 @@ async fn handle(
             .await?;
             encode::<DeleteTopicsRequest>(h.correlation_id, version, &resp)
         }
+        baton_protocol::messages::IncrementalAlterConfigsRequest::API_KEY => {
+            use crate::handlers::incremental_alter_configs::alter_on_controller;
+            use baton_protocol::messages::{
+                IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+            };
+            let (h, req) = decode::<IncrementalAlterConfigsRequest>(frame, version)?;
+            let resp = blocking(core, move |_, inner| IncrementalAlterConfigsResponse {
+                throttle_time_ms: 0,
+                responses: req
+                    .resources
+                    .iter()
+                    .map(|r| alter_on_controller(&mut inner.ctl, r, req.validate_only))
+                    .collect(),
+            })
+            .await?;
+            encode::<IncrementalAlterConfigsRequest>(h.correlation_id, version, &resp)
+        }
+        baton_protocol::messages::CreatePartitionsRequest::API_KEY => {
+            use baton_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
+            let (h, req) = decode::<CreatePartitionsRequest>(frame, version)?;
+            let resp = blocking(core, move |core, inner| CreatePartitionsResponse {
+                throttle_time_ms: 0,
+                results: req
+                    .topics
+                    .iter()
+                    .map(|t| create_partitions(core, inner, t, req.validate_only))
+                    .collect(),
+            })
+            .await?;
+            encode::<CreatePartitionsRequest>(h.correlation_id, version, &resp)
+        }
         CreateAclsRequest::API_KEY => {
             let (h, req) = decode::<CreateAclsRequest>(frame, version)?;
             let resp = blocking(core, move |core, inner| create_acls(core, inner, req)).await?;
@@ -695,6 +726,31 @@ fn move_report(inner: &mut Inner, req: LeaderMoveReportRequest) -> LeaderMoveRep
     LeaderMoveReportResponse {
         error_code: r.err().map_or(0, |e| e.error_code().code()),
     }
+}
+
+/// Forwarded CreatePartitions for one topic: the broker limits, then the
+/// controller's checks and PartitionRecords.
+fn create_partitions(
+    core: &Core,
+    inner: &mut Inner,
+    t: &baton_protocol::messages::CreatePartitionsTopic,
+    validate_only: bool,
+) -> baton_protocol::messages::CreatePartitionsTopicResult {
+    use crate::handlers::create_partitions::{check_limits, outcome};
+    let state = inner.ctl.state();
+    let have = state.topic_by_name(&t.name).map_or(0, |i| i.partitions);
+    let added = usize::try_from(t.count.saturating_sub(have)).unwrap_or(0);
+    let result =
+        check_limits(&core.options.limits, state.partition_count(), added).and_then(|()| {
+            let assignments: Option<Vec<Vec<i32>>> = t
+                .assignments
+                .as_ref()
+                .map(|a| a.iter().map(|a| a.broker_ids.clone()).collect());
+            inner
+                .ctl
+                .create_partitions(&t.name, t.count, assignments.as_deref(), validate_only)
+        });
+    outcome(&t.name, result)
 }
 
 /// The controller's side of CreateTopics and DeleteTopics: checked topics become

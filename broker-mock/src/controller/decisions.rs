@@ -808,6 +808,188 @@ impl Controller {
         Ok(())
     }
 
+    /// Sets topic `name`'s config overrides to `configs` (already checked, see
+    /// `config_change.rs`), writing one TopicConfig record per key that changes.
+    pub fn set_topic_configs(
+        &mut self,
+        name: &str,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), ControllerError> {
+        let topic = self
+            .state
+            .topic_by_name(name)
+            .ok_or(ControllerError::UnknownTopicOrPartition)?;
+        let id = topic.topic_id;
+        if configs
+            .iter()
+            .any(|(k, v)| k.len() > u16::MAX as usize || v.len() > u16::MAX as usize)
+        {
+            return Err(ControllerError::InvalidRequest("config too long".into()));
+        }
+        let current: BTreeMap<String, String> = topic.configs.iter().cloned().collect();
+        let mut records = Vec::new();
+        for k in current.keys().filter(|k| !configs.contains_key(*k)) {
+            records.push(MetadataRecord::TopicConfig {
+                topic_id: id,
+                key: k.clone(),
+                value: None,
+            });
+        }
+        for (k, v) in configs.iter().filter(|(k, v)| current.get(*k) != Some(*v)) {
+            records.push(MetadataRecord::TopicConfig {
+                topic_id: id,
+                key: k.clone(),
+                value: Some(v.clone()),
+            });
+        }
+        for r in records {
+            self.append(r);
+        }
+        Ok(())
+    }
+
+    /// Sets the cluster-wide dynamic broker defaults to `configs` (already
+    /// checked, see `config_change.rs`), one BrokerDefaultConfig record per key
+    /// that changes.
+    pub fn set_broker_defaults(
+        &mut self,
+        configs: &BTreeMap<String, String>,
+    ) -> Result<(), ControllerError> {
+        if configs
+            .iter()
+            .any(|(k, v)| k.len() > u16::MAX as usize || v.len() > u16::MAX as usize)
+        {
+            return Err(ControllerError::InvalidRequest("config too long".into()));
+        }
+        let current = self.state.broker_defaults().clone();
+        for k in current.keys().filter(|k| !configs.contains_key(*k)) {
+            self.append(MetadataRecord::BrokerDefaultConfig {
+                key: k.clone(),
+                value: None,
+            });
+        }
+        for (k, v) in configs.iter().filter(|(k, v)| current.get(*k) != Some(*v)) {
+            self.append(MetadataRecord::BrokerDefaultConfig {
+                key: k.clone(),
+                value: Some(v.clone()),
+            });
+        }
+        Ok(())
+    }
+
+    /// Grows topic `name` to `count` partitions (CreatePartitions). `assignments`,
+    /// if given, place each new partition (preferred leader first); else the new
+    /// partitions go round-robin over the eligible brokers with the replication
+    /// factor of partition 0. Each new partition is led by its first replica.
+    /// With `validate_only` nothing is written. Refusals carry Kafka's error code
+    /// and a message.
+    pub fn create_partitions(
+        &mut self,
+        name: &str,
+        count: i32,
+        assignments: Option<&[Vec<i32>]>,
+        validate_only: bool,
+    ) -> Result<(), (ErrorCode, String)> {
+        let topic = self.state.topic_by_name(name).ok_or_else(|| {
+            (
+                ErrorCode::UnknownTopicOrPartition,
+                format!("Topic {name} does not exist."),
+            )
+        })?;
+        let (id, have) = (topic.topic_id, topic.partitions);
+        if count == have {
+            return Err((
+                ErrorCode::InvalidPartitions,
+                format!("Topic already has {have} partitions."),
+            ));
+        }
+        if count < have {
+            return Err((
+                ErrorCode::InvalidPartitions,
+                format!(
+                    "Topic currently has {have} partitions, which is higher than the                      requested {count}."
+                ),
+            ));
+        }
+        let added = (count - have) as usize;
+        let rf = self
+            .state
+            .partition(id, 0)
+            .map_or(1, |p| p.replicas.len().max(1));
+        let live = self.state.eligible_brokers();
+        let placed: Vec<Vec<i32>> = match assignments {
+            Some(a) => {
+                if a.len() != added {
+                    return Err((
+                        ErrorCode::InvalidReplicaAssignment,
+                        format!(
+                            "Attempted to add {added} additional partitions, but {}                              assignments were supplied.",
+                            a.len()
+                        ),
+                    ));
+                }
+                for (i, replicas) in a.iter().enumerate() {
+                    let p = have as usize + i;
+                    if replicas.len() != rf {
+                        return Err((
+                            ErrorCode::InvalidReplicaAssignment,
+                            format!(
+                                "The assignment of partition {p} has {} replicas; the topic's                                  replication factor is {rf}.",
+                                replicas.len()
+                            ),
+                        ));
+                    }
+                    let mut seen = std::collections::HashSet::new();
+                    if let Some(b) = replicas.iter().find(|b| !seen.insert(**b)) {
+                        return Err((
+                            ErrorCode::InvalidReplicaAssignment,
+                            format!("The assignment of partition {p} names broker {b} twice."),
+                        ));
+                    }
+                    if let Some(b) = replicas.iter().find(|b| !live.contains(b)) {
+                        return Err((
+                            ErrorCode::InvalidReplicaAssignment,
+                            format!(
+                                "The assignment of partition {p} names broker {b}, which is                                  not a live broker of the cluster."
+                            ),
+                        ));
+                    }
+                }
+                a.to_vec()
+            }
+            None => {
+                if rf > live.len() {
+                    return Err((
+                        ErrorCode::InvalidReplicationFactor,
+                        format!(
+                            "Replication factor {rf} is larger than the {} live brokers.",
+                            live.len()
+                        ),
+                    ));
+                }
+                let n = live.len();
+                (0..added)
+                    .map(|i| (0..rf).map(|r| live[(have as usize + i + r) % n]).collect())
+                    .collect()
+            }
+        };
+        if validate_only {
+            return Ok(());
+        }
+        for (i, replicas) in placed.into_iter().enumerate() {
+            self.append(MetadataRecord::Partition(PartitionRecord {
+                topic_id: id,
+                partition: have + i as i32,
+                leader: replicas[0],
+                isr: replicas.clone(),
+                replicas,
+                leader_epoch: 0,
+                partition_epoch: 0,
+            }));
+        }
+        Ok(())
+    }
+
     /// Deletes a topic by name; returns its id.
     pub fn delete_topic(&mut self, name: &str) -> Result<Uuid, ControllerError> {
         let id = self

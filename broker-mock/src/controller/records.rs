@@ -37,6 +37,12 @@ pub const MAX_ACL_FIELD_BYTES: usize = 4096;
 /// Version of the record bodies written here.
 const RECORD_VERSION: u8 = 0;
 
+/// The record type of [`MetadataRecord::TopicConfig`] (numbered apart from the
+/// others so that record types added in parallel do not collide).
+const TOPIC_CONFIG_TYPE: u8 = 20;
+/// The record type of [`MetadataRecord::BrokerDefaultConfig`].
+const BROKER_DEFAULT_CONFIG_TYPE: u8 = 21;
+
 /// Version of a RegisterBroker body that lists further listeners after the
 /// first; a registration without them is still written as version 0.
 const REGISTER_WITH_LISTENERS_VERSION: u8 = 1;
@@ -239,6 +245,24 @@ pub enum MetadataRecord {
     },
     /// A partition's replicas were reassigned.
     Reassignment(ReassignmentRecord),
+    /// A topic config override was set or, with no value, removed (KRaft's
+    /// ConfigRecord for a topic resource; IncrementalAlterConfigs).
+    TopicConfig {
+        /// Topic id.
+        topic_id: Uuid,
+        /// The config key.
+        key: String,
+        /// The new value; `None` removes the override.
+        value: Option<String>,
+    },
+    /// A cluster-wide dynamic broker default was set or, with no value, removed
+    /// (KRaft's ConfigRecord for the broker resource named "").
+    BrokerDefaultConfig {
+        /// The config key (`log.retention.ms`, ...).
+        key: String,
+        /// The new value; `None` removes the default.
+        value: Option<String>,
+    },
 }
 
 /// One entry of the metadata log.
@@ -449,6 +473,21 @@ impl MetadataLogEntry {
                 w.i32s(&r.adding);
                 w.i32s(&r.removing);
             }
+            MetadataRecord::TopicConfig {
+                topic_id,
+                key,
+                value,
+            } => {
+                w.header(TOPIC_CONFIG_TYPE);
+                w.uuid(*topic_id);
+                w.string(key);
+                w.optional_string(value.as_deref());
+            }
+            MetadataRecord::BrokerDefaultConfig { key, value } => {
+                w.header(BROKER_DEFAULT_CONFIG_TYPE);
+                w.string(key);
+                w.optional_string(value.as_deref());
+            }
         }
         assert!(body.len() <= MAX_ENTRY_BYTES, "metadata entry too large");
         out.extend_from_slice(&(body.len() as u32).to_be_bytes());
@@ -647,6 +686,15 @@ impl MetadataLogEntry {
                 adding: r.i32s()?,
                 removing: r.i32s()?,
             }),
+            TOPIC_CONFIG_TYPE => MetadataRecord::TopicConfig {
+                topic_id: r.uuid()?,
+                key: r.string()?,
+                value: r.optional_string()?,
+            },
+            BROKER_DEFAULT_CONFIG_TYPE => MetadataRecord::BrokerDefaultConfig {
+                key: r.string()?,
+                value: r.optional_string()?,
+            },
             t => return Err(MetadataDecodeError::UnknownType(t)),
         };
         if !r.buf.is_empty() {
@@ -731,6 +779,16 @@ impl Writer<'_> {
         self.u16(len);
         self.0.extend_from_slice(s.as_bytes());
     }
+    /// A presence flag, then the string if present.
+    fn optional_string(&mut self, s: Option<&str>) {
+        match s {
+            None => self.u8(0),
+            Some(s) => {
+                self.u8(1);
+                self.string(s);
+            }
+        }
+    }
     /// Bytes with a `u32` length (salts and SCRAM keys).
     fn bytes(&mut self, v: &[u8]) {
         self.u32(v.len());
@@ -799,6 +857,13 @@ impl Reader<'_> {
         std::str::from_utf8(bytes)
             .map(str::to_owned)
             .map_err(|_| malformed("string is not UTF-8".into()))
+    }
+    fn optional_string(&mut self) -> Result<Option<String>, MetadataDecodeError> {
+        match self.u8()? {
+            0 => Ok(None),
+            1 => Ok(Some(self.string()?)),
+            t => Err(malformed(format!("bad presence flag {t}"))),
+        }
     }
     /// An element count, refused if `count * min_elem_bytes` exceeds what is left.
     fn count(&mut self, min_elem_bytes: usize) -> Result<usize, MetadataDecodeError> {
@@ -988,6 +1053,24 @@ mod tests {
                 adding: vec![3],
                 removing: vec![1],
             }),
+            MetadataRecord::TopicConfig {
+                topic_id: id(7),
+                key: "retention.ms".into(),
+                value: Some("60000".into()),
+            },
+            MetadataRecord::TopicConfig {
+                topic_id: id(7),
+                key: "cleanup.policy".into(),
+                value: None,
+            },
+            MetadataRecord::BrokerDefaultConfig {
+                key: "log.retention.ms".into(),
+                value: Some("1000".into()),
+            },
+            MetadataRecord::BrokerDefaultConfig {
+                key: "log.retention.bytes".into(),
+                value: None,
+            },
         ]
     }
 

@@ -222,6 +222,8 @@ pub struct ControllerState {
     /// Bumped by every SCRAM record, so a node copies the credentials only when
     /// they changed.
     scram_version: u64,
+    /// The cluster-wide dynamic broker defaults (`log.retention.ms`, ...).
+    broker_defaults: BTreeMap<String, String>,
 }
 
 impl ControllerState {
@@ -321,6 +323,11 @@ impl ControllerState {
         &self.scram
     }
 
+    /// The cluster-wide dynamic broker defaults, by key.
+    pub fn broker_defaults(&self) -> &BTreeMap<String, String> {
+        &self.broker_defaults
+    }
+
     /// Changes with every SCRAM record applied.
     pub fn scram_version(&self) -> u64 {
         self.scram_version
@@ -417,6 +424,28 @@ impl ControllerState {
             MetadataRecord::PartitionChange(c) => self.apply_change(c).map_err(bad)?,
             MetadataRecord::LeaderMove(m) => self.apply_move(m).map_err(bad)?,
             MetadataRecord::Reassignment(r) => self.apply_reassignment(r).map_err(bad)?,
+            MetadataRecord::TopicConfig {
+                topic_id,
+                key,
+                value,
+            } => {
+                let t = self
+                    .topics
+                    .get_mut(topic_id)
+                    .ok_or_else(|| bad("config of unknown topic".into()))?;
+                t.configs.retain(|(k, _)| k != key);
+                if let Some(v) = value {
+                    t.configs.push((key.clone(), v.clone()));
+                }
+            }
+            MetadataRecord::BrokerDefaultConfig { key, value } => match value {
+                Some(v) => {
+                    self.broker_defaults.insert(key.clone(), v.clone());
+                }
+                None => {
+                    self.broker_defaults.remove(key);
+                }
+            },
             MetadataRecord::RemoveTopic { topic_id } => {
                 let t = self
                     .topics

@@ -101,6 +101,9 @@ pub fn supported() -> Vec<ApiVersion> {
         entry::<baton_protocol::messages::ElectLeadersRequest>(),
         entry::<baton_protocol::messages::AlterPartitionReassignmentsRequest>(),
         entry::<baton_protocol::messages::ListPartitionReassignmentsRequest>(),
+        entry::<baton_protocol::messages::IncrementalAlterConfigsRequest>(),
+        entry::<baton_protocol::messages::CreatePartitionsRequest>(),
+        entry::<baton_protocol::messages::DescribeLogDirsRequest>(),
     ]
 }
 

@@ -4,8 +4,10 @@
 //! value the broker really applies) or the topic's override (`DYNAMIC_TOPIC_CONFIG`).
 //! On a cluster node the overrides come from the controller's metadata image, so
 //! every node answers for every topic. Brokers: this node's settings
-//! (`STATIC_BROKER_CONFIG`, read-only), under Kafka's names; an empty name (the
-//! cluster-wide dynamic defaults) has no entries. `configuration_keys` filters both.
+//! (`STATIC_BROKER_CONFIG`, read-only), under Kafka's names, and the retention
+//! defaults that IncrementalAlterConfigs may change cluster-wide (alterable;
+//! `DYNAMIC_DEFAULT_BROKER_CONFIG` once set); an empty name (the cluster-wide
+//! dynamic defaults) lists those set. `configuration_keys` filters both.
 //! An unknown topic is `UNKNOWN_TOPIC_OR_PARTITION`, another broker's id or another
 //! resource type `INVALID_REQUEST`, each in that resource's result only. A resource
 //! named twice is answered once and its repeats are `INVALID_REQUEST`, so a request
@@ -18,8 +20,8 @@
 //! lists every topic and broker config); synonyms (with `include_synonyms`) name
 //! only the config itself, not the broker default an override hides; no
 //! documentation; `BROKER_LOGGER` resources and repeated resources are
-//! `INVALID_REQUEST`. Retention is
-//! reported as `-1` because this broker never deletes data by age or size.
+//! `INVALID_REQUEST`. Retention without a limit (this broker's default) is
+//! reported as `-1`.
 
 use std::collections::HashSet;
 
@@ -27,7 +29,8 @@ use baton_protocol::acl::{AclOperation, ResourceType};
 use baton_protocol::messages::{
     DescribeConfigsRequest, DescribeConfigsResource, DescribeConfigsResourceResult,
     DescribeConfigsResponse, DescribeConfigsResult, DescribeConfigsSynonym, CONFIG_SOURCE_DEFAULT,
-    CONFIG_SOURCE_STATIC_BROKER, CONFIG_SOURCE_TOPIC, RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC,
+    CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER, CONFIG_SOURCE_STATIC_BROKER, CONFIG_SOURCE_TOPIC,
+    RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC,
 };
 use baton_protocol::ErrorCode;
 
@@ -37,7 +40,7 @@ use crate::state::BrokerState;
 use crate::topics::validate_topic_name;
 
 use super::topic_defaults::{
-    default_min_insync, topic_defaults, Entry, BOOLEAN, INT, LIST, STRING,
+    default_min_insync, topic_defaults, Entry, BOOLEAN, INT, LIST, LONG, STRING,
 };
 
 /// This node's settings under Kafka's broker config names.
@@ -213,13 +216,59 @@ fn describe_topic(
     Ok(out)
 }
 
+/// The dynamic cluster-wide broker defaults (alterable), each with the source
+/// its value comes from.
+fn dynamic_defaults(state: &BrokerState, synonyms: bool) -> Vec<DescribeConfigsResourceResult> {
+    let set = state.broker_defaults();
+    let r = state.config.retention;
+    let statics = [
+        ("log.retention.ms", r.retention_ms.unwrap_or(-1).to_string()),
+        (
+            "log.retention.bytes",
+            r.retention_bytes
+                .map_or(-1, |b| i64::try_from(b).unwrap_or(i64::MAX))
+                .to_string(),
+        ),
+        (
+            "log.roll.ms",
+            r.roll_ms.map_or(String::new(), |ms| ms.to_string()),
+        ),
+    ];
+    statics
+        .into_iter()
+        .map(|(k, static_value)| match set.get(k) {
+            Some(v) => entry(
+                k,
+                v.clone(),
+                LONG,
+                CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER,
+                false,
+                synonyms,
+            ),
+            None => entry(
+                k,
+                static_value,
+                LONG,
+                CONFIG_SOURCE_STATIC_BROKER,
+                false,
+                synonyms,
+            ),
+        })
+        .filter(|e| e.value.as_deref() != Some(""))
+        .collect()
+}
+
 fn describe_broker(
     state: &BrokerState,
     name: &str,
     synonyms: bool,
 ) -> Result<Vec<DescribeConfigsResourceResult>, (ErrorCode, String)> {
     if name.is_empty() {
-        return Ok(Vec::new());
+        // The cluster-wide default: only what is set dynamically.
+        return Ok(dynamic_defaults(state, synonyms)
+            .into_iter()
+            .filter(|e| e.config_source == CONFIG_SOURCE_DYNAMIC_DEFAULT_BROKER)
+            .collect());
     }
     if name.parse::<i32>().ok() != Some(state.config.node_id) {
         return Err((
@@ -230,10 +279,12 @@ fn describe_broker(
             ),
         ));
     }
-    Ok(broker_configs(state)
+    let mut all: Vec<DescribeConfigsResourceResult> = broker_configs(state)
         .into_iter()
         .map(|(k, v, t)| entry(k, v, t, CONFIG_SOURCE_STATIC_BROKER, true, synonyms))
-        .collect())
+        .collect();
+    all.extend(dynamic_defaults(state, synonyms));
+    Ok(all)
 }
 
 fn describe(

@@ -1,5 +1,5 @@
-//! CreateTopics, DeleteTopics, CreateAcls, DeleteAcls and
-//! AlterUserScramCredentials on a cluster node: forwarded to the controller (as
+//! CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs (topic
+//! resources), CreateAcls, DeleteAcls and AlterUserScramCredentials on a cluster node: forwarded to the controller (as
 //! KRaft brokers forward them), then answered once this node's metadata image
 //! shows the outcome, so that a client that asks this node next sees it. Everything
 //! is authorized here first (Create and Delete on topics, Alter on the cluster for
@@ -332,6 +332,156 @@ pub(crate) async fn delete_topics(
                 .all(|n| s.topic(n).is_none() && link.image().topic_by_name(n).is_none())
         })
         .await;
+        Ok(resp)
+    })
+    .await
+}
+
+/// IncrementalAlterConfigs on a cluster node: resources answered here (repeats,
+/// authorization, broker resources; see `incremental_alter_configs.rs`), topic
+/// changes sent to the controller, answered once this node's topics show the new
+/// configs.
+pub(crate) async fn incremental_alter_configs(
+    state: &Arc<BrokerState>,
+    ctx: &RequestContext,
+    frame: Bytes,
+    version: i16,
+) -> Result<Reply, DispatchError> {
+    use super::incremental_alter_configs::precheck;
+    use crate::config_change::{apply_broker_default_changes, apply_topic_changes};
+    use baton_protocol::messages::{
+        IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse,
+    };
+    use baton_protocol::messages::{RESOURCE_TYPE_BROKER, RESOURCE_TYPE_TOPIC};
+    forwarded::<IncrementalAlterConfigsRequest, _, _>(
+        state,
+        frame,
+        version,
+        |link, req| async move {
+            let mut seen = std::collections::HashSet::new();
+            let mut answered = Vec::new();
+            let mut onward = IncrementalAlterConfigsRequest {
+                resources: Vec::new(),
+                validate_only: req.validate_only,
+            };
+            for r in req.resources {
+                match precheck(state, ctx, &r, &mut seen) {
+                    Some(answer) => answered.push(answer),
+                    None => onward.resources.push(r),
+                }
+            }
+            let mut resp = if onward.resources.is_empty() {
+                IncrementalAlterConfigsResponse::default()
+            } else {
+                // What each topic's configs become, from this node's image; the answer
+                // waits until the local topics show it.
+                let expected: Vec<(String, std::collections::BTreeMap<String, String>)> = onward
+                    .resources
+                    .iter()
+                    .filter(|r| r.resource_type == RESOURCE_TYPE_TOPIC)
+                    .filter_map(|r| {
+                        let t = link.image().topic_by_name(&r.resource_name).cloned()?;
+                        let current = t.configs.iter().cloned().collect();
+                        Some((
+                            r.resource_name.clone(),
+                            apply_topic_changes(&current, &r.configs).ok()?,
+                        ))
+                    })
+                    .collect();
+                let defaults: Option<std::collections::BTreeMap<String, String>> = onward
+                    .resources
+                    .iter()
+                    .find(|r| r.resource_type == RESOURCE_TYPE_BROKER)
+                    .and_then(|r| {
+                        apply_broker_default_changes(link.image().broker_defaults(), &r.configs)
+                            .ok()
+                    })
+                    .filter(|_| !onward.validate_only);
+                let resp =
+                    call_controller(&link, &onward, version, "IncrementalAlterConfigs").await?;
+                let defaults = defaults.filter(|_| {
+                    resp.responses
+                        .iter()
+                        .any(|r| r.resource_type == RESOURCE_TYPE_BROKER && r.error_code == 0)
+                });
+                let changed: Vec<_> = expected
+                    .into_iter()
+                    .filter(|(name, _)| {
+                        !onward.validate_only
+                            && resp
+                                .responses
+                                .iter()
+                                .any(|r| &r.resource_name == name && r.error_code == 0)
+                    })
+                    .collect();
+                wait_until(state, |s| {
+                    changed
+                        .iter()
+                        .all(|(name, want)| s.topic(name).is_none_or(|t| &t.config.entries == want))
+                        && defaults.as_ref().is_none_or(|d| &s.broker_defaults() == d)
+                })
+                .await;
+                resp
+            };
+            resp.responses.extend(answered);
+            Ok(resp)
+        },
+    )
+    .await
+}
+
+/// CreatePartitions on a cluster node: repeats and topics without Alter are
+/// answered here; the others go to the controller, answered once this node's
+/// copy of each grown topic has its new partitions with their roles.
+pub(crate) async fn create_partitions(
+    state: &Arc<BrokerState>,
+    ctx: &RequestContext,
+    frame: Bytes,
+    version: i16,
+) -> Result<Reply, DispatchError> {
+    use super::create_partitions::precheck;
+    use baton_protocol::messages::{CreatePartitionsRequest, CreatePartitionsResponse};
+    forwarded::<CreatePartitionsRequest, _, _>(state, frame, version, |link, mut req| async move {
+        let mut seen = std::collections::HashSet::new();
+        let mut answered = Vec::new();
+        let topics = std::mem::take(&mut req.topics);
+        for t in topics {
+            match precheck(state, ctx, &t, &mut seen) {
+                Some(answer) => answered.push(answer),
+                None => req.topics.push(t),
+            }
+        }
+        let mut resp = if req.topics.is_empty() {
+            CreatePartitionsResponse::default()
+        } else {
+            call_controller(&link, &req, version, "CreatePartitions").await?
+        };
+        let grown: Vec<(String, usize)> = req
+            .topics
+            .iter()
+            .filter(|t| {
+                !req.validate_only
+                    && resp
+                        .results
+                        .iter()
+                        .any(|r| r.name == t.name && r.error_code == 0)
+            })
+            .map(|t| (t.name.clone(), usize::try_from(t.count).unwrap_or(0)))
+            .collect();
+        wait_until(state, |s| {
+            grown.iter().all(|(name, count)| {
+                s.topic(name).is_none_or(|t| {
+                    t.partitions.len() >= *count
+                        && t.partitions.iter().all(|p| {
+                            let st = p.lock();
+                            !matches!(st.role(), crate::partition::Role::NotReplica)
+                                || !st.replicas.contains(&link.node_id)
+                        })
+                })
+            })
+        })
+        .await;
+        resp.results.extend(answered);
         Ok(resp)
     })
     .await

@@ -19,6 +19,7 @@ pub mod api_versions;
 pub(crate) mod consumer_group_describe;
 pub(crate) mod consumer_group_heartbeat;
 pub(crate) mod create_acls;
+pub(crate) mod create_partitions;
 pub(crate) mod create_topics;
 pub(crate) mod delete_acls;
 pub mod delete_groups;
@@ -28,6 +29,7 @@ mod describe_acls;
 pub mod describe_cluster;
 pub mod describe_configs;
 pub mod describe_groups;
+pub(crate) mod describe_log_dirs;
 pub(crate) mod describe_producers;
 pub(crate) mod describe_transactions;
 pub(crate) mod describe_user_scram_credentials;
@@ -37,6 +39,7 @@ pub mod fetch;
 pub mod find_coordinator;
 mod forward;
 pub mod heartbeat;
+pub(crate) mod incremental_alter_configs;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
@@ -423,6 +426,44 @@ pub(crate) async fn dispatch(
             run::<DescribeConfigsRequest, _>(state, ctx, frame, version, |s, c, r, v| {
                 Some(describe_configs::handle(s, c, r, v))
             })
+            .await
+        }
+        baton_protocol::messages::IncrementalAlterConfigsRequest::API_KEY
+            if state.mode.is_replica() =>
+        {
+            forward::incremental_alter_configs(state, ctx, frame, version).await
+        }
+        baton_protocol::messages::IncrementalAlterConfigsRequest::API_KEY => {
+            run::<baton_protocol::messages::IncrementalAlterConfigsRequest, _>(
+                state,
+                ctx,
+                frame,
+                version,
+                |s, c, r, v| Some(incremental_alter_configs::handle(s, c, r, v)),
+            )
+            .await
+        }
+        baton_protocol::messages::CreatePartitionsRequest::API_KEY if state.mode.is_replica() => {
+            forward::create_partitions(state, ctx, frame, version).await
+        }
+        baton_protocol::messages::CreatePartitionsRequest::API_KEY => {
+            run::<baton_protocol::messages::CreatePartitionsRequest, _>(
+                state,
+                ctx,
+                frame,
+                version,
+                |s, c, r, v| Some(create_partitions::handle(s, c, r, v)),
+            )
+            .await
+        }
+        baton_protocol::messages::DescribeLogDirsRequest::API_KEY => {
+            run::<baton_protocol::messages::DescribeLogDirsRequest, _>(
+                state,
+                ctx,
+                frame,
+                version,
+                |s, c, r, v| Some(describe_log_dirs::handle(s, c, r, v)),
+            )
             .await
         }
         DescribeClusterRequest::API_KEY => {

@@ -35,8 +35,10 @@
 //!
 //! Deviations from Apache Kafka: several batches
 //! per partition are accepted (Kafka takes exactly one from a v2 producer);
-//! compressed batches are stored without decompressing their records; no
-//! `max.message.bytes` limit; a null or empty records field is `CORRUPT_MESSAGE`.
+//! compressed batches are stored without decompressing their records;
+//! `max.message.bytes` applies only where a topic sets it (Kafka's broker default
+//! is 1 MiB): a batch larger than it is `MESSAGE_TOO_LARGE`; a null or empty
+//! records field is `CORRUPT_MESSAGE`.
 //!
 //! This handler decodes the request, takes each partition's records out of the
 //! frame, calls [`produce_batch`] per partition and builds the response; the
@@ -204,6 +206,7 @@ pub(crate) fn handle(
             .map(|t| t.config.timestamp_type())
             .unwrap_or_default();
         let compacted = topic.as_ref().is_some_and(|t| t.config.is_compacted());
+        let max_batch = topic.as_ref().and_then(|t| t.config.max_message_bytes());
         let partition_responses = topic_data
             .partition_data
             .into_iter()
@@ -224,6 +227,15 @@ pub(crate) fn handle(
                         })
                     }) {
                         return failed(pd.index, code);
+                    }
+                }
+                if let (Some(max), Some(r), true) = (max_batch, &records, partition.is_some()) {
+                    let bytes = match r {
+                        ProduceRecords::Owned(b) => &b[..],
+                        ProduceRecords::Shared(b) => &b[..],
+                    };
+                    if largest_batch(bytes) > max {
+                        return failed(pd.index, ErrorCode::MessageTooLarge);
                     }
                 }
                 match produce_batch(partition.map(|p| &**p), records, timestamp_type, settings) {
@@ -346,6 +358,21 @@ pub(crate) async fn finish(
         }
     }
     response
+}
+
+/// The size of the largest record batch in `records` (each batch is its 12-byte
+/// offset and length prefix plus the length), walking the length fields only; a
+/// truncated tail counts as what is present.
+fn largest_batch(records: &[u8]) -> usize {
+    let mut rest = records;
+    let mut largest = 0;
+    while rest.len() >= 12 {
+        let len = i32::from_be_bytes([rest[8], rest[9], rest[10], rest[11]]);
+        let size = 12usize.saturating_add(usize::try_from(len).unwrap_or(0));
+        largest = largest.max(size.min(rest.len()));
+        rest = &rest[size.min(rest.len())..];
+    }
+    largest.max(rest.len())
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::state::BrokerState;
 pub(super) const BOOLEAN: i8 = 1;
 pub(super) const STRING: i8 = 2;
 pub(super) const INT: i8 = 3;
-const LONG: i8 = 5;
+pub(super) const LONG: i8 = 5;
 const DOUBLE: i8 = 6;
 pub(super) const LIST: i8 = 7;
 
@@ -25,6 +25,8 @@ pub(super) fn default_min_insync(state: &BrokerState) -> usize {
 /// The topic configs this broker applies when a topic sets none, with their types.
 pub(crate) fn topic_defaults(state: &BrokerState) -> Vec<Entry> {
     let c = &state.config;
+    // The static defaults with the cluster-wide dynamic ones over them.
+    let retention = state.effective_retention();
     vec![
         ("cleanup.policy", "delete".into(), LIST),
         ("compression.type", "producer".into(), STRING),
@@ -53,7 +55,7 @@ pub(crate) fn topic_defaults(state: &BrokerState) -> Vec<Entry> {
         ),
         (
             "retention.bytes",
-            c.retention
+            retention
                 .retention_bytes
                 .map_or(-1, |b| i64::try_from(b).unwrap_or(i64::MAX))
                 .to_string(),
@@ -61,7 +63,7 @@ pub(crate) fn topic_defaults(state: &BrokerState) -> Vec<Entry> {
         ),
         (
             "retention.ms",
-            c.retention.retention_ms.unwrap_or(-1).to_string(),
+            retention.retention_ms.unwrap_or(-1).to_string(),
             LONG,
         ),
         ("segment.bytes", c.segment_bytes.to_string(), INT),

@@ -715,6 +715,12 @@ impl LeaderState {
         self.on_isr_committed(isr, partition_epoch)
     }
 
+    /// Applies changed topic settings (`min.insync.replicas` altered on the live
+    /// topic); the next `acks=all` produce is checked against them.
+    pub fn set_config(&mut self, config: LeaderConfig) {
+        self.config = config;
+    }
+
     /// The planned move was abandoned: accept writes again.
     pub fn abort_drain(&mut self) {
         self.drain = None;

@@ -409,12 +409,25 @@ impl Admin {
                     Ok(resp)
                 })
                 .await?;
-            for (result, (resource, _)) in resp.responses.into_iter().zip(group) {
+            for (resource, _) in group {
+                let (resource_type, resource_name) = resource.wire();
+                let Some(result) = resp
+                    .responses
+                    .iter()
+                    .find(|r| r.resource_type == resource_type && r.resource_name == resource_name)
+                else {
+                    failed.push(ConfigError {
+                        resource,
+                        code: ErrorCode::UnknownServerError,
+                        message: Some("the broker did not answer for this resource".into()),
+                    });
+                    continue;
+                };
                 if result.error_code != 0 {
                     failed.push(ConfigError {
                         resource,
                         code: ErrorCode::from_code(result.error_code),
-                        message: result.error_message,
+                        message: result.error_message.clone(),
                     });
                 }
             }

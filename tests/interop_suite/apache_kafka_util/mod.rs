@@ -374,6 +374,7 @@ num.replica.fetchers=1
 background.threads=2
 num.recovery.threads.per.data.dir=1
 log.cleaner.enable=false
+log.retention.check.interval.ms=500
 broker.heartbeat.interval.ms=500
 broker.session.timeout.ms=4000
 broker.rack=rack-{id}

@@ -529,6 +529,10 @@ fn reconcile(
     if img.next_offset() != *link.image_tx.borrow() {
         return None;
     }
+    // The cluster-wide dynamic broker defaults (retention) apply on this node.
+    if state.broker_defaults() != *img.broker_defaults() {
+        let _ = state.set_broker_defaults(img.broker_defaults().clone());
+    }
     // The cluster's SCRAM users log in on this node's SASL listeners.
     state
         .scram
@@ -621,6 +625,8 @@ fn reconcile(
                     }
                 }
                 if let Some(l) = st.leader_state_mut() {
+                    // Topic configs altered since this node took the lead.
+                    l.set_config(leader_config);
                     let ineligible = pi
                         .replicas
                         .iter()
