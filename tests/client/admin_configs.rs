@@ -314,6 +314,47 @@ async fn bad_config_changes_are_refused_naming_the_key() {
         Some("86400000")
     );
 
+    // Partitions on a standalone broker: assignments must name it.
+    admin
+        .create_partitions([NewPartitions::increase_to(&topic, 2)], false)
+        .await
+        .unwrap();
+    match admin
+        .create_partitions(
+            [NewPartitions::increase_to(&topic, 3).assignments(vec![vec![node + 1]])],
+            false,
+        )
+        .await
+    {
+        Err(AdminError::Topics(e)) => {
+            assert_eq!(e[0].code, ErrorCode::InvalidReplicaAssignment)
+        }
+        other => panic!("expected INVALID_REPLICA_ASSIGNMENT, got {other:?}"),
+    }
+    admin
+        .create_partitions(
+            [NewPartitions::increase_to(&topic, 3).assignments(vec![vec![node]])],
+            false,
+        )
+        .await
+        .unwrap();
+    let producer = Producer::builder(&client).build();
+    produce(&producer, &topic, 2, 3, 10).await;
+    producer.close().await;
+    let info = admin.describe_cluster_info(false).await.unwrap();
+    assert_eq!(info.brokers.len(), 1);
+    assert_eq!(info.authorized_operations, None);
+    let dirs = admin.describe_log_dirs([node]).await.unwrap();
+    let dir = &dirs[&node][0];
+    assert_eq!(dir.path, format!("memory:/node-{node}"));
+    assert_eq!((dir.total_bytes, dir.usable_bytes), (None, None));
+    let p2 = dir
+        .replicas
+        .iter()
+        .find(|r| r.topic == topic && r.partition == 2)
+        .expect("partition 2 listed");
+    assert!(p2.size > 0);
+
     // Other broker configs: static, read-only.
     let broker_cfg = admin
         .describe_configs([ConfigResource::Broker(node)], Default::default())
