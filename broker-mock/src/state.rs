@@ -469,6 +469,20 @@ impl BrokerState {
         partitions: i32,
         config: TopicConfig,
     ) -> Result<Arc<Topic>, Refusal> {
+        self.update_topic_with(name, |_, _| Ok(Some((partitions, config))))
+            .map(|t| t.expect("a change was asked for"))
+    }
+
+    /// Like [`BrokerState::update_topic`], with the new partition count and
+    /// configs decided by `change` from the current topic and the node's usage,
+    /// under the topic table's write lock (so concurrent changes of one topic
+    /// apply in turn, each on the other's result). `change` giving `None` changes
+    /// nothing (validate only).
+    pub fn update_topic_with(
+        &self,
+        name: &str,
+        change: impl FnOnce(&Topic, Usage) -> Result<Option<(i32, TopicConfig)>, Refusal>,
+    ) -> Result<Option<Arc<Topic>>, Refusal> {
         let mut topics = self.write_topics();
         let old = topics.by_name.get(name).cloned().ok_or_else(|| {
             (
@@ -476,6 +490,9 @@ impl BrokerState {
                 format!("Topic {name} does not exist."),
             )
         })?;
+        let Some((partitions, config)) = change(&old, topics.usage())? else {
+            return Ok(None);
+        };
         let added = usize::try_from(partitions)
             .unwrap_or(0)
             .saturating_sub(old.partitions.len());
@@ -503,7 +520,7 @@ impl BrokerState {
         if added > 0 {
             tracing::info!(topic = name, partitions, "added partitions");
         }
-        Ok(topic)
+        Ok(Some(topic))
     }
 
     /// Deletes a topic and its data.

@@ -314,6 +314,47 @@ async fn bad_config_changes_are_refused_naming_the_key() {
         Some("86400000")
     );
 
+    // Partitions on a standalone broker: assignments must name it.
+    admin
+        .create_partitions([NewPartitions::increase_to(&topic, 2)], false)
+        .await
+        .unwrap();
+    match admin
+        .create_partitions(
+            [NewPartitions::increase_to(&topic, 3).assignments(vec![vec![node + 1]])],
+            false,
+        )
+        .await
+    {
+        Err(AdminError::Topics(e)) => {
+            assert_eq!(e[0].code, ErrorCode::InvalidReplicaAssignment)
+        }
+        other => panic!("expected INVALID_REPLICA_ASSIGNMENT, got {other:?}"),
+    }
+    admin
+        .create_partitions(
+            [NewPartitions::increase_to(&topic, 3).assignments(vec![vec![node]])],
+            false,
+        )
+        .await
+        .unwrap();
+    let producer = Producer::builder(&client).build();
+    produce(&producer, &topic, 2, 3, 10).await;
+    producer.close().await;
+    let info = admin.describe_cluster_info(false).await.unwrap();
+    assert_eq!(info.brokers.len(), 1);
+    assert_eq!(info.authorized_operations, None);
+    let dirs = admin.describe_log_dirs([node]).await.unwrap();
+    let dir = &dirs[&node][0];
+    assert_eq!(dir.path, format!("memory:/node-{node}"));
+    assert_eq!((dir.total_bytes, dir.usable_bytes), (None, None));
+    let p2 = dir
+        .replicas
+        .iter()
+        .find(|r| r.topic == topic && r.partition == 2)
+        .expect("partition 2 listed");
+    assert!(p2.size > 0);
+
     // Other broker configs: static, read-only.
     let broker_cfg = admin
         .describe_configs([ConfigResource::Broker(node)], Default::default())
@@ -431,5 +472,55 @@ async fn created_partitions_get_leaders_and_the_producer_uses_them() {
         .unwrap();
     assert!(p0.size > 0, "partition 0 holds three records: {p0:?}");
     assert_eq!(p0.offset_lag, 0);
+    cluster.shutdown().await;
+}
+
+/// Answers lost on the way back (the connection closes after the request was
+/// applied): `describe_configs` and `incremental_alter_configs` retry on a new
+/// connection with backoff and succeed, and `create_partitions` reports the
+/// documented outcome of a retry after a lost answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_calls_retry_lost_answers() {
+    use baton_broker::faults::RequestFault;
+    let mut cluster = Cluster::builder()
+        .brokers(3)
+        .in_memory()
+        .start()
+        .await
+        .unwrap();
+    let client = client(&cluster).await;
+    let admin = Admin::new(&client).with_operation_timeout(Duration::from_secs(30));
+    let topic = topic_name("retry");
+    admin
+        .create_topics([NewTopic::new(topic.clone(), 1, 3)])
+        .await
+        .unwrap();
+    for api_key in [32, 44, 37] {
+        cluster.inject(None, RequestFault::drop_response(api_key));
+    }
+    admin
+        .incremental_alter_configs(
+            [(
+                ConfigResource::topic(&topic),
+                vec![AlterConfigOp::set("retention.ms", "60000")],
+            )],
+            false,
+        )
+        .await
+        .expect("retried after the lost answer");
+    assert_eq!(
+        topic_config(&admin, &topic).await.value("retention.ms"),
+        Some("60000")
+    );
+    match admin
+        .create_partitions([NewPartitions::increase_to(&topic, 2)], false)
+        .await
+    {
+        Ok(()) => {}
+        Err(AdminError::Topics(e)) => assert_eq!(e[0].code, ErrorCode::InvalidPartitions),
+        Err(e) => panic!("unexpected {e}"),
+    }
+    let meta = client.refresh_metadata().await.unwrap();
+    assert_eq!(meta.topic(&topic).unwrap().partitions.len(), 2);
     cluster.shutdown().await;
 }

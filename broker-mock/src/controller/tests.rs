@@ -1,6 +1,8 @@
 //! Controller scenarios: placement, fencing and elections, AlterPartition, controlled
 //! shutdown, preferred-leader restore, corruption reports, and replay determinism.
 
+use std::collections::BTreeMap;
+
 use baton_protocol::{ErrorCode, Uuid};
 
 use super::*;
@@ -628,4 +630,75 @@ fn replay_rejects_gaps_and_inconsistent_records() {
         Controller::recover(old, config(), 0),
         Err(ApplyError::StaleControllerEpoch { .. })
     ));
+}
+
+#[test]
+fn create_partitions_checks_counts_and_assignments_then_places_new_partitions() {
+    let (mut c, _) = cluster(&[1, 2, 3]);
+    c.create_topic("t", tid(1), 2, 2, vec![]).unwrap();
+    let code = |r: Result<(), (ErrorCode, String)>| r.unwrap_err().0;
+    assert_eq!(
+        code(c.create_partitions("t", 2, None, false)),
+        ErrorCode::InvalidPartitions
+    );
+    assert_eq!(
+        code(c.create_partitions("t", 1, None, false)),
+        ErrorCode::InvalidPartitions
+    );
+    assert_eq!(
+        code(c.create_partitions("nope", 3, None, false)),
+        ErrorCode::UnknownTopicOrPartition
+    );
+    let bad: [&[Vec<i32>]; 4] = [
+        &[vec![1, 2], vec![2, 3]], // two lists for one new partition
+        &[vec![1]],                // shorter than the replication factor
+        &[vec![1, 1]],             // a broker twice
+        &[vec![1, 9]],             // not a live broker
+    ];
+    for a in bad {
+        assert_eq!(
+            code(c.create_partitions("t", 3, Some(a), false)),
+            ErrorCode::InvalidReplicaAssignment,
+            "{a:?}"
+        );
+    }
+    // validate_only writes nothing.
+    let before = c.state().next_offset();
+    c.create_partitions("t", 4, None, true).unwrap();
+    assert_eq!(c.state().next_offset(), before);
+    assert_eq!(c.state().topic(tid(1)).unwrap().partitions, 2);
+    // Placed by the controller, then as the caller asks.
+    c.create_partitions("t", 3, None, false).unwrap();
+    c.create_partitions("t", 4, Some(&[vec![3, 1]]), false)
+        .unwrap();
+    assert_eq!(c.state().topic(tid(1)).unwrap().partitions, 4);
+    let p3 = part(&c, tid(1), 3);
+    assert_eq!((p3.replicas.clone(), p3.leader), (vec![3, 1], 3));
+    assert_eq!(p3.isr, vec![3, 1]);
+    assert_eq!(part(&c, tid(1), 2).replicas.len(), 2);
+}
+
+#[test]
+fn topic_configs_and_broker_defaults_are_records_replayed_per_key() {
+    let (mut c, _) = cluster(&[1]);
+    c.create_topic("t", tid(1), 1, 1, vec![("retention.ms".into(), "5".into())])
+        .unwrap();
+    let mut want: BTreeMap<String, String> = BTreeMap::new();
+    want.insert("max.message.bytes".into(), "2048".into());
+    let before = c.state().next_offset();
+    c.set_topic_configs("t", &want).unwrap();
+    // One record removes retention.ms, one sets max.message.bytes.
+    assert_eq!(c.state().next_offset(), before + 2);
+    assert_eq!(
+        c.state().topic(tid(1)).unwrap().configs,
+        vec![("max.message.bytes".to_owned(), "2048".to_owned())]
+    );
+    c.set_topic_configs("t", &want).unwrap();
+    assert_eq!(c.state().next_offset(), before + 2, "no change, no record");
+    let mut defaults = BTreeMap::new();
+    defaults.insert("log.retention.ms".to_owned(), "1000".to_owned());
+    c.set_broker_defaults(&defaults).unwrap();
+    assert_eq!(c.state().broker_defaults(), &defaults);
+    c.set_broker_defaults(&BTreeMap::new()).unwrap();
+    assert!(c.state().broker_defaults().is_empty());
 }

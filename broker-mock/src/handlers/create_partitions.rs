@@ -106,59 +106,52 @@ fn grow_local(
     t: &CreatePartitionsTopic,
     validate_only: bool,
 ) -> Result<(), Refusal> {
-    let topic = state.topic(&t.name).ok_or_else(|| {
-        (
-            ErrorCode::UnknownTopicOrPartition,
-            format!("Topic {} does not exist.", t.name),
-        )
-    })?;
-    let have = topic.partitions.len() as i32;
-    if t.count == have {
-        return Err((
-            ErrorCode::InvalidPartitions,
-            format!("Topic already has {have} partitions."),
-        ));
-    }
-    if t.count < have {
-        return Err((
-            ErrorCode::InvalidPartitions,
-            format!(
-                "Topic currently has {have} partitions, which is higher than the requested {}.",
-                t.count
-            ),
-        ));
-    }
-    let added = (t.count - have) as usize;
-    let existing: usize = state.all_topics().iter().map(|t| t.partitions.len()).sum();
-    check_limits(&state.config.limits, existing, added)?;
-    if let Some(assignments) = &t.assignments {
-        if assignments.len() != added {
-            return Err((
-                ErrorCode::InvalidReplicaAssignment,
-                format!(
-                    "Attempted to add {added} additional partitions, but {} assignments were \
-                     supplied.",
-                    assignments.len()
-                ),
-            ));
-        }
-        let me = state.config.node_id;
-        if let Some(a) = assignments.iter().find(|a| a.broker_ids != [me]) {
-            return Err((
-                ErrorCode::InvalidReplicaAssignment,
-                format!(
-                    "Assignment {:?} does not fit this single broker: each new partition must \
-                     be assigned to [{me}].",
-                    a.broker_ids
-                ),
-            ));
-        }
-    }
-    if validate_only {
-        return Ok(());
-    }
+    let me = state.config.node_id;
     state
-        .update_topic(&t.name, t.count, topic.config.clone())
+        .update_topic_with(&t.name, |topic, usage| {
+            let have = topic.partitions.len() as i32;
+            if t.count == have {
+                return Err((
+                    ErrorCode::InvalidPartitions,
+                    format!("Topic already has {have} partitions."),
+                ));
+            }
+            if t.count < have {
+                return Err((
+                    ErrorCode::InvalidPartitions,
+                    format!(
+                        "Topic currently has {have} partitions, which is higher than the \
+                         requested {}.",
+                        t.count
+                    ),
+                ));
+            }
+            let added = (t.count - have) as usize;
+            check_limits(&state.config.limits, usage.partitions, added)?;
+            if let Some(assignments) = &t.assignments {
+                if assignments.len() != added {
+                    return Err((
+                        ErrorCode::InvalidReplicaAssignment,
+                        format!(
+                            "Attempted to add {added} additional partitions, but {} \
+                             assignments were supplied.",
+                            assignments.len()
+                        ),
+                    ));
+                }
+                if let Some(a) = assignments.iter().find(|a| a.broker_ids != [me]) {
+                    return Err((
+                        ErrorCode::InvalidReplicaAssignment,
+                        format!(
+                            "Assignment {:?} does not fit this single broker: each new \
+                             partition must be assigned to [{me}].",
+                            a.broker_ids
+                        ),
+                    ));
+                }
+            }
+            Ok((!validate_only).then(|| (t.count, topic.config.clone())))
+        })
         .map(|_| ())
 }
 

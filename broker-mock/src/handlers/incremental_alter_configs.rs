@@ -134,20 +134,12 @@ fn alter_local_topic(
     r: &AlterConfigsResource,
     validate_only: bool,
 ) -> Result<(), Refusal> {
-    let name = &r.resource_name;
-    let topic = state.topic(name).ok_or_else(|| {
-        (
-            ErrorCode::UnknownTopicOrPartition,
-            format!("Topic {name} does not exist."),
-        )
-    })?;
-    let entries = apply_topic_changes(&topic.config.entries, &r.configs)?;
-    if validate_only {
-        return Ok(());
-    }
-    let partitions = topic.partitions.len() as i32;
     state
-        .update_topic(name, partitions, TopicConfig { entries })
+        .update_topic_with(&r.resource_name, |topic, _| {
+            let entries = apply_topic_changes(&topic.config.entries, &r.configs)?;
+            let partitions = topic.partitions.len() as i32;
+            Ok((!validate_only).then_some((partitions, TopicConfig { entries })))
+        })
         .map(|_| ())
 }
 
