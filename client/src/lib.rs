@@ -60,6 +60,7 @@ mod offsets;
 mod pool;
 pub mod producer;
 mod sasl;
+#[cfg(feature = "tls")]
 mod tls;
 
 pub use admin::{
@@ -91,6 +92,7 @@ pub use producer::{
     TransactionError, TransactionOutcome,
 };
 pub use sasl::{BoxError, OAuthToken, OAuthTokenProvider, SaslCredentials};
+#[cfg(feature = "tls")]
 pub use tls::TlsConfig;
 pub use tokio_util::sync::CancellationToken;
 
