@@ -67,7 +67,8 @@ pub use admin::{
     AclFailure, Admin, AdminError, DeletedRecords, ListedOffset, NewTopic, OffsetSpec,
     RecordsError, RecordsToDelete, ScramChange, TopicError, UserError, UserScramCredentials,
 };
-/// The attribute that implements [`OAuthTokenProvider`] (its `async fn`).
+/// The attribute that implements the SDK's async extension points,
+/// [`OAuthTokenProvider`] and [`RebalanceListener`] (their `async fn`s).
 pub use async_trait::async_trait;
 pub use baton_protocol::acl::{
     AccessControlEntry, AclBinding, AclBindingFilter, AclError, AclOperation, AclPermissionType,
@@ -83,8 +84,7 @@ pub use consumer::{
 };
 pub use group::{
     ConsumerGroupMetadata, GroupConsumer, GroupConsumerBuilder, GroupError, GroupProtocol,
-    GroupStream, ListenerFuture, PendingCommit, RebalanceContext, RebalanceListener,
-    TopicPartition,
+    GroupStream, PendingCommit, RebalanceContext, RebalanceListener, TopicPartition,
 };
 pub use producer::{
     Acks, AttemptError, CancelOutcome, Compression, DeliveryFuture, FlushTimeout, InFlight,

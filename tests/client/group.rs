@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use baton::group::{RangeAssignor, RoundRobinAssignor};
 use baton::{
-    Client, GroupConsumer, GroupError, ListenerFuture, OffsetReset, Producer, ProducerRecord,
+    async_trait, Client, GroupConsumer, GroupError, OffsetReset, Producer, ProducerRecord,
     RebalanceContext, RebalanceListener, TopicPartition,
 };
 use baton_testkit::client::{broker_and_client, create_topic};
@@ -62,44 +62,30 @@ struct Recorder {
     history: SharedHistory,
 }
 
+#[async_trait]
 impl RebalanceListener for Recorder {
-    fn on_assigned<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_assigned(&mut self, _ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         self.history
             .lock()
             .unwrap()
             .assigned
             .push((self.member, partitions.to_vec()));
-        Box::pin(async {})
     }
 
-    fn on_revoked<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_revoked(&mut self, _ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         self.history
             .lock()
             .unwrap()
             .revoked
             .push((self.member, partitions.to_vec()));
-        Box::pin(async {})
     }
 
-    fn on_lost<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_lost(&mut self, _ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         self.history
             .lock()
             .unwrap()
             .lost
             .push((self.member, partitions.to_vec()));
-        Box::pin(async {})
     }
 }
 
@@ -685,23 +671,18 @@ struct CommitOnRevoke {
     commits: Arc<Mutex<usize>>,
 }
 
+#[async_trait]
 impl RebalanceListener for CommitOnRevoke {
-    fn on_revoked<'a>(
-        &'a mut self,
-        ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
-        Box::pin(async move {
-            ctx.commit().await.expect("commit before revocation");
-            for tp in partitions {
-                assert_eq!(
-                    ctx.committed(tp),
-                    ctx.position(tp),
-                    "{tp} committed at its position"
-                );
-            }
-            *self.commits.lock().unwrap() += 1;
-        })
+    async fn on_revoked(&mut self, ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
+        ctx.commit().await.expect("commit before revocation");
+        for tp in partitions {
+            assert_eq!(
+                ctx.committed(tp),
+                ctx.position(tp),
+                "{tp} committed at its position"
+            );
+        }
+        *self.commits.lock().unwrap() += 1;
     }
 }
 
@@ -871,13 +852,10 @@ async fn heartbeats_continue_while_the_application_is_busy() {
 /// Sleeps in `on_revoked`, long enough for the caller's `recv` to be cancelled.
 struct SlowRevoke;
 
+#[async_trait]
 impl RebalanceListener for SlowRevoke {
-    fn on_revoked<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        _partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
-        Box::pin(tokio::time::sleep(Duration::from_millis(500)))
+    async fn on_revoked(&mut self, _ctx: &mut RebalanceContext, _partitions: &[TopicPartition]) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 

@@ -93,7 +93,7 @@ pub use assignor::{
 };
 pub use builder::{GroupConsumerBuilder, GroupProtocol};
 pub use error::GroupError;
-pub use listener::{ConsumerGroupMetadata, ListenerFuture, RebalanceContext, RebalanceListener};
+pub use listener::{ConsumerGroupMetadata, RebalanceContext, RebalanceListener};
 
 use crate::client::Client;
 use crate::consumer::fetcher::StampedChunk;
