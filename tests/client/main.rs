@@ -25,4 +25,5 @@ mod retry;
 mod roundtrip;
 mod scram_admin;
 mod security;
+mod service;
 mod transactions;
