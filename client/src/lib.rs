@@ -48,6 +48,22 @@
 //! The producer takes [`bytes::Bytes`] by value and holds a record until its outcome
 //! is final, then hands it back. Every async method documents what happens if its
 //! future is dropped ("Cancel safety").
+//!
+//! # Features
+//!
+//! All on by default:
+//!
+//! - `gzip`, `snappy`, `lz4`, `zstd`: the record batch codecs. A codec left out
+//!   cannot be chosen for producing ([`Compression::is_supported`]), and batches
+//!   compressed with it fail to decode with a typed error. `zstd` binds the C
+//!   library; the others are pure Rust.
+//! - `tls`: `SSL` and `SASL_SSL` (rustls with the ring provider, which compiles
+//!   C and assembly). Without it there is no `TlsConfig` and no
+//!   `ClientBuilder::tls`, and a TLS security protocol fails to connect with
+//!   [`ConnectionError::SecurityConfig`](connection::ConnectionError::SecurityConfig).
+//!
+//! With `default-features = false` the crate links no C code. SASL (PLAIN,
+//! SCRAM, OAUTHBEARER) is always available.
 
 pub mod admin;
 mod backoff;
