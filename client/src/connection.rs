@@ -475,7 +475,7 @@ impl Connection {
         config: &ConnectionConfig,
     ) -> Result<Self, ConnectionError> {
         Err(ConnectionError::SecurityConfig(format!(
-            "{} needs TLS, and this build of baton has no `tls` feature",
+            "{} needs TLS, and the SDK was built without its `tls` feature",
             config.security_protocol
         )))
     }
