@@ -22,11 +22,11 @@
 
 use std::time::Duration;
 
-use baton::{
+use baton_broker::{Broker, BrokerConfig};
+use baton_kafka::{
     Admin, CancelOutcome, CancellationToken, Client, Consumer, ProduceError, Producer,
     ProducerRecord, StartOffset, TopicPartition,
 };
-use baton_broker::{Broker, BrokerConfig};
 use bytes::BytesMut;
 
 #[tokio::main]

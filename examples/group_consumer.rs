@@ -15,8 +15,8 @@
 
 use std::time::Duration;
 
-use baton::{Admin, Client, GroupConsumer, GroupError, Producer, ProducerRecord};
 use baton_broker::{Broker, BrokerConfig};
+use baton_kafka::{Admin, Client, GroupConsumer, GroupError, Producer, ProducerRecord};
 
 const COMMIT_EVERY: usize = 10;
 

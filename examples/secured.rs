@@ -14,12 +14,12 @@
 
 use std::path::PathBuf;
 
-use baton::connection::ConnectionError;
-use baton::{
+use baton_broker::{Broker, BrokerConfig};
+use baton_kafka::connection::ConnectionError;
+use baton_kafka::{
     Admin, Client, ClientError, Consumer, Producer, ProducerRecord, SaslCredentials,
     SecurityProtocol, StartOffset, TlsConfig,
 };
-use baton_broker::{Broker, BrokerConfig};
 use baton_testkit::security::{Pki, SCRAM_SHA512_LOGIN};
 
 #[tokio::main]

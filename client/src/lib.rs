@@ -3,7 +3,7 @@
 //! ```no_run
 //! use std::time::Duration;
 //!
-//! use baton::{Admin, Client, Consumer, Producer, ProducerRecord, StartOffset};
+//! use baton_kafka::{Admin, Client, Consumer, Producer, ProducerRecord, StartOffset};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -15,11 +15,11 @@
 use std::task::Poll;
 use std::time::Duration;
 
-use baton::{
+use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_kafka::{
     Admin, CancelOutcome, CancellationToken, Client, GroupConsumer, OffsetSpec, ProduceError,
     Producer, ProducerRecord, TopicPartition,
 };
-use baton_broker::{Broker, BrokerConfig, BrokerHandle};
 use baton_testkit::client::{create_topic, produce_values};
 use baton_testkit::topic_name;
 use bytes::{Bytes, BytesMut};

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::group::{RangeAssignor, RoundRobinAssignor};
-use baton::{
+use baton_kafka::group::{RangeAssignor, RoundRobinAssignor};
+use baton_kafka::{
     async_trait, Client, GroupConsumer, GroupError, OffsetReset, Producer, ProducerRecord,
     RebalanceContext, RebalanceListener, TopicPartition,
 };
@@ -532,7 +532,7 @@ async fn eager_assignors_share_and_manual_commits_resume() {
         let mut c = build().build().await.unwrap();
         assert_eq!(
             c.rebalance_protocol(),
-            baton::group::RebalanceProtocol::Eager
+            baton_kafka::group::RebalanceProtocol::Eager
         );
         // Read 15 of 40, commit, close.
         let first = take(&mut c, 15).await;
@@ -738,7 +738,7 @@ async fn manual_commits_from_the_listener_hand_over_cleanly() {
     broker.shutdown().await;
 }
 
-fn quick(client: &Client, group: &str, topic: &str) -> baton::GroupConsumerBuilder {
+fn quick(client: &Client, group: &str, topic: &str) -> baton_kafka::GroupConsumerBuilder {
     GroupConsumer::builder(client, group)
         .subscribe([topic])
         .heartbeat_interval(Duration::from_millis(100))

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::connection::ConnectionError;
-use baton::{Admin, Client, ClientError, GroupConsumer, GroupError, GroupProtocol, Producer};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_kafka::connection::ConnectionError;
+use baton_kafka::{Admin, Client, ClientError, GroupConsumer, GroupError, GroupProtocol, Producer};
 use baton_protocol::messages::{
     ApiVersionsRequest, ConsumerGroupHeartbeatRequest, FindCoordinatorRequest,
 };

@@ -12,11 +12,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use baton::{
+use baton_broker::{Broker, BrokerConfig};
+use baton_kafka::{
     Admin, CancellationToken, Client, Consumer, GroupConsumer, Producer, ProducerRecord,
     StartOffset,
 };
-use baton_broker::{Broker, BrokerConfig};
 
 /// The service under test, as it would live in your crate.
 async fn running_totals(

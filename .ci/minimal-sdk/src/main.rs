@@ -3,8 +3,8 @@
 //! `ConnectionError::SecurityConfig` right after the TCP connect, before any
 //! byte is sent. Exits non-zero, naming the problem, otherwise.
 
-use baton::connection::{Connection, ConnectionConfig, ConnectionError};
-use baton::{Compression, SecurityProtocol};
+use baton_kafka::connection::{Connection, ConnectionConfig, ConnectionError};
+use baton_kafka::{Compression, SecurityProtocol};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 

@@ -28,7 +28,7 @@ use super::PendingCommit;
 /// attribute (re-exported by this crate), which boxes each method's future.
 ///
 /// ```
-/// use baton::{async_trait, RebalanceContext, RebalanceListener, TopicPartition};
+/// use baton_kafka::{async_trait, RebalanceContext, RebalanceListener, TopicPartition};
 ///
 /// struct CommitOnRevoke;
 ///

@@ -17,8 +17,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::connection::ConnectionError;
-use baton::{
+use baton_kafka::connection::ConnectionError;
+use baton_kafka::{
     async_trait, CancellationToken, Client, GroupConsumer, GroupConsumerBuilder, GroupError,
     GroupProtocol, Producer, ProducerRecord, RebalanceContext, RebalanceListener, TopicPartition,
 };
