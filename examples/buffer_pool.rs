@@ -38,11 +38,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::{
+use baton_broker::{Broker, BrokerConfig, BrokerHandle, Cluster};
+use baton_kafka::{
     Admin, CancelOutcome, Client, Consumer, DeliveryFuture, NewTopic, ProduceError, Producer,
     ProducerRecord, RecordMetadata, StartOffset,
 };
-use baton_broker::{Broker, BrokerConfig, BrokerHandle, Cluster};
 use bytes::{Bytes, BytesMut};
 
 use baton_testkit::args;

@@ -16,8 +16,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use baton::{Acks, Admin, Client, Consumer, Producer, ProducerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig};
+use baton_kafka::{Acks, Admin, Client, Consumer, Producer, ProducerRecord, StartOffset};
 use bytes::{Bytes, BytesMut};
 
 use baton_testkit::args;
@@ -123,7 +123,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (mut acked, mut failed, mut reclaimed, mut refused) = (0u64, 0u64, 0u64, 0u64);
         let mut history = History::new();
         while let Some(delivery) = done_rx.recv().await {
-            let delivery: baton::DeliveryFuture = delivery;
+            let delivery: baton_kafka::DeliveryFuture = delivery;
             let (record, outcome) = match delivery.await {
                 Ok(meta) => {
                     acked += 1;

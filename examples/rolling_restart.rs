@@ -48,12 +48,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use baton::{
+use baton_broker::history::{History, ProduceOutcome};
+use baton_broker::Cluster;
+use baton_kafka::{
     Admin, CancelOutcome, CancellationToken, Client, Consumer, DeliveryFuture, NewTopic,
     ProduceError, Producer, ProducerRecord, RecordMetadata, StartOffset,
 };
-use baton_broker::history::{History, ProduceOutcome};
-use baton_broker::Cluster;
 use baton_testkit::Rng;
 use bytes::{Bytes, BytesMut};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
@@ -334,7 +334,7 @@ impl App {
 
     /// Hands a record read by any reader to the history checker; returns whether
     /// the application's own check passes (intact CRC, right partition).
-    fn observe(&self, record: &baton::ConsumerRecord) -> bool {
+    fn observe(&self, record: &baton_kafka::ConsumerRecord) -> bool {
         let value = record.value.as_deref().unwrap_or_default();
         let checked = intact_id(value);
         // A damaged value still names the record it claims to be, and reports a
@@ -503,7 +503,7 @@ async fn consume(app: Arc<App>, mut consumer: Consumer, stop: CancellationToken)
             Err(e) => {
                 st.errors += 1;
                 app.ui.log(format!("consumer error: {e}"));
-                if matches!(e, baton::ConsumerError::Closed) {
+                if matches!(e, baton_kafka::ConsumerError::Closed) {
                     break;
                 }
                 continue;
@@ -903,7 +903,7 @@ async fn replay_partition(app: Arc<App>, mut consumer: Consumer, end_offset: i64
             Ok(Err(e)) => {
                 app.ui.log(format!("replaying reader: {e}"));
                 app.replay_errors.fetch_add(1, Ordering::Relaxed);
-                if matches!(e, baton::ConsumerError::Closed) {
+                if matches!(e, baton_kafka::ConsumerError::Closed) {
                     break;
                 }
                 continue;

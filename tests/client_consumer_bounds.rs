@@ -13,12 +13,12 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use baton::connection::{Connection, ConnectionConfig};
-use baton::{
+use baton_broker::BrokerHandle;
+use baton_kafka::connection::{Connection, ConnectionConfig};
+use baton_kafka::{
     Client, Consumer, ConsumerBuilder, ConsumerError, ConsumerRecord, GroupConsumer, GroupError,
     StartOffset,
 };
-use baton_broker::BrokerHandle;
 use baton_protocol::messages::{PartitionProduceData, ProduceRequest, TopicProduceData};
 use baton_protocol::record::{Compression, RecordBatch, RecordBatchBuilder};
 use baton_testkit::client::{broker_and_client, create_topic};
@@ -321,7 +321,7 @@ async fn the_group_consumer_releases_the_budget_of_stale_records() {
         .build()
         .await
         .unwrap();
-    let tp = baton::TopicPartition {
+    let tp = baton_kafka::TopicPartition {
         topic: topic.as_str().into(),
         partition: 0,
     };

@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::{
+use baton_kafka::{
     Acks, AclBinding, AclBindingFilter, AclOperation, AclPermissionType, Admin, Client, Consumer,
     GroupConsumer, OffsetSpec, PatternType, Producer, ProducerRecord, ResourcePattern,
     ResourceType, StartOffset, TopicPartition,
@@ -427,7 +427,7 @@ const CLIENT_KEYS: [i16; 24] = [
     K_OFFSET_DELETE,
 ];
 
-fn client_for(addr: &str) -> baton::ClientBuilder {
+fn client_for(addr: &str) -> baton_kafka::ClientBuilder {
     Client::builder([addr.to_string()])
         .client_id("hostile-test")
         .request_timeout(Duration::from_millis(250))
@@ -459,7 +459,7 @@ async fn round(run: &mut Run, addr: &str, client: &Client, topic: &str, n: usize
     .await;
     run.measure("delete_records", &[K_DELETE_RECORDS], 0, limit, async {
         let _ = admin
-            .delete_records([baton::RecordsToDelete::new(topic, 0, 0)])
+            .delete_records([baton_kafka::RecordsToDelete::new(topic, 0, 0)])
             .await;
     })
     .await;
@@ -473,7 +473,7 @@ async fn round(run: &mut Run, addr: &str, client: &Client, topic: &str, n: usize
             name: topic.to_string(),
             pattern_type: PatternType::Literal,
         },
-        entry: baton::AccessControlEntry {
+        entry: baton_kafka::AccessControlEntry {
             principal: "User:alice".into(),
             host: "*".into(),
             operation: AclOperation::Read,

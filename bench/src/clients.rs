@@ -59,9 +59,9 @@ impl From<&Endpoint> for Endpoint {
 
 impl Endpoint {
     /// A Baton client connected here.
-    pub async fn baton(&self) -> Result<baton::Client, String> {
+    pub async fn baton(&self) -> Result<baton_kafka::Client, String> {
         let mut builder =
-            baton::Client::builder([self.bootstrap.as_str()]).client_id("bench-baton");
+            baton_kafka::Client::builder([self.bootstrap.as_str()]).client_id("bench-baton");
         if let Some(security) = &self.security {
             builder = security.apply(builder);
         }
@@ -120,11 +120,11 @@ pub async fn baton_produce(
     s: ProduceSettings,
 ) -> Result<Sample, String> {
     let client = at.into().baton().await?;
-    let producer = baton::Producer::builder(&client)
+    let producer = baton_kafka::Producer::builder(&client)
         .acks(if s.acks == 1 {
-            baton::Acks::Leader
+            baton_kafka::Acks::Leader
         } else {
-            baton::Acks::All
+            baton_kafka::Acks::All
         })
         .linger(s.linger)
         .batch_size(s.batch_bytes)
@@ -135,7 +135,7 @@ pub async fn baton_produce(
     // Warm up: metadata and the connection.
     producer
         .send(
-            baton::ProducerRecord::new(topic)
+            baton_kafka::ProducerRecord::new(topic)
                 .partition(0)
                 .value(Bytes::from_static(b"warm")),
         )
@@ -150,7 +150,7 @@ pub async fn baton_produce(
     for _ in 0..n {
         let d = producer
             .send(
-                baton::ProducerRecord::new(topic.clone())
+                baton_kafka::ProducerRecord::new(topic.clone())
                     .partition(0)
                     .value(value.clone()),
             )
@@ -184,8 +184,8 @@ pub async fn baton_consume(at: impl Into<Endpoint>, topic: &str, n: u64) -> Resu
         .await
         .map_err(err("baton metadata"))?;
     let (cpu0, t0) = (self_cpu(), Instant::now());
-    let mut consumer = baton::Consumer::builder(&client)
-        .assign(topic, 0, baton::StartOffset::Earliest)
+    let mut consumer = baton_kafka::Consumer::builder(&client)
+        .assign(topic, 0, baton_kafka::StartOffset::Earliest)
         .build()
         .await
         .map_err(err("baton consumer"))?;

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use baton::{Acks, Admin, Client, Producer, ProducerRecord};
+use baton_kafka::{Acks, Admin, Client, Producer, ProducerRecord};
 use baton_broker::Cluster;
 use bytes::Bytes;
 use tokio::sync::mpsc;
@@ -56,7 +56,7 @@ pub async fn run(o: FailoverOptions) -> Result<(), String> {
         .map_err(|_| "ISR never reached 3")?;
 
     let producer = Producer::builder(&client).acks(Acks::All).build();
-    let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, baton::DeliveryFuture)>();
+    let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, baton_kafka::DeliveryFuture)>();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let send_errors = Arc::new(Mutex::new(0u64));
     let pacer = {

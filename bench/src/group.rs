@@ -1,5 +1,5 @@
 //! The group consumer's read path: one member of a fresh group reads a
-//! pre-produced partition through [`baton::GroupConsumer::recv`].
+//! pre-produced partition through [`baton_kafka::GroupConsumer::recv`].
 
 use std::time::Instant;
 
@@ -14,12 +14,12 @@ pub async fn baton_group_consume(
     group: &str,
     n: u64,
 ) -> Result<Sample, String> {
-    let client = baton::Client::builder([bootstrap])
+    let client = baton_kafka::Client::builder([bootstrap])
         .client_id("bench-baton-group")
         .build()
         .await
         .map_err(|e| format!("baton client: {e}"))?;
-    let mut consumer = baton::GroupConsumer::builder(&client, group)
+    let mut consumer = baton_kafka::GroupConsumer::builder(&client, group)
         .subscribe([topic])
         .build()
         .await

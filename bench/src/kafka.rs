@@ -251,7 +251,7 @@ async fn wait_ready(node: &mut BrokerProc, log: &Path) -> Result<(), String> {
             return Err(format!("Kafka exited with {status}:\n{text}"));
         }
         let attempt = async {
-            let client = baton::Client::builder([node.bootstrap()])
+            let client = baton_kafka::Client::builder([node.bootstrap()])
                 .request_timeout(Duration::from_secs(5))
                 .connect_timeout(Duration::from_secs(1))
                 .build()

@@ -137,18 +137,18 @@ fn settings(acks: i16) -> ProduceSettings {
 
 /// A Baton admin client on `bootstrap` for creating and deleting topics.
 struct Topics {
-    admin: baton::Admin,
+    admin: baton_kafka::Admin,
 }
 
 impl Topics {
     async fn new(bootstrap: &str) -> Result<Topics, String> {
-        let client = baton::Client::builder([bootstrap])
+        let client = baton_kafka::Client::builder([bootstrap])
             .client_id("bench-admin")
             .build()
             .await
             .map_err(|e| format!("admin client: {e}"))?;
         Ok(Topics {
-            admin: baton::Admin::new(&client),
+            admin: baton_kafka::Admin::new(&client),
         })
     }
     async fn create(&self, topic: &str) -> Result<(), String> {
@@ -524,27 +524,27 @@ async fn sizes() {
     use std::mem::size_of;
     println!(
         "ProducerRecord          {} bytes",
-        size_of::<baton::ProducerRecord>()
+        size_of::<baton_kafka::ProducerRecord>()
     );
     println!(
         "RecordMetadata          {} bytes",
-        size_of::<baton::RecordMetadata>()
+        size_of::<baton_kafka::RecordMetadata>()
     );
     println!(
         "ProduceError            {} bytes",
-        size_of::<baton::ProduceError>()
+        size_of::<baton_kafka::ProduceError>()
     );
     println!(
         "Result<RecordMetadata, ProduceError> {} bytes",
-        size_of::<Result<baton::RecordMetadata, baton::ProduceError>>()
+        size_of::<Result<baton_kafka::RecordMetadata, baton_kafka::ProduceError>>()
     );
     println!(
         "DeliveryFuture          {} bytes",
-        size_of::<baton::DeliveryFuture>()
+        size_of::<baton_kafka::DeliveryFuture>()
     );
-    if let Ok(client) = baton::Client::builder(["127.0.0.1:1"]).build().await {
-        let p = baton::Producer::builder(&client).build();
-        let fut = p.send(baton::ProducerRecord::new("t"));
+    if let Ok(client) = baton_kafka::Client::builder(["127.0.0.1:1"]).build().await {
+        let p = baton_kafka::Producer::builder(&client).build();
+        let fut = p.send(baton_kafka::ProducerRecord::new("t"));
         println!(
             "Producer::send future   {} bytes",
             std::mem::size_of_val(&fut)
@@ -552,12 +552,12 @@ async fn sizes() {
     } else {
         // Build a client lazily against a broker to size the send future.
         let broker = BrokerProc::baton(&measure::baton_broker_bin()).expect("broker");
-        let client = baton::Client::builder([broker.bootstrap()])
+        let client = baton_kafka::Client::builder([broker.bootstrap()])
             .build()
             .await
             .expect("client");
-        let p = baton::Producer::builder(&client).build();
-        let fut = p.send(baton::ProducerRecord::new("t"));
+        let p = baton_kafka::Producer::builder(&client).build();
+        let fut = p.send(baton_kafka::ProducerRecord::new("t"));
         println!(
             "Producer::send future   {} bytes",
             std::mem::size_of_val(&fut)

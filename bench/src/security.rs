@@ -203,7 +203,7 @@ pub async fn run(o: &Options) -> Result<(), String> {
 /// Creates a 1-partition topic through Baton's admin client.
 async fn create_topic(at: &Endpoint, topic: &str) -> Result<(), String> {
     let client = at.baton().await?;
-    baton::Admin::new(&client)
+    baton_kafka::Admin::new(&client)
         .create_topic(topic, 1, 1)
         .await
         .map_err(|e| format!("create {topic}: {e}"))?;
@@ -216,7 +216,7 @@ async fn create_topic(at: &Endpoint, topic: &str) -> Result<(), String> {
 /// Deletes a produce run's topic (the brokers keep their logs in memory).
 async fn delete_topic(at: &Endpoint, topic: &str) {
     let deleted = match at.baton().await {
-        Ok(client) => baton::Admin::new(&client)
+        Ok(client) => baton_kafka::Admin::new(&client)
             .delete_topics([topic])
             .await
             .map_err(|e| e.to_string()),

@@ -175,13 +175,13 @@ async fn produce(
 /// transactions with a fresh transactional id, committed every interval.
 async fn baton_produce(bootstrap: &str, topic: &str, n: u64, mode: Mode) -> Result<Sample, String> {
     let s = acks_all();
-    let client = baton::Client::builder([bootstrap])
+    let client = baton_kafka::Client::builder([bootstrap])
         .client_id("bench-baton-txn")
         .build()
         .await
         .map_err(|e| format!("baton client: {e}"))?;
-    let mut builder = baton::Producer::builder(&client)
-        .acks(baton::Acks::All)
+    let mut builder = baton_kafka::Producer::builder(&client)
+        .acks(baton_kafka::Acks::All)
         .linger(s.linger)
         .batch_size(s.batch_bytes)
         .max_request_size(s.max_request)
@@ -190,7 +190,7 @@ async fn baton_produce(bootstrap: &str, topic: &str, n: u64, mode: Mode) -> Resu
         builder = builder.transactional_id(format!("bench-baton-{topic}"));
     }
     let producer = builder.build();
-    let txn = |what: &'static str| move |e: baton::TransactionError| format!("baton {what}: {e}");
+    let txn = |what: &'static str| move |e: baton_kafka::TransactionError| format!("baton {what}: {e}");
     if let Mode::Transactional(_) = mode {
         producer
             .init_transactions()
@@ -204,7 +204,7 @@ async fn baton_produce(bootstrap: &str, topic: &str, n: u64, mode: Mode) -> Resu
     let value = bytes::Bytes::from(vec![b'v'; 100]);
     let send = |v: bytes::Bytes| {
         producer.send(
-            baton::ProducerRecord::new(topic.to_owned())
+            baton_kafka::ProducerRecord::new(topic.to_owned())
                 .partition(0)
                 .value(v),
         )

@@ -236,7 +236,7 @@ pub struct ProduceArgs {
     pub partition: Option<i32>,
     /// Acknowledgements: 0, 1 or all (-1).
     #[arg(long, value_name = "ACKS", default_value = "all", value_parser = parse_acks)]
-    pub acks: baton::Acks,
+    pub acks: baton_kafka::Acks,
     /// Compression codec.
     #[arg(short = 'z', long, value_enum, default_value_t = CompressionArg::None)]
     pub compression: CompressionArg,
@@ -266,13 +266,13 @@ pub enum CompressionArg {
 
 impl CompressionArg {
     /// The SDK's codec.
-    pub fn codec(self) -> baton::Compression {
+    pub fn codec(self) -> baton_kafka::Compression {
         match self {
-            CompressionArg::None => baton::Compression::None,
-            CompressionArg::Gzip => baton::Compression::Gzip,
-            CompressionArg::Snappy => baton::Compression::Snappy,
-            CompressionArg::Lz4 => baton::Compression::Lz4,
-            CompressionArg::Zstd => baton::Compression::Zstd,
+            CompressionArg::None => baton_kafka::Compression::None,
+            CompressionArg::Gzip => baton_kafka::Compression::Gzip,
+            CompressionArg::Snappy => baton_kafka::Compression::Snappy,
+            CompressionArg::Lz4 => baton_kafka::Compression::Lz4,
+            CompressionArg::Zstd => baton_kafka::Compression::Zstd,
         }
     }
 }
@@ -534,11 +534,11 @@ fn parse_delimiter(s: &str) -> Result<u8, String> {
     }
 }
 
-fn parse_acks(s: &str) -> Result<baton::Acks, String> {
+fn parse_acks(s: &str) -> Result<baton_kafka::Acks, String> {
     match s.to_ascii_lowercase().as_str() {
-        "0" => Ok(baton::Acks::None),
-        "1" => Ok(baton::Acks::Leader),
-        "all" | "-1" => Ok(baton::Acks::All),
+        "0" => Ok(baton_kafka::Acks::None),
+        "1" => Ok(baton_kafka::Acks::Leader),
+        "all" | "-1" => Ok(baton_kafka::Acks::All),
         _ => Err(format!("expected 0, 1 or all, got {s:?}")),
     }
 }

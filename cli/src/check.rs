@@ -10,8 +10,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use baton::{Client, Consumer, OffsetSpec, StartOffset, TopicPartition};
 use baton_broker::history::{parse_payload, History, HistoryReport, ProduceOutcome};
+use baton_kafka::{Client, Consumer, OffsetSpec, StartOffset, TopicPartition};
 
 use crate::args::CheckArgs;
 use crate::error::CliError;
@@ -103,7 +103,7 @@ pub async fn run(client: &Client, args: CheckArgs) -> Result<(), CliError> {
         return Err(CliError::unknown_topic(&args.topic));
     };
     let partitions: Vec<i32> = topic.partitions.iter().map(|p| p.partition).collect();
-    let ends: BTreeMap<i32, i64> = baton::Admin::new(client)
+    let ends: BTreeMap<i32, i64> = baton_kafka::Admin::new(client)
         .list_offsets(
             partitions
                 .iter()

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use baton::{Client, SaslCredentials, SaslMechanism, SecurityProtocol, TlsConfig};
+use baton_kafka::{Client, SaslCredentials, SaslMechanism, SecurityProtocol, TlsConfig};
 
 use crate::args::{ConnectionArgs, MechanismArg, SecurityArg};
 use crate::error::{CliError, Status};

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::Duration;
 
-use baton::{
+use baton_kafka::{
     Admin, Client, Consumer, ConsumerRecord, GroupConsumer, OffsetReset, OffsetSpec, StartOffset,
     TopicPartition,
 };

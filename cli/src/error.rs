@@ -4,8 +4,8 @@
 use std::fmt;
 use std::process::ExitCode;
 
-use baton::connection::ConnectionError;
-use baton::{AdminError, ClientError, ConsumerError, GroupError};
+use baton_kafka::connection::ConnectionError;
+use baton_kafka::{AdminError, ClientError, ConsumerError, GroupError};
 use baton_protocol::ErrorCode;
 
 /// The documented exit statuses (`baton --help` lists them).

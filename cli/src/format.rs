@@ -1,7 +1,7 @@
 //! How `baton consume` prints a record: the raw value, a JSON object, or a
 //! template with `{field}` placeholders. Pure functions over bytes.
 
-use baton::ConsumerRecord;
+use baton_kafka::ConsumerRecord;
 
 use crate::error::CliError;
 

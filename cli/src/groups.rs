@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use baton::{
+use baton_kafka::{
     Admin, AdminError, Client, GroupOffsetReset, GroupState, GroupType, ListGroupsFilter,
     TopicPartition,
 };

@@ -16,7 +16,7 @@ mod topics;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use baton::Admin;
+use baton_kafka::Admin;
 use clap::Parser;
 
 use args::{Cli, Command};

@@ -6,7 +6,7 @@ use std::io::{BufRead, Read};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 
-use baton::{Client, DeliveryFuture, Producer, ProducerRecord};
+use baton_kafka::{Client, DeliveryFuture, Producer, ProducerRecord};
 
 use crate::args::ProduceArgs;
 use crate::error::CliError;

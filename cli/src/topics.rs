@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use base64::Engine as _;
-use baton::metadata::TopicMetadata;
-use baton::{
+use baton_kafka::metadata::TopicMetadata;
+use baton_kafka::{
     Admin, AdminError, AlterConfigOp, Client, ConfigResource, DescribeConfigsOptions,
     NewPartitions, NewTopic, ResourceConfig,
 };

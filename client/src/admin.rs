@@ -11,21 +11,21 @@
 //! operation timeout (`admin/retry.rs`; group calls per group, re-finding each
 //! group's coordinator).
 
-mod alter_reassignments;
 mod alter_group_offsets;
+mod alter_reassignments;
 mod cluster;
 mod configs;
 mod create_partitions;
 mod delete_group_offsets;
 mod delete_groups;
 mod delete_records;
-mod elect_leaders;
-mod list_reassignments;
 mod describe_groups;
+mod elect_leaders;
 mod group_coordinators;
 mod group_lag;
 mod list_group_offsets;
 mod list_groups;
+mod list_reassignments;
 mod log_dirs;
 mod reset_group_offsets;
 mod retry;
@@ -57,13 +57,13 @@ pub use configs::{
 };
 pub use create_partitions::NewPartitions;
 pub use delete_records::{DeletedRecords, RecordsError, RecordsToDelete};
-pub use elect_leaders::{ElectionResult, ElectionType};
-pub use list_reassignments::OngoingReassignment;
 pub use describe_groups::{GroupDescription, MemberDescription};
+pub use elect_leaders::{ElectionResult, ElectionType};
 pub use group_coordinators::GroupFailure;
 pub use group_lag::PartitionLag;
 pub use list_group_offsets::{GroupOffsets, GroupOffsetsQuery, OffsetAndMetadata};
 pub use list_groups::{GroupListing, GroupState, GroupType, ListGroupsFilter};
+pub use list_reassignments::OngoingReassignment;
 pub use log_dirs::{LogDirDescription, ReplicaLogInfo};
 pub use reset_group_offsets::GroupOffsetReset;
 use retry::{retriable_code, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};

@@ -11,6 +11,7 @@ use crate::connection::{Connection, ConnectionConfig, ConnectionError};
 use crate::metadata::{BrokerMetadata, ClusterMetadata, LeaderHint, MetadataCache, Scope};
 use crate::pool::{BrokerPool, PoolKey};
 use crate::sasl::SaslCredentials;
+#[cfg(feature = "tls")]
 use crate::tls::TlsConfig;
 use baton_protocol::security::SecurityProtocol;
 use baton_protocol::ErrorCode;
@@ -147,7 +148,8 @@ impl ClientBuilder {
     }
 
     /// TLS settings for `SSL` and `SASL_SSL` (default: the operating system's
-    /// roots, the broker's host name verified).
+    /// roots, the broker's host name verified). Needs the `tls` feature.
+    #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: TlsConfig) -> Self {
         self.connection.tls = Some(tls);
         self

@@ -53,6 +53,7 @@ use tokio::sync::{mpsc, oneshot, RwLock};
 use tokio::task::AbortHandle;
 
 use crate::sasl::{self, SaslCredentials};
+#[cfg(feature = "tls")]
 use crate::tls::{self, TlsConfig};
 
 /// Initial read buffer size, and the least room made for each read.
@@ -92,7 +93,9 @@ pub struct ConnectionConfig {
     /// `SASL_SSL`, ignored otherwise. `Debug` never shows the password.
     pub sasl: Option<SaslCredentials>,
     /// TLS settings for `SSL` and `SASL_SSL`; `None` there means the operating
-    /// system's roots and the broker's host name verified.
+    /// system's roots and the broker's host name verified. Needs the `tls`
+    /// feature.
+    #[cfg(feature = "tls")]
     pub tls: Option<TlsConfig>,
 }
 
@@ -107,6 +110,7 @@ impl Default for ConnectionConfig {
             client_software_version: env!("CARGO_PKG_VERSION").to_string(),
             security_protocol: SecurityProtocol::Plaintext,
             sasl: None,
+            #[cfg(feature = "tls")]
             tls: None,
         }
     }
@@ -460,6 +464,29 @@ impl Connection {
             let (read, write) = stream.into_split();
             return Self::start(read, write, addr, config).await;
         }
+        Self::connect_tls(addr, stream, config).await
+    }
+
+    /// Without the `tls` feature no TLS protocol can be used.
+    #[cfg(not(feature = "tls"))]
+    async fn connect_tls(
+        _addr: &str,
+        _stream: TcpStream,
+        config: &ConnectionConfig,
+    ) -> Result<Self, ConnectionError> {
+        Err(ConnectionError::SecurityConfig(format!(
+            "{} needs TLS, and the SDK was built without its `tls` feature",
+            config.security_protocol
+        )))
+    }
+
+    /// Wraps `stream` in TLS and runs the connection over it.
+    #[cfg(feature = "tls")]
+    async fn connect_tls(
+        addr: &str,
+        stream: TcpStream,
+        config: &ConnectionConfig,
+    ) -> Result<Self, ConnectionError> {
         let tls = config.tls.clone().unwrap_or_default();
         let stream = tls.connect(addr, stream).await?;
         let (read, write) = tokio::io::split(stream);

@@ -3,7 +3,7 @@
 //! ```no_run
 //! use std::time::Duration;
 //!
-//! use baton::{Admin, Client, Consumer, Producer, ProducerRecord, StartOffset};
+//! use baton_kafka::{Admin, Client, Consumer, Producer, ProducerRecord, StartOffset};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -48,6 +48,22 @@
 //! The producer takes [`bytes::Bytes`] by value and holds a record until its outcome
 //! is final, then hands it back. Every async method documents what happens if its
 //! future is dropped ("Cancel safety").
+//!
+//! # Features
+//!
+//! All on by default:
+//!
+//! - `gzip`, `snappy`, `lz4`, `zstd`: the record batch codecs. A codec left out
+//!   cannot be chosen for producing ([`Compression::is_supported`]), and batches
+//!   compressed with it fail to decode with a typed error. `zstd` binds the C
+//!   library; the others are pure Rust.
+//! - `tls`: `SSL` and `SASL_SSL` (rustls with the ring provider, which compiles
+//!   C and assembly). Without it there is no `TlsConfig` and no
+//!   `ClientBuilder::tls`, and a TLS security protocol fails to connect with
+//!   [`ConnectionError::SecurityConfig`](connection::ConnectionError::SecurityConfig).
+//!
+//! With `default-features = false` the crate links no C code. SASL (PLAIN,
+//! SCRAM, OAUTHBEARER) is always available.
 
 pub mod admin;
 mod backoff;
@@ -60,6 +76,7 @@ mod offsets;
 mod pool;
 pub mod producer;
 mod sasl;
+#[cfg(feature = "tls")]
 mod tls;
 
 pub use admin::{
@@ -75,7 +92,8 @@ pub use admin::{
     ResourceConfig,
 };
 pub use admin::{ElectionResult, ElectionType, OngoingReassignment, PartitionError, Reassignment};
-/// The attribute that implements [`OAuthTokenProvider`] (its `async fn`).
+/// The attribute that implements the SDK's async extension points,
+/// [`OAuthTokenProvider`] and [`RebalanceListener`] (their `async fn`s).
 pub use async_trait::async_trait;
 pub use baton_protocol::acl::{
     AccessControlEntry, AclBinding, AclBindingFilter, AclError, AclOperation, AclPermissionType,
@@ -91,8 +109,7 @@ pub use consumer::{
 };
 pub use group::{
     ConsumerGroupMetadata, GroupConsumer, GroupConsumerBuilder, GroupError, GroupProtocol,
-    GroupStream, ListenerFuture, PendingCommit, RebalanceContext, RebalanceListener,
-    TopicPartition,
+    GroupStream, PendingCommit, RebalanceContext, RebalanceListener, TopicPartition,
 };
 pub use producer::{
     Acks, AttemptError, CancelOutcome, Compression, DeliveryFuture, FlushTimeout, InFlight,
@@ -100,6 +117,7 @@ pub use producer::{
     TransactionError, TransactionOutcome,
 };
 pub use sasl::{BoxError, OAuthToken, OAuthTokenProvider, SaslCredentials};
+#[cfg(feature = "tls")]
 pub use tls::TlsConfig;
 pub use tokio_util::sync::CancellationToken;
 

@@ -8,14 +8,14 @@
 
 use std::time::Duration;
 
-use baton::{
+use baton_broker::{
+    AuthorizerConfig, Broker, BrokerConfig, BrokerHandle, ListenerSecurity, SaslSettings,
+};
+use baton_kafka::{
     AccessControlEntry, AclBinding, AclBindingFilter, AclFailure, AclOperation, AclPermissionType,
     Admin, AdminError, Client, ClientError, Consumer, ConsumerError, GroupConsumer, GroupError,
     PatternType, ProduceError, Producer, ProducerRecord, ResourcePattern, ResourceType,
     SaslCredentials, SaslMechanism, SecurityProtocol, StartOffset,
-};
-use baton_broker::{
-    AuthorizerConfig, Broker, BrokerConfig, BrokerHandle, ListenerSecurity, SaslSettings,
 };
 use baton_protocol::ErrorCode;
 use baton_testkit::client::consume_from_start;
@@ -515,7 +515,7 @@ async fn metadata_hides_topics_the_principal_may_not_describe() {
         "hidden from all-topics metadata"
     );
     let e = Admin::new(&alice)
-        .list_offsets([(hidden.clone(), 0, baton::OffsetSpec::Latest)])
+        .list_offsets([(hidden.clone(), 0, baton_kafka::OffsetSpec::Latest)])
         .await
         .unwrap_err();
     match e {
@@ -572,8 +572,8 @@ mod certificate_principal {
     //! certificate's subject DN in RFC 2253 form (`User:CN=app,O=Baton`).
 
     use super::*;
-    use baton::TlsConfig;
     use baton_broker::{ClientAuth, TlsSettings};
+    use baton_kafka::TlsConfig;
     use rcgen::{
         BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
         ExtendedKeyUsagePurpose, IsCa, KeyPair,

@@ -1,6 +1,6 @@
 //! Admin operations against the in-process broker.
 
-use baton::{Admin, AdminError, NewTopic, OffsetSpec, Producer, ProducerRecord};
+use baton_kafka::{Admin, AdminError, NewTopic, OffsetSpec, Producer, ProducerRecord};
 use baton_protocol::ErrorCode;
 use baton_testkit::client::broker_and_client;
 use baton_testkit::topic_name;
@@ -88,7 +88,7 @@ async fn create_topic_rides_a_controller_restart() {
 
     let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
     let addr = broker.local_addr();
-    let client = baton::Client::builder([broker.bootstrap()])
+    let client = baton_kafka::Client::builder([broker.bootstrap()])
         .connect_timeout(Duration::from_secs(1))
         .build()
         .await

@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use baton::{
+use baton_broker::{Cluster, LogRetention};
+use baton_kafka::{
     Admin, AdminError, AlterConfigOp, ConfigResource, ConfigSource, DescribeConfigsOptions,
     NewPartitions, NewTopic, OffsetSpec, Producer, ProducerRecord,
 };
-use baton_broker::{Cluster, LogRetention};
 use baton_protocol::ErrorCode;
 use baton_testkit::client::broker_and_client;
 use baton_testkit::cluster::client;
@@ -45,7 +45,7 @@ async fn produce(producer: &Producer, topic: &str, partition: i32, n: usize, siz
     }
 }
 
-async fn topic_config(admin: &Admin, topic: &str) -> baton::ResourceConfig {
+async fn topic_config(admin: &Admin, topic: &str) -> baton_kafka::ResourceConfig {
     admin
         .describe_configs(
             [ConfigResource::topic(topic)],
@@ -129,7 +129,7 @@ async fn altered_topic_configs_take_effect_on_every_node_and_survive_a_restart()
     assert!(
         matches!(
             err,
-            baton::ProduceError::Rejected {
+            baton_kafka::ProduceError::Rejected {
                 code: ErrorCode::MessageTooLarge,
                 ..
             }

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use baton::{Admin, AdminError, GroupOffsetsQuery, GroupState, OffsetAndMetadata, TopicPartition};
+use baton_kafka::{
+    Admin, AdminError, GroupOffsetsQuery, GroupState, OffsetAndMetadata, TopicPartition,
+};
 use baton_protocol::ErrorCode;
 use baton_testkit::admin_groups::{eventually, group_admin_lifecycle};
 use baton_testkit::client::{broker_and_client, create_topic};
@@ -104,7 +106,7 @@ async fn offset_delete_is_bounded_per_request() {
     let broker = baton_broker::Broker::start(config)
         .await
         .expect("broker starts");
-    let client = baton::Client::builder([broker.bootstrap()])
+    let client = baton_kafka::Client::builder([broker.bootstrap()])
         .build()
         .await
         .expect("client connects");

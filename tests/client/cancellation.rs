@@ -7,16 +7,24 @@
 //! whose broker is down before it got its producer id, cannot have sent the record.
 //! "In flight" is made certain the same way: the record's broker is down after the
 //! producer got its id, so the batch leaves the accumulator and keeps failing.
+//!
+//! The last tests drive futures poll by poll (`tokio_test::task`) and drop them
+//! between polls, each after a different number of polls, so that every point a
+//! future can be abandoned at is exercised, not just the first.
 
+use std::task::Poll;
 use std::time::Duration;
 
-use baton::{
-    Admin, CancelOutcome, CancellationToken, Client, OffsetSpec, ProduceError, Producer,
-    ProducerRecord,
-};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
-use baton_testkit::client::create_topic;
+use baton_kafka::{
+    Admin, CancelOutcome, CancellationToken, Client, GroupConsumer, OffsetSpec, ProduceError,
+    Producer, ProducerRecord, TopicPartition,
+};
+use baton_testkit::client::{create_topic, produce_values};
+use baton_testkit::topic_name;
 use bytes::{Bytes, BytesMut};
+use tokio::time::Instant;
+use tokio_test::{assert_pending, assert_ready, task};
 
 /// A value in its own buffer, so `try_into_mut` tells whether anyone else holds it.
 fn pooled(text: &str) -> Bytes {
@@ -333,4 +341,190 @@ async fn flush_and_close_deadlines_report_what_is_pending() {
     }
     assert_eq!(producer.outstanding(), 0);
     assert_eq!(producer.close_timeout(Duration::from_secs(5)).await, Ok(()));
+}
+
+/// Waits (polling, with a generous deadline) until `cond` holds.
+async fn eventually(what: &str, mut cond: impl AsyncFnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !cond().await {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// `send` waiting for buffer memory, dropped after its first, second and third
+/// poll: the record was never accepted (nothing outstanding, its buffer free for
+/// a pool); the same wait cancelled by a token wakes the task and hands the
+/// record back; and the producer still delivers afterwards.
+#[tokio::test]
+async fn send_dropped_after_each_poll_while_waiting_for_memory_never_accepts_the_record() {
+    let (broker, client) = baton_testkit::client::broker_and_client().await;
+    let topic = create_topic(&client, "poll-send", 1).await;
+    let producer = Producer::builder(&client)
+        .buffer_memory(300)
+        .linger(Duration::from_secs(3600))
+        .build();
+    let first = producer
+        .send(ProducerRecord::new(topic.clone()).value(vec![0u8; 150]))
+        .await
+        .unwrap();
+    for polls in 1..=3 {
+        let value = BytesMut::from(&[1u8; 150][..]).freeze();
+        let watch = value.clone();
+        let mut send = task::spawn(producer.send(ProducerRecord::new(topic.clone()).value(value)));
+        for _ in 0..polls {
+            assert_pending!(send.poll(), "no memory until the first record is delivered");
+            tokio::task::yield_now().await;
+        }
+        drop(send);
+        assert_eq!(producer.outstanding(), 1, "dropped after {polls} poll(s)");
+        watch
+            .try_into_mut()
+            .expect("the dropped send left no reference to the record");
+    }
+
+    let token = CancellationToken::new();
+    let mut send = task::spawn(producer.send_with_cancel(
+        ProducerRecord::new(topic.clone()).value(vec![2u8; 150]),
+        &token,
+    ));
+    assert_pending!(send.poll());
+    token.cancel();
+    assert!(
+        send.is_woken(),
+        "cancelling the token wakes the waiting send"
+    );
+    match assert_ready!(send.poll()) {
+        Err(ProduceError::Cancelled { record }) => {
+            assert_eq!(record.value.as_deref(), Some(&[2u8; 150][..]))
+        }
+        other => panic!("expected Cancelled, got {other:?}"),
+    }
+    drop(send);
+
+    // The wait itself still completes once memory is free.
+    let mut send =
+        task::spawn(producer.send(ProducerRecord::new(topic.clone()).value(vec![3u8; 150])));
+    assert_pending!(send.poll());
+    producer.flush().await;
+    first.await.expect("the first record is delivered");
+    eventually("the waiting send is woken", async || send.is_woken()).await;
+    let last = assert_ready!(send.poll()).expect("accepted once memory is free");
+    drop(send);
+    producer.flush().await;
+    assert_eq!(last.await.expect("delivered").offset, 1);
+    assert_eq!(
+        end_offset(&client, &topic, 0).await,
+        2,
+        "nothing else written"
+    );
+    producer.close().await;
+    broker.shutdown().await;
+}
+
+/// `flush` dropped after its first poll, before the sender ran, and again after
+/// the batch reached the broker: the records are delivered anyway, and a later
+/// flush still works.
+#[tokio::test]
+async fn a_dropped_flush_stops_the_waiting_only() {
+    let (broker, client) = baton_testkit::client::broker_and_client().await;
+    let topic = create_topic(&client, "poll-flush", 1).await;
+    let producer = Producer::builder(&client)
+        .linger(Duration::from_secs(3600))
+        .build();
+    let a = producer
+        .send(ProducerRecord::new(topic.clone()).value("a"))
+        .await
+        .unwrap();
+    let mut flush = task::spawn(producer.flush());
+    assert_pending!(flush.poll(), "no delivery within one poll");
+    eventually("the flushed record is on the broker", async || {
+        end_offset(&client, &topic, 0).await == 1
+    })
+    .await;
+    drop(flush);
+    assert_eq!(a.await.expect("delivered").offset, 0);
+
+    let b = producer
+        .send(ProducerRecord::new(topic.clone()).value("b"))
+        .await
+        .unwrap();
+    let mut flush = task::spawn(producer.flush());
+    assert_pending!(flush.poll());
+    drop(flush);
+    producer.flush().await;
+    assert_eq!(b.await.expect("delivered").offset, 1);
+    assert_eq!(producer.outstanding(), 0);
+    producer.close().await;
+    broker.shutdown().await;
+}
+
+/// A group consumer whose `recv` is dropped after one, two or three polls in
+/// turn (and whose records arrive only through the calls that did complete)
+/// returns every record exactly once and in order; a `commit` dropped after its
+/// first poll leaves the consumer usable, and the next commit stores the
+/// position.
+#[tokio::test]
+async fn group_recv_and_commit_dropped_between_polls_lose_nothing() {
+    let (broker, client) = baton_testkit::client::broker_and_client().await;
+    let topic = create_topic(&client, "poll-group", 1).await;
+    const N: usize = 30;
+    produce_values(&client, &topic, 0, N).await;
+    let mut consumer = GroupConsumer::builder(&client, topic_name("poll-group"))
+        .subscribe([topic.clone()])
+        .manual_commit()
+        .heartbeat_interval(Duration::from_millis(100))
+        .session_timeout(Duration::from_secs(10))
+        .max_wait(Duration::from_millis(50))
+        .build()
+        .await
+        .unwrap();
+
+    let mut seen = Vec::new();
+    let mut dropped = 0;
+    let mut polls = 1;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while seen.len() < N {
+        assert!(
+            Instant::now() < deadline,
+            "only {} of {N} records",
+            seen.len()
+        );
+        let mut recv = task::spawn(consumer.recv());
+        let mut got = None;
+        for _ in 0..polls {
+            if let Poll::Ready(r) = recv.poll() {
+                got = Some(r.expect("recv"));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        drop(recv);
+        match got {
+            Some(r) => seen.push((r.offset, r.value.expect("a value"))),
+            None => dropped += 1,
+        }
+        polls = polls % 3 + 1;
+    }
+    assert!(dropped > 0, "some recv was dropped while pending");
+    for (i, (offset, value)) in seen.iter().enumerate() {
+        assert_eq!(*offset, i as i64, "each record once, in order");
+        assert_eq!(value.as_ref(), format!("v{i}").as_bytes());
+    }
+
+    let tp = TopicPartition::new(topic.clone(), 0);
+    let mut commit = task::spawn(consumer.commit());
+    assert_pending!(commit.poll(), "a commit needs the coordinator's answer");
+    drop(commit);
+    consumer.commit().await.expect("commit after a dropped one");
+    assert_eq!(consumer.committed(&tp), Some(N as i64));
+
+    produce_values(&client, &topic, 0, 1).await;
+    let next = tokio::time::timeout(Duration::from_secs(60), consumer.recv())
+        .await
+        .expect("a record produced later")
+        .expect("recv");
+    assert_eq!(next.offset, N as i64);
+    consumer.close().await.unwrap();
+    broker.shutdown().await;
 }

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use baton::{Admin, Client, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig, CleanerConfig};
+use baton_kafka::{Admin, Client, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_testkit::client::read_partition_through;
 use baton_testkit::topic_name;
 

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use baton::{Compression, Producer, ProducerConfigError, ProducerRecord, RecordHeader};
+use baton_kafka::{Compression, Producer, ProducerConfigError, ProducerRecord, RecordHeader};
 use baton_protocol::record::RecordBatch;
 use baton_testkit::client::{consume_from_start, create_topic};
 use baton_testkit::proxy::{Proxied, ProxyState};

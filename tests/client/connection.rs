@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::connection::{BrokenCause, Connection, ConnectionConfig, ConnectionError};
+use baton_kafka::connection::{BrokenCause, Connection, ConnectionConfig, ConnectionError};
 use baton_protocol::envelope;
 use baton_protocol::messages::{
     ApiVersion, ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, ProduceRequest,

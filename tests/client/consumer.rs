@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use baton::{
+use baton_kafka::{
     Consumer, ConsumerError, ConsumerRecord, OffsetReset, Producer, ProducerRecord, StartOffset,
 };
 use baton_testkit::client::{broker_and_client, create_topic};
 use futures_core::Stream;
 
 /// Produces `n` records `v0..v{n-1}` to partition 0 with timestamps 10_000 + 100*i.
-async fn fill(client: &baton::Client, topic: &str, from: usize, n: usize) {
+async fn fill(client: &baton_kafka::Client, topic: &str, from: usize, n: usize) {
     let producer = Producer::builder(client).build();
     let mut ds = Vec::new();
     for i in from..from + n {
@@ -33,7 +33,7 @@ async fn next(consumer: &mut Consumer) -> ConsumerRecord {
         .expect("no error")
 }
 
-async fn consumer_at(client: &baton::Client, topic: &str, start: StartOffset) -> Consumer {
+async fn consumer_at(client: &baton_kafka::Client, topic: &str, start: StartOffset) -> Consumer {
     Consumer::builder(client)
         .assign(topic, 0, start)
         .max_wait(Duration::from_millis(50))
@@ -200,7 +200,7 @@ async fn a_fetch_long_poll_does_not_delay_a_producer_on_the_same_client() {
 
 /// Produces `n` records `p{partition}-{i}` to `partition`.
 async fn fill_partition(
-    client: &baton::Client,
+    client: &baton_kafka::Client,
     topic: &str,
     partition: i32,
     from: usize,
@@ -232,7 +232,7 @@ async fn seek_pause_and_resume_reposition_a_partition() {
     let (broker, client) = broker_and_client().await;
     let topic = create_topic(&client, "seek", 1).await;
     fill(&client, &topic, 0, 10).await;
-    let tp = baton::TopicPartition::new(topic.as_str(), 0);
+    let tp = baton_kafka::TopicPartition::new(topic.as_str(), 0);
     let mut c = consumer_at(&client, &topic, StartOffset::Earliest).await;
     for i in 0..3 {
         assert_eq!(next(&mut c).await.offset, i);
@@ -265,7 +265,7 @@ async fn seek_pause_and_resume_reposition_a_partition() {
     c.seek_validated(&tp, 5, epoch).unwrap();
     assert_eq!(next(&mut c).await.offset, 5);
 
-    let other = baton::TopicPartition::new(topic.as_str(), 5);
+    let other = baton_kafka::TopicPartition::new(topic.as_str(), 5);
     assert!(matches!(
         c.seek(&other, 0),
         Err(ConsumerError::NotAssigned { partition: 5, .. })
@@ -279,8 +279,8 @@ async fn partitions_are_added_removed_and_reassigned_while_consuming() {
     let topic = create_topic(&client, "reassign", 2).await;
     fill_partition(&client, &topic, 0, 0, 4).await;
     fill_partition(&client, &topic, 1, 0, 3).await;
-    let p0 = baton::TopicPartition::new(topic.as_str(), 0);
-    let p1 = baton::TopicPartition::new(topic.as_str(), 1);
+    let p0 = baton_kafka::TopicPartition::new(topic.as_str(), 0);
+    let p1 = baton_kafka::TopicPartition::new(topic.as_str(), 1);
     let mut c = consumer_at(&client, &topic, StartOffset::Earliest).await;
     assert_eq!(c.assignment(), vec![p0.clone()]);
     for i in 0..4 {

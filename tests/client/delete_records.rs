@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use baton::{Admin, AdminError, NewTopic, OffsetSpec, RecordsToDelete};
 use baton_broker::Cluster;
+use baton_kafka::{Admin, AdminError, NewTopic, OffsetSpec, RecordsToDelete};
 use baton_protocol::ErrorCode;
 use baton_testkit::client::{broker_and_client, produce_values as produce};
 use baton_testkit::topic_name;

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use baton::Client;
 use baton_broker::{Broker, BrokerConfig};
+use baton_kafka::Client;
 use baton_testkit::client::create_topic;
 use baton_testkit::fetch_tap::{only_changed_partitions_are_sent, FetchTap};
 

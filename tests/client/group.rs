@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::group::{RangeAssignor, RoundRobinAssignor};
-use baton::{
-    Client, GroupConsumer, GroupError, ListenerFuture, OffsetReset, Producer, ProducerRecord,
+use baton_kafka::group::{RangeAssignor, RoundRobinAssignor};
+use baton_kafka::{
+    async_trait, Client, GroupConsumer, GroupError, OffsetReset, Producer, ProducerRecord,
     RebalanceContext, RebalanceListener, TopicPartition,
 };
 use baton_testkit::client::{broker_and_client, create_topic};
@@ -62,44 +62,30 @@ struct Recorder {
     history: SharedHistory,
 }
 
+#[async_trait]
 impl RebalanceListener for Recorder {
-    fn on_assigned<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_assigned(&mut self, _ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         self.history
             .lock()
             .unwrap()
             .assigned
             .push((self.member, partitions.to_vec()));
-        Box::pin(async {})
     }
 
-    fn on_revoked<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_revoked(&mut self, _ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         self.history
             .lock()
             .unwrap()
             .revoked
             .push((self.member, partitions.to_vec()));
-        Box::pin(async {})
     }
 
-    fn on_lost<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_lost(&mut self, _ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         self.history
             .lock()
             .unwrap()
             .lost
             .push((self.member, partitions.to_vec()));
-        Box::pin(async {})
     }
 }
 
@@ -546,7 +532,7 @@ async fn eager_assignors_share_and_manual_commits_resume() {
         let mut c = build().build().await.unwrap();
         assert_eq!(
             c.rebalance_protocol(),
-            baton::group::RebalanceProtocol::Eager
+            baton_kafka::group::RebalanceProtocol::Eager
         );
         // Read 15 of 40, commit, close.
         let first = take(&mut c, 15).await;
@@ -716,23 +702,18 @@ struct CommitOnRevoke {
     commits: Arc<Mutex<usize>>,
 }
 
+#[async_trait]
 impl RebalanceListener for CommitOnRevoke {
-    fn on_revoked<'a>(
-        &'a mut self,
-        ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
-        Box::pin(async move {
-            ctx.commit().await.expect("commit before revocation");
-            for tp in partitions {
-                assert_eq!(
-                    ctx.committed(tp),
-                    ctx.position(tp),
-                    "{tp} committed at its position"
-                );
-            }
-            *self.commits.lock().unwrap() += 1;
-        })
+    async fn on_revoked(&mut self, ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
+        ctx.commit().await.expect("commit before revocation");
+        for tp in partitions {
+            assert_eq!(
+                ctx.committed(tp),
+                ctx.position(tp),
+                "{tp} committed at its position"
+            );
+        }
+        *self.commits.lock().unwrap() += 1;
     }
 }
 
@@ -788,7 +769,7 @@ async fn manual_commits_from_the_listener_hand_over_cleanly() {
     broker.shutdown().await;
 }
 
-fn quick(client: &Client, group: &str, topic: &str) -> baton::GroupConsumerBuilder {
+fn quick(client: &Client, group: &str, topic: &str) -> baton_kafka::GroupConsumerBuilder {
     GroupConsumer::builder(client, group)
         .subscribe([topic])
         .heartbeat_interval(Duration::from_millis(100))
@@ -902,13 +883,10 @@ async fn heartbeats_continue_while_the_application_is_busy() {
 /// Sleeps in `on_revoked`, long enough for the caller's `recv` to be cancelled.
 struct SlowRevoke;
 
+#[async_trait]
 impl RebalanceListener for SlowRevoke {
-    fn on_revoked<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        _partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
-        Box::pin(tokio::time::sleep(Duration::from_millis(500)))
+    async fn on_revoked(&mut self, _ctx: &mut RebalanceContext, _partitions: &[TopicPartition]) {
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::connection::ConnectionError;
-use baton::{Admin, Client, ClientError, GroupConsumer, GroupError, GroupProtocol, Producer};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_kafka::connection::ConnectionError;
+use baton_kafka::{Admin, Client, ClientError, GroupConsumer, GroupError, GroupProtocol, Producer};
 use baton_protocol::messages::{
     ApiVersionsRequest, ConsumerGroupHeartbeatRequest, FindCoordinatorRequest,
 };
@@ -156,7 +156,7 @@ async fn groups_rebalance_with_members_of_both_protocols_through_a_coordinator_f
     let topic = topic_name("k848-mixed");
     Admin::new(&client)
         .create_topics([
-            baton::NewTopic::new(topic.clone(), 6, 3).config("min.insync.replicas", "2")
+            baton_kafka::NewTopic::new(topic.clone(), 6, 3).config("min.insync.replicas", "2")
         ])
         .await
         .expect("topic created");

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::{Acks, Admin, Client, GroupConsumer, NewTopic, Producer, ProducerRecord};
 use baton_broker::Cluster;
+use baton_kafka::{Acks, Admin, Client, GroupConsumer, NewTopic, Producer, ProducerRecord};
 use baton_protocol::messages::{
     OffsetFetchRequest, OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
 };

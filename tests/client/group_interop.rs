@@ -14,8 +14,8 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::group::{CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor};
-use baton::{Client, GroupConsumer, Producer, ProducerRecord};
+use baton_kafka::group::{CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor};
+use baton_kafka::{Client, GroupConsumer, Producer, ProducerRecord};
 use baton_testkit::client::{broker_and_client, create_topic};
 use baton_testkit::topic_name;
 

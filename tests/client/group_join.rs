@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::{Client, GroupConsumer, Producer, ProducerRecord};
+use baton_kafka::{Client, GroupConsumer, Producer, ProducerRecord};
 use baton_protocol::messages::{JoinGroupRequest, JoinGroupResponse};
 use baton_protocol::{envelope, ErrorCode, Message};
 use baton_testkit::client::create_topic;
@@ -37,14 +37,14 @@ impl std::io::Write for Logs {
 }
 
 impl Logs {
-    /// Captures `baton`'s log lines (debug and up) on this thread until the guard
+    /// Captures `baton_kafka`'s log lines (debug and up) on this thread until the guard
     /// drops.
     fn capture() -> (Logs, tracing::subscriber::DefaultGuard) {
         let logs = Logs::default();
         let writer = logs.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_ansi(false)
-            .with_env_filter(tracing_subscriber::EnvFilter::new("baton=debug"))
+            .with_env_filter(tracing_subscriber::EnvFilter::new("baton_kafka=debug"))
             .with_writer(move || writer.clone())
             .finish();
         (logs, tracing::subscriber::set_default(subscriber))
@@ -129,7 +129,7 @@ async fn read(consumer: &mut GroupConsumer, count: usize) {
     }
 }
 
-fn consumer(client: &Client, group: &str, topic: &str) -> baton::GroupConsumerBuilder {
+fn consumer(client: &Client, group: &str, topic: &str) -> baton_kafka::GroupConsumerBuilder {
     GroupConsumer::builder(client, group)
         .subscribe([topic])
         .session_timeout(Duration::from_secs(3))

@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::{
+use baton_broker::{Broker, BrokerConfig};
+use baton_kafka::{
     Acks, Client, Consumer, ProduceError, Producer, ProducerConfigError, ProducerRecord,
     StartOffset,
 };
-use baton_broker::{Broker, BrokerConfig};
 use baton_protocol::messages::{
     ApiVersionsRequest, InitProducerIdRequest, MetadataRequest, ProduceRequest,
     ProduceResponseNodeEndpoint,
@@ -119,8 +119,8 @@ async fn a_lost_response_is_retried_and_deduplicated() {
         assert_eq!(r.value.as_deref(), Some(format!("v{i}").as_bytes()));
     }
     assert_eq!(
-        baton::Admin::new(&setup.client)
-            .list_offsets([(topic.clone(), 0, baton::OffsetSpec::Latest)])
+        baton_kafka::Admin::new(&setup.client)
+            .list_offsets([(topic.clone(), 0, baton_kafka::OffsetSpec::Latest)])
             .await
             .unwrap()[0]
             .offset,
@@ -199,8 +199,8 @@ async fn many_lost_responses_with_five_in_flight_lose_and_duplicate_nothing() {
         "seed {seed}: per-partition order"
     );
     for p in 0..PARTITIONS {
-        let end = baton::Admin::new(&setup.client)
-            .list_offsets([(topic.clone(), p, baton::OffsetSpec::Latest)])
+        let end = baton_kafka::Admin::new(&setup.client)
+            .list_offsets([(topic.clone(), p, baton_kafka::OffsetSpec::Latest)])
             .await
             .unwrap()[0]
             .offset;
@@ -247,8 +247,8 @@ async fn idempotence_settings_are_checked() {
 /// duplicated, 0 reordered and 0 corrupted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
-    use baton::{CancelOutcome, NewTopic};
     use baton_broker::Cluster;
+    use baton_kafka::{CancelOutcome, NewTopic};
     use baton_testkit::payload::{intact_id, payload};
     use std::collections::{HashMap, HashSet};
 
@@ -271,7 +271,7 @@ async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
         .await
         .unwrap();
     let topic = baton_testkit::topic_name("failover");
-    baton::Admin::new(&client)
+    baton_kafka::Admin::new(&client)
         .create_topics([NewTopic::new(topic.clone(), 3, 3).config("min.insync.replicas", "2")])
         .await
         .unwrap();
@@ -512,7 +512,7 @@ async fn a_broken_sequence_fails_typed_and_the_producer_recovers() {
     let broker = Broker::start(BrokerConfig::in_memory().with_listen(addr))
         .await
         .unwrap();
-    baton::Admin::new(&client)
+    baton_kafka::Admin::new(&client)
         .create_topic(topic.clone(), 1, 1)
         .await
         .unwrap();
@@ -564,8 +564,8 @@ async fn a_broken_sequence_fails_typed_and_the_producer_recovers() {
             r.offset
         );
     }
-    let end = baton::Admin::new(&client)
-        .list_offsets([(topic.clone(), 0, baton::OffsetSpec::Latest)])
+    let end = baton_kafka::Admin::new(&client)
+        .list_offsets([(topic.clone(), 0, baton_kafka::OffsetSpec::Latest)])
         .await
         .unwrap()[0]
         .offset;

@@ -1,4 +1,4 @@
-//! Integration tests of the `baton` client against the in-process broker, one
+//! Integration tests of the `baton-kafka` client against the in-process broker, one
 //! binary so the helpers (`baton_testkit`) compile once. The tests that install
 //! a counting `#[global_allocator]` (`client_consumer_bounds.rs`,
 //! `client_hostile_broker.rs`) stay in binaries of their own.
@@ -28,4 +28,5 @@ mod retry;
 mod roundtrip;
 mod scram_admin;
 mod security;
+mod service;
 mod transactions;

@@ -12,14 +12,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::connection::{BrokenCause, Connection, ConnectionConfig, ConnectionError};
-use baton::{
-    BoxError, Client, ClientError, Consumer, OAuthToken, OAuthTokenProvider, Producer,
-    ProducerRecord, SaslCredentials, SaslMechanism, SecurityProtocol, StartOffset, TlsConfig,
-};
 use baton_broker::history::{parse_payload, payload, History, ProduceOutcome};
 use baton_broker::{
     Broker, BrokerConfig, BrokerHandle, ListenerSecurity, SaslSettings, TlsSettings,
+};
+use baton_kafka::connection::{BrokenCause, Connection, ConnectionConfig, ConnectionError};
+use baton_kafka::{
+    BoxError, Client, ClientError, Consumer, OAuthToken, OAuthTokenProvider, Producer,
+    ProducerRecord, SaslCredentials, SaslMechanism, SecurityProtocol, StartOffset, TlsConfig,
 };
 use baton_protocol::messages::MetadataRequest;
 use baton_testkit::client::create_topic;
@@ -54,7 +54,7 @@ impl Tokens {
     }
 }
 
-#[baton::async_trait]
+#[baton_kafka::async_trait]
 impl OAuthTokenProvider for Tokens {
     async fn token(&self) -> Result<OAuthToken, BoxError> {
         self.calls.fetch_add(1, Ordering::SeqCst);
@@ -76,7 +76,7 @@ impl OAuthTokenProvider for Tokens {
 /// A fixed token, whatever it is.
 struct Fixed(&'static str);
 
-#[baton::async_trait]
+#[baton_kafka::async_trait]
 impl OAuthTokenProvider for Fixed {
     async fn token(&self) -> Result<OAuthToken, BoxError> {
         Ok(OAuthToken::new(self.0))

@@ -4,7 +4,7 @@
 //! run against it in `interop_suite::apache_kafka::partition_admin`). The
 //! cluster behaviour is in `tests/cluster/reassign.rs`.
 
-use baton::{Admin, AdminError, ElectionType, Reassignment};
+use baton_kafka::{Admin, AdminError, ElectionType, Reassignment};
 use baton_protocol::ErrorCode;
 use baton_testkit::client::broker_and_client;
 use baton_testkit::topic_name;

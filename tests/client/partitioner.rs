@@ -5,10 +5,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use baton::producer::{
+use baton_kafka::producer::{
     murmur2, partition_for_key, DefaultPartitioner, Partitioner, RoundRobinPartitioner,
 };
-use baton::{Consumer, ProduceError, Producer, ProducerRecord, StartOffset};
+use baton_kafka::{Consumer, ProduceError, Producer, ProducerRecord, StartOffset};
 use baton_protocol::record::{RecordBatchBuilder, BATCH_HEADER_LEN};
 use baton_testkit::client::{broker_and_client, create_topic};
 use baton_testkit::{seed, Rng, RngExt};

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use baton::{Acks, Consumer, ProduceError, Producer, ProducerRecord, StartOffset};
+use baton_kafka::{Acks, Consumer, ProduceError, Producer, ProducerRecord, StartOffset};
 use baton_testkit::client::{broker_and_client, create_topic};
 use bytes::Bytes;
 
 async fn consume_values(
-    client: &baton::Client,
+    client: &baton_kafka::Client,
     topic: &str,
     partition: i32,
     n: usize,

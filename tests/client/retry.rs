@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use baton::{Consumer, Producer, ProducerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig};
+use baton_kafka::{Consumer, Producer, ProducerRecord, StartOffset};
 use baton_testkit::client::create_topic;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -14,7 +14,7 @@ async fn records_sent_during_a_restart_are_delivered_in_order() {
         .await
         .unwrap();
     let addr = broker.local_addr();
-    let client = baton::Client::builder([broker.bootstrap()])
+    let client = baton_kafka::Client::builder([broker.bootstrap()])
         .request_timeout(Duration::from_secs(5))
         .connect_timeout(Duration::from_secs(1))
         .build()

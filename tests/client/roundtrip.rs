@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use baton::{Consumer, Producer, ProducerRecord, RecordHeader, StartOffset};
+use baton_kafka::{Consumer, Producer, ProducerRecord, RecordHeader, StartOffset};
 use baton_testkit::client::{broker_and_client, create_topic};
 use baton_testkit::{seed, Rng, RngExt};
 use bytes::Bytes;

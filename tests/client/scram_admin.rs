@@ -3,12 +3,12 @@
 //! node, is described with its mechanism and iteration count, and after its
 //! deletion can no longer log in.
 
-use baton::{
-    Admin, AdminError, Client, ClientError, SaslCredentials, SaslMechanism, ScramChange,
-    SecurityProtocol,
-};
 use baton_broker::{
     Broker, BrokerConfig, BrokerHandle, ListenerConfig, ListenerSecurity, SaslSettings,
+};
+use baton_kafka::{
+    Admin, AdminError, Client, ClientError, SaslCredentials, SaslMechanism, ScramChange,
+    SecurityProtocol,
 };
 use baton_protocol::ErrorCode;
 

@@ -9,13 +9,13 @@
 
 use std::path::PathBuf;
 
-use baton::connection::ConnectionError;
-use baton::{
-    BoxError, Client, ClientError, OAuthToken, OAuthTokenProvider, Producer, ProducerRecord,
-    SaslCredentials, SaslMechanism, SecurityProtocol, TlsConfig,
-};
 use baton_broker::{
     Broker, BrokerConfig, BrokerHandle, ClientAuth, ListenerSecurity, SaslSettings, TlsSettings,
+};
+use baton_kafka::connection::ConnectionError;
+use baton_kafka::{
+    BoxError, Client, ClientError, OAuthToken, OAuthTokenProvider, Producer, ProducerRecord,
+    SaslCredentials, SaslMechanism, SecurityProtocol, TlsConfig,
 };
 use baton_testkit::client::{consume_from_start, create_topic};
 use baton_testkit::seed;
@@ -95,7 +95,7 @@ fn authentication_error(result: Result<Client, ClientError>) -> (String, String)
 /// OAUTHBEARER validator accepts them).
 struct DaveTokens;
 
-#[baton::async_trait]
+#[baton_kafka::async_trait]
 impl OAuthTokenProvider for DaveTokens {
     async fn token(&self) -> Result<OAuthToken, BoxError> {
         Ok(OAuthToken::unsecured(

@@ -3,12 +3,12 @@
 //! one deleted through another node stops applying everywhere; topic admin
 //! (deletion here) forwarded to the controller is authorized by the node first.
 
-use baton::{
+use baton_broker::{AuthorizerConfig, Cluster};
+use baton_kafka::{
     AccessControlEntry, AclBinding, AclBindingFilter, AclOperation, AclPermissionType, Admin,
     AdminError, Client, NewTopic, PatternType, ProduceError, Producer, ProducerRecord,
     ResourcePattern, ResourceType,
 };
-use baton_broker::{AuthorizerConfig, Cluster};
 use baton_protocol::ErrorCode;
 use baton_testkit::topic_name;
 use bytes::Bytes;

@@ -3,11 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use baton::{
-    Acks, Admin, Client, Consumer, NewTopic, ProduceError, Producer, ProducerRecord, StartOffset,
-};
 use baton_broker::faults::{DiskFault, Endpoint, RequestFault};
 use baton_broker::Cluster;
+use baton_kafka::{
+    Acks, Admin, Client, Consumer, NewTopic, ProduceError, Producer, ProducerRecord, StartOffset,
+};
 use baton_protocol::ErrorCode;
 
 async fn cluster() -> Cluster {

@@ -1,9 +1,9 @@
 //! The README's example: an application's integration test against the in-process
 //! cluster through a rolling restart, checked with the history checker.
 
-use baton::{Admin, Client, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_broker::history::{parse_payload, payload, History, ProduceOutcome};
 use baton_broker::Cluster;
+use baton_kafka::{Admin, Client, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
 use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

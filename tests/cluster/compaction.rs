@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use baton::{Acks, Admin, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_broker::history::{parse_payload, payload, History, ProduceOutcome};
 use baton_broker::{CleanerConfig, Cluster};
+use baton_kafka::{Acks, Admin, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_protocol::record::RecordBatch;
 use baton_testkit::client::read_partition_through;
 use baton_testkit::cluster::client;
@@ -47,7 +47,7 @@ fn replica_table(
 /// Reads partition 0 from the start up to `last` (inclusive) with Baton's
 /// consumer: each record's (offset, key, value).
 async fn read_from_start(
-    client: &baton::Client,
+    client: &baton_kafka::Client,
     topic: &str,
     last: i64,
 ) -> Vec<(i64, Bytes, Option<Bytes>)> {

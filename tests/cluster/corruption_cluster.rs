@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use baton::{Acks, Admin, Client, NewTopic, Producer, ProducerRecord};
 use baton_broker::cluster::FramingDamage;
 use baton_broker::corruption::{CorruptionEvent, CorruptionKind, Where};
 use baton_broker::Cluster;
+use baton_kafka::{Acks, Admin, Client, NewTopic, Producer, ProducerRecord};
 use baton_testkit::cluster::{client, value, LiveConsumer};
 use baton_testkit::topic_name;
 
@@ -545,8 +545,8 @@ async fn all_replicas_corrupt_takes_the_partition_offline() {
     for n in 1..=3 {
         cluster.node(n).corrupt(&topic, 0, AT).expect("corrupt");
     }
-    let mut consumer = baton::Consumer::builder(&client)
-        .assign(topic.clone(), 0, baton::StartOffset::Earliest)
+    let mut consumer = baton_kafka::Consumer::builder(&client)
+        .assign(topic.clone(), 0, baton_kafka::StartOffset::Earliest)
         .build()
         .await
         .expect("consumer");

@@ -9,11 +9,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::{Acks, Admin, Client, Consumer, ConsumerError, Producer, ProducerRecord, StartOffset};
 use baton_broker::faults::proxy::{
     Exchange, Proxy, ProxyOptions, Reply, RequestFrame, Tap, Verdict,
 };
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_kafka::{
+    Acks, Admin, Client, Consumer, ConsumerError, Producer, ProducerRecord, StartOffset,
+};
 use baton_protocol::messages::FetchRequest;
 use baton_protocol::Message;
 use baton_testkit::cluster::{parse, value};

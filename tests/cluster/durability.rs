@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use baton::{Acks, Admin, NewTopic, Producer, ProducerRecord};
 use baton_broker::cluster::TruncationMode;
 use baton_broker::Cluster;
+use baton_kafka::{Acks, Admin, NewTopic, Producer, ProducerRecord};
 use baton_testkit::cluster::{check_history, client, value};
 use baton_testkit::topic_name;
 

@@ -10,9 +10,9 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use baton::{Admin, Client, NewTopic};
 use baton_broker::history::ExactlyOnce;
 use baton_broker::Cluster;
+use baton_kafka::{Admin, Client, NewTopic};
 use baton_protocol::messages::FindCoordinatorRequest;
 use baton_testkit::cluster::client;
 use baton_testkit::exactly_once::{read_output, seed_input, Pipeline};

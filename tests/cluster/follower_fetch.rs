@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use baton::{Admin, Client, NewTopic};
 use baton_broker::{Cluster, ReplicaSelector};
+use baton_kafka::{Admin, Client, NewTopic};
 use baton_testkit::fetch_tap::{follower_in_rack_is_fetched_from, FetchTap};
 use baton_testkit::topic_name;
 

@@ -10,11 +10,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::{
+use baton_broker::Cluster;
+use baton_kafka::{
     Acks, Admin, AdminError, DeliveryFuture, ElectionType, NewTopic, Producer, ProducerRecord,
     Reassignment,
 };
-use baton_broker::Cluster;
 use baton_protocol::ErrorCode;
 use baton_testkit::cluster::{client, value, Acked, LiveConsumer};
 use baton_testkit::topic_name;

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use baton::{Acks, Admin, Client, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_broker::Cluster;
+use baton_kafka::{Acks, Admin, Client, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_testkit::topic_name;
 use bytes::Bytes;
 

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::{Acks, Admin, DeliveryFuture, NewTopic, Producer, ProducerRecord};
 use baton_broker::Cluster;
+use baton_kafka::{Acks, Admin, DeliveryFuture, NewTopic, Producer, ProducerRecord};
 use baton_testkit::cluster::{check_history, client, value, LiveConsumer};
 use baton_testkit::topic_name;
 use tokio::sync::mpsc;

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use baton::SecurityProtocol;
-use baton::{Admin, Client, ClientError, SaslCredentials, SaslMechanism, ScramChange};
 use baton_broker::{Cluster, ListenerConfig, ListenerSecurity, SaslSettings};
+use baton_kafka::SecurityProtocol;
+use baton_kafka::{Admin, Client, ClientError, SaslCredentials, SaslMechanism, ScramChange};
 
 async fn login(addr: &str, password: &str) -> Result<Client, ClientError> {
     Client::builder([addr.to_owned()])

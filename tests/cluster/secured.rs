@@ -13,14 +13,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::{
-    AccessControlEntry, Acks, AclBinding, AclOperation, AclPermissionType, Admin, Client, NewTopic,
-    PatternType, ProduceError, Producer, ProducerRecord, ResourcePattern, ResourceType,
-    SaslCredentials, SaslMechanism, SecurityProtocol, TlsConfig,
-};
 use baton_broker::{
     AuthorizerConfig, Cluster, InterNodeSecurity, ListenerConfig, ListenerSecurity, SaslSettings,
     TlsSettings,
+};
+use baton_kafka::{
+    AccessControlEntry, Acks, AclBinding, AclOperation, AclPermissionType, Admin, Client, NewTopic,
+    PatternType, ProduceError, Producer, ProducerRecord, ResourcePattern, ResourceType,
+    SaslCredentials, SaslMechanism, SecurityProtocol, TlsConfig,
 };
 use baton_testkit::cluster::{check_history, value};
 use baton_testkit::topic_name;

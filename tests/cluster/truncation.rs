@@ -7,11 +7,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use baton::{
+use baton_broker::Cluster;
+use baton_kafka::{
     Acks, Admin, Client, Consumer, ConsumerError, ConsumerRecord, GroupConsumer, GroupError,
     NewTopic, Producer, ProducerRecord, StartOffset, TopicPartition,
 };
-use baton_broker::Cluster;
 use baton_protocol::messages::FindCoordinatorRequest;
 use baton_testkit::cluster::{client, parse, value};
 use baton_testkit::topic_name;

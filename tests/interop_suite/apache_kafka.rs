@@ -21,10 +21,10 @@ use std::time::Duration;
 use crate::apache_kafka_util::{single_node, three_nodes, KafkaCluster};
 use crate::interop_java_util::mixed_group::{self, baton_member as group_member, Strategy};
 use crate::interop_java_util::{field, harness, int};
-use baton::connection::ConnectionError;
-use baton::group::{CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor};
-use baton::producer::partition_for_key;
-use baton::{
+use baton_kafka::connection::ConnectionError;
+use baton_kafka::group::{CooperativeStickyAssignor, RangeAssignor, RoundRobinAssignor};
+use baton_kafka::producer::partition_for_key;
+use baton_kafka::{
     Acks, Admin, BoxError, CancelOutcome, Client, ClientError, Compression, Consumer,
     ConsumerRecord, GroupConsumer, NewTopic, OAuthToken, OAuthTokenProvider, OffsetSpec, Producer,
     ProducerRecord, RecordHeader, SaslCredentials, SecurityProtocol, StartOffset, TlsConfig,
@@ -1030,7 +1030,7 @@ const SECURED_RECORDS: usize = 3_000;
 /// Kafka's default validator accepts.
 struct UnsecuredTokens;
 
-#[baton::async_trait]
+#[baton_kafka::async_trait]
 impl OAuthTokenProvider for UnsecuredTokens {
     async fn token(&self) -> Result<OAuthToken, BoxError> {
         Ok(OAuthToken::unsecured("admin", Duration::from_secs(3600)))

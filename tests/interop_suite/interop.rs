@@ -55,9 +55,9 @@ use baton_testkit::security::{
 use baton_testkit::seed;
 use baton_testkit::tools::{drain, kcat, python, run, scripts_dir, tail, take};
 
-use baton::producer::partition_for_key;
-use baton::{Compression, ProducerRecord};
 use baton_broker::{Broker, BrokerConfig};
+use baton_kafka::producer::partition_for_key;
+use baton_kafka::{Compression, ProducerRecord};
 
 /// Records each client produces in the round-trip tests.
 const RECORD_COUNT: u32 = 10_000;
@@ -502,13 +502,13 @@ fn generated_records(seed: u64, count: u32) -> Vec<DumpedRecord> {
 /// `codec`; checks every record was acknowledged at the next offset of its
 /// partition and returns the record count per partition.
 async fn baton_produce(
-    client: &baton::Client,
+    client: &baton_kafka::Client,
     topic: &str,
     codec: Compression,
     records: &[DumpedRecord],
     seed: u64,
 ) -> Vec<i64> {
-    let producer = baton::Producer::builder(client)
+    let producer = baton_kafka::Producer::builder(client)
         .compression(codec)
         .try_build()
         .expect("valid producer settings");
@@ -1319,12 +1319,12 @@ fn keyed_records_land_on_the_same_partitions_as_murmur2_clients() {
             seed,
         );
         let baton: Vec<i64> = runtime.block_on(async {
-            let client = baton::Client::builder([bootstrap])
+            let client = baton_kafka::Client::builder([bootstrap])
                 .client_id("interop-baton-keyed")
                 .build()
                 .await
                 .expect("Baton client connects");
-            let producer = baton::Producer::builder(&client)
+            let producer = baton_kafka::Producer::builder(&client)
                 .try_build()
                 .expect("default producer settings");
             let mut deliveries = Vec::with_capacity(KEYED_COUNT as usize);
@@ -1396,7 +1396,7 @@ fn baton_compressed_batches_read_by_both_clients() {
     with_broker_runtime(None, |runtime, bootstrap| {
         let client = runtime
             .block_on(
-                baton::Client::builder([bootstrap])
+                baton_kafka::Client::builder([bootstrap])
                     .client_id("interop-baton-producer")
                     .build(),
             )
@@ -1515,14 +1515,14 @@ fn kafka_python_over_sasl_ssl() {
 /// high watermark comes back as `OffsetOutOfRangeError`.
 #[test]
 fn kafka_python_delete_records() {
-    use baton::{Admin, Consumer, OffsetSpec, StartOffset};
+    use baton_kafka::{Admin, Consumer, OffsetSpec, StartOffset};
     let seed = seed();
     let dir = tempfile::tempdir().expect("tempdir");
     with_broker_runtime(Some(dir.path().to_path_buf()), |rt, bootstrap| {
         let topic = topic("delete-records", seed);
         create_topic_with(Client::KafkaPython, bootstrap, &topic, 2, seed);
         let baton_client = rt.block_on(async {
-            let client = baton::Client::builder([bootstrap.to_string()])
+            let client = baton_kafka::Client::builder([bootstrap.to_string()])
                 .build()
                 .await
                 .expect("baton client");

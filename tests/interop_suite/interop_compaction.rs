@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use baton::{Admin, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig, CleanerConfig};
+use baton_kafka::{Admin, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_testkit::seed;
 use baton_testkit::tools::{python, run, scripts_dir};
 
@@ -32,7 +32,7 @@ fn kafka_python_reads_a_compacted_topic() {
     // Key `i % KEYS` gets value `i`; keys 3 and 7 end with a tombstone; 20
     // records of keys of their own follow, so the data leaves the active segment.
     let (expected, end) = runtime.block_on(async {
-        let client = baton::Client::builder([bootstrap.as_str()])
+        let client = baton_kafka::Client::builder([bootstrap.as_str()])
             .client_id("interop-baton-compaction")
             .build()
             .await

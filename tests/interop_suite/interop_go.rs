@@ -34,8 +34,8 @@ use crate::interop_go_util::records::{
     decode_consumed, decode_outcomes, encode_records, generate, Rec,
 };
 use crate::interop_go_util::{binary, scratch, seed};
-use baton::{Admin, NewTopic};
 use baton_broker::{Broker, BrokerConfig, Cluster};
+use baton_kafka::{Admin, NewTopic};
 
 /// Partitions of every test topic.
 const PARTITIONS: u32 = 3;
@@ -53,7 +53,7 @@ const FAILOVER_STEP: u64 = 400;
 const STEP_TIMEOUT: Duration = Duration::from_secs(60);
 
 async fn create_topic(bootstrap: Vec<String>, topic: &str, replication: i16) {
-    let client = baton::Client::builder(bootstrap)
+    let client = baton_kafka::Client::builder(bootstrap)
         .build()
         .await
         .expect("client connects");

@@ -17,8 +17,8 @@ use crate::interop_java_util::mixed_group::{self, Strategy};
 use crate::interop_java_util::{
     field, harness, harness_secured, int, java, result, start_harness, Jvm,
 };
-use baton::{Admin, Client, NewTopic};
 use baton_broker::{Broker, BrokerConfig, Cluster};
+use baton_kafka::{Admin, Client, NewTopic};
 use baton_testkit::security::{ClientSecurity, Pki, PLAIN_LOGIN, SCRAM_SHA512_LOGIN};
 use baton_testkit::topic_name;
 use tokio::runtime::Runtime;

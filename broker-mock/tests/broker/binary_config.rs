@@ -10,7 +10,7 @@ use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 
-use baton::{Client, Producer, ProducerRecord, SaslCredentials, SecurityProtocol, TlsConfig};
+use baton_kafka::{Client, Producer, ProducerRecord, SaslCredentials, SecurityProtocol, TlsConfig};
 use baton_testkit::client::{consume_from_start, create_topic};
 use baton_testkit::seed;
 use bytes::Bytes;

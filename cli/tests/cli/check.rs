@@ -1,7 +1,7 @@
 //! `baton check`: the history checker on a live topic.
 
-use baton::{Client, Producer, ProducerRecord};
 use baton_broker::history::payload;
+use baton_kafka::{Client, Producer, ProducerRecord};
 use baton_testkit::topic_name;
 
 use crate::harness::Baton;

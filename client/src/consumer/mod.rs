@@ -531,8 +531,8 @@ struct Assigned {
 /// Dropping the consumer stops its background fetch task.
 ///
 /// ```no_run
-/// # async fn demo(client: &baton::Client) -> Result<(), baton::ConsumerError> {
-/// use baton::{Consumer, StartOffset};
+/// # async fn demo(client: &baton_kafka::Client) -> Result<(), baton_kafka::ConsumerError> {
+/// use baton_kafka::{Consumer, StartOffset};
 ///
 /// let mut consumer = Consumer::builder(client)
 ///     .assign("events", 0, StartOffset::Earliest)

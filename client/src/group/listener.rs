@@ -3,8 +3,6 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, oneshot};
@@ -22,66 +20,53 @@ use super::error::GroupError;
 use super::GroupConsumer;
 use super::PendingCommit;
 
-/// The future a [`RebalanceListener`] method returns.
-pub type ListenerFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
-
 /// Called from inside [`GroupConsumer::recv`] (and [`GroupConsumer::close`]) when
 /// the assignment changes. Each method may use the [`RebalanceContext`] to commit,
 /// seek, pause or look at positions.
 ///
+/// An object-safe async trait: implement it with the [`async_trait`](crate::async_trait)
+/// attribute (re-exported by this crate), which boxes each method's future.
+///
 /// ```
-/// use baton::{ListenerFuture, RebalanceContext, RebalanceListener, TopicPartition};
+/// use baton_kafka::{async_trait, RebalanceContext, RebalanceListener, TopicPartition};
 ///
 /// struct CommitOnRevoke;
 ///
+/// #[async_trait]
 /// impl RebalanceListener for CommitOnRevoke {
-///     fn on_revoked<'a>(
-///         &'a mut self,
-///         ctx: &'a mut RebalanceContext,
-///         _partitions: &'a [TopicPartition],
-///     ) -> ListenerFuture<'a> {
-///         Box::pin(async move {
-///             if let Err(e) = ctx.commit().await {
-///                 eprintln!("commit before revocation failed: {e}");
-///             }
-///         })
+///     async fn on_revoked(&mut self, ctx: &mut RebalanceContext, _partitions: &[TopicPartition]) {
+///         if let Err(e) = ctx.commit().await {
+///             eprintln!("commit before revocation failed: {e}");
+///         }
 ///     }
 /// }
 /// ```
+///
+/// # Cancel safety
+///
+/// A method's future is dropped if the `recv` (or `close`) that runs it is
+/// dropped; the consumer then finishes the rebalance step (a revocation's
+/// acknowledgement) at its next call, without running the method again.
+#[async_trait::async_trait]
 pub trait RebalanceListener: Send {
     /// `partitions` were added to the assignment. Their start offsets are resolved
     /// after this returns, unless it [`seek`](RebalanceContext::seek)s them.
-    fn on_assigned<'a>(
-        &'a mut self,
-        ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_assigned(&mut self, ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         let _ = (ctx, partitions);
-        Box::pin(std::future::ready(()))
     }
 
     /// `partitions` are about to go to another member. They are still owned while
     /// this runs, so a commit here lands before the next owner starts; no record of
     /// them is returned after it.
-    fn on_revoked<'a>(
-        &'a mut self,
-        ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_revoked(&mut self, ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         let _ = (ctx, partitions);
-        Box::pin(std::future::ready(()))
     }
 
     /// `partitions` were lost: the member's generation ended (session expiry, the
     /// coordinator forgot it), so another member may own them already and
     /// committing them is no longer possible.
-    fn on_lost<'a>(
-        &'a mut self,
-        ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_lost(&mut self, ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         let _ = (ctx, partitions);
-        Box::pin(std::future::ready(()))
     }
 }
 

@@ -3,8 +3,8 @@
 //! that whoever consumes a partition next resumes where it stopped.
 //!
 //! ```no_run
-//! # async fn demo(client: &baton::Client) -> Result<(), baton::GroupError> {
-//! use baton::GroupConsumer;
+//! # async fn demo(client: &baton_kafka::Client) -> Result<(), baton_kafka::GroupError> {
+//! use baton_kafka::GroupConsumer;
 //!
 //! let mut consumer = GroupConsumer::builder(client, "billing")
 //!     .subscribe(["invoices"])
@@ -93,7 +93,7 @@ pub use assignor::{
 };
 pub use builder::{GroupConsumerBuilder, GroupProtocol};
 pub use error::GroupError;
-pub use listener::{ConsumerGroupMetadata, ListenerFuture, RebalanceContext, RebalanceListener};
+pub use listener::{ConsumerGroupMetadata, RebalanceContext, RebalanceListener};
 
 use crate::client::Client;
 use crate::consumer::fetcher::StampedChunk;

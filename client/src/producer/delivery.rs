@@ -298,9 +298,9 @@ impl Drop for Slot {
 /// cancelled afterwards:
 ///
 /// ```no_run
-/// # async fn demo(producer: &baton::Producer) -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn demo(producer: &baton_kafka::Producer) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use baton::{CancelOutcome, ProducerRecord};
+/// use baton_kafka::{CancelOutcome, ProducerRecord};
 ///
 /// let mut delivery = producer.send(ProducerRecord::new("events").value("hi")).await?;
 /// match tokio::time::timeout(Duration::from_secs(2), &mut delivery).await {

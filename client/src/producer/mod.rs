@@ -79,8 +79,8 @@
 //! [`Producer::send_offsets_to_transaction`]); see the [`transaction`] module docs:
 //!
 //! ```no_run
-//! # async fn demo(client: &baton::Client) -> Result<(), Box<dyn std::error::Error>> {
-//! use baton::{Producer, ProducerRecord};
+//! # async fn demo(client: &baton_kafka::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use baton_kafka::{Producer, ProducerRecord};
 //!
 //! let producer = Producer::builder(client).transactional_id("billing-1").build();
 //! producer.init_transactions().await?;
@@ -178,8 +178,8 @@ impl Drop for Handle {
 /// [`Producer::close`] to wait for that.
 ///
 /// ```no_run
-/// # async fn demo(client: &baton::Client) -> Result<(), Box<dyn std::error::Error>> {
-/// use baton::{Acks, Producer, ProducerRecord};
+/// # async fn demo(client: &baton_kafka::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// use baton_kafka::{Acks, Producer, ProducerRecord};
 ///
 /// let producer = Producer::builder(client).acks(Acks::All).build();
 /// let delivery = producer.send(ProducerRecord::new("events").value("hello")).await?;

@@ -54,8 +54,8 @@ pub trait Partitioner: fmt::Debug + Send + Sync + 'static {
 ///
 /// ```
 /// // Vectors from Apache Kafka's UtilsTest and librdkafka's unit test.
-/// assert_eq!(baton::producer::murmur2(b"21"), -973932308);
-/// assert_eq!(baton::producer::murmur2(b"kafka") as u32, 0xd067cf64);
+/// assert_eq!(baton_kafka::producer::murmur2(b"21"), -973932308);
+/// assert_eq!(baton_kafka::producer::murmur2(b"kafka") as u32, 0xd067cf64);
 /// ```
 pub fn murmur2(data: &[u8]) -> i32 {
     const SEED: u32 = 0x9747_b28c;

@@ -11,7 +11,7 @@ use crate::RecordHeader;
 /// ([`RecordMetadata::into_record`], [`ProduceError::into_record`](super::ProduceError::into_record)).
 ///
 /// ```
-/// use baton::ProducerRecord;
+/// use baton_kafka::ProducerRecord;
 ///
 /// let record = ProducerRecord::new("orders")
 ///     .key("customer-7")

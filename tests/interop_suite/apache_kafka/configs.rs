@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use baton::{
+use baton_kafka::{
     Admin, AdminError, AlterConfigOp, ConfigResource, ConfigSource, DescribeConfigsOptions,
     NewPartitions, NewTopic, OffsetSpec, Producer, ProducerRecord,
 };
@@ -31,7 +31,7 @@ async fn produce(producer: &Producer, topic: &str, partition: i32, n: usize, siz
     }
 }
 
-async fn topic_config(admin: &Admin, topic: &str) -> baton::ResourceConfig {
+async fn topic_config(admin: &Admin, topic: &str) -> baton_kafka::ResourceConfig {
     admin
         .describe_configs(
             [ConfigResource::topic(topic)],
@@ -126,7 +126,7 @@ async fn altered_topic_configs_are_honoured() {
     assert!(
         matches!(
             err,
-            baton::ProduceError::Rejected {
+            baton_kafka::ProduceError::Rejected {
                 code: ErrorCode::MessageTooLarge,
                 ..
             }
@@ -171,7 +171,7 @@ async fn cluster_wide_broker_default_is_set_and_removed() {
         )
         .await
         .expect("broker default set");
-    let source = |cfg: &baton::ResourceConfig| cfg.get("log.retention.ms").map(|e| e.source);
+    let source = |cfg: &baton_kafka::ResourceConfig| cfg.get("log.retention.ms").map(|e| e.source);
     let deadline = tokio::time::Instant::now() + DEADLINE;
     loop {
         let cfg = admin

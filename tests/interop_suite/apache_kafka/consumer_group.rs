@@ -10,7 +10,7 @@ use baton_testkit::consumer_group as scenario;
 use super::{client, create_topic};
 use crate::apache_kafka_util::{single_node, three_nodes};
 use crate::interop_java_util::mixed_group::{self, Strategy};
-use baton::{Admin, NewTopic};
+use baton_kafka::{Admin, NewTopic};
 
 /// Members join one by one and one leaves, with the `uniform` and the `range`
 /// assignor: no partition owned twice or lost, no record lost or read twice, and a

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use baton::{Admin, AdminError, Consumer, NewTopic, OffsetSpec, RecordsToDelete, StartOffset};
+use baton_kafka::{
+    Admin, AdminError, Consumer, NewTopic, OffsetSpec, RecordsToDelete, StartOffset,
+};
 use baton_protocol::ErrorCode;
 use baton_testkit::client::produce_values;
 use baton_testkit::topic_name;

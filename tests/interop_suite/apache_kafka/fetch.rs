@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use baton::{Admin, Client};
+use baton_kafka::{Admin, Client};
 use baton_testkit::fetch_tap::{
     follower_in_rack_is_fetched_from, only_changed_partitions_are_sent, FetchTap,
 };

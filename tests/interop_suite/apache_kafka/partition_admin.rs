@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use baton::{Admin, AdminError, Client, ElectionType, NewTopic, Reassignment};
+use baton_kafka::{Admin, AdminError, Client, ElectionType, NewTopic, Reassignment};
 use baton_protocol::ErrorCode;
 use baton_testkit::client::produce_values;
 use baton_testkit::topic_name;

@@ -24,7 +24,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use baton::Client;
+use baton_kafka::Client;
 
 use baton_testkit::security::{Pki, PLAIN_LOGIN, SCRAM_SHA512_LOGIN};
 pub use baton_testkit::tools::kafka::{kafka_version, libs};

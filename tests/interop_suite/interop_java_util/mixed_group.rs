@@ -22,8 +22,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use baton::group::{CooperativeStickyAssignor, RangeAssignor};
-use baton::{
+use baton_kafka::group::{CooperativeStickyAssignor, RangeAssignor};
+use baton_kafka::{
     Admin, Client, GroupConsumer, GroupConsumerBuilder, GroupProtocol, Producer, ProducerRecord,
 };
 

@@ -22,8 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::time::Duration;
 
-use baton::{Admin, Client, NewTopic, Producer, ProducerRecord};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_kafka::{Admin, Client, NewTopic, Producer, ProducerRecord};
 use baton_testkit::tools::node::{module_dir, node};
 use baton_testkit::tools::process::{run, Finished};
 use baton_testkit::tools::{python, scripts_dir};

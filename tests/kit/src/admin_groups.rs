@@ -8,7 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::{
+use baton_kafka::{
     Admin, AdminError, Client, GroupDescription, GroupListing, GroupOffsetReset, GroupOffsetsQuery,
     GroupProtocol, GroupState, GroupType, ListGroupsFilter, Producer, TopicPartition,
 };

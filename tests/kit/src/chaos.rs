@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::{Acks, Admin, Client, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
 use baton_broker::history::{parse_payload, payload, History, HistoryReport, ProduceOutcome};
 use baton_broker::Cluster;
+use baton_kafka::{Acks, Admin, Client, Consumer, NewTopic, Producer, ProducerRecord, StartOffset};
 
 /// Partitions of the chaos topic.
 pub const PARTITIONS: i32 = 3;

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use crate::topic_name;
-use baton::{Admin, Client, Consumer, ConsumerRecord, Producer, ProducerRecord, StartOffset};
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_kafka::{Admin, Client, Consumer, ConsumerRecord, Producer, ProducerRecord, StartOffset};
 
 /// Starts an in-memory broker and a client bootstrapped from it.
 pub async fn broker_and_client() -> (BrokerHandle, Client) {

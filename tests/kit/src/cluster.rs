@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::payload::{intact_id, parse_payload, payload, History, HistoryReport, ProduceOutcome};
-use baton::{Client, Consumer, ConsumerRecord, StartOffset};
 use baton_broker::Cluster;
+use baton_kafka::{Client, Consumer, ConsumerRecord, StartOffset};
 use bytes::Bytes;
 
 /// Acknowledged records: id -> (partition, offset).

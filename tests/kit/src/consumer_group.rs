@@ -17,10 +17,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::connection::ConnectionError;
-use baton::{
-    CancellationToken, Client, GroupConsumer, GroupConsumerBuilder, GroupError, GroupProtocol,
-    ListenerFuture, Producer, ProducerRecord, RebalanceContext, RebalanceListener, TopicPartition,
+use baton_kafka::connection::ConnectionError;
+use baton_kafka::{
+    async_trait, CancellationToken, Client, GroupConsumer, GroupConsumerBuilder, GroupError,
+    GroupProtocol, Producer, ProducerRecord, RebalanceContext, RebalanceListener, TopicPartition,
 };
 use baton_protocol::messages::FindCoordinatorRequest;
 use baton_protocol::ErrorCode;
@@ -212,12 +212,9 @@ struct Recorder {
     history: Arc<History>,
 }
 
+#[async_trait]
 impl RebalanceListener for Recorder {
-    fn on_assigned<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_assigned(&mut self, _ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         let mut st = self.history.lock();
         for tp in partitions {
             st.assigned += 1;
@@ -231,34 +228,23 @@ impl RebalanceListener for Recorder {
                 }
             }
         }
-        Box::pin(std::future::ready(()))
     }
 
-    fn on_revoked<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_revoked(&mut self, _ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         let mut st = self.history.lock();
         for tp in partitions {
             st.revoked += 1;
             st.release(tp, self.member);
         }
-        Box::pin(std::future::ready(()))
     }
 
-    fn on_lost<'a>(
-        &'a mut self,
-        _ctx: &'a mut RebalanceContext,
-        partitions: &'a [TopicPartition],
-    ) -> ListenerFuture<'a> {
+    async fn on_lost(&mut self, _ctx: &mut RebalanceContext, partitions: &[TopicPartition]) {
         let mut st = self.history.lock();
         for tp in partitions {
             st.lost += 1;
             *st.lost_by.entry(self.member).or_default() += 1;
             st.release(tp, self.member);
         }
-        Box::pin(std::future::ready(()))
     }
 }
 

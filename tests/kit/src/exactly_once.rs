@@ -17,11 +17,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton::{
+use baton_broker::history::ExactlyOnce;
+use baton_kafka::{
     Client, Consumer, ConsumerGroupMetadata, GroupConsumer, IsolationLevel, Producer,
     ProducerRecord, StartOffset, TopicPartition, TransactionError,
 };
-use baton_broker::history::ExactlyOnce;
 
 use crate::topic_name;
 
@@ -175,7 +175,7 @@ impl Pipeline {
         &self,
         producer: &Producer,
         group: &ConsumerGroupMetadata,
-        batch: &[baton::ConsumerRecord],
+        batch: &[baton_kafka::ConsumerRecord],
         nexts: HashMap<TopicPartition, i64>,
     ) -> Result<(), TransactionError> {
         producer.begin_transaction().await?;

@@ -203,7 +203,7 @@ async fn proxy(
 /// same session with consecutive epochs and nothing forgotten.
 pub async fn only_changed_partitions_are_sent(
     tap: &FetchTap,
-    client: &baton::Client,
+    client: &baton_kafka::Client,
     topic: &str,
     partitions: i32,
     written: &[i32],
@@ -212,9 +212,9 @@ pub async fn only_changed_partitions_are_sent(
     use std::time::Duration;
     use tokio::time::Instant;
 
-    let mut builder = baton::Consumer::builder(client).max_wait(Duration::from_millis(100));
+    let mut builder = baton_kafka::Consumer::builder(client).max_wait(Duration::from_millis(100));
     for p in 0..partitions {
-        builder = builder.assign(topic.to_string(), p, baton::StartOffset::Earliest);
+        builder = builder.assign(topic.to_string(), p, baton_kafka::StartOffset::Earliest);
     }
     let mut consumer = builder.build().await.expect("consumer");
     let summary = |f: &[SeenFetch]| -> Vec<(i32, i32, usize, usize)> {
@@ -262,11 +262,11 @@ pub async fn only_changed_partitions_are_sent(
     let session = before.last().unwrap().session_id;
     tap.clear();
 
-    let producer = baton::Producer::builder(client).build();
+    let producer = baton_kafka::Producer::builder(client).build();
     let mut deliveries = Vec::new();
     for &p in written {
         for i in 0..5 {
-            let r = baton::ProducerRecord::new(topic)
+            let r = baton_kafka::ProducerRecord::new(topic)
                 .partition(p)
                 .value(format!("{p}-{i}"));
             deliveries.push(producer.send(r).await.expect("send"));
@@ -344,7 +344,7 @@ pub async fn only_changed_partitions_are_sent(
 /// partition) every one goes to the follower.
 pub async fn follower_in_rack_is_fetched_from(
     tap: &FetchTap,
-    client: &baton::Client,
+    client: &baton_kafka::Client,
     topic: &str,
     leader: i32,
     follower: i32,
@@ -356,14 +356,14 @@ pub async fn follower_in_rack_is_fetched_from(
     let topic = topic.to_string();
     let client = client.clone();
 
-    let producer = baton::Producer::builder(&client).build();
+    let producer = baton_kafka::Producer::builder(&client).build();
     let send = |from: usize| {
         let producer = &producer;
         let topic = topic.clone();
         async move {
             let mut ds = Vec::new();
             for i in from..from + 20 {
-                let r = baton::ProducerRecord::new(topic.as_str()).value(format!("r{i}"));
+                let r = baton_kafka::ProducerRecord::new(topic.as_str()).value(format!("r{i}"));
                 ds.push(producer.send(r).await.expect("send"));
             }
             for d in ds {
@@ -372,8 +372,8 @@ pub async fn follower_in_rack_is_fetched_from(
         }
     };
     send(0).await;
-    let mut consumer = baton::Consumer::builder(&client)
-        .assign(topic.clone(), 0, baton::StartOffset::Earliest)
+    let mut consumer = baton_kafka::Consumer::builder(&client)
+        .assign(topic.clone(), 0, baton_kafka::StartOffset::Earliest)
         .client_rack(rack.clone())
         .max_wait(Duration::from_millis(100))
         .build()

@@ -14,11 +14,11 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use baton::Client;
 use baton_broker::faults::proxy::{
     self, HoldFuture, Proxy, ProxyOptions, Reply, RequestFrame, Tap, Verdict,
 };
 use baton_broker::{Broker, BrokerConfig, BrokerHandle};
+use baton_kafka::Client;
 use baton_protocol::messages::ProduceRequest;
 use baton_protocol::{envelope, Message, Request};
 use bytes::Bytes;

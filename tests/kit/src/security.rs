@@ -16,9 +16,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use baton::SaslCredentials;
-use baton::SaslMechanism as Mechanism;
 use baton_broker::{ListenerSecurity, SaslSettings, SecurityProtocol, TlsSettings};
+use baton_kafka::SaslCredentials;
+use baton_kafka::SaslMechanism as Mechanism;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair,
@@ -207,10 +207,10 @@ impl ClientSecurity {
     }
 
     /// Baton's client settings for the same connection.
-    pub fn apply(&self, builder: baton::ClientBuilder) -> baton::ClientBuilder {
+    pub fn apply(&self, builder: baton_kafka::ClientBuilder) -> baton_kafka::ClientBuilder {
         builder
             .security_protocol(SecurityProtocol::SaslSsl)
-            .tls(baton::TlsConfig::with_ca_pem_file(&self.ca).expect("the CA file loads"))
+            .tls(baton_kafka::TlsConfig::with_ca_pem_file(&self.ca).expect("the CA file loads"))
             .sasl(self.login.credentials())
     }
 }

@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use baton::{
+use baton_broker::history::ExactlyOnce;
+use baton_kafka::{
     Client, Consumer, ConsumerRecord, GroupConsumer, IsolationLevel, ProduceError, Producer,
     ProducerRecord, StartOffset, TopicPartition, TransactionError, TransactionOutcome,
 };
-use baton_broker::history::ExactlyOnce;
 
 use crate::exactly_once::{read_output, seed_input, Pipeline};
 use crate::{seed, topic_name, Rng};
@@ -81,7 +81,7 @@ async fn send_tagged(
     partitions: i32,
     n: usize,
     tag: &str,
-) -> Vec<baton::DeliveryFuture> {
+) -> Vec<baton_kafka::DeliveryFuture> {
     let mut out = Vec::new();
     for i in 0..n {
         let r = ProducerRecord::new(topic.to_string())
