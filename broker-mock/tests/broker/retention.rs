@@ -219,6 +219,13 @@ async fn await_start(c: &mut Client, topic: &str, at_least: i64) -> i64 {
     }
 }
 
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
 fn fast_retention() -> LogRetention {
     LogRetention {
         check_interval: Duration::from_millis(20),
@@ -248,10 +255,7 @@ async fn retention_by_time_and_size_deletes_old_data_on_disk_and_in_memory() {
         for i in 0..6 {
             produce(&mut c, &by_time, 1_000 + i, &[&"old".repeat(100)]).await;
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64;
+        let now = now_ms();
         assert_eq!(await_start(&mut c, &by_time, 6).await, 6);
         produce(&mut c, &by_time, now, &["new"]).await;
         let (err, start, vals) = fetch_at(&mut c, &by_time, 6).await;
@@ -357,8 +361,11 @@ async fn every_replica_moves_its_log_start_and_a_new_leader_keeps_it() {
     create_in(&cluster, topic, &[]).await;
     let v = cluster.partition_state(topic, 0).unwrap();
     let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    // Stamped now: the default retention (7 days) keeps them; only DeleteRecords moves
+    // the start here.
+    let now = now_ms();
     for i in 0..5 {
-        produce(&mut l, topic, 1_000 + i, &["a", "b", "c", "d"]).await; // 20 offsets
+        produce(&mut l, topic, now + i, &["a", "b", "c", "d"]).await; // 20 offsets
     }
     // Only the leader deletes.
     let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
