@@ -14,7 +14,7 @@ pub const DEFAULT_RETENTION_MS: i64 = 7 * 24 * 3_600_000;
 
 /// Broker-wide retention defaults (Kafka's `log.retention.*`, `log.roll.*`), applied
 /// to topics that do not set their own. The defaults are Kafka's: records are kept
-/// for 7 days ([`DEFAULT_RETENTION_MS`]) with no size limit; `log.retention.ms=-1`
+/// for 7 days (`DEFAULT_RETENTION_MS`) with no size limit; `log.retention.ms=-1`
 /// keeps data forever.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogRetention {
