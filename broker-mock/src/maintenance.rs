@@ -136,3 +136,43 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::policy::DEFAULT_RETENTION_MS;
+
+    fn config(entries: &[(&str, &str)]) -> TopicConfig {
+        TopicConfig {
+            entries: entries
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_topic_without_settings_keeps_data_for_kafkas_seven_days() {
+        let defaults = LogRetention::default();
+        assert_eq!(DEFAULT_RETENTION_MS, 604_800_000);
+        assert_eq!(defaults.retention_ms, Some(DEFAULT_RETENTION_MS));
+        assert_eq!(defaults.retention_bytes, None);
+        let p = policy_for(&defaults, &config(&[]));
+        assert_eq!(p.retention_ms, Some(604_800_000));
+        assert_eq!(p.retention_bytes, None);
+        // The topic's own settings win; -1 keeps data forever.
+        let p = policy_for(&defaults, &config(&[("retention.ms", "-1")]));
+        assert_eq!(p.retention_ms, None);
+        let p = policy_for(&defaults, &config(&[("retention.ms", "60000")]));
+        assert_eq!(p.retention_ms, Some(60_000));
+        // Compacted topics delete nothing by age.
+        let p = policy_for(&defaults, &config(&[("cleanup.policy", "compact")]));
+        assert_eq!(p.retention_ms, None);
+        // A broker that keeps data forever (`log.retention.ms=-1`).
+        let forever = LogRetention {
+            retention_ms: None,
+            ..defaults
+        };
+        assert_eq!(policy_for(&forever, &config(&[])).retention_ms, None);
+    }
+}

@@ -2,7 +2,6 @@
 //! writes when too few replicas are alive, acknowledged data survives, and a node
 //! whose log parted from the leader's truncates the divergent suffix when it returns.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use baton_broker::cluster::TruncationMode;
@@ -11,27 +10,9 @@ use baton_kafka::{Acks, Admin, NewTopic, Producer, ProducerRecord};
 use baton_testkit::cluster::{check_history, client, value};
 use baton_testkit::topic_name;
 
-const LONG: Duration = Duration::from_secs(90);
+use crate::unclean::{produce_all, unclean_pair, UncleanPair};
 
-/// Sends `ids` with `producer` and waits for every acknowledgement.
-async fn produce_all(
-    producer: &Producer,
-    topic: &str,
-    ids: std::ops::Range<u64>,
-    acked: &mut HashMap<u64, (i32, i64)>,
-) {
-    let mut pending = Vec::new();
-    for id in ids {
-        let r = ProducerRecord::new(topic.to_owned()).value(value(id));
-        pending.push((id, producer.send(r).await.expect("accepted")));
-    }
-    for (id, d) in pending {
-        let m = d
-            .await
-            .unwrap_or_else(|e| panic!("record {id} failed: {e}"));
-        acked.insert(id, (m.partition, m.offset));
-    }
-}
+const LONG: Duration = Duration::from_secs(90);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
@@ -51,8 +32,7 @@ async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
         .await
         .expect("topic created");
     let producer = Producer::builder(&client).acks(Acks::All).build();
-    let mut acked = HashMap::new();
-    produce_all(&producer, &topic, 0..1_000, &mut acked).await;
+    let mut acked = produce_all(&producer, &topic, 0..1_000).await;
 
     // Down: the leader and one follower.
     let v = cluster.partition_state(&topic, 0).unwrap();
@@ -105,7 +85,7 @@ async fn two_of_three_down_refuses_acks_all_and_keeps_acknowledged_data() {
         .await
         .unwrap_or_else(|_| panic!("ISR recovers: {:?}", cluster.partition_state(&topic, 0)));
     // Writes work again.
-    produce_all(&producer, &topic, 1_000..1_100, &mut acked).await;
+    acked.extend(produce_all(&producer, &topic, 1_000..1_100).await);
     producer.close().await;
 
     let history = check_history(&client, &topic, 1, &acked, Duration::from_secs(20)).await;
@@ -127,43 +107,17 @@ async fn returning_node_truncates_its_divergent_suffix_by_offsets_for_leader_epo
 }
 
 async fn divergent_suffix(mode: TruncationMode) {
-    baton_testkit::init_tracing();
-    let dir = tempfile::tempdir().unwrap();
-    let mut cluster = Cluster::builder()
-        .brokers(2)
-        .data_dir(dir.path())
-        .session_timeout(Duration::from_secs(3))
-        .truncation_mode(mode)
-        .auto_preferred_leader(false)
-        .start()
-        .await
-        .expect("cluster starts");
-    let client = client(&cluster).await;
-    let topic = topic_name("diverge");
-    Admin::new(&client)
-        .create_topics([
-            NewTopic::new(topic.clone(), 1, 2).config("unclean.leader.election.enable", "true")
-        ])
-        .await
-        .expect("topic created");
-    let producer = Producer::builder(&client)
-        .acks(Acks::Leader)
-        .idempotence(false)
-        .build();
-    let mut acked = HashMap::new();
-    produce_all(&producer, &topic, 0..100, &mut acked).await;
-    let v = cluster.partition_state(&topic, 0).unwrap();
-    let (a, b) = (
-        v.leader,
-        *v.replicas.iter().find(|r| **r != v.leader).unwrap(),
-    );
-    cluster
-        .wait_for(LONG, |c| {
-            let v = c.partition_state(&topic, 0).unwrap();
-            v.replica(b).unwrap().log_end_offset == 100
-        })
-        .await
-        .expect("follower catches up");
+    let builder = Cluster::builder().brokers(2).truncation_mode(mode);
+    let UncleanPair {
+        mut cluster,
+        _dir,
+        client: _client,
+        topic,
+        producer,
+        leader: a,
+        follower: b,
+        mut acked,
+    } = unclean_pair(builder, "diverge").await;
 
     // The follower leaves; the leader writes 50 records only it has (epoch 0).
     cluster.node(b).kill();
@@ -173,7 +127,7 @@ async fn divergent_suffix(mode: TruncationMode) {
         })
         .await
         .expect("ISR shrinks to the leader");
-    produce_all(&producer, &topic, 100..150, &mut acked).await;
+    acked.extend(produce_all(&producer, &topic, 100..150).await);
     let before = cluster.partition_state(&topic, 0).unwrap();
     assert_eq!(before.replica(a).unwrap().log_end_offset, 150);
 
@@ -185,8 +139,7 @@ async fn divergent_suffix(mode: TruncationMode) {
         .wait_for(LONG, |c| c.partition_state(&topic, 0).unwrap().leader == b)
         .await
         .unwrap_or_else(|_| panic!("{b} elected: {:?}", cluster.partition_state(&topic, 0)));
-    let mut later = HashMap::new();
-    produce_all(&producer, &topic, 200..230, &mut later).await;
+    produce_all(&producer, &topic, 200..230).await;
     producer.close().await;
 
     // The old leader returns: its epoch-0 records 100..150 diverge from the new

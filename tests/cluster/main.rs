@@ -19,3 +19,4 @@ mod rolling;
 mod scram;
 mod secured;
 mod truncation;
+mod unclean;

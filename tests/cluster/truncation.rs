@@ -4,40 +4,19 @@
 //! point, and continues with the new leader's records from there. The plain
 //! [`Consumer`] and the [`GroupConsumer`] (the same fetcher) alike.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use baton_broker::Cluster;
 use baton_kafka::{
-    Acks, Admin, Client, Consumer, ConsumerError, ConsumerRecord, GroupConsumer, GroupError,
-    NewTopic, Producer, ProducerRecord, StartOffset, TopicPartition,
+    Client, Consumer, ConsumerError, ConsumerRecord, GroupConsumer, GroupError, StartOffset,
+    TopicPartition,
 };
 use baton_protocol::messages::FindCoordinatorRequest;
-use baton_testkit::cluster::{client, parse, value};
-use baton_testkit::topic_name;
+use baton_testkit::cluster::parse;
+
+use crate::unclean::{produce_all, unclean_pair, UncleanPair};
 
 const LONG: Duration = Duration::from_secs(90);
-
-/// Sends `ids` and waits for every acknowledgement: id -> offset.
-async fn produce_all(
-    producer: &Producer,
-    topic: &str,
-    ids: std::ops::Range<u64>,
-) -> HashMap<u64, i64> {
-    let mut pending = Vec::new();
-    for id in ids {
-        let r = ProducerRecord::new(topic.to_owned()).value(value(id));
-        pending.push((id, producer.send(r).await.expect("accepted")));
-    }
-    let mut acked = HashMap::new();
-    for (id, d) in pending {
-        let m = d
-            .await
-            .unwrap_or_else(|e| panic!("record {id} failed: {e}"));
-        acked.insert(id, m.offset);
-    }
-    acked
-}
 
 /// The consumer under test.
 enum Reader {
@@ -163,45 +142,16 @@ async fn coordinator(client: &Client, group: &str) -> i32 {
 }
 
 async fn unclean_truncation(mode: Mode) {
-    baton_testkit::init_tracing();
-    let dir = tempfile::tempdir().unwrap();
-    let mut cluster = Cluster::builder()
-        .brokers(3)
-        .data_dir(dir.path())
-        .session_timeout(Duration::from_secs(3))
-        .auto_preferred_leader(false)
-        .start()
-        .await
-        .expect("cluster starts");
-    let client = client(&cluster).await;
-    let topic = topic_name("truncation");
-    Admin::new(&client)
-        .create_topics([
-            NewTopic::new(topic.clone(), 1, 2).config("unclean.leader.election.enable", "true")
-        ])
-        .await
-        .expect("topic created");
-    let producer = Producer::builder(&client)
-        .acks(Acks::Leader)
-        .idempotence(false)
-        .build();
-    produce_all(&producer, &topic, 0..100).await;
-    let v = cluster.partition_state(&topic, 0).unwrap();
-    let (a, b) = (
-        v.leader,
-        *v.replicas.iter().find(|r| **r != v.leader).unwrap(),
-    );
-    cluster
-        .wait_for(LONG, |c| {
-            c.partition_state(&topic, 0)
-                .unwrap()
-                .replica(b)
-                .unwrap()
-                .log_end_offset
-                == 100
-        })
-        .await
-        .expect("the follower catches up");
+    let UncleanPair {
+        mut cluster,
+        _dir,
+        client,
+        topic,
+        producer,
+        leader: a,
+        follower: b,
+        ..
+    } = unclean_pair(Cluster::builder().brokers(3), "truncation").await;
 
     // A group's coordinator on the third node: the nodes going down below then
     // leave the group alone (no rebalance, which would restart the partition
@@ -236,7 +186,7 @@ async fn unclean_truncation(mode: Mode) {
         .await
         .expect("the ISR shrinks to the leader");
     let acked = produce_all(&producer, &topic, 100..150).await;
-    assert_eq!(acked[&149], 149);
+    assert_eq!(acked[&149], (0, 149));
     let mut last_epoch = -1;
     for i in 100..150 {
         let r = consumer.next().await.expect("record");
@@ -260,7 +210,7 @@ async fn unclean_truncation(mode: Mode) {
         .await
         .unwrap_or_else(|_| panic!("{b} elected: {:?}", cluster.partition_state(&topic, 0)));
     let later = produce_all(&producer, &topic, 200..230).await;
-    assert_eq!(later[&200], 100, "the new leader's log ends at 100");
+    assert_eq!(later[&200], (0, 100), "the new leader's log ends at 100");
     producer.close().await;
 
     // The consumer says so, with the divergence point, then reads the new log on.

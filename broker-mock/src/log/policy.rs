@@ -8,12 +8,14 @@ use std::time::Duration;
 /// Kafka's `log.retention.check.interval.ms` default: 5 minutes.
 pub const DEFAULT_CHECK_INTERVAL: Duration = Duration::from_secs(300);
 
+/// Kafka's `log.retention.hours` default, 168 (7 days), in milliseconds: the
+/// `retention.ms` of topics that set none.
+pub const DEFAULT_RETENTION_MS: i64 = 7 * 24 * 3_600_000;
+
 /// Broker-wide retention defaults (Kafka's `log.retention.*`, `log.roll.*`), applied
-/// to topics that do not set their own.
-///
-/// Deviation from Apache Kafka: `retention_ms` defaults to keeping data forever
-/// (Kafka: 7 days), so a test broker never deletes a record it was given unless
-/// asked to; set it (or `log.retention.hours`) for Kafka's behaviour.
+/// to topics that do not set their own. The defaults are Kafka's: records are kept
+/// for 7 days (`DEFAULT_RETENTION_MS`) with no size limit; `log.retention.ms=-1`
+/// keeps data forever.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LogRetention {
     /// `log.retention.ms` (or `.minutes`, `.hours`); `None` keeps data forever.
@@ -30,7 +32,7 @@ pub struct LogRetention {
 impl Default for LogRetention {
     fn default() -> Self {
         LogRetention {
-            retention_ms: None,
+            retention_ms: Some(DEFAULT_RETENTION_MS),
             retention_bytes: None,
             roll_ms: None,
             check_interval: DEFAULT_CHECK_INTERVAL,

@@ -7,8 +7,8 @@
 //! the log cleaner's `log.cleaner.enable`, `log.cleaner.backoff.ms`,
 //! `log.cleaner.min.cleanable.ratio`, `log.cleaner.delete.retention.ms` and
 //! `log.cleaner.dedupe.buffer.size` (see [`CleanerConfig`](crate::CleanerConfig)),
-//! `log.retention.ms` (over `.minutes`, over `.hours`; -1 keeps data forever, the
-//! default here), `log.retention.bytes`, `log.roll.ms` (over `log.roll.hours`),
+//! `log.retention.ms` (over `.minutes`, over `.hours`; -1 keeps data forever; the
+//! default is Kafka's 168 hours), `log.retention.bytes`, `log.roll.ms` (over `log.roll.hours`),
 //! `log.retention.check.interval.ms` (see [`LogRetention`](crate::LogRetention)),
 //! `group.initial.rebalance.delay.ms`, `offsets.topic.num.partitions`; consumer
 //! groups of KIP-848: `group.consumer.session.timeout.ms`,

@@ -15,7 +15,7 @@ use baton_protocol::primitives::Uuid;
 use baton_protocol::ErrorCode;
 use baton_testkit::wire::*;
 
-use super::groups::kill_and_connect_to_a_survivor;
+use super::groups::{find_coordinator, kill_and_connect_to_a_survivor};
 
 type Owned = Vec<(Uuid, Vec<i32>)>;
 
@@ -551,30 +551,6 @@ async fn members_and_epochs_survive_a_restart() {
         0
     );
     broker.shutdown().await;
-}
-
-/// Asks `c` for the coordinator of `group` until one other than `not` is named.
-pub(super) async fn find_coordinator(
-    c: &mut Client,
-    group: &str,
-    not: Option<i32>,
-) -> (i32, String) {
-    for _ in 0..300 {
-        let fc = c
-            .call(
-                &FindCoordinatorRequest {
-                    key: group.into(),
-                    ..Default::default()
-                },
-                3,
-            )
-            .await;
-        if fc.error_code == 0 && Some(fc.node_id) != not {
-            return (fc.node_id, format!("{}:{}", fc.host, fc.port));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("no coordinator for {group}");
 }
 
 /// Heartbeats until the coordinator answers without a coordinator error (the

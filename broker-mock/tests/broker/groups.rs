@@ -518,7 +518,11 @@ pub(super) async fn kill_and_connect_to_a_survivor(cluster: &mut Cluster, node: 
 
 /// Asks `c` for the coordinator of `group` until one is named (the first lookup in a
 /// cluster creates `__consumer_offsets`), optionally one other than `not`.
-async fn find_coordinator(c: &mut Client, group: &str, not: Option<i32>) -> (i32, String) {
+pub(super) async fn find_coordinator(
+    c: &mut Client,
+    group: &str,
+    not: Option<i32>,
+) -> (i32, String) {
     for _ in 0..300 {
         let fc = c
             .call(

@@ -4,7 +4,6 @@
 //! node; and in a 3-node cluster every replica moves its log start (DeleteRecords
 //! and retention), a new leader keeps it, and reads below it are out of range.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use baton_broker::{Broker, BrokerConfig, Cluster, LogRetention};
@@ -91,9 +90,9 @@ async fn delete_records_moves_the_log_start_and_it_survives_a_restart() {
         .call(&create_req(&topic, 1, &[("segment.bytes", "1024")]), 7)
         .await;
     assert_eq!(resp.topics[0].error_code, 0);
+    let now = now_ms();
     for i in 0..4 {
-        let ts = 1_000 + i;
-        produce(&mut c, &topic, ts, &["a", "b", "c"]).await; // offsets 3i..3i+2
+        produce(&mut c, &topic, now + i, &["a", "b", "c"]).await; // offsets 3i..3i+2
     }
 
     // Inside the second batch: the batch holding offset 5 is still served, from 5.
@@ -111,8 +110,8 @@ async fn delete_records_moves_the_log_start_and_it_survives_a_restart() {
         ["a", "b", "c"],
         "the batch holding offset 5, whole"
     );
-    // Timestamp lookups start at the log start too: offsets 0..4 (stamped 1000,
-    // 1001, 1002, 1001, 1002) are below it, offset 5 is stamped 1003.
+    // Timestamp lookups start at the log start too: offsets 0..4 (stamped now,
+    // +1, +2, +1, +2) are below it, offset 5 is stamped now + 3.
     let lo = |ts: i64| ListOffsetsRequest {
         replica_id: -1,
         isolation_level: 0,
@@ -125,12 +124,12 @@ async fn delete_records_moves_the_log_start_and_it_survives_a_restart() {
             }],
         }],
     };
-    for ts in [1_000, 1_001, 1_003] {
+    for ts in [now, now + 1, now + 3] {
         let resp = c.call(&lo(ts), 7).await;
         let p = &resp.topics[0].partitions[0];
         assert_eq!(
             (code(p.error_code), p.offset, p.timestamp),
-            (ErrorCode::None, 5, 1_003),
+            (ErrorCode::None, 5, now + 3),
             "timestamp {ts}"
         );
     }
@@ -219,6 +218,13 @@ async fn await_start(c: &mut Client, topic: &str, at_least: i64) -> i64 {
     }
 }
 
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
 fn fast_retention() -> LogRetention {
     LogRetention {
         check_interval: Duration::from_millis(20),
@@ -248,10 +254,7 @@ async fn retention_by_time_and_size_deletes_old_data_on_disk_and_in_memory() {
         for i in 0..6 {
             produce(&mut c, &by_time, 1_000 + i, &[&"old".repeat(100)]).await;
         }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_millis() as i64;
+        let now = now_ms();
         assert_eq!(await_start(&mut c, &by_time, 6).await, 6);
         produce(&mut c, &by_time, now, &["new"]).await;
         let (err, start, vals) = fetch_at(&mut c, &by_time, 6).await;
@@ -294,34 +297,16 @@ async fn retention_by_time_and_size_deletes_old_data_on_disk_and_in_memory() {
     }
 }
 
-fn addr(cluster: &Cluster, id: i32) -> SocketAddr {
-    cluster.bootstrap_servers()[(id - 1) as usize]
-        .parse()
-        .unwrap()
-}
-
+/// Creates `name` with one partition on all three nodes (`create_replicated`) and
+/// waits for the three in sync.
 async fn create_in(cluster: &Cluster, name: &str, configs: &[(&str, &str)]) {
     cluster
         .wait_for(LONG, |c| c.unfenced_brokers().len() == 3)
         .await
         .unwrap();
-    let mut c = Client::connect(addr(cluster, 1)).await;
-    let mut req = create_req(name, 1, configs);
-    req.topics[0].replication_factor = 3;
-    let resp = c.call(&req, 7).await;
-    assert_eq!(
-        resp.topics[0].error_code, 0,
-        "{:?}",
-        resp.topics[0].error_message
-    );
+    create_replicated(cluster, name, 1, 3, configs).await;
     cluster
-        .wait_for(LONG, |c| {
-            let v = c.partition_state(name, 0).unwrap();
-            v.leader > 0
-                && v.isr.len() == 3
-                && v.replica_states.iter().all(|r| r.role != "none")
-                && v.replica(v.leader).is_some_and(|r| r.role == "leader")
-        })
+        .wait_for(LONG, |c| c.partition_state(name, 0).unwrap().isr.len() == 3)
         .await
         .unwrap();
 }
@@ -356,13 +341,16 @@ async fn every_replica_moves_its_log_start_and_a_new_leader_keeps_it() {
     let topic = "delrec-cluster";
     create_in(&cluster, topic, &[]).await;
     let v = cluster.partition_state(topic, 0).unwrap();
-    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let mut l = Client::connect(node_addr(&cluster, v.leader)).await;
+    // Stamped now: the default retention (7 days) keeps them; only DeleteRecords moves
+    // the start here.
+    let now = now_ms();
     for i in 0..5 {
-        produce(&mut l, topic, 1_000 + i, &["a", "b", "c", "d"]).await; // 20 offsets
+        produce(&mut l, topic, now + i, &["a", "b", "c", "d"]).await; // 20 offsets
     }
     // Only the leader deletes.
     let follower = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
-    let mut f = Client::connect(addr(&cluster, follower)).await;
+    let mut f = Client::connect(node_addr(&cluster, follower)).await;
     assert_eq!(
         delete_records(&mut f, topic, 3, 2).await.0,
         ErrorCode::NotLeaderOrFollower
@@ -395,7 +383,7 @@ async fn every_replica_moves_its_log_start_and_a_new_leader_keeps_it() {
         .await
         .unwrap();
     let v = cluster.partition_state(topic, 0).unwrap();
-    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let mut l = Client::connect(node_addr(&cluster, v.leader)).await;
     assert_eq!(list_offset(&mut l, topic, -2).await, (ErrorCode::None, 7));
     assert_eq!(
         fetch_at(&mut l, topic, 5).await.0,
@@ -416,7 +404,7 @@ async fn every_replica_moves_its_log_start_and_a_new_leader_keeps_it() {
     let aged = "retention-cluster";
     create_in(&cluster, aged, &[("retention.ms", "60000")]).await;
     let v = cluster.partition_state(aged, 0).unwrap();
-    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let mut l = Client::connect(node_addr(&cluster, v.leader)).await;
     for i in 0..6 {
         produce(&mut l, aged, 1_000 + i, &[&"r".repeat(300)]).await;
     }
@@ -446,7 +434,7 @@ async fn a_follower_behind_the_leaders_start_restarts_there() {
     let v = cluster.partition_state(topic, 0).unwrap();
     let lagging = *v.replicas.iter().find(|r| **r != v.leader).unwrap();
     cluster.node(lagging).pause_replication(true);
-    let mut l = Client::connect(addr(&cluster, v.leader)).await;
+    let mut l = Client::connect(node_addr(&cluster, v.leader)).await;
     for i in 0..5 {
         let resp = l
             .call(

@@ -549,6 +549,10 @@ async fn describe_configs_topics_and_broker() {
         let cleanup = config(t, "cleanup.policy");
         assert_eq!(cleanup.value.as_deref(), Some("delete"));
         assert_eq!(cleanup.config_source, CONFIG_SOURCE_DEFAULT);
+        // Kafka's retention defaults: 7 days, no size limit.
+        let bytes = config(t, "retention.bytes");
+        assert_eq!(bytes.value.as_deref(), Some("-1"));
+        assert_eq!(bytes.config_source, CONFIG_SOURCE_DEFAULT);
         let segment = config(t, "segment.bytes");
         assert_eq!(
             segment.value.as_deref(),
@@ -583,6 +587,15 @@ async fn describe_configs_topics_and_broker() {
         .map(|c| c.name.as_str())
         .collect();
     assert_eq!(names, ["retention.ms"]);
+    // A topic that sets no retention.ms reports Kafka's default, 7 days.
+    let plain = topic_name("configs-default");
+    let r = c.call(&create_req(&plain, 1, &[]), 7).await;
+    assert_eq!(r.topics[0].error_code, 0);
+    let req = describe_configs_req(&[(RESOURCE_TYPE_TOPIC, &plain)], Some(&["retention.ms"]));
+    let resp = c.call(&req, 4).await;
+    let retention = config(&resp.results[0], "retention.ms");
+    assert_eq!(retention.value.as_deref(), Some("604800000"));
+    assert_eq!(retention.config_source, CONFIG_SOURCE_DEFAULT);
     broker.shutdown().await;
 }
 

@@ -14,7 +14,7 @@ use baton_testkit::wire::*;
 
 use super::groups::kill_and_connect_to_a_survivor;
 
-use super::consumer_groups::find_coordinator;
+use super::groups::find_coordinator;
 
 /// UNSTABLE_OFFSET_COMMIT.
 const UNSTABLE: i16 = 88;

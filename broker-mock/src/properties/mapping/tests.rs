@@ -391,9 +391,12 @@ fn retention_keys_set_the_retention_defaults_with_kafkas_precedence() {
     let config = map_ok("log.retention.bytes=-1\nlog.roll.hours=3\n");
     assert_eq!(config.retention.retention_bytes, None);
     assert_eq!(config.retention.roll_ms, Some(3 * 3_600_000));
-    // Nothing set: data is kept, checked every 5 minutes.
+    // Nothing set: Kafka's defaults, 7 days and no size limit, checked every 5 minutes.
     let config = map_ok("node.id=1\n");
     assert_eq!(config.retention, crate::LogRetention::default());
+    assert_eq!(config.retention.retention_ms, Some(604_800_000));
+    assert_eq!(config.retention.retention_bytes, None);
+    assert_eq!(config.retention.check_interval, Duration::from_secs(300));
     for bad in [
         "log.retention.ms=-2\n",
         "log.retention.hours=x\n",
