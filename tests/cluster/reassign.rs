@@ -315,16 +315,19 @@ async fn reassignment_cancelled_keeps_the_original_replicas_and_errors_are_kafka
     let mut target = before.replicas.clone();
     target.push(new);
     admin
-        .alter_partition_reassignments([Reassignment::to(topic.clone(), 0, target)])
+        .alter_partition_reassignments([Reassignment::to(topic.clone(), 0, target.clone())])
         .await
         .expect("reassignment started");
+    let listed = admin.list_partition_reassignments(None).await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(
-        admin
-            .list_partition_reassignments(None)
-            .await
-            .unwrap()
-            .len(),
-        1
+        (
+            &listed[0].replicas,
+            &listed[0].adding_replicas,
+            &listed[0].removing_replicas
+        ),
+        (&target, &vec![new], &vec![]),
+        "{listed:?}"
     );
     admin
         .alter_partition_reassignments([cancel()])
