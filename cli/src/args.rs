@@ -446,7 +446,30 @@ pub enum GroupsCommand {
     /// the plan; --execute commits it.
     #[command(after_help = RESET_HELP)]
     ResetOffsets(ResetArgs),
+    /// Deletes a group's committed offsets of topics or partitions
+    /// (OffsetDelete); refused for a topic the group's members subscribe to.
+    #[command(after_help = DELETE_OFFSETS_HELP)]
+    DeleteOffsets {
+        /// The group.
+        group: String,
+        /// The offsets to delete: TOPIC (every partition the group has an offset
+        /// for) or TOPIC:P,P (repeatable).
+        #[arg(long, value_name = "TOPIC[:P,P]", required = true)]
+        topic: Vec<String>,
+    },
 }
+
+const DELETE_OFFSETS_HELP: &str = "\
+The group's offsets of the topics named are deleted, as
+kafka-consumer-groups.sh --delete-offsets does: a consumer of the group then
+starts there from its offset reset policy. The coordinator refuses a topic that
+a running member of the group subscribes to (exit status 1): stop the group's
+consumers, or let them unsubscribe, first. A topic that was deleted can be named
+too, to drop the offsets left behind.
+
+Examples:
+  baton groups delete-offsets billing --topic events
+  baton groups delete-offsets billing --topic events:0,1 --topic old-events";
 
 const RESET_HELP: &str = "\
 Without --execute nothing changes: the new offsets are printed (a dry run), as

@@ -1,6 +1,6 @@
 //! `baton groups`: listing, describing and deleting consumer groups, their
-//! committed offsets and lag, and resetting those offsets (a dry run unless
-//! `--execute`), on the SDK's group [`Admin`] calls.
+//! committed offsets and lag, resetting those offsets (a dry run unless
+//! `--execute`) and deleting them per topic, on the SDK's group [`Admin`] calls.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -78,6 +78,101 @@ pub async fn run(client: &Client, admin: &Admin, command: GroupsCommand) -> Resu
             Ok(())
         }
         GroupsCommand::ResetOffsets(args) => reset(client, admin, args).await,
+        GroupsCommand::DeleteOffsets { group, topic } => {
+            delete_offsets(admin, &group, &topic).await
+        }
+    }
+}
+
+/// `groups delete-offsets`: a topic without partitions stands for the partitions
+/// the group has offsets for (so that a deleted topic's can go too).
+async fn delete_offsets(admin: &Admin, group: &str, specs: &[String]) -> Result<(), CliError> {
+    let committed: Vec<TopicPartition> = admin
+        .group_offsets(group.to_owned())
+        .await
+        .map_err(group_error)?
+        .into_keys()
+        .collect();
+    if committed.is_empty() {
+        return Err(no_offsets(group));
+    }
+    let mut partitions = Vec::new();
+    for spec in specs {
+        let (topic, wanted) = parse_topic_spec(spec)?;
+        let of_topic = committed.iter().filter(|tp| &*tp.topic == topic);
+        let chosen: Vec<TopicPartition> = match wanted {
+            Some(ps) => ps
+                .into_iter()
+                .map(|p| TopicPartition::new(topic, p))
+                .collect(),
+            None => of_topic.cloned().collect(),
+        };
+        if chosen.is_empty() {
+            return Err(CliError::not_found(format!(
+                "group {group:?} has no committed offsets of topic {topic:?}"
+            ))
+            .hint(format!("`baton groups offsets {group}` shows them")));
+        }
+        partitions.extend(chosen);
+    }
+    partitions.sort();
+    partitions.dedup();
+    admin
+        .delete_consumer_group_offsets(group.to_owned(), partitions.clone())
+        .await
+        .map_err(|e| delete_offsets_error(group, e))?;
+    println!(
+        "deleted the committed offsets of group {group} for {}",
+        self::partitions(&partitions)
+    );
+    Ok(())
+}
+
+/// An error of `groups delete-offsets`: partitions refused because the group's
+/// members subscribe to their topics are said so.
+fn delete_offsets_error(group: &str, e: AdminError) -> CliError {
+    let AdminError::GroupOffsets(failures) = &e else {
+        return group_error(e);
+    };
+    let mut subscribed: Vec<&str> = failures
+        .iter()
+        .filter(|f| f.code == ErrorCode::GroupSubscribedToTopic)
+        .map(|f| &*f.partition.topic)
+        .collect();
+    subscribed.dedup();
+    if subscribed.is_empty() {
+        return CliError::from(e);
+    }
+    let others = failures
+        .iter()
+        .filter(|f| f.code != ErrorCode::GroupSubscribedToTopic)
+        .count();
+    let mut message = format!(
+        "the members of group {group:?} still subscribe to topic(s) {}: their offsets were not deleted",
+        subscribed.join(", ")
+    );
+    if others > 0 {
+        message.push_str(&format!(" (and: {e})"));
+    }
+    CliError::failure(message).hint(
+        "stop the group's consumers (or let them unsubscribe from the topic) first; \
+         `baton groups describe` shows the members",
+    )
+}
+
+/// `TOPIC` or `TOPIC:P,P`.
+fn parse_topic_spec(spec: &str) -> Result<(&str, Option<Vec<i32>>), CliError> {
+    match spec.split_once(':') {
+        Some((t, ps)) => {
+            let ps: Result<Vec<i32>, _> = ps.split(',').map(str::parse).collect();
+            let ps = ps.map_err(|_| {
+                CliError::usage(format!(
+                    "--topic {spec:?}: expected TOPIC or TOPIC:P,P (partition numbers)"
+                ))
+            })?;
+            Ok((t, Some(ps)))
+        }
+        None => Ok((spec, None)),
     }
 }
 
@@ -163,18 +258,7 @@ fn topic_partitions(client: &Client, specs: &[String]) -> Result<Vec<TopicPartit
     let meta = client.metadata();
     let mut out = Vec::new();
     for spec in specs {
-        let (topic, wanted) = match spec.split_once(':') {
-            Some((t, ps)) => {
-                let ps: Result<Vec<i32>, _> = ps.split(',').map(str::parse).collect();
-                let ps = ps.map_err(|_| {
-                    CliError::usage(format!(
-                        "--topic {spec:?}: expected TOPIC or TOPIC:P,P (partition numbers)"
-                    ))
-                })?;
-                (t, Some(ps))
-            }
-            None => (spec.as_str(), None),
-        };
+        let (topic, wanted) = parse_topic_spec(spec)?;
         let Some(t) = meta.topic(topic) else {
             return Err(CliError::unknown_topic(topic));
         };

@@ -62,3 +62,70 @@ async fn a_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on() {
     scenario::a_transaction_past_its_timeout_is_aborted_and_the_producer_goes_on(&client, &topic)
         .await;
 }
+
+/// A consumer's position moves past the markers a log ends in (a committed and
+/// an aborted transaction), at both isolation levels, so it reaches the log end
+/// offset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_position_moves_past_trailing_transaction_markers() {
+    use std::time::{Duration, Instant};
+
+    use baton_kafka::{
+        Admin, Consumer, IsolationLevel, OffsetSpec, Producer, ProducerRecord, StartOffset,
+        TopicPartition,
+    };
+
+    let (_broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "txn-markers", 1).await;
+    let producer = Producer::builder(&client)
+        .transactional_id(format!("{topic}-producer"))
+        .build();
+    producer.init_transactions().await.expect("init");
+    for commit in [true, false] {
+        producer.begin_transaction().await.expect("begin");
+        let sent = producer
+            .send(ProducerRecord::new(topic.clone()).value("v"))
+            .await
+            .expect("accepted");
+        if commit {
+            producer.commit_transaction().await.expect("commit");
+            sent.await.expect("delivered");
+        } else {
+            producer.flush().await;
+            producer.abort_transaction().await.expect("abort");
+        }
+    }
+    let end = Admin::new(&client)
+        .list_offsets([(topic.as_str(), 0, OffsetSpec::Latest)])
+        .await
+        .expect("end offset")[0]
+        .offset;
+    // Two records, two markers.
+    assert_eq!(end, 4);
+    let tp = TopicPartition::new(topic.as_str(), 0);
+    for (isolation, records) in [
+        (IsolationLevel::ReadUncommitted, 2),
+        (IsolationLevel::ReadCommitted, 1),
+    ] {
+        let mut consumer = Consumer::builder(&client)
+            .assign(topic.clone(), 0, StartOffset::Earliest)
+            .isolation_level(isolation)
+            .build()
+            .await
+            .expect("consumer");
+        let mut read = 0;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while consumer.position(&tp) != Some(end) {
+            assert!(
+                Instant::now() < deadline,
+                "{isolation:?}: position {:?}, end {end}, {read} read",
+                consumer.position(&tp)
+            );
+            if let Ok(r) = tokio::time::timeout(Duration::from_millis(200), consumer.recv()).await {
+                r.expect("record");
+                read += 1;
+            }
+        }
+        assert_eq!(read, records, "{isolation:?}");
+    }
+}

@@ -1,8 +1,12 @@
-//! `baton groups`: list, describe, offsets, lag, reset-offsets, delete.
+//! `baton groups`: list, describe, offsets, lag, reset-offsets, delete,
+//! delete-offsets.
 
+use std::time::{Duration, Instant};
+
+use baton_kafka::{Client, GroupConsumer};
 use baton_testkit::topic_name;
 
-use crate::harness::Baton;
+use crate::harness::{Baton, Run};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_group_re_reads_and_a_deleted_one_is_gone() {
@@ -121,5 +125,96 @@ async fn a_reset_group_re_reads_and_a_deleted_one_is_gone() {
         .await
         .status(2);
     assert!(usage.stderr.contains("--topic"), "{usage:?}");
+    b.stop().await;
+}
+
+/// `groups delete-offsets`: a stopped group's offsets of one topic go, the
+/// others stay; a topic a live member subscribes to is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delete_offsets_drops_a_topics_offsets_but_not_those_of_a_live_subscription() {
+    let b = Baton::start().await;
+    let t = topic_name("del-off-t");
+    let u = topic_name("del-off-u");
+    let g = topic_name("g");
+    for topic in [&t, &u] {
+        b.run(&["topics", "create", topic, "-p", "2"]).await.ok();
+        b.run_with_input(&["produce", topic, "-K", ":"], b"a:1\nb:2\nc:3\n")
+            .await
+            .ok();
+        let read = b
+            .run(&["consume", topic, "--group", &g, "-e", "--from", "earliest"])
+            .await
+            .ok();
+        assert_eq!(read.lines().len(), 3, "{read:?}");
+    }
+    let topics_with_offsets = |run: &Run| -> Vec<String> {
+        let mut v: Vec<String> = run.lines()[1..]
+            .iter()
+            .map(|l| l.split('\t').next().unwrap().to_owned())
+            .collect();
+        v.dedup();
+        v
+    };
+    let before = b.run(&["groups", "offsets", &g]).await.ok();
+    let mut both = vec![t.clone(), u.clone()];
+    both.sort();
+    assert_eq!(topics_with_offsets(&before), both, "{before:?}");
+
+    let deleted = b
+        .run(&["groups", "delete-offsets", &g, "--topic", &t])
+        .await
+        .ok();
+    assert!(
+        deleted.stdout.starts_with(&format!(
+            "deleted the committed offsets of group {g} for {t}/"
+        )),
+        "{deleted:?}"
+    );
+    let after = b.run(&["groups", "offsets", &g]).await.ok();
+    assert_eq!(topics_with_offsets(&after), vec![u.clone()], "{after:?}");
+    // Nothing left of that topic to delete: not found.
+    let again = b
+        .run(&["groups", "delete-offsets", &g, "--topic", &t])
+        .await
+        .status(3);
+    assert!(again.stderr.contains("no committed offsets"), "{again:?}");
+    let usage = b.run(&["groups", "delete-offsets", &g]).await.status(2);
+    assert!(usage.stderr.contains("--topic"), "{usage:?}");
+
+    // A member subscribed to the other topic: its offsets are kept.
+    let client = Client::builder([b.bootstrap.clone()])
+        .build()
+        .await
+        .expect("client connects");
+    let member = GroupConsumer::builder(&client, g.clone())
+        .subscribe([u.clone()])
+        .build()
+        .await
+        .expect("the member joins");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let described = b.run(&["groups", "describe", &g]).await.ok();
+        if described.stdout.contains("\tState: Stable\t") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the member never joined: {described:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let refused = b
+        .run(&["groups", "delete-offsets", &g, "--topic", &u])
+        .await
+        .status(1);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("still subscribe to topic(s) {u}")),
+        "{refused:?}"
+    );
+    let kept = b.run(&["groups", "offsets", &g]).await.ok();
+    assert_eq!(topics_with_offsets(&kept), vec![u.clone()], "{kept:?}");
+    drop(member);
     b.stop().await;
 }

@@ -1,6 +1,7 @@
 //! `baton produce` and `baton consume`: formats, keys and headers, start
 //! positions, counts, groups, and failed deliveries.
 
+use baton_kafka::{Client, Producer, ProducerRecord};
 use baton_testkit::topic_name;
 
 use crate::harness::Baton;
@@ -248,5 +249,64 @@ async fn failed_records_are_counted_and_fail_the_run() {
         .await
         .status(1);
     assert!(run.stderr.contains("longer than 4 bytes"), "{run:?}");
+    b.stop().await;
+}
+
+/// `--exit-at-end` ends on partitions whose logs end in a transaction marker
+/// (a committed and an aborted transaction), alone and in a group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_at_end_ends_at_a_trailing_transaction_marker() {
+    let b = Baton::start().await;
+    let t = topic_name("txn-end");
+    b.run(&["topics", "create", &t, "-p", "2"]).await.ok();
+    let client = Client::builder([b.bootstrap.clone()])
+        .build()
+        .await
+        .expect("client connects");
+    let producer = Producer::builder(&client)
+        .transactional_id(topic_name("txn-id"))
+        .build();
+    producer
+        .init_transactions()
+        .await
+        .expect("init_transactions");
+    for (tag, commit) in [("committed", true), ("aborted", false)] {
+        producer.begin_transaction().await.expect("begin");
+        let mut sent = Vec::new();
+        for p in 0..2 {
+            let r = ProducerRecord::new(t.clone())
+                .partition(p)
+                .value(format!("{tag}-{p}"));
+            sent.push(producer.send(r).await.expect("accepted"));
+        }
+        if commit {
+            producer.commit_transaction().await.expect("commit");
+            for d in sent {
+                d.await.expect("delivered");
+            }
+        } else {
+            producer.flush().await;
+            producer.abort_transaction().await.expect("abort");
+        }
+    }
+
+    // Read uncommitted (the default): the aborted records too, then the end.
+    let direct = b
+        .run(&["consume", &t, "--from", "earliest", "-e"])
+        .await
+        .ok();
+    let mut values = direct.lines();
+    values.sort_unstable();
+    assert_eq!(
+        values,
+        vec!["aborted-0", "aborted-1", "committed-0", "committed-1"],
+        "{direct:?}"
+    );
+    let g = topic_name("txn-group");
+    let grouped = b
+        .run(&["consume", &t, "--group", &g, "--from", "earliest", "-e"])
+        .await
+        .ok();
+    assert_eq!(grouped.lines().len(), 4, "{grouped:?}");
     b.stop().await;
 }

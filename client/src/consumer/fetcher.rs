@@ -61,6 +61,19 @@ pub(crate) type Chunk = Result<RecordChunk, ConsumerError>;
 pub(crate) struct RecordChunk {
     pub(crate) records: Vec<ConsumerRecord>,
     pub(crate) charge: OwnedSemaphorePermit,
+    /// Set, with no records, when a fetch of the partition ended in batches that
+    /// yield no record (transaction markers; aborted batches at read_committed):
+    /// the consumers' position moves past them, as Kafka's consumer's does.
+    pub(crate) skipped: Option<Skipped>,
+}
+
+/// The position of a partition after batches that yield no record.
+#[derive(Debug)]
+pub(crate) struct Skipped {
+    pub(crate) topic: Arc<str>,
+    pub(crate) partition: i32,
+    /// The offset after the last of those batches.
+    pub(crate) next_offset: i64,
 }
 
 /// Where the task sends its output, in chunks (one channel operation for many
@@ -645,7 +658,15 @@ impl Pending {
         }
         self.bytes = 0;
         let records = std::mem::take(&mut self.records);
-        tx.send(epoch, Ok(RecordChunk { records, charge })).await
+        tx.send(
+            epoch,
+            Ok(RecordChunk {
+                records,
+                charge,
+                skipped: None,
+            }),
+        )
+        .await
     }
 }
 
@@ -873,6 +894,8 @@ async fn consume(
     let mut progressed = false;
     let mut stop: Option<Stop> = None;
     let mut pending = Pending::default();
+    // The last batches handled yielded no record: the position moved past them.
+    let mut trailing_skip = false;
     'batches: for next in iter.by_ref() {
         let batch = match next {
             Ok(b) => b,
@@ -916,6 +939,7 @@ async fn consume(
             part.offset = batch.next_offset();
             note_epoch(part, batch.partition_leader_epoch());
             progressed = true;
+            trailing_skip = true;
             continue;
         }
         // Decompressed once; every record checked in one pass before any is yielded.
@@ -970,8 +994,22 @@ async fn consume(
         note_epoch(part, batch.partition_leader_epoch());
         part.corrupt = 0;
         progressed = true;
+        trailing_skip = false;
     }
     pending.flush(tx, part.epoch).await?;
+    if trailing_skip {
+        let skipped = Skipped {
+            topic: part.topic.clone(),
+            partition: part.partition,
+            next_offset: part.offset,
+        };
+        let chunk = RecordChunk {
+            records: Vec::new(),
+            charge: tx.budget.acquire(0, 0).await,
+            skipped: Some(skipped),
+        };
+        tx.send(part.epoch, Ok(chunk)).await?;
+    }
     match stop {
         Some(Stop::TooLarge(offset, limit)) => {
             // Fetching it again cannot help.

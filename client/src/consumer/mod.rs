@@ -611,7 +611,10 @@ impl Consumer {
     }
 
     /// The next offset [`recv`](Self::recv) returns for `partition`; `None` if it
-    /// is not assigned.
+    /// is not assigned. Once the records before them are returned, it moves past
+    /// batches that hold no record to return (transaction markers, and aborted
+    /// transactions at [`IsolationLevel::ReadCommitted`]), so a log ending in a
+    /// marker is read to its end offset.
     pub fn position(&self, partition: &TopicPartition) -> Option<i64> {
         self.parts.get(partition).map(|p| p.position)
     }
@@ -855,6 +858,13 @@ impl Consumer {
                     epoch,
                     item: Ok(chunk),
                 }) => {
+                    if let Some(s) = &chunk.skipped {
+                        // Past transaction markers (and skipped aborted batches)
+                        // after every record returned so far.
+                        if let Some(st) = self.current(&s.topic, s.partition, epoch) {
+                            st.position = st.position.max(s.next_offset);
+                        }
+                    }
                     self.buf = VecDeque::from(chunk.records);
                     self.buf_epoch = epoch;
                     self.charge = Some(chunk.charge);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
-use crate::consumer::fetcher::FetchCommand;
+use crate::consumer::fetcher::{FetchCommand, Skipped};
 use crate::consumer::IsolationLevel;
 use crate::consumer::{ConsumerError, ConsumerRecord, OffsetReset};
 use crate::offsets::{list_offsets_at, OffsetSpec};
@@ -366,6 +366,31 @@ impl RebalanceContext {
         st.last_epoch = record.leader_epoch;
         self.pending = Some((tp, record.offset + 1));
         Some(record)
+    }
+
+    /// Moves the position of a partition past batches that yield no record
+    /// (transaction markers), once every record before them was returned, so that
+    /// the position, and what a commit stores, is past them (as in Kafka's
+    /// consumer). Stale (`epoch`) or paused partitions are left alone.
+    pub(super) fn accept_skip(&mut self, epoch: u64, skipped: &Skipped) {
+        let tp = TopicPartition {
+            topic: skipped.topic.clone(),
+            partition: skipped.partition,
+        };
+        match self.parts.get(&tp) {
+            Some(st) if st.epoch == epoch && !st.paused => {}
+            _ => return,
+        }
+        // The record returned before the batches is finished.
+        self.release_pending();
+        let Some(st) = self.parts.get_mut(&tp) else {
+            return;
+        };
+        let next = st
+            .position
+            .map_or(skipped.next_offset, |p| p.max(skipped.next_offset));
+        st.position = Some(next);
+        self.shared.lock().positions.insert(tp, next);
     }
 
     /// Follows the fetch task back to the divergence point after a log truncation

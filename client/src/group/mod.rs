@@ -274,6 +274,9 @@ impl GroupConsumer {
                 }
                 chunk = self.rx.recv() => match chunk {
                     Some(StampedChunk { epoch, item: Ok(chunk) }) => {
+                        if let Some(s) = &chunk.skipped {
+                            self.ctx.accept_skip(epoch, s);
+                        }
                         self.buf = VecDeque::from(chunk.records);
                         self.buf_charge = Some(chunk.charge);
                         self.buf_epoch = epoch;
