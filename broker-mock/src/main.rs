@@ -439,20 +439,18 @@ fn run_controller(a: ControllerArgs) -> Result<(), Failure> {
     if let Some(ms) = a.session_timeout_ms {
         opts.config.session_timeout_ms = ms;
     }
-    init_logging(a.log.log_level.as_deref()).map_err(Failure::Usage)?;
-    block_on(async move {
-        let c = ControllerServer::start(opts)
-            .await
-            .map_err(|e| e.to_string())?;
-        announce(format_args!(
-            "baton-broker controller listening on {}",
-            c.local_addr()
-        ));
-        wait_for_signal().await;
-        tracing::info!("signal received, stopping the controller");
-        c.shutdown().await;
-        Ok(())
-    })
+    serve(
+        &a.log,
+        || ControllerServer::start(opts),
+        |c| {
+            vec![format!(
+                "baton-broker controller listening on {}",
+                c.local_addr()
+            )]
+        },
+        "signal received, stopping the controller",
+        |c| c.shutdown(),
+    )
 }
 
 fn run_node(a: NodeArgs) -> Result<(), Failure> {
@@ -471,18 +469,18 @@ fn run_node(a: NodeArgs) -> Result<(), Failure> {
     if let Some(c) = a.cluster_id {
         opts.cluster_id = c;
     }
-    init_logging(a.log.log_level.as_deref()).map_err(Failure::Usage)?;
-    block_on(async move {
-        let node = Node::start(opts).await.map_err(|e| e.to_string())?;
-        announce(format_args!(
-            "baton-broker node {id} listening on {}",
-            node.local_addr()
-        ));
-        wait_for_signal().await;
-        tracing::info!("signal received, controlled shutdown");
-        node.stop().await;
-        Ok(())
-    })
+    serve(
+        &a.log,
+        || Node::start(opts),
+        |node| {
+            vec![format!(
+                "baton-broker node {id} listening on {}",
+                node.local_addr()
+            )]
+        },
+        "signal received, controlled shutdown",
+        |node| node.stop(),
+    )
 }
 
 fn run_cluster(a: ClusterArgs) -> Result<(), Failure> {
@@ -509,52 +507,71 @@ fn run_cluster(a: ClusterArgs) -> Result<(), Failure> {
     if let Some(h) = &a.advertised_host {
         b = b.advertised_host(h);
     }
-    init_logging(a.log.log_level.as_deref()).map_err(Failure::Usage)?;
-    block_on(async move {
-        let cluster = b.start().await.map_err(|e| e.to_string())?;
-        announce(format_args!(
-            "baton-broker cluster bootstrap: {}",
-            cluster.bootstrap()
-        ));
-        announce(format_args!(
-            "baton-broker cluster controller: {}",
-            cluster.controller_addr()
-        ));
-        wait_for_signal().await;
-        tracing::info!("signal received, stopping the cluster");
-        cluster.shutdown().await;
-        Ok(())
-    })
+    serve(
+        &a.log,
+        || b.start(),
+        |cluster| {
+            vec![
+                format!("baton-broker cluster bootstrap: {}", cluster.bootstrap()),
+                format!(
+                    "baton-broker cluster controller: {}",
+                    cluster.controller_addr()
+                ),
+            ]
+        },
+        "signal received, stopping the cluster",
+        |cluster| cluster.shutdown(),
+    )
 }
 
 fn run_single(a: SingleArgs) -> Result<(), Failure> {
     let config = single_config(&a).map_err(Failure::Usage)?;
-    init_logging(a.log.log_level.as_deref()).map_err(Failure::Usage)?;
-    block_on(async move {
-        let broker = Broker::start(config).await.map_err(|e| e.to_string())?;
-        announce(format_args!(
-            "baton-broker listening on {}",
-            broker.local_addr()
-        ));
-        for (name, addr) in broker.listener_addrs() {
-            announce(format_args!("baton-broker listener {name} on {addr}"));
-        }
-        wait_for_signal().await;
-        tracing::info!("signal received, shutting down");
-        broker.shutdown().await;
-        Ok(())
-    })
+    serve(
+        &a.log,
+        || Broker::start(config),
+        |broker| {
+            let mut lines = vec![format!("baton-broker listening on {}", broker.local_addr())];
+            for (name, addr) in broker.listener_addrs() {
+                lines.push(format!("baton-broker listener {name} on {addr}"));
+            }
+            lines
+        },
+        "signal received, shutting down",
+        |broker| broker.shutdown(),
+    )
 }
 
-/// Runs `fut` on a multi-threaded runtime; its error means the broker could not
-/// start.
-fn block_on(fut: impl std::future::Future<Output = Result<(), String>>) -> Result<(), Failure> {
-    tokio::runtime::Builder::new_multi_thread()
+/// Initialises logging, then on a multi-threaded runtime starts a server with
+/// `start` (its error means the broker could not start), prints the
+/// `announcement` lines, waits for a stop signal, logs `stopping` and stops the
+/// server with `stop`.
+fn serve<S, E, Started, Stopped>(
+    log: &LogArgs,
+    start: impl FnOnce() -> Started,
+    announcement: impl FnOnce(&S) -> Vec<String>,
+    stopping: &str,
+    stop: impl FnOnce(S) -> Stopped,
+) -> Result<(), Failure>
+where
+    E: std::fmt::Display,
+    Started: std::future::Future<Output = Result<S, E>>,
+    Stopped: std::future::Future<Output = ()>,
+{
+    init_logging(log.log_level.as_deref()).map_err(Failure::Usage)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Failure::Start(format!("cannot start runtime: {e}")))?
-        .block_on(fut)
-        .map_err(Failure::Start)
+        .map_err(|e| Failure::Start(format!("cannot start runtime: {e}")))?;
+    runtime.block_on(async move {
+        let server = start().await.map_err(|e| Failure::Start(e.to_string()))?;
+        for line in announcement(&server) {
+            announce(format_args!("{line}"));
+        }
+        wait_for_signal().await;
+        tracing::info!("{stopping}");
+        stop(server).await;
+        Ok(())
+    })
 }
 
 fn main() -> ExitCode {
