@@ -10,9 +10,9 @@ use baton_protocol::messages::{
 };
 use baton_protocol::ErrorCode;
 
-use super::group_coordinators::{GroupFailure, GroupOutcome};
+use super::group_coordinators::{partition_failures, GroupFailure, GroupOutcome};
 use super::list_group_offsets::OffsetAndMetadata;
-use super::{Admin, AdminError, GroupOffsetFailure};
+use super::{Admin, AdminError};
 use crate::group::TopicPartition;
 
 /// The codes a coordinator answers an out-of-generation commit to a group with
@@ -115,17 +115,7 @@ impl Admin {
             .await?;
         let (_, result) = results.into_iter().next().expect("one group asked for");
         match result {
-            Ok(failed) if failed.is_empty() => Ok(()),
-            Ok(failed) => Err(AdminError::GroupOffsets(
-                failed
-                    .into_iter()
-                    .map(|(partition, code)| GroupOffsetFailure {
-                        group: group.clone(),
-                        partition,
-                        code,
-                    })
-                    .collect(),
-            )),
+            Ok(failed) => partition_failures(&group, failed),
             Err(GroupFailure { code, .. }) if means_group_active(code) => {
                 Err(AdminError::GroupActive { group, code })
             }

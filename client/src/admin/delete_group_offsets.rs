@@ -8,8 +8,8 @@ use baton_protocol::messages::{
 };
 use baton_protocol::ErrorCode;
 
-use super::group_coordinators::GroupOutcome;
-use super::{Admin, AdminError, GroupOffsetFailure};
+use super::group_coordinators::{partition_failures, GroupOutcome};
+use super::{Admin, AdminError};
 use crate::group::TopicPartition;
 
 impl Admin {
@@ -99,17 +99,7 @@ impl Admin {
             .await?;
         let (_, result) = results.into_iter().next().expect("one group asked for");
         match result {
-            Ok(failed) if failed.is_empty() => Ok(()),
-            Ok(failed) => Err(AdminError::GroupOffsets(
-                failed
-                    .into_iter()
-                    .map(|(partition, code)| GroupOffsetFailure {
-                        group: group.clone(),
-                        partition,
-                        code,
-                    })
-                    .collect(),
-            )),
+            Ok(failed) => partition_failures(&group, failed),
             Err(f) => Err(AdminError::Groups(vec![f])),
         }
     }

@@ -12,10 +12,11 @@ use baton_protocol::messages::FindCoordinatorRequest;
 use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
-use super::{Admin, AdminError, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
+use super::{Admin, AdminError, GroupOffsetFailure, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
 use crate::backoff::Backoff;
 use crate::client::ClientError;
 use crate::connection::Connection;
+use crate::group::TopicPartition;
 
 /// One group's failure in a group admin call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +71,27 @@ impl<T> GroupOutcome<T> {
 /// the other retriable codes.
 pub(super) fn is_retriable_group_error(code: ErrorCode) -> bool {
     code.is_retriable()
+}
+
+/// `Ok` when no partition of `group` failed in an offset call, else
+/// [`AdminError::GroupOffsets`] naming each failed partition with its code.
+pub(super) fn partition_failures(
+    group: &str,
+    failed: Vec<(TopicPartition, ErrorCode)>,
+) -> Result<(), AdminError> {
+    if failed.is_empty() {
+        return Ok(());
+    }
+    Err(AdminError::GroupOffsets(
+        failed
+            .into_iter()
+            .map(|(partition, code)| GroupOffsetFailure {
+                group: group.to_owned(),
+                partition,
+                code,
+            })
+            .collect(),
+    ))
 }
 
 /// One request to a coordinator for some of the groups: its per-group outcomes
