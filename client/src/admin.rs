@@ -32,7 +32,7 @@ mod retry;
 mod scram;
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use baton_protocol::acl::{AclBinding, AclBindingFilter};
@@ -433,19 +433,11 @@ impl Admin {
     }
 
     async fn wait_for_leaders(&self, topics: &[String]) -> Result<(), AdminError> {
-        if topics.is_empty() {
-            return Ok(());
-        }
-        let deadline = Instant::now() + self.operation_timeout;
-        let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
-        loop {
-            let (meta, _) = self
-                .client
-                .refresh(Scope::Topics(topics.to_vec()), None)
-                .await?;
+        self.poll_topics_until_led(topics.to_vec(), |refreshed| {
+            let (meta, _) = refreshed?;
             // A topic this principal may not describe cannot be watched: it was
             // created, and its leaders are none of this client's business.
-            let missing: Vec<String> = topics
+            Ok(topics
                 .iter()
                 .filter(|name| !meta.unauthorized_topics.contains(*name))
                 .filter(|name| match meta.topic(name) {
@@ -455,7 +447,34 @@ impl Admin {
                     }
                 })
                 .cloned()
-                .collect();
+                .collect())
+        })
+        .await
+    }
+
+    /// Refreshes the metadata of `topics` until `missing` (given each refresh's
+    /// result) names no topic still waiting for leaders, backing off between
+    /// refreshes; [`AdminError::LeadersNotElected`] with the topics still missing
+    /// when the operation timeout would pass. Nothing to wait for when `topics` is
+    /// empty.
+    async fn poll_topics_until_led(
+        &self,
+        topics: Vec<String>,
+        mut missing: impl FnMut(
+            Result<(Arc<ClusterMetadata>, u64), ClientError>,
+        ) -> Result<Vec<String>, AdminError>,
+    ) -> Result<(), AdminError> {
+        if topics.is_empty() {
+            return Ok(());
+        }
+        let deadline = Instant::now() + self.operation_timeout;
+        let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
+        loop {
+            let refreshed = self
+                .client
+                .refresh(Scope::Topics(topics.clone()), None)
+                .await;
+            let missing = missing(refreshed)?;
             if missing.is_empty() {
                 return Ok(());
             }

@@ -7,12 +7,9 @@ use baton_protocol::messages::{
     CreatePartitionsAssignment, CreatePartitionsRequest, CreatePartitionsTopic,
 };
 use baton_protocol::ErrorCode;
-use tokio::time::Instant;
 
-use super::retry::{retriable_code, RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP};
+use super::retry::retriable_code;
 use super::{lock, Admin, AdminError, TopicError};
-use crate::backoff::Backoff;
-use crate::metadata::Scope;
 
 /// A topic's new partition count, for [`Admin::create_partitions`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,43 +129,22 @@ impl Admin {
     /// Waits until metadata shows each topic with at least its count of
     /// partitions, each with a leader.
     async fn wait_for_partitions(&self, topics: &[(String, i32)]) -> Result<(), AdminError> {
-        if topics.is_empty() {
-            return Ok(());
-        }
         let names: Vec<String> = topics.iter().map(|(t, _)| t.clone()).collect();
-        let deadline = Instant::now() + self.operation_timeout;
-        let mut backoff = Backoff::new(RETRY_BACKOFF_BASE, RETRY_BACKOFF_CAP);
-        loop {
-            let missing: Vec<String> = match self
-                .client
-                .refresh(Scope::Topics(names.clone()), None)
-                .await
-            {
-                Ok((meta, _)) => topics
-                    .iter()
-                    .filter(|(name, count)| match meta.topic(name) {
-                        None => !meta.unauthorized_topics.contains(name),
-                        Some(t) => {
-                            (t.partitions.len() as i64) < i64::from(*count)
-                                || t.partitions.iter().any(|p| p.leader.is_none())
-                        }
-                    })
-                    .map(|(name, _)| name.clone())
-                    .collect(),
-                Err(e) if e.is_retriable() => names.clone(),
-                Err(e) => return Err(e.into()),
-            };
-            if missing.is_empty() {
-                return Ok(());
-            }
-            let wait = backoff.next_delay();
-            if Instant::now() + wait > deadline {
-                return Err(AdminError::LeadersNotElected {
-                    topics: missing,
-                    timeout: self.operation_timeout,
-                });
-            }
-            tokio::time::sleep(wait).await;
-        }
+        self.poll_topics_until_led(names.clone(), |refreshed| match refreshed {
+            Ok((meta, _)) => Ok(topics
+                .iter()
+                .filter(|(name, count)| match meta.topic(name) {
+                    None => !meta.unauthorized_topics.contains(name),
+                    Some(t) => {
+                        (t.partitions.len() as i64) < i64::from(*count)
+                            || t.partitions.iter().any(|p| p.leader.is_none())
+                    }
+                })
+                .map(|(name, _)| name.clone())
+                .collect()),
+            Err(e) if e.is_retriable() => Ok(names.clone()),
+            Err(e) => Err(e.into()),
+        })
+        .await
     }
 }
