@@ -22,7 +22,7 @@ use baton_protocol::messages::{
 use baton_protocol::ErrorCode;
 use bytes::Bytes;
 
-use super::forward::{call_controller, forwarded, wait_until};
+use super::forward::{call_controller, forwarded, wait_for_epochs};
 use crate::acl::RequestContext;
 use crate::state::BrokerState;
 use crate::wire::{decode, encode, DispatchError, Reply};
@@ -95,15 +95,7 @@ pub(crate) async fn request(
                     (!same).then_some((topic, p, epoch))
                 })
                 .collect();
-            wait_until(state, |_| {
-                let img = link.image();
-                changed.iter().all(|(topic, p, epoch)| {
-                    img.topic_by_name(topic)
-                        .and_then(|t| img.partition(t.topic_id, *p))
-                        .is_some_and(|pi| pi.partition_epoch > *epoch)
-                })
-            })
-            .await;
+            wait_for_epochs(state, &link, &changed, |pi| pi.partition_epoch).await;
             Ok(resp)
         },
     )

@@ -23,7 +23,7 @@ use baton_protocol::messages::{
 use baton_protocol::ErrorCode;
 use bytes::Bytes;
 
-use super::forward::{call_controller, forwarded, wait_until};
+use super::forward::{call_controller, forwarded, wait_for_epochs};
 use crate::acl::RequestContext;
 use crate::state::BrokerState;
 use crate::wire::{decode, encode, DispatchError, Reply};
@@ -74,15 +74,7 @@ pub(crate) async fn request(
                 Some((topic, p, epoch))
             })
             .collect();
-        wait_until(state, |_| {
-            let img = link.image();
-            elected.iter().all(|(topic, p, epoch)| {
-                img.topic_by_name(topic)
-                    .and_then(|t| img.partition(t.topic_id, *p))
-                    .is_some_and(|pi| pi.leader_epoch > *epoch)
-            })
-        })
-        .await;
+        wait_for_epochs(state, &link, &elected, |pi| pi.leader_epoch).await;
         Ok(resp)
     })
     .await

@@ -23,6 +23,7 @@ use bytes::Bytes;
 use super::create_topics::failure;
 use super::{alter_user_scram_credentials, create_acls, delete_acls};
 use crate::acl::RequestContext;
+use crate::controller::PartitionInfo;
 use crate::node_mode::ClusterLink;
 use crate::state::BrokerState;
 use crate::wire::{decode, encode, DispatchError, Reply};
@@ -71,6 +72,26 @@ pub(super) async fn wait_until(state: &Arc<BrokerState>, done: impl Fn(&BrokerSt
             _ = tokio::time::sleep_until(deadline) => return,
         }
     }
+}
+
+/// Waits (as [`wait_until`] does) until this node's metadata image shows each
+/// `(topic, partition, epoch)` of `parts` with `epoch_of` the partition above
+/// `epoch`.
+pub(super) async fn wait_for_epochs(
+    state: &Arc<BrokerState>,
+    link: &ClusterLink,
+    parts: &[(String, i32, i32)],
+    epoch_of: fn(&PartitionInfo) -> i32,
+) {
+    wait_until(state, |_| {
+        let img = link.image();
+        parts.iter().all(|(topic, p, epoch)| {
+            img.topic_by_name(topic)
+                .and_then(|t| img.partition(t.topic_id, *p))
+                .is_some_and(|pi| epoch_of(pi) > *epoch)
+        })
+    })
+    .await;
 }
 
 /// Sends `req` to the controller in this node's name.
