@@ -269,6 +269,19 @@ impl Controller {
         &self.state
     }
 
+    /// A copy of a partition's state, for a decision that changes it;
+    /// UNKNOWN_TOPIC_OR_PARTITION when there is no such partition.
+    pub(super) fn partition_to_change(
+        &self,
+        topic_id: Uuid,
+        partition: i32,
+    ) -> Result<PartitionInfo, ControllerError> {
+        self.state
+            .partition(topic_id, partition)
+            .cloned()
+            .ok_or(ControllerError::UnknownTopicOrPartition)
+    }
+
     /// This controller's epoch.
     pub fn controller_epoch(&self) -> i32 {
         self.controller_epoch

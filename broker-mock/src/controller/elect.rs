@@ -30,11 +30,7 @@ impl Controller {
         election: ElectionType,
     ) -> Result<i32, ControllerError> {
         let key = (topic_id, partition);
-        let p = self
-            .state()
-            .partition(topic_id, partition)
-            .ok_or(ControllerError::UnknownTopicOrPartition)?
-            .clone();
+        let p = self.partition_to_change(topic_id, partition)?;
         let state = self.state();
         let (leader, isr) = match election {
             ElectionType::Preferred => {

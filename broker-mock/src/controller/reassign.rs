@@ -30,11 +30,7 @@ impl Controller {
         target: Option<Vec<i32>>,
     ) -> Result<(), ControllerError> {
         let key = (topic_id, partition);
-        let p = self
-            .state()
-            .partition(topic_id, partition)
-            .ok_or(ControllerError::UnknownTopicOrPartition)?
-            .clone();
+        let p = self.partition_to_change(topic_id, partition)?;
         let original = p.original_replicas();
         let Some(target) = target else {
             if !p.is_reassigning() {
