@@ -35,7 +35,7 @@ pub async fn run(client: &Client, args: ConsumeArgs) -> Result<(), CliError> {
                 builder = builder.assign(args.topic.clone(), *p, start);
             }
             let mut consumer = builder.build().await?;
-            let result = direct(&mut consumer, ends.as_ref(), &mut out).await;
+            let result = read(&mut consumer, ends.as_ref(), &mut out).await;
             out.flush()?;
             result
         }
@@ -55,7 +55,7 @@ pub async fn run(client: &Client, args: ConsumeArgs) -> Result<(), CliError> {
                 .offset_reset(reset)
                 .build()
                 .await?;
-            let result = grouped(&mut consumer, ends.as_ref(), &mut out).await;
+            let result = read(&mut consumer, ends.as_ref(), &mut out).await;
             out.flush()?;
             // Commits the positions of what was printed, and leaves the group.
             let closed = consumer.close().await;
@@ -187,44 +187,49 @@ fn at_end(ends: &BTreeMap<i32, i64>, positions: &[(i32, Option<i64>)]) -> bool {
         .all(|(p, pos)| matches!((pos, ends.get(p)), (Some(pos), Some(end)) if pos >= end))
 }
 
-/// Reads assigned partitions until the count, the end, or Ctrl-C.
-async fn direct(
-    consumer: &mut Consumer,
-    ends: Option<&BTreeMap<i32, i64>>,
-    out: &mut Output,
-) -> Result<(), CliError> {
-    let mut tick = tokio::time::interval(END_CHECK);
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
-    loop {
-        if out.done() {
-            return Ok(());
-        }
-        if let Some(ends) = ends {
-            let positions: Vec<(i32, Option<i64>)> = consumer
-                .assignment()
-                .iter()
-                .map(|tp| (tp.partition, consumer.position(tp)))
-                .collect();
-            if at_end(ends, &positions) {
-                return Ok(());
-            }
-        }
-        tokio::select! {
-            r = consumer.recv() => {
-                if !out.print(&r?)? {
-                    return Ok(());
-                }
-            }
-            _ = tick.tick(), if ends.is_some() => {}
-            _ = &mut ctrl_c => return Ok(()),
-        }
+/// What [`read`] reads from: a consumer with assigned partitions or a group
+/// member.
+trait Source {
+    /// Whether an empty assignment means "not assigned yet" rather than "nothing to
+    /// read" (a group member waits for its assignment before it can be at the end).
+    const WAITS_FOR_ASSIGNMENT: bool;
+    /// The partitions read now.
+    fn assignment(&self) -> Vec<TopicPartition>;
+    /// The next offset to read of `partition`.
+    fn position(&self, partition: &TopicPartition) -> Option<i64>;
+    /// The next record.
+    async fn recv(&mut self) -> Result<ConsumerRecord, CliError>;
+}
+
+impl Source for Consumer {
+    const WAITS_FOR_ASSIGNMENT: bool = false;
+    fn assignment(&self) -> Vec<TopicPartition> {
+        Consumer::assignment(self)
+    }
+    fn position(&self, partition: &TopicPartition) -> Option<i64> {
+        Consumer::position(self, partition)
+    }
+    async fn recv(&mut self) -> Result<ConsumerRecord, CliError> {
+        Ok(Consumer::recv(self).await?)
     }
 }
 
-/// Reads as a group member until the count, the end of its assignment, or Ctrl-C.
-async fn grouped(
-    consumer: &mut GroupConsumer,
+impl Source for GroupConsumer {
+    const WAITS_FOR_ASSIGNMENT: bool = true;
+    fn assignment(&self) -> Vec<TopicPartition> {
+        GroupConsumer::assignment(self)
+    }
+    fn position(&self, partition: &TopicPartition) -> Option<i64> {
+        GroupConsumer::position(self, partition)
+    }
+    async fn recv(&mut self) -> Result<ConsumerRecord, CliError> {
+        Ok(GroupConsumer::recv(self).await?)
+    }
+}
+
+/// Reads until the count, the end of the assigned partitions, or Ctrl-C.
+async fn read<S: Source>(
+    consumer: &mut S,
     ends: Option<&BTreeMap<i32, i64>>,
     out: &mut Output,
 ) -> Result<(), CliError> {
@@ -236,12 +241,13 @@ async fn grouped(
             return Ok(());
         }
         if let Some(ends) = ends {
-            let assigned: Vec<TopicPartition> = consumer.assignment();
+            let assigned = consumer.assignment();
             let positions: Vec<(i32, Option<i64>)> = assigned
                 .iter()
                 .map(|tp| (tp.partition, consumer.position(tp)))
                 .collect();
-            if !assigned.is_empty() && at_end(ends, &positions) {
+            let assigned_yet = !S::WAITS_FOR_ASSIGNMENT || !assigned.is_empty();
+            if assigned_yet && at_end(ends, &positions) {
                 return Ok(());
             }
         }
