@@ -2,83 +2,16 @@
 //! while Baton's producer keeps going, and the killed node comes back, truncates
 //! whatever it alone had, and rejoins the ISR.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use baton_broker::Cluster;
-use baton_kafka::{Acks, Admin, DeliveryFuture, NewTopic, Producer, ProducerRecord};
-use baton_testkit::cluster::{check_history, client, value};
-
-use tokio::sync::mpsc;
+use baton_kafka::{Acks, Admin, NewTopic, Producer};
+use baton_testkit::cluster::{check_history, client, Load};
 
 use baton_testkit::topic_name;
 
 const LONG: Duration = Duration::from_secs(90);
-
-struct Load {
-    stop: Arc<AtomicBool>,
-    acked: Arc<AtomicUsize>,
-    sender: tokio::task::JoinHandle<()>,
-    collector: tokio::task::JoinHandle<(baton_testkit::cluster::Acked, usize)>,
-}
-
-/// Sends self-checking records to `topic` until stopped, counting acknowledgements.
-fn start_load(producer: Arc<Producer>, topic: String) -> Load {
-    let stop = Arc::new(AtomicBool::new(false));
-    let acked = Arc::new(AtomicUsize::new(0));
-    let (tx, mut rx) = mpsc::unbounded_channel::<(u64, DeliveryFuture)>();
-    let s = stop.clone();
-    let sender = tokio::spawn(async move {
-        let mut id = 0u64;
-        while !s.load(Ordering::Relaxed) {
-            let record = ProducerRecord::new(topic.clone()).value(value(id));
-            let d = producer.send(record).await.expect("record accepted");
-            let _ = tx.send((id, d));
-            id += 1;
-            if id.is_multiple_of(20) {
-                tokio::time::sleep(Duration::from_millis(2)).await;
-            }
-        }
-    });
-    let a = acked.clone();
-    let collector = tokio::spawn(async move {
-        let mut ok = HashMap::new();
-        let mut failed = 0;
-        while let Some((id, d)) = rx.recv().await {
-            match d.await {
-                Ok(m) => {
-                    ok.insert(id, (m.partition, m.offset));
-                    a.fetch_add(1, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    failed += 1;
-                    eprintln!("record {id} failed: {e}");
-                }
-            }
-        }
-        (ok, failed)
-    });
-    Load {
-        stop,
-        acked,
-        sender,
-        collector,
-    }
-}
-
-async fn wait_acked(load: &Load, at_least: usize) {
-    let deadline = tokio::time::Instant::now() + LONG;
-    while load.acked.load(Ordering::Relaxed) < at_least {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "only {} of {at_least} records acknowledged in time",
-            load.acked.load(Ordering::Relaxed)
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
@@ -98,8 +31,8 @@ async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
         .await
         .expect("topic created");
     let producer = Arc::new(Producer::builder(&client).acks(Acks::All).build());
-    let load = start_load(producer.clone(), topic.clone());
-    wait_acked(&load, 2_000).await;
+    let load = Load::start(producer.clone(), topic.clone());
+    load.wait_acked(2_000, LONG).await;
 
     // Hold the followers back so that the leader dies with records only it has
     // (appended, not yet acknowledged): a divergent suffix it must drop later.
@@ -148,8 +81,8 @@ async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
         "node {} elected at epoch {}",
         after.leader, after.leader_epoch
     ));
-    let acked_at_election = load.acked.load(Ordering::Relaxed);
-    wait_acked(&load, acked_at_election + 2_000).await;
+    let acked_at_election = load.acked();
+    load.wait_acked(acked_at_election + 2_000, LONG).await;
 
     cluster.node(old).restart().await.expect("restart");
     cluster
@@ -163,13 +96,9 @@ async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
                 cluster.partition_state(&topic, 0)
             )
         });
-    wait_acked(&load, load.acked.load(Ordering::Relaxed) + 1_000).await;
+    load.wait_acked(load.acked() + 1_000, LONG).await;
 
-    load.stop.store(true, Ordering::Relaxed);
-    load.sender.await.unwrap();
-    producer.flush().await;
-    drop(producer);
-    let (acked, failed) = load.collector.await.unwrap();
+    let (acked, failed) = load.finish(producer).await;
     eprintln!("acknowledged {} records, {failed} failed", acked.len());
 
     cluster

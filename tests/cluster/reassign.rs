@@ -6,92 +6,18 @@
 //! leader restart and an unclean election when the only in-sync replica died.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use baton_broker::Cluster;
 use baton_kafka::{
-    Acks, Admin, AdminError, DeliveryFuture, ElectionType, NewTopic, Producer, ProducerRecord,
-    Reassignment,
+    Acks, Admin, AdminError, ElectionType, NewTopic, Producer, ProducerRecord, Reassignment,
 };
 use baton_protocol::ErrorCode;
-use baton_testkit::cluster::{client, value, Acked, LiveConsumer};
+use baton_testkit::cluster::{client, value, LiveConsumer, Load};
 use baton_testkit::topic_name;
-use tokio::sync::mpsc;
 
 const LONG: Duration = Duration::from_secs(90);
-
-/// Sends self-checking records until stopped, counting acknowledgements.
-struct Load {
-    stop: Arc<AtomicBool>,
-    acked: Arc<AtomicUsize>,
-    sender: tokio::task::JoinHandle<()>,
-    collector: tokio::task::JoinHandle<Acked>,
-}
-
-impl Load {
-    fn start(producer: Arc<Producer>, topic: String) -> Load {
-        let stop = Arc::new(AtomicBool::new(false));
-        let acked = Arc::new(AtomicUsize::new(0));
-        let (tx, mut rx) = mpsc::unbounded_channel::<(u64, DeliveryFuture)>();
-        let s = stop.clone();
-        let sender = tokio::spawn(async move {
-            let mut id = 0u64;
-            while !s.load(Ordering::Relaxed) {
-                let record = ProducerRecord::new(topic.clone()).value(value(id));
-                let d = producer.send(record).await.expect("record accepted");
-                let _ = tx.send((id, d));
-                id += 1;
-                if id.is_multiple_of(20) {
-                    tokio::time::sleep(Duration::from_millis(2)).await;
-                }
-            }
-        });
-        let a = acked.clone();
-        let collector = tokio::spawn(async move {
-            let mut ok = Acked::new();
-            while let Some((id, d)) = rx.recv().await {
-                match d.await {
-                    Ok(m) => {
-                        ok.insert(id, (m.partition, m.offset));
-                        a.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(e) => eprintln!("record {id} failed: {e}"),
-                }
-            }
-            ok
-        });
-        Load {
-            stop,
-            acked,
-            sender,
-            collector,
-        }
-    }
-
-    /// Waits until `more` further records are acknowledged.
-    async fn wait_more(&self, more: usize) {
-        let target = self.acked.load(Ordering::Relaxed) + more;
-        let deadline = tokio::time::Instant::now() + LONG;
-        while self.acked.load(Ordering::Relaxed) < target {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "only {} of {target} records acknowledged in time",
-                self.acked.load(Ordering::Relaxed)
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    async fn finish(self, producer: Arc<Producer>) -> Acked {
-        self.stop.store(true, Ordering::Relaxed);
-        self.sender.await.unwrap();
-        producer.flush().await;
-        drop(producer);
-        self.collector.await.unwrap()
-    }
-}
 
 /// Bytes of log segments `node` keeps for partition 0 of `topic`.
 fn segment_bytes(dir: &Path, node: i32, topic: &str) -> u64 {
@@ -146,7 +72,7 @@ async fn reassignment_moves_replicas_under_load_and_drops_the_old_leader() {
     let consumer = LiveConsumer::start(&client, &topic, 1).await;
     let producer = Arc::new(Producer::builder(&client).acks(Acks::All).build());
     let load = Load::start(producer.clone(), topic.clone());
-    load.wait_more(1_000).await;
+    load.wait_acked(load.acked() + 1_000, LONG).await;
 
     // The new replica cannot fetch yet: the reassignment must wait for it.
     cluster.node(new).pause_replication(true);
@@ -176,7 +102,7 @@ async fn reassignment_moves_replicas_under_load_and_drops_the_old_leader() {
         .restart_controller()
         .await
         .expect("controller restarts");
-    load.wait_more(1_000).await;
+    load.wait_acked(load.acked() + 1_000, LONG).await;
     let during = cluster.partition_state(&topic, 0).unwrap();
     assert_eq!(during.replicas, vec![stays, new, old_leader]);
     assert_eq!(
@@ -213,8 +139,8 @@ async fn reassignment_moves_replicas_under_load_and_drops_the_old_leader() {
         .await
         .expect("listed")
         .is_empty());
-    load.wait_more(1_000).await;
-    let acked = load.finish(producer).await;
+    load.wait_acked(load.acked() + 1_000, LONG).await;
+    let (acked, _) = load.finish(producer).await;
     let history = consumer.finish(&acked).await;
     assert!(history.is_clean(), "{history:?}");
     assert!(acked.len() >= 3_000);

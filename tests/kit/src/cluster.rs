@@ -3,12 +3,15 @@
 //! and the check of what a consumer read, by that history checker.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::payload::{intact_id, parse_payload, payload, History, HistoryReport, ProduceOutcome};
 use baton_broker::Cluster;
-use baton_kafka::{Client, Consumer, ConsumerRecord, StartOffset};
+use baton_kafka::{
+    Client, Consumer, ConsumerRecord, DeliveryFuture, Producer, ProducerRecord, StartOffset,
+};
 use bytes::Bytes;
 
 /// Acknowledged records: id -> (partition, offset).
@@ -33,6 +36,91 @@ pub fn value(id: u64) -> Bytes {
 /// The id in a value, or `None` if the value is not an intact [`value`] (corrupted).
 pub fn parse(v: &[u8]) -> Option<u64> {
     intact_id(v)
+}
+
+/// Self-checking records ([`value`]) sent to a topic until stopped, their
+/// acknowledgements counted.
+#[derive(Debug)]
+pub struct Load {
+    stop: Arc<AtomicBool>,
+    acked: Arc<AtomicUsize>,
+    sender: tokio::task::JoinHandle<()>,
+    collector: tokio::task::JoinHandle<(Acked, usize)>,
+}
+
+impl Load {
+    /// Starts sending to `topic` through `producer`.
+    pub fn start(producer: Arc<Producer>, topic: String) -> Load {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acked = Arc::new(AtomicUsize::new(0));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, DeliveryFuture)>();
+        let s = stop.clone();
+        let sender = tokio::spawn(async move {
+            let mut id = 0u64;
+            while !s.load(Ordering::Relaxed) {
+                let record = ProducerRecord::new(topic.clone()).value(value(id));
+                let d = producer.send(record).await.expect("record accepted");
+                let _ = tx.send((id, d));
+                id += 1;
+                if id.is_multiple_of(20) {
+                    tokio::time::sleep(Duration::from_millis(2)).await;
+                }
+            }
+        });
+        let a = acked.clone();
+        let collector = tokio::spawn(async move {
+            let mut ok = Acked::new();
+            let mut failed = 0;
+            while let Some((id, d)) = rx.recv().await {
+                match d.await {
+                    Ok(m) => {
+                        ok.insert(id, (m.partition, m.offset));
+                        a.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        failed += 1;
+                        eprintln!("record {id} failed: {e}");
+                    }
+                }
+            }
+            (ok, failed)
+        });
+        Load {
+            stop,
+            acked,
+            sender,
+            collector,
+        }
+    }
+
+    /// How many records are acknowledged so far.
+    pub fn acked(&self) -> usize {
+        self.acked.load(Ordering::Relaxed)
+    }
+
+    /// Waits until at least `at_least` records are acknowledged; panics if that
+    /// takes longer than `within`.
+    pub async fn wait_acked(&self, at_least: usize, within: Duration) {
+        let deadline = tokio::time::Instant::now() + within;
+        while self.acked() < at_least {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "only {} of {at_least} records acknowledged in time",
+                self.acked()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Stops sending, flushes and drops `producer` (the one the load sends
+    /// through), and returns the acknowledged records and how many failed.
+    pub async fn finish(self, producer: Arc<Producer>) -> (Acked, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.sender.await.unwrap();
+        producer.flush().await;
+        drop(producer);
+        self.collector.await.unwrap()
+    }
 }
 
 /// What a consumer read, checked by `baton_broker::history` against what was
