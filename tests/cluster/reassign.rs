@@ -9,15 +9,42 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use baton_broker::Cluster;
+use baton_broker::{Cluster, ClusterBuilder};
 use baton_kafka::{
-    Acks, Admin, AdminError, ElectionType, NewTopic, Producer, ProducerRecord, Reassignment,
+    Acks, Admin, AdminError, Client, ElectionType, NewTopic, Producer, ProducerRecord, Reassignment,
 };
 use baton_protocol::ErrorCode;
 use baton_testkit::cluster::{client, value, LiveConsumer, Load};
 use baton_testkit::topic_name;
 
 const LONG: Duration = Duration::from_secs(90);
+
+/// Three nodes storing under `dir` that leave leadership where elections put
+/// it (no automatic preferred-leader moves).
+fn three_nodes(dir: &Path) -> ClusterBuilder {
+    Cluster::builder()
+        .brokers(3)
+        .data_dir(dir)
+        .auto_preferred_leader(false)
+}
+
+/// Starts `builder`'s cluster, a client and an admin on it, and creates a topic
+/// named after `prefix` with one partition of `replicas` replicas.
+async fn with_topic(
+    builder: ClusterBuilder,
+    prefix: &str,
+    replicas: i16,
+) -> (Cluster, Client, Admin, String) {
+    let cluster = builder.start().await.expect("cluster starts");
+    let client = client(&cluster).await;
+    let admin = Admin::new(&client).with_operation_timeout(LONG);
+    let topic = topic_name(prefix);
+    admin
+        .create_topics([NewTopic::new(topic.clone(), 1, replicas)])
+        .await
+        .expect("topic created");
+    (cluster, client, admin, topic)
+}
 
 /// Bytes of log segments `node` keeps for partition 0 of `topic`.
 fn segment_bytes(dir: &Path, node: i32, topic: &str) -> u64 {
@@ -45,20 +72,8 @@ fn partition_error(err: AdminError) -> ErrorCode {
 async fn reassignment_moves_replicas_under_load_and_drops_the_old_leader() {
     baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
-    let mut cluster = Cluster::builder()
-        .brokers(3)
-        .data_dir(dir.path())
-        .auto_preferred_leader(false)
-        .start()
-        .await
-        .expect("cluster starts");
-    let client = client(&cluster).await;
-    let admin = Admin::new(&client).with_operation_timeout(LONG);
-    let topic = topic_name("reassign");
-    admin
-        .create_topics([NewTopic::new(topic.clone(), 1, 2)])
-        .await
-        .expect("topic created");
+    let (mut cluster, client, admin, topic) =
+        with_topic(three_nodes(dir.path()), "reassign", 2).await;
     let before = cluster.partition_state(&topic, 0).unwrap();
     let old_leader = before.leader;
     let stays = *before.replicas.iter().find(|r| **r != old_leader).unwrap();
@@ -179,20 +194,8 @@ async fn reassignment_moves_replicas_under_load_and_drops_the_old_leader() {
 async fn reassignment_cancelled_keeps_the_original_replicas_and_errors_are_kafkas() {
     baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
-    let mut cluster = Cluster::builder()
-        .brokers(3)
-        .data_dir(dir.path())
-        .auto_preferred_leader(false)
-        .start()
-        .await
-        .expect("cluster starts");
-    let client = client(&cluster).await;
-    let admin = Admin::new(&client).with_operation_timeout(LONG);
-    let topic = topic_name("reassign-cancel");
-    admin
-        .create_topics([NewTopic::new(topic.clone(), 1, 2)])
-        .await
-        .expect("topic created");
+    let (mut cluster, client, admin, topic) =
+        with_topic(three_nodes(dir.path()), "reassign-cancel", 2).await;
     let before = cluster.partition_state(&topic, 0).unwrap();
     let new = *cluster
         .node_ids()
@@ -280,20 +283,8 @@ async fn reassignment_cancelled_keeps_the_original_replicas_and_errors_are_kafka
 async fn preferred_election_moves_leadership_back_after_a_restart() {
     baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
-    let mut cluster = Cluster::builder()
-        .brokers(3)
-        .data_dir(dir.path())
-        .auto_preferred_leader(false)
-        .start()
-        .await
-        .expect("cluster starts");
-    let client = client(&cluster).await;
-    let admin = Admin::new(&client).with_operation_timeout(LONG);
-    let topic = topic_name("elect-preferred");
-    admin
-        .create_topics([NewTopic::new(topic.clone(), 1, 3)])
-        .await
-        .expect("topic created");
+    let (mut cluster, _, admin, topic) =
+        with_topic(three_nodes(dir.path()), "elect-preferred", 3).await;
     let tp = vec![(topic.clone(), 0)];
     let preferred = cluster.partition_state(&topic, 0).unwrap().replicas[0];
     let r = admin
@@ -361,22 +352,14 @@ async fn preferred_election_moves_leadership_back_after_a_restart() {
 async fn unclean_election_elects_a_live_out_of_sync_replica_and_the_old_leader_truncates() {
     baton_testkit::init_tracing();
     let dir = tempfile::tempdir().unwrap();
-    let mut cluster = Cluster::builder()
-        .brokers(3)
-        .data_dir(dir.path())
-        .auto_preferred_leader(false)
-        .session_timeout(Duration::from_secs(3))
-        .replica_lag_time_max(Duration::from_secs(2))
-        .start()
-        .await
-        .expect("cluster starts");
-    let client = client(&cluster).await;
-    let admin = Admin::new(&client).with_operation_timeout(LONG);
-    let topic = topic_name("elect-unclean");
-    admin
-        .create_topics([NewTopic::new(topic.clone(), 1, 2)])
-        .await
-        .expect("topic created");
+    let (mut cluster, client, admin, topic) = with_topic(
+        three_nodes(dir.path())
+            .session_timeout(Duration::from_secs(3))
+            .replica_lag_time_max(Duration::from_secs(2)),
+        "elect-unclean",
+        2,
+    )
+    .await;
     let tp = vec![(topic.clone(), 0)];
     let v = cluster.partition_state(&topic, 0).unwrap();
     let (leader, follower) = (
