@@ -340,7 +340,8 @@ async fn every_api_stays_within_its_bound() {
         DescribeTransactionsRequest, ListTransactionsRequest,
         ConsumerGroupHeartbeatRequest, ConsumerGroupDescribeRequest,
         DeleteRecordsRequest, ElectLeadersRequest, AlterPartitionReassignmentsRequest,
-        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsRequest, IncrementalAlterConfigsRequest,
+        CreatePartitionsRequest, DescribeLogDirsRequest, OffsetDeleteRequest,
     );
     // Every API the broker advertises is covered.
     let (_, versions) = conn.call(&ApiVersionsRequest::default(), 3).await;
