@@ -161,11 +161,13 @@ async fn cluster_wide_broker_default_is_set_and_removed() {
     let client = client().await;
     let admin = Admin::new(&client);
     let node = kafka.node_ids()[0];
+    // A hundred years: the default applies to every topic of the shared node, and
+    // other tests write records with old timestamps.
     admin
         .incremental_alter_configs(
             [(
                 ConfigResource::BrokerDefault,
-                vec![AlterConfigOp::set("log.retention.ms", "86400000")],
+                vec![AlterConfigOp::set("log.retention.ms", "3153600000000")],
             )],
             false,
         )
@@ -183,7 +185,7 @@ async fn cluster_wide_broker_default_is_set_and_removed() {
         // reconfiguration applies it: the source can show it while the value is
         // still absent, so wait for both.
         if source(&cfg) == Some(ConfigSource::DynamicDefaultBroker)
-            && cfg.value("log.retention.ms") == Some("86400000")
+            && cfg.value("log.retention.ms") == Some("3153600000000")
         {
             break;
         }

@@ -375,6 +375,7 @@ background.threads=2
 num.recovery.threads.per.data.dir=1
 log.cleaner.enable=false
 log.retention.check.interval.ms=500
+log.retention.ms=-1
 broker.heartbeat.interval.ms=500
 broker.session.timeout.ms=4000
 broker.rack=rack-{id}
