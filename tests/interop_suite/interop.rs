@@ -868,6 +868,31 @@ const GROUP_STEP: u32 = 200;
 /// Three `lib` group members share a 6-partition topic and commit; one
 /// leaves and the other two take over; then all leave, more records arrive,
 /// and three members rejoin the group and resume from the commits.
+/// Produces the next `GROUP_STEP` numbered records to each of the group topic's
+/// partitions through `lib`, and moves `ends` past them.
+fn produce_group_step(lib: Client, bootstrap: &str, topic: &str, ends: &mut [i64], seed: u64) {
+    let partitions = GROUP_PARTITIONS.to_string();
+    let step = GROUP_STEP.to_string();
+    let first = ends[0].to_string();
+    let args = [
+        "produce-numbered",
+        bootstrap,
+        topic,
+        &partitions,
+        &first,
+        &step,
+    ];
+    let produced = client(lib, &args, seed);
+    assert!(
+        produced.bool("ok"),
+        "seed {seed}: {lib:?} produce-numbered: {}",
+        produced.json
+    );
+    for end in ends.iter_mut() {
+        *end += i64::from(GROUP_STEP);
+    }
+}
+
 fn group_leave_and_rejoin(lib: Client) {
     group_leave_and_rejoin_with(lib, &[])
 }
@@ -881,29 +906,8 @@ fn group_leave_and_rejoin_with(lib: Client, extra: &[&str]) {
     let group = format!("interop-group-{name}-{seed}");
     with_broker(None, |bootstrap| {
         create_topic_with(lib, bootstrap, &topic, GROUP_PARTITIONS, seed);
-        let partitions = GROUP_PARTITIONS.to_string();
-        let step = GROUP_STEP.to_string();
         let mut ends = vec![0i64; GROUP_PARTITIONS as usize];
-        let produce = |ends: &mut Vec<i64>| {
-            let first = ends[0].to_string();
-            let args = [
-                "produce-numbered",
-                bootstrap,
-                &topic,
-                &partitions,
-                &first,
-                &step,
-            ];
-            let produced = client(lib, &args, seed);
-            assert!(
-                produced.bool("ok"),
-                "seed {seed}: {lib:?} produce-numbered: {}",
-                produced.json
-            );
-            for end in ends.iter_mut() {
-                *end += i64::from(GROUP_STEP);
-            }
-        };
+        let produce = |ends: &mut Vec<i64>| produce_group_step(lib, bootstrap, &topic, ends, seed);
         let start = |names: &[&str]| -> Vec<Member> {
             names
                 .iter()
@@ -1207,29 +1211,8 @@ fn confluent_classic_and_consumer_protocol_members_share_a_group() {
     let group = format!("interop-group-mixed-{seed}");
     with_broker(None, |bootstrap| {
         create_topic_with(lib, bootstrap, &topic, GROUP_PARTITIONS, seed);
-        let partitions = GROUP_PARTITIONS.to_string();
-        let step = GROUP_STEP.to_string();
         let mut ends = vec![0i64; GROUP_PARTITIONS as usize];
-        let produce = |ends: &mut Vec<i64>| {
-            let first = ends[0].to_string();
-            let args = [
-                "produce-numbered",
-                bootstrap,
-                &topic,
-                &partitions,
-                &first,
-                &step,
-            ];
-            let produced = client(lib, &args, seed);
-            assert!(
-                produced.bool("ok"),
-                "seed {seed}: produce: {}",
-                produced.json
-            );
-            for end in ends.iter_mut() {
-                *end += i64::from(GROUP_STEP);
-            }
-        };
+        let produce = |ends: &mut Vec<i64>| produce_group_step(lib, bootstrap, &topic, ends, seed);
         let start = |name: &str, protocol: &str| {
             Member::start_with(lib, bootstrap, &topic, &group, name, &[protocol])
         };
