@@ -71,6 +71,15 @@ pub enum LogError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// An earlier write or fsync of this log failed, so it takes nothing more and
+    /// serves nothing until it is reopened (and recovered from what is on disk).
+    #[error("log in {dir} is offline after a storage failure: {reason}")]
+    Offline {
+        /// The log's directory.
+        dir: PathBuf,
+        /// The failure that took it offline.
+        reason: String,
+    },
 }
 
 impl LogError {

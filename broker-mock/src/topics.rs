@@ -253,7 +253,8 @@ impl Storage {
         dir.join(format!("{name}.topic"))
     }
 
-    fn partition_dir(dir: &Path, name: &str, p: i32) -> PathBuf {
+    /// The directory of partition `p` of topic `name` under a data directory.
+    pub(crate) fn partition_dir(dir: &Path, name: &str, p: i32) -> PathBuf {
         dir.join(format!("{name}-{p}"))
     }
 

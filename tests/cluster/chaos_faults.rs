@@ -301,7 +301,7 @@ async fn fsync_faults_slow_down_or_fail_flushes() {
         .unwrap();
     // Through the cluster: node 1's logs live under its data directory.
     cluster.disk_fault(1, DiskFault::FailFsync);
-    assert!(cluster.timeline_text().contains("fsync FailFsync"));
+    assert!(cluster.timeline_text().contains("disk: node 1 FailFsync"));
     let log_dir = dir.path().join("node-1").join("probe-0");
     let (mut log, _) = baton_broker::Log::open(&log_dir, 1 << 20, 4096).unwrap();
     assert!(log.flush().is_err(), "a failing fsync fails the flush");

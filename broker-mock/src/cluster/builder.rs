@@ -410,6 +410,7 @@ impl ClusterBuilder {
                 id,
                 options: opts,
                 handle: Some(handle),
+                torn_on_restart: Vec::new(),
             });
         }
         let mut cluster = Cluster {

@@ -22,6 +22,9 @@ pub(super) struct NodeSlot {
     pub(super) id: i32,
     pub(super) options: NodeOptions,
     pub(super) handle: Option<NodeHandle>,
+    /// Logs a kill left torn ([`DiskFault::TornTailOnCrash`](crate::faults::DiskFault::TornTailOnCrash)):
+    /// damaged before the node starts again.
+    pub(super) torn_on_restart: Vec<(PathBuf, u64)>,
 }
 
 /// An in-process cluster: a controller and broker nodes `1..=n`.
@@ -76,6 +79,9 @@ impl NodeRef<'_> {
             h.kill();
             let id = self.id();
             self.cluster.record(format!("node {id} killed"));
+            if let Some(dir) = self.cluster.node_data_dir(id) {
+                self.slot().torn_on_restart = crate::faults::disk::tails_to_tear(&dir);
+            }
         }
     }
 
@@ -115,6 +121,16 @@ impl NodeRef<'_> {
         if self.is_running() {
             return Ok(());
         }
+        let id = self.id();
+        for (dir, n) in std::mem::take(&mut self.slot().torn_on_restart) {
+            match crate::faults::disk::tear_tail(&dir, n) {
+                Ok(bytes) => self.cluster.record(format!(
+                    "disk: node {id} crash tore {bytes} bytes off the tail of {}",
+                    dir.display()
+                )),
+                Err(e) => return Err(crate::error::LogError::io(&dir, e).into()),
+            }
+        }
         let slot = self.slot();
         let mut opts = slot.options.clone();
         let handle = match retry_bind(|| Node::start(opts.clone())).await {
@@ -132,7 +148,6 @@ impl NodeRef<'_> {
         handle.keep_extra_ports(&mut opts);
         slot.options = opts;
         slot.handle = Some(handle);
-        let id = self.id();
         if let Some(p) = self.cluster.faults.nodes.get(&id) {
             p.shared
                 .set_target(self.cluster.nodes[self.index].options.broker.listen);
@@ -302,6 +317,7 @@ impl Cluster {
                             log_end_offset: st.log_end_offset(),
                             high_watermark: st.high_watermark(),
                             log_start_offset: st.log_start_offset(),
+                            log_offline: st.log_offline(),
                         }
                     }
                     None => ReplicaView {
@@ -312,6 +328,7 @@ impl Cluster {
                         log_end_offset: -1,
                         high_watermark: -1,
                         log_start_offset: -1,
+                        log_offline: false,
                     },
                 }
             })

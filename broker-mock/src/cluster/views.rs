@@ -36,6 +36,9 @@ pub struct ReplicaView {
     pub high_watermark: i64,
     /// Log start offset (-1 when not running).
     pub log_start_offset: i64,
+    /// Whether the replica's log went offline after a failed write or fsync (it
+    /// takes no writes and serves nothing until the node restarts).
+    pub log_offline: bool,
 }
 
 /// A partition as the controller and the replicas see it.

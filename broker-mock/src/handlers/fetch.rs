@@ -234,6 +234,12 @@ fn read_partition(
         );
     };
     let mut st = partition.lock();
+    if st.log_offline() {
+        // The log failed a write or fsync: offline here, as Kafka answers for a
+        // partition in a failed log directory.
+        drop(st);
+        return (partition_error(p, ErrorCode::KafkaStorageError), 0, true);
+    }
     // KIP-392: a follower serves consumers' fetches (v11+) up to its high watermark.
     let follower_serves = client.is_some_and(ClientFetch::may_read_follower)
         && matches!(st.role(), Role::Follower { .. });

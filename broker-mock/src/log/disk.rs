@@ -10,6 +10,11 @@
 //! CRC, offsets increasing). At the first bad batch the segment is cut there, later
 //! segments are removed, and each segment's index is rebuilt from the scan. Kafka only
 //! rechecks past its recovery point; this log trusts nothing it did not just read.
+//!
+//! Segment and index files are written and synced through `faults::disk`'s wrapper
+//! (where tests inject ENOSPC, EIO and short writes). A failed write or fsync takes the
+//! log offline: the failed batch never counts (end offset and index unchanged), and
+//! every later operation fails with [`LogError::Offline`] until the log is reopened.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, Read, Write};
@@ -19,6 +24,7 @@ use bytes::Bytes;
 
 use super::header::{frame_len, validate, BatchHeader, HEADER_LEN, LOG_OVERHEAD};
 use crate::error::LogError;
+use crate::faults::disk as disk_faults;
 
 mod swap;
 
@@ -408,6 +414,11 @@ pub struct DiskLog {
     /// Where reads may begin: at or past the first segment's base, at most the log
     /// end (see [`super::start_offset`]). Persisted in the partition directory.
     log_start: i64,
+    /// Set by the first failed write, fsync or cut: the log is offline from then on
+    /// (every append, read, cut and flush fails with [`LogError::Offline`]) until it
+    /// is opened again, which recovers it from what is durably on disk. Kafka takes
+    /// a log directory offline the same way on its first `IOException`.
+    failure: Option<String>,
 }
 
 impl DiskLog {
@@ -491,6 +502,7 @@ impl DiskLog {
             segments,
             gaps,
             log_start: 0,
+            failure: None,
         };
         log.log_start = stored_start.unwrap_or(0).max(log.segments[0].base);
         if log.log_start > log.end() {
@@ -525,7 +537,42 @@ impl DiskLog {
         &mut self.segments[n - 1]
     }
 
+    /// Fails with [`LogError::Offline`] once a write or fsync failed.
+    fn check_online(&self) -> Result<(), LogError> {
+        match &self.failure {
+            None => Ok(()),
+            Some(reason) => Err(LogError::Offline {
+                dir: self.dir.clone(),
+                reason: reason.clone(),
+            }),
+        }
+    }
+
+    /// Why the log went offline, if it did.
+    pub fn failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
+
+    /// Takes the log offline on an I/O failure of `r` (other errors leave it be).
+    fn offline_on_io<T>(&mut self, r: Result<T, LogError>) -> Result<T, LogError> {
+        if let Err(e @ LogError::Io { .. }) = &r {
+            tracing::error!(dir = %self.dir.display(), error = %e, "log storage failed; the log is offline");
+            self.failure = Some(e.to_string());
+        }
+        r
+    }
+
+    /// Appends one batch. On a failed write or fsync nothing of the batch counts:
+    /// the end offset, size and index stay as they were (the written prefix of a short
+    /// write is cut off again where the disk allows it, and recovery cuts it
+    /// otherwise), and the log goes offline.
     pub(super) fn append(&mut self, h: BatchHeader, data: Bytes) -> Result<(), LogError> {
+        self.check_online()?;
+        let r = self.append_inner(h, data);
+        self.offline_on_io(r)
+    }
+
+    fn append_inner(&mut self, h: BatchHeader, data: Bytes) -> Result<(), LogError> {
         if h.base_offset > self.end() {
             self.mark_gaps()?;
         }
@@ -535,9 +582,7 @@ impl DiskLog {
         if active.size > 0
             && (active.size + len > seg_bytes || h.last_offset - active.base > u32::MAX as i64)
         {
-            active
-                .file
-                .sync_data()
+            disk_faults::sync_data(&active.path, &active.file)
                 .map_err(|e| LogError::io(&active.path, e))?;
             let seg = Segment::create(&self.dir, h.base_offset)?;
             self.segments.push(seg);
@@ -545,14 +590,24 @@ impl DiskLog {
         let interval = self.index_interval;
         let active = self.active();
         let pos = active.size;
-        write_at(&active.file, &data, pos).map_err(|e| LogError::io(&active.path, e))?;
+        if let Err(e) = disk_faults::write_at(&active.path, &active.file, &data, pos) {
+            // Whatever prefix reached the file is not part of the log.
+            let _ = active.file.set_len(pos);
+            return Err(LogError::io(&active.path, e));
+        }
+        let before = (active.next, active.size, active.since_index, active.max_ts);
         if let Some((rel, p)) = active.note_append(&h, pos, interval) {
             let mut e = [0u8; INDEX_ENTRY];
             e[..4].copy_from_slice(&rel.to_be_bytes());
             e[4..].copy_from_slice(&p.to_be_bytes());
             let at = ((active.index.len() - 1) * INDEX_ENTRY) as u64;
-            write_at(&active.index_file, &e, at)
-                .map_err(|e| LogError::io(&active.index_path, e))?;
+            if let Err(e) = disk_faults::write_at(&active.index_path, &active.index_file, &e, at) {
+                // The batch does not count: back to the state before it.
+                active.index.pop();
+                (active.next, active.size, active.since_index, active.max_ts) = before;
+                let _ = active.file.set_len(pos);
+                return Err(LogError::io(&active.index_path, e));
+            }
         }
         Ok(())
     }
@@ -564,6 +619,7 @@ impl DiskLog {
     }
 
     pub(super) fn read(&self, from: i64, max_bytes: usize) -> Result<Vec<Bytes>, LogError> {
+        self.check_online()?;
         let mut out = Vec::new();
         let mut total = 0usize;
         for seg in &self.segments[self.segment_for(from)..] {
@@ -597,6 +653,12 @@ impl DiskLog {
     }
 
     pub(super) fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
+        self.check_online()?;
+        let r = self.truncate_inner(offset);
+        self.offline_on_io(r)
+    }
+
+    fn truncate_inner(&mut self, offset: i64) -> Result<(), LogError> {
         if offset >= self.end() {
             return Ok(());
         }
@@ -678,14 +740,18 @@ impl DiskLog {
     }
 
     pub(super) fn flush(&mut self) -> Result<(), LogError> {
-        crate::faults::disk::before_fsync(&self.dir).map_err(|e| LogError::io(&self.dir, e))?;
+        self.check_online()?;
+        let r = self.flush_inner();
+        self.offline_on_io(r)
+    }
+
+    fn flush_inner(&mut self) -> Result<(), LogError> {
         for seg in &mut self.segments {
-            seg.file
-                .sync_data()
-                .map_err(|e| LogError::io(&seg.path, e))?;
+            disk_faults::sync_data(&seg.path, &seg.file).map_err(|e| LogError::io(&seg.path, e))?;
             seg.index_file
                 .flush()
-                .and_then(|_| seg.index_file.sync_data())
+                .map_err(|e| LogError::io(&seg.index_path, e))?;
+            disk_faults::sync_data(&seg.index_path, &seg.index_file)
                 .map_err(|e| LogError::io(&seg.index_path, e))?;
         }
         Ok(())
@@ -782,15 +848,15 @@ impl DiskLog {
     /// Closes the active segment (synced) and starts an empty one at the log end;
     /// a no-op when the active segment is empty.
     pub(super) fn roll(&mut self) -> Result<(), LogError> {
+        self.check_online()?;
         let end = self.end();
         let active = self.active();
         if active.size == 0 {
             return Ok(());
         }
-        active
-            .file
-            .sync_data()
-            .map_err(|e| LogError::io(&active.path, e))?;
+        let synced = disk_faults::sync_data(&active.path, &active.file)
+            .map_err(|e| LogError::io(&active.path, e));
+        self.offline_on_io(synced)?;
         let seg = Segment::create(&self.dir, end)?;
         self.segments.push(seg);
         Ok(())
@@ -800,6 +866,7 @@ impl DiskLog {
     /// always has an active segment) and moves the log start to the next segment's
     /// base if it was below it.
     pub(super) fn delete_oldest_segment(&mut self) -> Result<(), LogError> {
+        self.check_online()?;
         if self.segments.len() == 1 {
             self.roll()?;
             if self.segments.len() == 1 {
@@ -818,6 +885,7 @@ impl DiskLog {
     /// Moves the log start offset up to `offset` (at most the log end), persists it,
     /// and deletes the segments wholly below it (never the active one).
     pub(super) fn advance_start(&mut self, offset: i64) -> Result<(), LogError> {
+        self.check_online()?;
         let offset = offset.min(self.end());
         if offset > self.log_start {
             self.log_start = offset;
@@ -833,6 +901,7 @@ impl DiskLog {
     /// Removes every segment and restarts the log, empty, at `offset` (its start
     /// and end), as a replica does when its leader's log starts past its own end.
     pub(super) fn truncate_fully_and_start_at(&mut self, offset: i64) -> Result<(), LogError> {
+        self.check_online()?;
         for seg in self.segments.drain(..) {
             seg.remove_files()?;
         }

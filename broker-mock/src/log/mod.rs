@@ -129,6 +129,15 @@ impl Log {
         }
     }
 
+    /// Why the log is offline, if a write or fsync failed (see
+    /// [`LogError::Offline`]); an in-memory log never is.
+    pub fn offline_reason(&self) -> Option<&str> {
+        match self {
+            Log::Memory(_) => None,
+            Log::Disk(l) => l.failure(),
+        }
+    }
+
     /// Makes appended data durable (fsync); a no-op in memory.
     pub fn flush(&mut self) -> Result<(), LogError> {
         match self {
@@ -146,6 +155,8 @@ impl Log {
     }
 }
 
+#[cfg(test)]
+mod fault_tests;
 #[cfg(test)]
 mod retention_tests;
 #[cfg(test)]

@@ -51,6 +51,7 @@ impl PartitionState {
         }
         if let Err(e) = self.log.append(batch.freeze()) {
             tracing::error!(error = %e, "marker append failed");
+            self.on_storage_failure(&e);
             return Err(ErrorCode::KafkaStorageError);
         }
         let _ = self.epoch_cache.assign(self.leader_epoch, offset);

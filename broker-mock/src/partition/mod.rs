@@ -9,7 +9,7 @@
 //!
 //! The partition is split by what each part does: `handle` is the shared, locked
 //! [`Partition`], `state` holds [`PartitionState`] and its plain accessors, `roles`
-//! the leader/follower transitions and the driving of the leader machine, `corruption` detection, reporting and repair, `read` the
+//! the leader/follower transitions and the driving of the leader machine, `corruption` detection, reporting and repair, `storage` a log that went offline after a failed write or fsync, `read` the
 //! CRC-checked reads served to fetch and replication, `produce` one partition's
 //! produce, from checks to the `acks=all` wait, and `markers` the transaction
 //! markers and the aborted transactions read_committed fetches report.
@@ -23,6 +23,7 @@ mod produce;
 mod read;
 mod roles;
 mod state;
+mod storage;
 
 pub use handle::Partition;
 pub use log_start::LogStartError;

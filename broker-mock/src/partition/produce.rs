@@ -123,6 +123,7 @@ impl PartitionState {
                 tracing::error!(error = %e, "append failed");
                 // What was appended before the failure stays.
                 self.after_local_append();
+                self.on_storage_failure(&e);
                 return Err(ErrorCode::KafkaStorageError);
             }
             let _ = self.epoch_cache.assign(self.leader_epoch, batch_base);
@@ -175,7 +176,8 @@ pub(crate) struct ProducedBatch {
 
 /// Produces one partition's batch, in order: `acks` valid (INVALID_REQUIRED_ACKS),
 /// the partition known (UNKNOWN_TOPIC_OR_PARTITION), records present
-/// (CORRUPT_MESSAGE), this node the leader (NOT_LEADER_OR_FOLLOWER), a cluster
+/// (CORRUPT_MESSAGE), this replica's log online (KAFKA_STORAGE_ERROR), this node
+/// the leader (NOT_LEADER_OR_FOLLOWER), a cluster
 /// leader's own checks (e.g. `min.insync.replicas` for `acks=all`), then the
 /// append with its batch checks and idempotence check (see
 /// [`PartitionState::append_records`]) and, with `acks=all`, the registration of
@@ -197,6 +199,9 @@ pub(crate) fn produce_batch(
         return Err(ErrorCode::CorruptMessage);
     };
     let mut st = partition.lock();
+    if st.log_offline() {
+        return Err(ErrorCode::KafkaStorageError);
+    }
     if !st.is_leader() {
         return Err(ErrorCode::NotLeaderOrFollower);
     }

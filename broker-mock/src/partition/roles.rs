@@ -208,7 +208,8 @@ impl PartitionState {
     /// assigned). The caller checked its CRC and contiguity.
     pub(crate) fn append_replica_batch(&mut self, batch: Bytes) -> Result<(), LogError> {
         let parsed = RecordBatch::parse(batch.clone()).ok();
-        self.log.append(batch)?;
+        let r = self.log.append(batch);
+        self.storage_result(r)?;
         if let Some(b) = parsed {
             self.producers.record_stored(&b);
         }

@@ -62,6 +62,13 @@ pub(crate) enum LeaderReport {
         partition: i32,
         offset: i64,
     },
+    /// This node's replica's log went offline after a failed write or fsync (sent by
+    /// any role); it ended at `log_end_offset`.
+    OfflineReplica {
+        topic: String,
+        partition: i32,
+        log_end_offset: i64,
+    },
 }
 
 /// A replica's known corruption: set when a check fails, cleared when the repair
@@ -239,7 +246,8 @@ impl PartitionState {
     /// Removes batches at and past `offset` (see [`Log::truncate_to`]), pulling the
     /// high watermark and the epoch cache down with the log end.
     pub fn truncate_to(&mut self, offset: i64) -> Result<(), LogError> {
-        self.log.truncate_to(offset)?;
+        let r = self.log.truncate_to(offset);
+        self.storage_result(r)?;
         let leo = self.log_end_offset();
         self.high_watermark = self.high_watermark.min(leo).max(self.log_start_offset());
         self.epoch_cache.truncate_from_end(leo);
@@ -282,6 +290,7 @@ impl PartitionState {
 
     /// Flushes the log.
     pub fn flush(&mut self) -> Result<(), LogError> {
-        self.log.flush()
+        let r = self.log.flush();
+        self.storage_result(r)
     }
 }

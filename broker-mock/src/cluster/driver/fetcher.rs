@@ -82,7 +82,7 @@ pub(crate) async fn run_fetcher(
     }
     let mut follower = {
         let mut st = part.lock();
-        if !still_following(&st, leader, epoch) {
+        if !still_following(&st, leader, epoch) || st.log_offline() {
             return;
         }
         // A replica with a corrupt batch cuts its log below it first and re-fetches

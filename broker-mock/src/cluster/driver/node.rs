@@ -583,9 +583,10 @@ fn reconcile(
                 link.options.corruption_log.clone(),
                 link.reports.clone(),
             );
-            // A replica with known corruption never leads: it waits for the controller
-            // to elect a healthy one (or to take the partition offline).
-            let corrupt = st.corrupt_offset().is_some();
+            // A replica with known corruption, or whose log went offline after a
+            // storage failure, never leads: it waits for the controller to elect a
+            // healthy one (or to take the partition offline).
+            let corrupt = st.corrupt_offset().is_some() || st.log_offline();
             if pi.leader == me && (!active || corrupt) {
                 if !matches!(st.role(), Role::Follower { leader } if *leader == NO_LEADER) {
                     st.become_follower(NO_LEADER, pi.leader_epoch);
@@ -667,7 +668,9 @@ fn reconcile(
                     st.become_follower(pi.leader, pi.leader_epoch);
                     tracing::info!(node = me, topic = %topic.name, partition = part.index(), leader = pi.leader, epoch = pi.leader_epoch, "following");
                 }
-                if pi.leader != NO_LEADER {
+                // An offline log takes nothing more: no fetcher (it would report a
+                // log end it cannot extend, and could rejoin the ISR).
+                if pi.leader != NO_LEADER && !st.log_offline() {
                     wanted.insert(
                         (topic.name.clone(), part.index()),
                         (pi.leader, pi.leader_epoch),
@@ -807,6 +810,21 @@ async fn reports_loop(
                     topic,
                     partition,
                     offset,
+                    Unusable::Corrupt,
+                ));
+            }
+            LeaderReport::OfflineReplica {
+                topic,
+                partition,
+                log_end_offset,
+            } => {
+                reports_side.spawn(send_corrupt_report(
+                    state.clone(),
+                    link.clone(),
+                    topic,
+                    partition,
+                    log_end_offset,
+                    Unusable::Offline,
                 ));
             }
             LeaderReport::SuccessorCaughtUp {
@@ -830,14 +848,26 @@ async fn reports_loop(
     }
 }
 
-/// Reports this node's replica as corrupt, retrying until the controller answers
-/// (the report decides whether the replica may keep leading, so it must arrive).
+/// Why a replica is reported with CorruptReplicaReport.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unusable {
+    /// It holds a corrupt batch (repaired by re-fetching).
+    Corrupt,
+    /// Its log went offline after a failed write or fsync (until the node restarts).
+    Offline,
+}
+
+/// Reports this node's replica as corrupt or offline, retrying until the controller
+/// answers (the report decides whether the replica may keep leading and stay in the
+/// ISR, so it must arrive). The controller treats both alike: out of the ISR, and a
+/// new leader if it led.
 async fn send_corrupt_report(
     state: Arc<BrokerState>,
     link: Arc<ClusterLink>,
     topic: String,
     partition: i32,
     offset: i64,
+    why: Unusable,
 ) {
     let topic = topic.as_str();
     let mut rpc = link.rpc(
@@ -855,7 +885,13 @@ async fn send_corrupt_report(
         let still = state
             .topic(topic)
             .and_then(|t| t.partition(partition).cloned())
-            .is_some_and(|p| p.lock().corrupt_offset().is_some());
+            .is_some_and(|p| {
+                let st = p.lock();
+                match why {
+                    Unusable::Corrupt => st.corrupt_offset().is_some(),
+                    Unusable::Offline => st.log_offline(),
+                }
+            });
         if !still {
             return;
         }
@@ -872,7 +908,16 @@ async fn send_corrupt_report(
                     .topic(topic)
                     .and_then(|t| t.partition(partition).cloned())
                 {
-                    p.lock().corruption_event(CorruptionKind::Reported);
+                    if why == Unusable::Corrupt {
+                        p.lock().corruption_event(CorruptionKind::Reported);
+                    } else {
+                        tracing::warn!(
+                            node = link.node_id,
+                            topic,
+                            partition,
+                            "offline replica reported to the controller"
+                        );
+                    }
                 }
                 return;
             }

@@ -177,16 +177,31 @@ impl Cluster {
         self.record("requests: faults cleared".into());
     }
 
-    /// Sets the fsync behaviour of node `id`'s data directory (no effect on an
-    /// in-memory cluster). [`DiskFault::None`] restores it.
+    /// Sets the disk fault of node `id`'s data directory, so of every partition log
+    /// on the node (no effect on an in-memory cluster). [`DiskFault::None`] restores
+    /// it. The faults act in the on-disk log's own write and fsync path; a log whose
+    /// write or fsync fails goes offline on that node (see `docs/RELIABILITY.md`).
     pub fn disk_fault(&mut self, id: i32, fault: DiskFault) {
         if let Some(dir) = self.node_data_dir(id) {
-            disk::set(&dir, fault);
-            if fault == DiskFault::None {
-                self.record(format!("disk: node {id} fsync restored"));
-            } else {
-                self.fault(format!("disk: node {id} fsync {fault:?}"));
-            }
+            self.set_disk_fault(&dir, format!("node {id}"), fault);
+        }
+    }
+
+    /// Sets the disk fault of node `id`'s log of `topic`/`partition` alone (its
+    /// other logs keep working), like [`Cluster::disk_fault`].
+    pub fn partition_disk_fault(&mut self, id: i32, topic: &str, partition: i32, fault: DiskFault) {
+        if let Some(dir) = self.node_data_dir(id) {
+            let dir = crate::topics::Storage::partition_dir(&dir, topic, partition);
+            self.set_disk_fault(&dir, format!("node {id} {topic}-{partition}"), fault);
+        }
+    }
+
+    fn set_disk_fault(&mut self, dir: &std::path::Path, what: String, fault: DiskFault) {
+        disk::set(dir, fault);
+        if fault == DiskFault::None {
+            self.record(format!("disk: {what} restored"));
+        } else {
+            self.fault(format!("disk: {what} {fault:?}"));
         }
     }
 }
