@@ -9,6 +9,7 @@ mod chaos_readme;
 mod compaction;
 mod corruption_cluster;
 mod corruption_consumer;
+mod disk_faults;
 mod durability;
 mod exactly_once;
 mod failover;

@@ -711,7 +711,8 @@ impl Controller {
         n
     }
 
-    /// A broker found corruption in `replica`'s copy of the partition: remove it from the
+    /// A broker found corruption in `replica`'s copy of the partition, or its log went
+    /// offline after a storage failure: remove it from the
     /// ISR and, if it leads, elect another healthy leader (clean first, unclean if the
     /// topic allows); offline if none. Returns the partition after the change.
     pub fn report_corrupt_replica(

@@ -7,7 +7,7 @@
 //! registered for a partition's directory covers that log alone.
 //!
 //! The on-disk log writes and syncs its segment and index files only through
-//! [`write_at`] and [`sync_data`], the narrow wrapper where the faults act, so the
+//! `write_at` and `sync_data`, the narrow wrapper where the faults act, so the
 //! production write path is the one under test. What the log does with a failure is
 //! in `log/disk.rs` (the log goes offline) and `partition/storage.rs` (the replica
 //! resigns and is reported to the controller).

@@ -1,8 +1,9 @@
 //! CorruptReplicaReport: a Baton-private request on the controller listener, with
-//! which a node reports that its own replica of a partition holds a corrupt batch. The
-//! controller removes the replica from the ISR and, if it leads, elects a healthy ISR
-//! member with a new leader epoch (offline when there is none). The API key is outside
-//! Kafka's range.
+//! which a node reports that its own replica of a partition holds a corrupt batch, or
+//! that its log went offline after a failed write or fsync (then `offset` is the log
+//! end). The controller removes the replica from the ISR and, if it leads, elects a
+//! healthy ISR member with a new leader epoch (offline when there is none). The API
+//! key is outside Kafka's range.
 //!
 //! Body (version 0, never flexible): `broker_id: i32, broker_epoch: i64,
 //! topic_id: uuid, partition: i32, offset: i64` (the first offset known bad).
