@@ -305,6 +305,10 @@ async fn fsync_faults_slow_down_or_fail_flushes() {
     let log_dir = dir.path().join("node-1").join("probe-0");
     let (mut log, _) = baton_broker::Log::open(&log_dir, 1 << 20, 4096).unwrap();
     assert!(log.flush().is_err(), "a failing fsync fails the flush");
+    assert!(log.offline_reason().is_some(), "and takes the log offline");
+    // Offline until reopened.
+    drop(log);
+    let (mut log, _) = baton_broker::Log::open(&log_dir, 1 << 20, 4096).unwrap();
     cluster.disk_fault(1, DiskFault::SlowFsync(Duration::from_millis(300)));
     let t = Instant::now();
     log.flush().expect("a slow fsync still succeeds");
