@@ -140,3 +140,31 @@ fn torn_tail_is_cut_at_the_last_whole_batch_on_recovery() {
     assert_eq!(log.log_end_offset(), 6);
     assert_eq!(log.read(0, 1 << 20).unwrap(), batches[..3].to_vec());
 }
+
+#[test]
+fn failed_index_write_rolls_the_batch_back_and_takes_the_log_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    // Index interval 100 bytes: every append after the first adds an index entry.
+    let mut log = filled(dir.path(), 1 << 20, 3);
+    let end = log.log_end_offset();
+    let stored = log.read(0, 1 << 20).unwrap();
+    let size = segment_bytes_on_disk(dir.path());
+    // A fault on the index file alone: the batch's data write succeeds first.
+    let index = dir.path().join(format!("{:020}.index", 0));
+    disk::set(&index, DiskFault::FailWrite);
+    let err = log.append(batch(end, 2)).unwrap_err();
+    disk::set(&index, DiskFault::None);
+    assert!(matches!(err, LogError::Io { .. }), "{err}");
+    assert_eq!(log.log_end_offset(), end, "the batch does not count");
+    assert!(log.offline_reason().is_some());
+    drop(log);
+    assert_eq!(
+        segment_bytes_on_disk(dir.path()),
+        size,
+        "its data was cut again"
+    );
+    let (log, rec) = Log::open(dir.path(), 1 << 20, 100).unwrap();
+    assert_eq!(rec, Recovery::default());
+    assert_eq!(log.log_end_offset(), end);
+    assert_eq!(log.read(0, 1 << 20).unwrap(), stored);
+}
