@@ -86,6 +86,8 @@ struct Inner {
     next_waiter: Waiter,
     joins: HashMap<Waiter, oneshot::Sender<JoinGroupResponse>>,
     syncs: HashMap<Waiter, oneshot::Sender<SyncGroupResponse>>,
+    /// New generations written since the node started (completed rebalances).
+    rebalances: u64,
 }
 
 impl Inner {
@@ -122,6 +124,7 @@ impl Inner {
             }
         }
         for g in self.groups.take_new_generations() {
+            self.rebalances += 1;
             let record = GroupRecord {
                 protocol_type: g.protocol_type.unwrap_or_default(),
                 generation: g.generation_id,
@@ -272,11 +275,17 @@ impl GroupCoordinator {
                 next_waiter: 0,
                 joins: HashMap::new(),
                 syncs: HashMap::new(),
+                rebalances: 0,
             }),
             wake: Notify::new(),
             driver_running: AtomicBool::new(false),
             topic: InternalTopic::new(OFFSETS_TOPIC, "groups"),
         }
+    }
+
+    /// Classic group rebalances completed here (new generations written).
+    pub(crate) fn rebalances(&self) -> u64 {
+        self.lock().rebalances
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
