@@ -3,7 +3,7 @@
 //! a concurrent scrape); a leader failover counted by the controller (an
 //! election, an ISR shrink) and the rejoin as an ISR expansion; a corrupt leader
 //! counted as corruption detected and a repair completed; a fenced producer and
-//! a group rebalance. Every number is asserted in the in-process snapshot and in
+//! group rebalances (classic and KIP-848). Every number is asserted in the in-process snapshot and in
 //! the scraped text.
 
 use std::net::SocketAddr;
@@ -16,7 +16,7 @@ use baton_kafka::{Admin, Client, NewTopic, Producer};
 use baton_testkit::client::{consume_from_start, produce_values};
 use baton_testkit::cluster::client;
 use baton_testkit::consumer_group::{
-    classic_member_builder, find_coordinator, wait_until, History, Member,
+    classic_member_builder, find_coordinator, member_builder, wait_until, History, Member,
 };
 use baton_testkit::topic_name;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -399,6 +399,26 @@ async fn a_fenced_producer_and_a_group_rebalance_are_counted() {
         &[("api", "JoinGroup")],
     );
     assert!(joins >= 1.0, "{text}");
+    member.stop().await;
+
+    // A consumer-protocol (KIP-848) group: its new group epoch is a rebalance.
+    let group = topic_name("metrics-848");
+    let coordinator = find_coordinator(&client, &group).await;
+    let before = cluster
+        .node(coordinator)
+        .metrics()
+        .unwrap()
+        .group_rebalances;
+    let history = Arc::new(History::default());
+    let member = Member::start(member_builder(&client, &group, &topic), 0, &history).await;
+    wait_until(&history, LONG, "the member to read 10", |h| {
+        h.distinct() >= 10
+    })
+    .await;
+    wait_metrics(&mut cluster, coordinator, "a consumer group epoch", |m| {
+        m.group_rebalances > before
+    })
+    .await;
     member.stop().await;
     cluster.shutdown().await;
 }

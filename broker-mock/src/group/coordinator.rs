@@ -86,7 +86,8 @@ struct Inner {
     next_waiter: Waiter,
     joins: HashMap<Waiter, oneshot::Sender<JoinGroupResponse>>,
     syncs: HashMap<Waiter, oneshot::Sender<SyncGroupResponse>>,
-    /// New generations written since the node started (completed rebalances).
+    /// New classic generations and consumer group epochs written since the node
+    /// started (rebalances).
     rebalances: u64,
 }
 
@@ -157,6 +158,10 @@ impl Inner {
             }
         }
         let records = self.consumer.take_records();
+        let epochs = records
+            .iter()
+            .filter(|r| matches!(r, ConsumerRecord::Group { value: Some(_), .. }));
+        self.rebalances += epochs.count() as u64;
         let waits = persist_consumer(state, &records);
         self.persist_generations(state);
         waits
@@ -283,7 +288,8 @@ impl GroupCoordinator {
         }
     }
 
-    /// Classic group rebalances completed here (new generations written).
+    /// Group rebalances here: new classic generations and new consumer group
+    /// epochs (KIP-848) written.
     pub(crate) fn rebalances(&self) -> u64 {
         self.lock().rebalances
     }

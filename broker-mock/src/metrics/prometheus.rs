@@ -200,7 +200,7 @@ fn broker(m: &BrokerMetrics) -> String {
         ),
         (
             "baton_broker_group_rebalances_total",
-            "Classic group rebalances completed (new generations).",
+            "Group rebalances: new classic generations and consumer group epochs.",
             m.group_rebalances,
         ),
         (

@@ -92,8 +92,8 @@ pub struct BrokerMetrics {
     pub corruption_detected: Vec<(CorruptionSite, u64)>,
     /// Repairs of a corrupt replica completed (caught up with the leader again).
     pub repairs_completed: u64,
-    /// Classic group rebalances completed (new generations) by this node's
-    /// coordinator.
+    /// Group rebalances by this node's coordinator: new classic generations and
+    /// new consumer group epochs (KIP-848).
     pub group_rebalances: u64,
     /// Requests refused because their producer was fenced (PRODUCER_FENCED or
     /// INVALID_PRODUCER_EPOCH).
