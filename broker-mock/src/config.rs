@@ -85,6 +85,9 @@ pub struct BrokerConfig {
     /// Which replica a leader tells a consumer with a rack to fetch from (Kafka's
     /// `replica.selector.class`); the leader only by default.
     pub replica_selector: crate::replica_selector::ReplicaSelector,
+    /// Where the Prometheus text endpoint (`GET /metrics`) listens; `None`, the
+    /// default, serves none (see `BrokerHandle::metrics_addr`; port 0 picks one).
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for BrokerConfig {
@@ -112,6 +115,7 @@ impl Default for BrokerConfig {
             retention: crate::log::LogRetention::default(),
             rack: None,
             replica_selector: crate::replica_selector::ReplicaSelector::LeaderOnly,
+            metrics_listen: None,
         }
     }
 }

@@ -125,12 +125,22 @@ struct TxnLimitArgs {
     max_pending_txn_offsets: Option<usize>,
 }
 
-/// Logging, in every mode.
+/// Logging and metrics, in every mode.
 #[derive(Debug, Args)]
 struct LogArgs {
     /// Tracing filter, e.g. info or baton_broker=debug (RUST_LOG also works).
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
+    /// Serves Prometheus metrics (GET /metrics) on ADDR; off by default. In the
+    /// cluster mode node i serves on PORT + i - 1 and the controller on PORT + N
+    /// (0: free ports).
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<SocketAddr>,
+}
+
+/// The line announcing a metrics endpoint.
+fn metrics_line(who: &str, addr: Option<SocketAddr>) -> Option<String> {
+    addr.map(|a| format!("{who} metrics on http://{a}/metrics"))
 }
 
 /// `baton-broker controller`.
@@ -363,6 +373,9 @@ fn single_config(args: &SingleArgs) -> Result<BrokerConfig, String> {
     }
     args.limits.apply(&mut config.limits);
     args.txn_limits.apply(&mut config.limits);
+    if let Some(addr) = args.log.metrics_listen {
+        config.metrics_listen = Some(addr);
+    }
     Ok(config)
 }
 
@@ -433,6 +446,7 @@ fn run_controller(a: ControllerArgs) -> Result<(), Failure> {
         data_dir: a.data_dir,
         default_num_partitions: a.default_partitions,
         default_replication_factor: a.default_replication_factor,
+        metrics_listen: a.log.metrics_listen,
         ..ControllerOptions::default()
     };
     a.limits.apply(&mut opts.limits);
@@ -443,10 +457,12 @@ fn run_controller(a: ControllerArgs) -> Result<(), Failure> {
         &a.log,
         || ControllerServer::start(opts),
         |c| {
-            vec![format!(
+            let mut lines = vec![format!(
                 "baton-broker controller listening on {}",
                 c.local_addr()
-            )]
+            )];
+            lines.extend(metrics_line("baton-broker controller", c.metrics_addr()));
+            lines
         },
         "signal received, stopping the controller",
         |c| c.shutdown(),
@@ -459,6 +475,7 @@ fn run_node(a: NodeArgs) -> Result<(), Failure> {
     opts.broker.listen = a.listen;
     opts.broker.data_dir = a.data_dir;
     opts.broker.advertised_host = a.advertised_host;
+    opts.broker.metrics_listen = a.log.metrics_listen;
     opts.default_min_insync_replicas = a.min_insync_replicas;
     if let Some(ms) = a.replica_lag_time_max_ms {
         opts.replica_lag_time_max_ms = ms;
@@ -473,10 +490,15 @@ fn run_node(a: NodeArgs) -> Result<(), Failure> {
         &a.log,
         || Node::start(opts),
         |node| {
-            vec![format!(
+            let mut lines = vec![format!(
                 "baton-broker node {id} listening on {}",
                 node.local_addr()
-            )]
+            )];
+            lines.extend(metrics_line(
+                &format!("baton-broker node {id}"),
+                node.metrics_addr(),
+            ));
+            lines
         },
         "signal received, controlled shutdown",
         |node| node.stop(),
@@ -507,17 +529,29 @@ fn run_cluster(a: ClusterArgs) -> Result<(), Failure> {
     if let Some(h) = &a.advertised_host {
         b = b.advertised_host(h);
     }
+    if let Some(m) = a.log.metrics_listen {
+        b = b.metrics_listen(m);
+    }
     serve(
         &a.log,
         || b.start(),
         |cluster| {
-            vec![
+            let mut lines = vec![
                 format!("baton-broker cluster bootstrap: {}", cluster.bootstrap()),
                 format!(
                     "baton-broker cluster controller: {}",
                     cluster.controller_addr()
                 ),
-            ]
+            ];
+            for (id, addr) in cluster.metrics_addrs() {
+                lines.extend(metrics_line(
+                    &format!("baton-broker cluster node {id}"),
+                    Some(addr),
+                ));
+            }
+            let controller = cluster.controller_metrics_addr();
+            lines.extend(metrics_line("baton-broker cluster controller", controller));
+            lines
         },
         "signal received, stopping the cluster",
         |cluster| cluster.shutdown(),
@@ -534,6 +568,7 @@ fn run_single(a: SingleArgs) -> Result<(), Failure> {
             for (name, addr) in broker.listener_addrs() {
                 lines.push(format!("baton-broker listener {name} on {addr}"));
             }
+            lines.extend(metrics_line("baton-broker", broker.metrics_addr()));
             lines
         },
         "signal received, shutting down",

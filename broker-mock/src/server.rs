@@ -36,8 +36,9 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use baton_protocol::{DecodeError, FrameCodec};
 use bytes::{Buf, Bytes, BytesMut};
@@ -54,6 +55,7 @@ use crate::connections::{ConnectionLimiter, RefusalLog};
 use crate::error::BrokerError;
 use crate::handlers;
 use crate::listener_config::check_names;
+use crate::metrics::NodeMetrics;
 use crate::node_mode::NodeMode;
 use crate::refusals::{RefusalCounters, RefusalReason, RefusedConnections};
 use crate::security::{
@@ -193,6 +195,7 @@ impl Broker {
                 security: Arc::new(l.security.clone()),
                 scram: scram.clone(),
                 tls,
+                metrics: Some(state.metrics.clone()),
             };
             let dispatch = Arc::new(BrokerDispatch {
                 state: state.clone(),
@@ -217,11 +220,22 @@ impl Broker {
                 refusals,
             });
         }
+        let mut metrics_addr = None;
+        if let Some(addr) = config.metrics_listen {
+            let st = state.clone();
+            let render = Arc::new(move || crate::metrics::snapshot(&st).to_prometheus());
+            let (bound, task) = crate::metrics::http::start(addr, render, stop_rx.clone())
+                .await
+                .map_err(|source| BrokerError::Bind { addr, source })?;
+            metrics_addr = Some(bound);
+            accept.push(task);
+        }
         Ok(BrokerHandle {
             listeners: bound,
             state,
             stop: stop_tx,
             accept,
+            metrics_addr,
         })
     }
 }
@@ -244,9 +258,24 @@ pub struct BrokerHandle {
     state: Arc<BrokerState>,
     stop: watch::Sender<bool>,
     accept: Vec<tokio::task::JoinHandle<()>>,
+    /// The metrics endpoint's bound address, when `BrokerConfig::metrics_listen`
+    /// asked for one.
+    metrics_addr: Option<SocketAddr>,
 }
 
 impl BrokerHandle {
+    /// The address the Prometheus endpoint (`GET /metrics`) is bound to; `None`
+    /// unless `BrokerConfig::metrics_listen` is set.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// A snapshot of this node's metrics: the numbers its endpoint shows
+    /// (available whether or not the endpoint runs).
+    pub fn metrics(&self) -> crate::metrics::BrokerMetrics {
+        crate::metrics::snapshot(&self.state)
+    }
+
     /// The address the first listener (`BrokerConfig::listen`) is bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.listeners[0].addr
@@ -373,6 +402,48 @@ pub(crate) struct ServeOptions {
     /// The TLS configuration of an `SSL` or `SASL_SSL` listener; the handshake
     /// runs in the connection's task, within [`TLS_HANDSHAKE_TIMEOUT`].
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The node's counters (connections, bytes, requests and their latency);
+    /// `None` counts nothing (the controller).
+    pub metrics: Option<Arc<NodeMetrics>>,
+}
+
+/// A request's API key, version and arrival, for its count and latency once its
+/// reply is written.
+#[derive(Debug, Clone, Copy)]
+struct RequestTag {
+    api_key: i16,
+    version: i16,
+    read_at: Instant,
+}
+
+impl RequestTag {
+    /// The tag of a request frame (API key and version are its first four
+    /// bytes); `None` for a frame too short to name them.
+    fn of(frame: &[u8]) -> Option<RequestTag> {
+        let head = frame.get(..4)?;
+        Some(RequestTag {
+            api_key: i16::from_be_bytes([head[0], head[1]]),
+            version: i16::from_be_bytes([head[2], head[3]]),
+            read_at: Instant::now(),
+        })
+    }
+
+    fn count(self, metrics: Option<&NodeMetrics>) {
+        if let Some(m) = metrics {
+            m.request(self.api_key, self.version, self.read_at.elapsed());
+        }
+    }
+}
+
+/// Counts a connection closed when dropped, however its task ends.
+struct ClosedOnDrop(Option<Arc<NodeMetrics>>);
+
+impl Drop for ClosedOnDrop {
+    fn drop(&mut self) {
+        if let Some(m) = &self.0 {
+            crate::metrics::inc(&m.connections_closed);
+        }
+    }
 }
 
 /// Accepts connections on `listener` until `stop` turns true, within the
@@ -402,11 +473,15 @@ pub(crate) async fn serve<D: Dispatch>(
                         }
                     };
                     let _ = stream.set_nodelay(true);
+                    if let Some(m) = &options.metrics {
+                        crate::metrics::inc(&m.connections_accepted);
+                    }
+                    let closed = ClosedOnDrop(options.metrics.clone());
                     let (dispatch, options, stop) = (dispatch.clone(), options.clone(), stop.clone());
                     conns.spawn(async move {
                         // Held for as long as the connection's task lives; dropped
                         // however it ends, panics and aborts included.
-                        let _slot = slot;
+                        let _slot = (slot, closed);
                         match options.tls.clone() {
                             None => {
                                 // TCP splits into owned halves without a lock between them.
@@ -500,7 +575,8 @@ async fn serve_connection<D, R, W>(
     W: AsyncWrite + Unpin,
 {
     let codec = FrameCodec::new(options.max_frame_bytes);
-    let (tx, rx) = mpsc::channel::<Reply>(MAX_IN_FLIGHT);
+    let (tx, rx) = mpsc::channel::<(Reply, Option<RequestTag>)>(MAX_IN_FLIGHT);
+    let metrics = options.metrics.clone();
     let reader = async move {
         let mut buf = BytesMut::new();
         let mut auth = ConnectionAuth::new(&options.security, options.scram.clone());
@@ -511,6 +587,7 @@ async fn serve_connection<D, R, W>(
         loop {
             match next_frame(&codec, &mut buf) {
                 Ok(Some(frame)) => {
+                    let tag = RequestTag::of(&frame);
                     let bad = RefusalReason::BadRequest;
                     let admission = auth.admit(frame);
                     let failed_authentication =
@@ -535,9 +612,11 @@ async fn serve_connection<D, R, W>(
                         Err(reason) => (None, Some((bad, reason.to_string()))),
                     };
                     if let Some(reply) = reply {
-                        if tx.send(reply).await.is_err() {
+                        if tx.send((reply, tag)).await.is_err() {
                             return;
                         }
+                    } else if let Some(tag) = tag {
+                        tag.count(options.metrics.as_deref());
                     }
                     if let Some((why, reason)) = close {
                         options.refusals.count(why);
@@ -581,7 +660,11 @@ async fn serve_connection<D, R, W>(
                         }
                         return;
                     }
-                    Ok(_) => {}
+                    Ok(n) => {
+                        if let Some(m) = &options.metrics {
+                            m.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
+                        }
+                    }
                     Err(e) => {
                         tracing::debug!(%peer, error = %e, "read failed");
                         return;
@@ -591,7 +674,7 @@ async fn serve_connection<D, R, W>(
             }
         }
     };
-    let writer = write_replies(wr, rx, peer);
+    let writer = write_replies(wr, rx, peer, metrics);
     tokio::join!(reader, writer);
 }
 
@@ -636,10 +719,11 @@ fn make_room(codec: &FrameCodec, buf: &mut BytesMut) {
 
 async fn write_replies<W: AsyncWrite + Unpin>(
     mut wr: W,
-    mut rx: mpsc::Receiver<Reply>,
+    mut rx: mpsc::Receiver<(Reply, Option<RequestTag>)>,
     peer: SocketAddr,
+    metrics: Option<Arc<NodeMetrics>>,
 ) {
-    while let Some(reply) = rx.recv().await {
+    while let Some((reply, tag)) = rx.recv().await {
         let bytes = match reply {
             Reply::Now(b) => b,
             Reply::Later(rx) => rx.await.ok().flatten(),
@@ -649,6 +733,12 @@ async fn write_replies<W: AsyncWrite + Unpin>(
                 tracing::debug!(%peer, error = %e, "write failed");
                 return;
             }
+            if let Some(m) = &metrics {
+                m.bytes_out.fetch_add(b.len() as u64, Ordering::Relaxed);
+            }
+        }
+        if let Some(tag) = tag {
+            tag.count(metrics.as_deref());
         }
     }
     let _ = wr.shutdown().await;

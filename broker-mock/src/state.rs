@@ -135,6 +135,8 @@ pub(crate) struct BrokerState {
     /// broker resource ""): a cluster node's copy of the controller's, a
     /// standalone node's own (persisted in its data directory).
     broker_defaults: RwLock<BTreeMap<String, String>>,
+    /// This node's counters (`metrics`), shared with its server and partitions.
+    pub metrics: Arc<crate::metrics::NodeMetrics>,
 }
 
 impl BrokerState {
@@ -145,7 +147,9 @@ impl BrokerState {
         mode: NodeMode,
     ) -> Result<Self, BrokerError> {
         assert!(!listeners.is_empty(), "a node has at least one listener");
+        let metrics = Arc::new(crate::metrics::NodeMetrics::default());
         let storage = Storage {
+            metrics: metrics.clone(),
             data_dir: config.data_dir.clone(),
             segment_bytes: config.segment_bytes,
             index_interval_bytes: config.index_interval_bytes,
@@ -206,6 +210,7 @@ impl BrokerState {
             txn,
             mode,
             broker_defaults: RwLock::new(broker_defaults),
+            metrics,
         })
     }
 

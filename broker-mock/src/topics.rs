@@ -246,6 +246,8 @@ pub(crate) struct Storage {
     pub cluster: bool,
     /// What each partition's producer state may hold (`BrokerLimits`).
     pub producer_limits: crate::producer_state::ProducerLimits,
+    /// The node's counters, which its partitions add to.
+    pub metrics: Arc<crate::metrics::NodeMetrics>,
 }
 
 impl Storage {
@@ -261,6 +263,19 @@ impl Storage {
     /// Opens partition `p` of topic `name`; `shared_name` is the same name, shared by
     /// all the topic's partitions.
     fn open_partition(
+        &self,
+        name: &str,
+        shared_name: &Arc<str>,
+        p: i32,
+        config: &TopicConfig,
+        fresh: bool,
+    ) -> Result<Partition, LogError> {
+        let part = self.open_unmeasured(name, shared_name, p, config, fresh)?;
+        part.lock().metrics = Some(self.metrics.clone());
+        Ok(part)
+    }
+
+    fn open_unmeasured(
         &self,
         name: &str,
         shared_name: &Arc<str>,

@@ -14,6 +14,7 @@ mod durability;
 mod exactly_once;
 mod failover;
 mod follower_fetch;
+mod metrics;
 mod reassign;
 mod replication;
 mod rolling;

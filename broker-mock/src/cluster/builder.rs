@@ -54,6 +54,9 @@ pub struct ClusterBuilder {
     racks: std::collections::BTreeMap<i32, String>,
     /// Every node's replica selector (`replica.selector.class`).
     replica_selector: crate::replica_selector::ReplicaSelector,
+    /// Where the metrics endpoints listen: node i on the port + i - 1, the
+    /// controller on the port + n (all on free ports for port 0).
+    metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for ClusterBuilder {
@@ -88,11 +91,32 @@ impl Default for ClusterBuilder {
             inter_node: None,
             racks: std::collections::BTreeMap::new(),
             replica_selector: crate::replica_selector::ReplicaSelector::LeaderOnly,
+            metrics_listen: None,
         }
     }
 }
 
 impl ClusterBuilder {
+    /// Serves a Prometheus endpoint (`GET /metrics`) per node and one for the
+    /// controller: node i on `addr`'s port plus i - 1, the controller on its
+    /// port plus n; port 0 gives each a free port (see `NodeRef::metrics_addr`
+    /// and `Cluster::controller_metrics_addr`). Off by default.
+    pub fn metrics_listen(mut self, addr: SocketAddr) -> Self {
+        self.metrics_listen = Some(addr);
+        self
+    }
+
+    /// The metrics address of the component at `offset` (node i at i - 1, the
+    /// controller at n).
+    fn metrics_at(&self, offset: usize) -> Option<SocketAddr> {
+        self.metrics_listen.map(|mut a| {
+            if a.port() != 0 {
+                a.set_port(a.port().saturating_add(offset as u16));
+            }
+            a
+        })
+    }
+
     /// Gives every node a further listener for clients, named and secured as
     /// `listener` says (for example `SASL_SSL` with users and a certificate valid
     /// for the listen IP); each node binds it on the cluster's listen IP and a free
@@ -327,6 +351,7 @@ impl ClusterBuilder {
             default_num_partitions: self.default_num_partitions,
             default_replication_factor: self.default_replication_factor,
             limits: self.limits.clone(),
+            metrics_listen: self.metrics_at(self.brokers),
             security: self
                 .inter_node
                 .as_ref()
@@ -379,6 +404,7 @@ impl ClusterBuilder {
             opts.metadata_fetch_max_bytes = self.metadata_fetch_max_bytes;
             opts.scrub_bytes_per_sec = self.scrub_bytes_per_sec;
             opts.corruption_log = corruption_log.clone();
+            opts.broker.metrics_listen = self.metrics_at(id as usize - 1);
             if let Some(n) = self.segment_bytes {
                 opts.broker.segment_bytes = n;
             }

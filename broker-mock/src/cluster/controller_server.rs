@@ -62,6 +62,7 @@ use crate::handlers::create_topics::{create_topics, CheckedTopic, TopicCreator};
 use crate::handlers::delete_acls::filter_result;
 use crate::handlers::delete_topics::{delete_topics, TopicDeleter};
 use crate::limits::BrokerLimits;
+use crate::metrics::ControllerMetrics;
 use crate::security::ListenerSecurity;
 use crate::security::ScramStore;
 use crate::server::{serve, Dispatch, ServeOptions};
@@ -100,6 +101,9 @@ pub struct ControllerOptions {
     /// The listener's security: plaintext by default, the cluster's inter-node
     /// security when it has one (nodes then connect with TLS and/or SASL).
     pub security: ListenerSecurity,
+    /// Where the controller's Prometheus endpoint (`GET /metrics`) listens;
+    /// `None`, the default, serves none.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Default for ControllerOptions {
@@ -112,6 +116,7 @@ impl Default for ControllerOptions {
             default_replication_factor: 3,
             limits: crate::limits::BrokerLimits::default(),
             security: ListenerSecurity::default(),
+            metrics_listen: None,
         }
     }
 }
@@ -224,17 +229,46 @@ impl ControllerServer {
             security: Arc::new(core.options.security.clone()),
             scram,
             tls,
+            metrics: None,
         };
         let dispatch = Arc::new(ControllerDispatch(core.clone()));
         let accept = tokio::spawn(serve(listener, dispatch, serve_options, stop_rx.clone()));
-        let ticker = tokio::spawn(tick_loop(core.clone(), stop_rx));
+        let mut tasks = vec![accept];
+        let mut metrics_addr = None;
+        if let Some(addr) = core.options.metrics_listen {
+            let c = core.clone();
+            let render = Arc::new(move || controller_metrics(&c).to_prometheus());
+            let (bound, task) = crate::metrics::http::start(addr, render, stop_rx.clone())
+                .await
+                .map_err(|source| BrokerError::Bind { addr, source })?;
+            metrics_addr = Some(bound);
+            tasks.push(task);
+        }
+        tasks.push(tokio::spawn(tick_loop(core.clone(), stop_rx)));
         tracing::info!(addr = %local_addr, metadata_offset = next, "controller listening");
         Ok(ControllerHandle {
             local_addr,
             core,
             stop: stop_tx,
-            tasks: vec![accept, ticker],
+            tasks,
+            metrics_addr,
         })
+    }
+}
+
+/// The controller's counters and its partitions and brokers now.
+fn controller_metrics(core: &Core) -> ControllerMetrics {
+    let inner = core.lock();
+    let counters = inner.ctl.counters();
+    let state = inner.ctl.state();
+    ControllerMetrics {
+        leader_elections: counters.leader_elections,
+        unclean_leader_elections: counters.unclean_leader_elections,
+        isr_shrinks: counters.isr_shrinks,
+        isr_expands: counters.isr_expands,
+        offline_partitions: state.partitions().filter(|p| p.is_offline()).count() as u64,
+        partitions: state.partitions().count() as u64,
+        active_brokers: state.brokers().filter(|b| !b.fenced).count() as u64,
     }
 }
 
@@ -304,9 +338,21 @@ pub struct ControllerHandle {
     core: Arc<Core>,
     stop: watch::Sender<bool>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// The metrics endpoint's bound address, if `metrics_listen` asked for one.
+    metrics_addr: Option<SocketAddr>,
 }
 
 impl ControllerHandle {
+    /// The address of the controller's Prometheus endpoint, if it has one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
+    }
+
+    /// A snapshot of the controller's metrics (what its endpoint shows).
+    pub fn metrics(&self) -> ControllerMetrics {
+        controller_metrics(&self.core)
+    }
+
     /// The listener's address.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr

@@ -72,6 +72,22 @@ impl NodeRef<'_> {
         self.cluster.public_addr(self.index)
     }
 
+    /// A snapshot of the node's metrics (see [`crate::metrics`]); `None` while it
+    /// is not running. A restarted node counts from zero again.
+    pub fn metrics(&self) -> Option<crate::metrics::BrokerMetrics> {
+        self.cluster.nodes[self.index].handle.as_ref()?.metrics()
+    }
+
+    /// The address of the node's Prometheus endpoint (with
+    /// [`ClusterBuilder::metrics_listen`](super::ClusterBuilder::metrics_listen)),
+    /// while it runs.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.cluster.nodes[self.index]
+            .handle
+            .as_ref()?
+            .metrics_addr()
+    }
+
     /// Hard kill: tasks and connections abort, nothing is flushed, the controller
     /// notices only when the session times out. No-op if not running.
     pub fn kill(mut self) {
@@ -137,6 +153,9 @@ impl NodeRef<'_> {
             Ok(h) => h,
             Err(BrokerError::Bind { .. }) => {
                 opts.broker.listen.set_port(0);
+                if let Some(m) = &mut opts.broker.metrics_listen {
+                    m.set_port(0);
+                }
                 for l in &mut opts.broker.extra_listeners {
                     l.listen.set_port(0);
                 }
@@ -256,6 +275,27 @@ impl Cluster {
                 .collect(),
             None => Vec::new(),
         }
+    }
+
+    /// A snapshot of the controller's metrics: leader elections and ISR changes
+    /// it wrote since it (re)started, offline partitions now. `None` while it is
+    /// killed.
+    pub fn controller_metrics(&self) -> Option<crate::metrics::ControllerMetrics> {
+        Some(self.controller.as_ref()?.metrics())
+    }
+
+    /// Each running node's id and Prometheus endpoint address (with
+    /// [`ClusterBuilder::metrics_listen`](super::ClusterBuilder::metrics_listen)).
+    pub fn metrics_addrs(&self) -> Vec<(i32, SocketAddr)> {
+        self.nodes
+            .iter()
+            .filter_map(|n| Some((n.id, n.handle.as_ref()?.metrics_addr()?)))
+            .collect()
+    }
+
+    /// The address of the controller's Prometheus endpoint, if it has one.
+    pub fn controller_metrics_addr(&self) -> Option<SocketAddr> {
+        self.controller.as_ref()?.metrics_addr()
     }
 
     /// Kills the controller (its synced log stays on disk).

@@ -225,6 +225,45 @@ pub struct Controller {
     move_started: BTreeMap<(Uuid, i32), u64>,
     /// Entries written and not yet taken by the driver.
     outbox: Vec<MetadataLogEntry>,
+    /// Elections and ISR changes written since this controller started (soft
+    /// state: a replay does not count them again).
+    counters: ControllerCounters,
+}
+
+/// What a controller counts as it writes partition changes (`metrics`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ControllerCounters {
+    /// Changes giving a partition a new live leader.
+    pub leader_elections: u64,
+    /// Of those, leaders from outside the ISR.
+    pub unclean_leader_elections: u64,
+    /// Changes removing replicas from an ISR.
+    pub isr_shrinks: u64,
+    /// Changes adding replicas to an ISR.
+    pub isr_expands: u64,
+}
+
+impl ControllerCounters {
+    /// Counts `change` of a partition that was `before`.
+    fn count(&mut self, before: &PartitionInfo, change: &PartitionChangeRecord) {
+        if let Some(leader) = change
+            .leader
+            .filter(|l| *l != NO_LEADER && *l != before.leader)
+        {
+            self.leader_elections += 1;
+            if !before.isr.contains(&leader) {
+                self.unclean_leader_elections += 1;
+            }
+        }
+        if let Some(isr) = &change.isr {
+            if before.isr.iter().any(|r| !isr.contains(r)) {
+                self.isr_shrinks += 1;
+            }
+            if isr.iter().any(|r| !before.isr.contains(r)) {
+                self.isr_expands += 1;
+            }
+        }
+    }
 }
 
 impl Controller {
@@ -237,6 +276,7 @@ impl Controller {
             sessions: BTreeMap::new(),
             move_started: BTreeMap::new(),
             outbox: Vec::new(),
+            counters: ControllerCounters::default(),
         }
     }
 
@@ -261,6 +301,7 @@ impl Controller {
             sessions,
             move_started,
             outbox: Vec::new(),
+            counters: ControllerCounters::default(),
         })
     }
 
@@ -280,6 +321,11 @@ impl Controller {
             .partition(topic_id, partition)
             .cloned()
             .ok_or(ControllerError::UnknownTopicOrPartition)
+    }
+
+    /// Elections and ISR changes this controller wrote since it started.
+    pub fn counters(&self) -> ControllerCounters {
+        self.counters
     }
 
     /// This controller's epoch.
@@ -1063,6 +1109,11 @@ impl Controller {
     /// Stamps, applies and queues a record. Records are built from validated state, so
     /// a failure to apply is a bug.
     pub(super) fn append(&mut self, record: MetadataRecord) {
+        if let MetadataRecord::PartitionChange(c) = &record {
+            if let Some(before) = self.state.partition(c.topic_id, c.partition) {
+                self.counters.count(before, c);
+            }
+        }
         let entry = MetadataLogEntry {
             offset: self.state.next_offset(),
             controller_epoch: self.controller_epoch,

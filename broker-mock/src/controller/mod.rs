@@ -35,7 +35,8 @@ pub mod records;
 pub mod state;
 
 pub use decisions::{
-    AlterPartition, Controller, ControllerConfig, ControllerError, Heartbeat, HeartbeatReply,
+    AlterPartition, Controller, ControllerConfig, ControllerCounters, ControllerError, Heartbeat,
+    HeartbeatReply,
 };
 pub use elect::ElectionType;
 pub use records::{

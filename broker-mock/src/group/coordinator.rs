@@ -86,6 +86,9 @@ struct Inner {
     next_waiter: Waiter,
     joins: HashMap<Waiter, oneshot::Sender<JoinGroupResponse>>,
     syncs: HashMap<Waiter, oneshot::Sender<SyncGroupResponse>>,
+    /// New classic generations and consumer group epochs written since the node
+    /// started (rebalances).
+    rebalances: u64,
 }
 
 impl Inner {
@@ -122,6 +125,7 @@ impl Inner {
             }
         }
         for g in self.groups.take_new_generations() {
+            self.rebalances += 1;
             let record = GroupRecord {
                 protocol_type: g.protocol_type.unwrap_or_default(),
                 generation: g.generation_id,
@@ -154,6 +158,10 @@ impl Inner {
             }
         }
         let records = self.consumer.take_records();
+        let epochs = records
+            .iter()
+            .filter(|r| matches!(r, ConsumerRecord::Group { value: Some(_), .. }));
+        self.rebalances += epochs.count() as u64;
         let waits = persist_consumer(state, &records);
         self.persist_generations(state);
         waits
@@ -272,11 +280,18 @@ impl GroupCoordinator {
                 next_waiter: 0,
                 joins: HashMap::new(),
                 syncs: HashMap::new(),
+                rebalances: 0,
             }),
             wake: Notify::new(),
             driver_running: AtomicBool::new(false),
             topic: InternalTopic::new(OFFSETS_TOPIC, "groups"),
         }
+    }
+
+    /// Group rebalances here: new classic generations and new consumer group
+    /// epochs (KIP-848) written.
+    pub(crate) fn rebalances(&self) -> u64 {
+        self.lock().rebalances
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {

@@ -72,7 +72,7 @@ use crate::partition::{Isolation, ReadError, Role};
 use crate::replica_selector::{ReplicaSelector, ReplicaView};
 use crate::state::BrokerState;
 use crate::topics::Topic;
-use crate::wire::{encode, Reply};
+use crate::wire::Reply;
 
 /// Longest wait honoured, so a pathological `max_wait_ms` cannot pin a task for days.
 const MAX_WAIT_CAP: Duration = Duration::from_secs(300);
@@ -776,7 +776,13 @@ pub(crate) fn start(
             // The connection went away; nobody will read the response.
             _ = tx.closed() => return,
         };
-        let bytes = match encode::<FetchRequest>(correlation_id, version, &response) {
+        let encoded = crate::metrics::errors::encode_counted::<FetchRequest>(
+            &state.metrics,
+            correlation_id,
+            version,
+            &response,
+        );
+        let bytes = match encoded {
             Ok(b) => Some(b),
             Err(e) => {
                 tracing::error!(error = %e, "encoding fetch response failed");

@@ -44,7 +44,7 @@ use baton_protocol::acl::{AclOperation, ResourceType};
 use crate::acl::RequestContext;
 use crate::group::machine::JoinRequest;
 use crate::state::BrokerState;
-use crate::wire::{decode, encode, DispatchError, Reply};
+use crate::wire::{decode, DispatchError, Reply};
 
 /// Runs `work` on the blocking pool and answers with the response it parks, once it
 /// is delivered; `error` builds the response for a coordinator-level error and `fix`
@@ -81,7 +81,13 @@ where
             },
             Err(code) => error(code),
         };
-        let bytes = match encode::<R>(correlation_id, version, &fix(response, version)) {
+        let response = fix(response, version);
+        let bytes = match crate::metrics::errors::encode_counted::<R>(
+            &state.metrics,
+            correlation_id,
+            version,
+            &response,
+        ) {
             Ok(b) => Some(b),
             Err(e) => {
                 tracing::error!(error = %e, "encoding a group response failed");

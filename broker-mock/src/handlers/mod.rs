@@ -90,6 +90,7 @@ use bytes::Bytes;
 use tokio::sync::watch;
 
 use crate::acl::RequestContext;
+use crate::metrics::errors::encode_counted;
 use crate::state::BrokerState;
 use crate::wire::{decode, encode, ClientId, DispatchError, Reply};
 
@@ -118,7 +119,8 @@ where
         })?;
     match response {
         None => Ok(Reply::Now(None)),
-        Some(r) => Ok(Reply::Now(Some(encode::<R>(
+        Some(r) => Ok(Reply::Now(Some(encode_counted::<R>(
+            &state.metrics,
             header.correlation_id,
             version,
             &r,
@@ -212,7 +214,8 @@ async fn produce_request(
     let handing_over = handing_over(state, &response);
     if waits.is_empty() && handing_over.is_empty() {
         produce::add_leader_hints(state, &mut response, version, listener);
-        return Ok(Reply::Now(Some(encode::<ProduceRequest>(
+        return Ok(Reply::Now(Some(encode_counted::<ProduceRequest>(
+            &state.metrics,
             header.correlation_id,
             version,
             &response,
@@ -228,9 +231,14 @@ async fn produce_request(
             link.await_handover(&handing_over, max).await;
         }
         produce::add_leader_hints(&st, &mut response, version, listener);
-        let bytes = encode::<ProduceRequest>(header.correlation_id, version, &response)
-            .map_err(|e| tracing::error!(error = %e, "encoding produce response failed"))
-            .ok();
+        let bytes = encode_counted::<ProduceRequest>(
+            &st.metrics,
+            header.correlation_id,
+            version,
+            &response,
+        )
+        .map_err(|e| tracing::error!(error = %e, "encoding produce response failed"))
+        .ok();
         let _ = tx.send(bytes);
     });
     Ok(Reply::Later(rx))

@@ -253,7 +253,14 @@ pub(crate) fn handle(
                             ..Default::default()
                         }
                     }
-                    Err(code) => failed(pd.index, code),
+                    Err(code) => {
+                        if code == ErrorCode::CorruptMessage {
+                            state
+                                .metrics
+                                .corruption(crate::metrics::CorruptionSite::Produce);
+                        }
+                        failed(pd.index, code)
+                    }
                 }
             })
             .collect();

@@ -71,6 +71,15 @@ impl PartitionState {
 
     /// Records a corruption event of this replica (cluster replicas only).
     pub(crate) fn corruption_event(&self, kind: CorruptionKind) {
+        if let Some(m) = &self.metrics {
+            match &kind {
+                CorruptionKind::Detected { at, .. } => {
+                    m.corruption(crate::metrics::CorruptionSite::Stored(*at))
+                }
+                CorruptionKind::RepairFinished { .. } => crate::metrics::inc(&m.repairs),
+                _ => {}
+            }
+        }
         if let (Some(l), Some((topic, partition))) = (&self.corruption_link, &self.ident) {
             l.events.push(l.node, topic, *partition, kind);
         } else if let Some((topic, partition)) = &self.ident {

@@ -29,6 +29,17 @@ impl PartitionState {
         matches!(self.role, Role::Standalone | Role::Leader(_))
     }
 
+    /// Counts an ISR change this leader proposes.
+    fn report_isr(&self, kind: crate::replication::IsrChangeKind) -> &Self {
+        if let Some(m) = &self.metrics {
+            crate::metrics::inc(match kind {
+                crate::replication::IsrChangeKind::Shrink => &m.isr_shrinks,
+                crate::replication::IsrChangeKind::Expand => &m.isr_expands,
+            });
+        }
+        self
+    }
+
     /// The HW moves with the log end on a standalone node; a cluster leader tells its
     /// state machine and applies what follows.
     pub(super) fn after_local_append(&mut self) {
@@ -74,14 +85,16 @@ impl PartitionState {
                     isr,
                     leader_epoch,
                     partition_epoch,
-                    ..
-                } => self.report(|topic, partition| LeaderReport::AlterIsr {
-                    topic,
-                    partition,
-                    leader_epoch,
-                    partition_epoch,
-                    isr,
-                }),
+                    kind,
+                } => self
+                    .report_isr(kind)
+                    .report(|topic, partition| LeaderReport::AlterIsr {
+                        topic,
+                        partition,
+                        leader_epoch,
+                        partition_epoch,
+                        isr,
+                    }),
                 LeaderAction::SuccessorCaughtUp {
                     successor,
                     log_end_offset,

@@ -152,6 +152,8 @@ pub struct PartitionState {
     pub(super) corrupt: Option<Box<CorruptMark>>,
     /// Where corruption is reported (cluster replicas; boxed as `corrupt` is).
     pub(super) corruption_link: Option<Box<CorruptionLink>>,
+    /// The node's counters (ISR changes, corruption, repairs), once opened by a node.
+    pub(crate) metrics: Option<std::sync::Arc<crate::metrics::NodeMetrics>>,
 }
 
 impl PartitionState {

@@ -18,6 +18,7 @@ mod idempotence;
 mod limits;
 mod listeners;
 mod malformed;
+mod metrics_endpoint;
 mod oauth;
 mod produce_in_place;
 mod proxy;

@@ -151,9 +151,22 @@ impl NodeHandle {
         self.broker.as_ref()?.listener_addr(name)
     }
 
+    /// The address of this node's Prometheus endpoint, if it has one.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.broker.as_ref()?.metrics_addr()
+    }
+
+    /// A snapshot of this node's metrics; `None` once it is stopped.
+    pub fn metrics(&self) -> Option<crate::metrics::BrokerMetrics> {
+        Some(self.broker.as_ref()?.metrics())
+    }
+
     /// Points `options`' extra listeners at the ports this node bound, so that a
     /// restart binds them again.
     pub(crate) fn keep_extra_ports(&self, options: &mut NodeOptions) {
+        if let Some(addr) = self.metrics_addr() {
+            options.broker.metrics_listen = Some(addr);
+        }
         for l in &mut options.broker.extra_listeners {
             if let Some(addr) = self.listener_addr(&l.name) {
                 l.listen = addr;
