@@ -344,13 +344,14 @@ fn public_async_items(root: &Path, dir: &Path, out: &mut BTreeSet<String>) {
             if let Some(rest) = line.strip_prefix("pub async fn ") {
                 out.insert(format!("{file}::{}", ident(rest)));
             } else if let Some(rest) = line.strip_prefix("pub fn ") {
-                // The signature, up to its body.
-                let signature: String = lines[i..]
-                    .iter()
-                    .take_while(|l| !l.starts_with('{') && !l.ends_with('{'))
-                    .chain(lines[i..].iter().find(|l| l.ends_with('{')))
-                    .copied()
-                    .collect();
+                // The signature: up to its body's brace (or a `;`).
+                let mut signature = String::new();
+                for l in &lines[i..] {
+                    signature.push_str(l);
+                    if l.contains('{') || l.contains(';') {
+                        break;
+                    }
+                }
                 if signature.contains("-> impl Future") {
                     out.insert(format!("{file}::{}", ident(rest)));
                 }
