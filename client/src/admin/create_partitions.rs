@@ -10,6 +10,7 @@ use baton_protocol::ErrorCode;
 
 use super::retry::retriable_code;
 use super::{lock, Admin, AdminError, TopicError};
+use crate::metadata::Scope;
 
 /// A topic's new partition count, for [`Admin::create_partitions`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,7 +60,9 @@ impl Admin {
     /// # Cancel safety
     ///
     /// Not cancel safe in effect: if the future is dropped after the request was
-    /// sent, the partitions may or may not be created. The connection stays usable.
+    /// sent, the partitions may or may not be created. The connection stays usable;
+    /// the same call again either creates them or reports INVALID_PARTITIONS, and
+    /// either way leaves the client's metadata showing them.
     pub async fn create_partitions(
         &self,
         topics: impl IntoIterator<Item = NewPartitions>,
@@ -117,6 +120,17 @@ impl Admin {
                 .filter(|t| !errors.iter().any(|e| e.topic == t.topic))
                 .map(|t| (t.topic.clone(), t.total_count))
                 .collect();
+            // INVALID_PARTITIONS may mean an earlier call (dropped, or its answer
+            // lost) grew the topic already: refresh its cached metadata, so its
+            // partitions are usable at once whichever call created them.
+            let refused: Vec<String> = errors
+                .iter()
+                .filter(|e| e.code == ErrorCode::InvalidPartitions)
+                .map(|e| e.topic.clone())
+                .collect();
+            if !refused.is_empty() {
+                let _ = self.client.refresh(Scope::Topics(refused), None).await;
+            }
             self.wait_for_partitions(&grown).await?;
         }
         if errors.is_empty() {
