@@ -68,9 +68,10 @@ fn limits() -> BrokerLimits {
 }
 
 /// Runs `frames` (each after its size prefix) through a fresh node, one after the
-/// other, and calls `check` with each frame and its reply (see
-/// [`Outcome::Answered`]); a frame answered later than the wait, or one that
-/// closed its connection, is not checked.
+/// other, and calls `check` with each frame and its reply (the reply frame with
+/// its size prefix, or `None` for a request answered with nothing); a frame
+/// answered later than the wait, or one that closed its connection, is not
+/// checked.
 ///
 /// # Panics
 ///
