@@ -2,7 +2,8 @@
 //! valid encodings from `baton_protocol::fuzzing::seeds` (seeded, so the same
 //! seed writes the same files).
 //!
-//! `cargo run --release --bin seed_corpus [-- SEED]` from `fuzz/`.
+//! `cargo run --bin seed_corpus [-- SEED]` from `fuzz/` (a plain build: `cargo fuzz
+//! build` instruments what it builds, so build the targets by name).
 
 use std::path::Path;
 
