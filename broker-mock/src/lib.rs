@@ -38,6 +38,8 @@ pub mod corruption;
 pub(crate) mod error;
 pub mod faults;
 pub(crate) mod fetch_session;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod group;
 pub(crate) mod handlers;
 pub mod history;

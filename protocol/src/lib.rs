@@ -25,6 +25,9 @@ mod codec;
 pub mod envelope;
 pub mod error;
 pub mod frame;
+#[cfg(any(test, feature = "testing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod header;
 #[doc(hidden)]
 pub mod macros;
