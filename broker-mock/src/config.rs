@@ -85,6 +85,10 @@ pub struct BrokerConfig {
     /// Which replica a leader tells a consumer with a rack to fetch from (Kafka's
     /// `replica.selector.class`); the leader only by default.
     pub replica_selector: crate::replica_selector::ReplicaSelector,
+    /// The environment the listeners bind through ([`baton_env::Env`]); the
+    /// process-wide one by default (tokio's TCP unless a simulation installed its
+    /// own). The wall clock, randomness and blocking work are the process's.
+    pub env: baton_env::Env,
 }
 
 impl Default for BrokerConfig {
@@ -112,6 +116,7 @@ impl Default for BrokerConfig {
             retention: crate::log::LogRetention::default(),
             rack: None,
             replica_selector: crate::replica_selector::ReplicaSelector::LeaderOnly,
+            env: baton_env::Env::default(),
         }
     }
 }

@@ -39,10 +39,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_env::{Listener, Socket};
 use baton_protocol::{DecodeError, FrameCodec};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::server::TlsStream;
@@ -134,7 +134,7 @@ impl Broker {
                 addr: l.listen,
                 source,
             };
-            let socket = TcpListener::bind(l.listen).await.map_err(bind_err)?;
+            let socket = config.env.net.bind(l.listen).await.map_err(bind_err)?;
             let addr = socket.local_addr().map_err(bind_err)?;
             endpoints.push(Endpoint {
                 name: l.name.clone(),
@@ -162,11 +162,10 @@ impl Broker {
         let cfg = config.clone();
         let advertised = endpoints.clone();
         let node_scram = scram.clone();
-        let state = tokio::task::spawn_blocking(move || {
-            BrokerState::open(cfg, advertised, node_scram, mode)
-        })
-        .await
-        .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
+        let state =
+            baton_env::spawn_blocking(move || BrokerState::open(cfg, advertised, node_scram, mode))
+                .await
+                .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
         let state = Arc::new(state);
         let (stop_tx, stop_rx) = watch::channel(false);
         crate::txn::driver::start(&state, &stop_rx);
@@ -302,7 +301,7 @@ impl BrokerHandle {
             let _ = accept.await;
         }
         let state = self.state.clone();
-        let _ = tokio::task::spawn_blocking(move || state.flush_all()).await;
+        let _ = baton_env::spawn_blocking(move || state.flush_all()).await;
         tracing::info!(addr = %self.local_addr(), "broker stopped");
     }
 }
@@ -379,7 +378,7 @@ pub(crate) struct ServeOptions {
 /// connection limits, and serves each: a reader that hands every frame to
 /// `dispatch` in turn, and a writer that sends the replies in request order.
 pub(crate) async fn serve<D: Dispatch>(
-    listener: TcpListener,
+    listener: Listener,
     dispatch: Arc<D>,
     options: ServeOptions,
     mut stop: watch::Receiver<bool>,
@@ -401,7 +400,7 @@ pub(crate) async fn serve<D: Dispatch>(
                             continue;
                         }
                     };
-                    let _ = stream.set_nodelay(true);
+                    stream.set_nodelay();
                     let (dispatch, options, stop) = (dispatch.clone(), options.clone(), stop.clone());
                     conns.spawn(async move {
                         // Held for as long as the connection's task lives; dropped
@@ -450,10 +449,10 @@ pub(crate) async fn serve<D: Dispatch>(
 /// connection then being dropped.
 async fn accept_tls(
     acceptor: &TlsAcceptor,
-    stream: BufReader<TcpStream>,
+    stream: BufReader<Socket>,
     peer: SocketAddr,
     options: &ServeOptions,
-) -> Option<TlsStream<BufReader<TcpStream>>> {
+) -> Option<TlsStream<BufReader<Socket>>> {
     let (server, listener) = (options.name, options.listener.as_str());
     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(mut tls)) => {
@@ -474,7 +473,7 @@ async fn accept_tls(
 /// On an `SSL` listener, the principal of the client's certificate, if it sent
 /// one (on `SASL_SSL` the SASL user is the principal, as in Kafka).
 fn certificate_user(
-    tls: &TlsStream<BufReader<TcpStream>>,
+    tls: &TlsStream<BufReader<Socket>>,
     security: &ListenerSecurity,
 ) -> Option<String> {
     if security.protocol != SecurityProtocol::Ssl {
