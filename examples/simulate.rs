@@ -704,8 +704,12 @@ async fn consume(client: &Client, history: &mut History) {
     for p in 0..PARTITIONS {
         builder = builder.assign(TOPIC.to_owned(), p, StartOffset::Earliest);
     }
-    let Ok(mut consumer) = builder.build().await else {
-        return;
+    let mut consumer = match builder.build().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("consumer: {e}");
+            return;
+        }
     };
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
@@ -720,7 +724,10 @@ async fn consume(client: &Client, history: &mut History) {
                 Some((id, sum)) => history.consumed(r.partition, r.offset, id, sum),
                 None => history.consumed(r.partition, r.offset, u64::MAX, 0),
             },
-            Ok(Err(_)) => tokio::time::sleep(Duration::from_millis(100)).await,
+            Ok(Err(e)) => {
+                eprintln!("consumer: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
             Err(_) => break,
         }
     }
