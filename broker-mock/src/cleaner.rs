@@ -39,7 +39,7 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
             }
             let Some(st) = weak.upgrade() else { break };
             let mut taken = std::mem::take(&mut points);
-            let done = tokio::task::spawn_blocking(move || {
+            let done = baton_env::spawn_blocking(move || {
                 round(&st, &mut taken);
                 taken
             })

@@ -1,8 +1,7 @@
 //! The wall clock the broker stamps records and group deadlines with.
 
-/// Wall-clock milliseconds since the Unix epoch.
+/// Wall-clock milliseconds since the Unix epoch, from the process's environment
+/// ([`baton_env::now_ms`]: the system clock unless a simulation installed its own).
 pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    baton_env::now_ms()
 }

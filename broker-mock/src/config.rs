@@ -88,6 +88,10 @@ pub struct BrokerConfig {
     /// Where the Prometheus text endpoint (`GET /metrics`) listens; `None`, the
     /// default, serves none (see `BrokerHandle::metrics_addr`; port 0 picks one).
     pub metrics_listen: Option<SocketAddr>,
+    /// The environment the listeners bind through ([`baton_env::Env`]); the
+    /// process-wide one by default (tokio's TCP unless a simulation installed its
+    /// own). The wall clock, randomness and blocking work are the process's.
+    pub env: baton_env::Env,
 }
 
 impl Default for BrokerConfig {
@@ -116,6 +120,7 @@ impl Default for BrokerConfig {
             rack: None,
             replica_selector: crate::replica_selector::ReplicaSelector::LeaderOnly,
             metrics_listen: None,
+            env: baton_env::Env::default(),
         }
     }
 }

@@ -123,7 +123,7 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
             }
             let Some(st) = weak.upgrade() else { break };
             let now = crate::clock::now_ms();
-            let pass = tokio::task::spawn_blocking(move || {
+            let pass = baton_env::spawn_blocking(move || {
                 let report = run_pass(&st, now);
                 if report.start_moved {
                     // Parked follower fetches answer at once with the new start.

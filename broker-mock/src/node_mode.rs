@@ -6,7 +6,8 @@
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicI64;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use tokio::sync::{mpsc, watch};
 

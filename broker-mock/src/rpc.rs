@@ -21,6 +21,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use baton_env::Socket;
 use baton_protocol::frame::DEFAULT_MAX_FRAME;
 use baton_protocol::{envelope, FrameCodec, Request, ResponseHeader};
 use bytes::{Bytes, BytesMut};
@@ -66,8 +67,8 @@ pub enum RpcError {
 /// secured cluster).
 #[derive(Debug)]
 enum Transport {
-    Tcp(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Tcp(Socket),
+    Tls(Box<TlsStream<Socket>>),
 }
 
 impl Transport {
@@ -117,8 +118,7 @@ impl Channel {
     /// Cancel safety: cancelling drops the half-open connection.
     pub async fn connect(addr: SocketAddr, client_id: impl Into<String>) -> Result<Self, RpcError> {
         let io = |source| RpcError::Io { addr, source };
-        let stream = TcpStream::connect(addr).await.map_err(io)?;
-        let _ = stream.set_nodelay(true);
+        let stream = connect_socket(addr).await.map_err(io)?;
         Ok(Channel::over_tcp(stream, addr, client_id.into()))
     }
 
@@ -129,18 +129,18 @@ impl Channel {
             addr: SocketAddr::from(([0, 0, 0, 0], 0)),
             source,
         })?;
-        Ok(Channel::over_tcp(stream, addr, client_id.into()))
+        Ok(Channel::over_tcp(
+            Socket::Tcp(stream),
+            addr,
+            client_id.into(),
+        ))
     }
 
-    pub(crate) fn over_tcp(stream: TcpStream, addr: SocketAddr, client_id: String) -> Self {
+    pub(crate) fn over_tcp(stream: Socket, addr: SocketAddr, client_id: String) -> Self {
         Channel::over(Transport::Tcp(stream), addr, client_id)
     }
 
-    pub(crate) fn over_tls(
-        stream: TlsStream<TcpStream>,
-        addr: SocketAddr,
-        client_id: String,
-    ) -> Self {
+    pub(crate) fn over_tls(stream: TlsStream<Socket>, addr: SocketAddr, client_id: String) -> Self {
         Channel::over(Transport::Tls(Box::new(stream)), addr, client_id)
     }
 
@@ -155,9 +155,9 @@ impl Channel {
         }
     }
 
-    /// The underlying TCP stream, for writing bytes around the framing (under
-    /// TLS, the TCP stream beneath it: bytes written there bypass TLS).
-    pub fn stream_mut(&mut self) -> &mut TcpStream {
+    /// The underlying stream, for writing bytes around the framing (under TLS,
+    /// the stream beneath it: bytes written there bypass TLS).
+    pub fn stream_mut(&mut self) -> &mut Socket {
         match &mut self.stream {
             Transport::Tcp(s) => s,
             Transport::Tls(s) => s.get_mut().0,
@@ -316,6 +316,14 @@ impl Rpc {
     }
 }
 
+/// Connects to `addr` through the process's environment ([`baton_env::process`]),
+/// with `TCP_NODELAY`.
+async fn connect_socket(addr: SocketAddr) -> std::io::Result<Socket> {
+    let socket = baton_env::process().net.connect(&addr.to_string()).await?;
+    socket.set_nodelay();
+    Ok(socket)
+}
+
 /// Opens a channel to `addr` secured as `security` says (plain TCP for `None`).
 async fn connect_secured(
     addr: SocketAddr,
@@ -323,8 +331,7 @@ async fn connect_secured(
     security: Option<&InterNodeSecurity>,
 ) -> Result<Channel, RpcError> {
     let io = |source| RpcError::Io { addr, source };
-    let stream = TcpStream::connect(addr).await.map_err(io)?;
-    let _ = stream.set_nodelay(true);
+    let stream = connect_socket(addr).await.map_err(io)?;
     let Some(security) = security else {
         return Ok(Channel::over_tcp(stream, addr, client_id.to_owned()));
     };
@@ -383,7 +390,7 @@ async fn authenticate(
             return Err(resp.error_message.unwrap_or_else(|| "refused".into()));
         }
         let server = resp.auth_bytes;
-        let (back, step) = tokio::task::spawn_blocking(move || {
+        let (back, step) = baton_env::spawn_blocking(move || {
             let step = session.step(&server);
             (session, step)
         })

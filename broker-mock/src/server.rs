@@ -40,10 +40,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use baton_env::{Listener, Socket};
 use baton_protocol::{DecodeError, FrameCodec};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tokio_rustls::server::TlsStream;
@@ -136,7 +136,7 @@ impl Broker {
                 addr: l.listen,
                 source,
             };
-            let socket = TcpListener::bind(l.listen).await.map_err(bind_err)?;
+            let socket = config.env.net.bind(l.listen).await.map_err(bind_err)?;
             let addr = socket.local_addr().map_err(bind_err)?;
             endpoints.push(Endpoint {
                 name: l.name.clone(),
@@ -164,11 +164,10 @@ impl Broker {
         let cfg = config.clone();
         let advertised = endpoints.clone();
         let node_scram = scram.clone();
-        let state = tokio::task::spawn_blocking(move || {
-            BrokerState::open(cfg, advertised, node_scram, mode)
-        })
-        .await
-        .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
+        let state =
+            baton_env::spawn_blocking(move || BrokerState::open(cfg, advertised, node_scram, mode))
+                .await
+                .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
         let state = Arc::new(state);
         let (stop_tx, stop_rx) = watch::channel(false);
         crate::txn::driver::start(&state, &stop_rx);
@@ -331,7 +330,7 @@ impl BrokerHandle {
             let _ = accept.await;
         }
         let state = self.state.clone();
-        let _ = tokio::task::spawn_blocking(move || state.flush_all()).await;
+        let _ = baton_env::spawn_blocking(move || state.flush_all()).await;
         tracing::info!(addr = %self.local_addr(), "broker stopped");
     }
 }
@@ -450,7 +449,7 @@ impl Drop for ClosedOnDrop {
 /// connection limits, and serves each: a reader that hands every frame to
 /// `dispatch` in turn, and a writer that sends the replies in request order.
 pub(crate) async fn serve<D: Dispatch>(
-    listener: TcpListener,
+    listener: Listener,
     dispatch: Arc<D>,
     options: ServeOptions,
     mut stop: watch::Receiver<bool>,
@@ -472,7 +471,7 @@ pub(crate) async fn serve<D: Dispatch>(
                             continue;
                         }
                     };
-                    let _ = stream.set_nodelay(true);
+                    stream.set_nodelay();
                     if let Some(m) = &options.metrics {
                         crate::metrics::inc(&m.connections_accepted);
                     }
@@ -525,10 +524,10 @@ pub(crate) async fn serve<D: Dispatch>(
 /// connection then being dropped.
 async fn accept_tls(
     acceptor: &TlsAcceptor,
-    stream: BufReader<TcpStream>,
+    stream: BufReader<Socket>,
     peer: SocketAddr,
     options: &ServeOptions,
-) -> Option<TlsStream<BufReader<TcpStream>>> {
+) -> Option<TlsStream<BufReader<Socket>>> {
     let (server, listener) = (options.name, options.listener.as_str());
     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(stream)).await {
         Ok(Ok(mut tls)) => {
@@ -549,7 +548,7 @@ async fn accept_tls(
 /// On an `SSL` listener, the principal of the client's certificate, if it sent
 /// one (on `SASL_SSL` the SASL user is the principal, as in Kafka).
 fn certificate_user(
-    tls: &TlsStream<BufReader<TcpStream>>,
+    tls: &TlsStream<BufReader<Socket>>,
     security: &ListenerSecurity,
 ) -> Option<String> {
     if security.protocol != SecurityProtocol::Ssl {

@@ -211,18 +211,9 @@ pub fn uuid_from_hex(s: &str) -> Option<Uuid> {
     Some(Uuid(out))
 }
 
-/// 64 random bits from the standard library's randomly keyed hasher and the clock.
+/// 64 random bits from the process's environment ([`baton_env::random_u64`]).
 pub fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    h.write_u128(nanos);
-    h.finish()
+    baton_env::random_u64()
 }
 
 /// A fresh random topic id (never the zero UUID).

@@ -3,11 +3,11 @@
 //! [`Reply`] a handler gives the connection's writer.
 //! [`DispatchError`] says why a request closes its connection instead.
 
+use baton_env::BlockingFailed;
 use baton_protocol::envelope;
 use baton_protocol::{DecodeError, EncodeError, Request, RequestHeader};
 use bytes::Bytes;
 use tokio::sync::oneshot;
-use tokio::task::JoinError;
 
 use crate::rpc::RpcError;
 
@@ -57,13 +57,16 @@ pub(crate) enum DispatchError {
     },
     /// The handler's blocking task panicked or was cancelled.
     #[error("handler for api key {api_key} failed: {source}")]
-    Handler { api_key: i16, source: JoinError },
+    Handler {
+        api_key: i16,
+        source: BlockingFailed,
+    },
     /// The produce handler's blocking task panicked or was cancelled.
     #[error("produce handler failed: {0}")]
-    ProduceHandler(#[source] JoinError),
+    ProduceHandler(#[source] BlockingFailed),
     /// The controller's blocking task panicked or was cancelled.
     #[error("controller task failed: {0}")]
-    ControllerTask(#[source] JoinError),
+    ControllerTask(#[source] BlockingFailed),
     /// A request only a cluster node forwards reached a standalone node.
     #[error("not a cluster node")]
     NotAClusterNode,

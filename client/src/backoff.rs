@@ -10,7 +10,7 @@
 //! tests are deterministic. It is not for anything but spreading retries.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 /// The largest share of a ceiling that jitter takes off, in percent.
 pub(crate) const JITTER_PERCENT: u32 = 20;
@@ -100,10 +100,7 @@ pub(crate) fn unit_jitter() -> f64 {
 
 fn fresh_seed() -> u64 {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    nanos ^ splitmix(COUNTER.fetch_add(1, Ordering::Relaxed))
+    baton_env::random_u64() ^ splitmix(COUNTER.fetch_add(1, Ordering::Relaxed))
 }
 
 /// SplitMix64's finaliser: spreads nearby seeds over the whole state space.

@@ -127,6 +127,14 @@ impl ClientBuilder {
         self
     }
 
+    /// The environment connections are opened through (default: the process's,
+    /// tokio's TCP). A deterministic simulation passes its own; see
+    /// [`baton_env`].
+    pub fn env(mut self, env: baton_env::Env) -> Self {
+        self.connection.env = env;
+        self
+    }
+
     /// The largest frame accepted or sent (default 100 MiB).
     pub fn max_frame_size(mut self, bytes: usize) -> Self {
         self.connection.max_frame_size = bytes;

@@ -40,6 +40,7 @@ use std::io::{self, IoSlice};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use baton_env::Socket;
 use baton_protocol::envelope;
 use baton_protocol::frame::DEFAULT_MAX_FRAME;
 use baton_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, Message, Request};
@@ -48,7 +49,6 @@ use baton_protocol::security::SecurityProtocol;
 use baton_protocol::{DecodeError, EncodeError, ErrorCode, FrameCodec, ResponseHeader};
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot, RwLock};
 use tokio::task::AbortHandle;
 
@@ -97,6 +97,10 @@ pub struct ConnectionConfig {
     /// feature.
     #[cfg(feature = "tls")]
     pub tls: Option<TlsConfig>,
+    /// The environment connections are opened through ([`baton_env::Env`]): the
+    /// process-wide one by default, tokio's TCP unless a simulation installed its
+    /// own.
+    pub env: baton_env::Env,
 }
 
 impl Default for ConnectionConfig {
@@ -112,6 +116,7 @@ impl Default for ConnectionConfig {
             sasl: None,
             #[cfg(feature = "tls")]
             tls: None,
+            env: baton_env::Env::default(),
         }
     }
 }
@@ -452,13 +457,16 @@ impl Connection {
     }
 
     async fn connect_inner(addr: &str, config: &ConnectionConfig) -> Result<Self, ConnectionError> {
-        let stream = TcpStream::connect(addr)
+        let stream = config
+            .env
+            .net
+            .connect(addr)
             .await
             .map_err(|e| ConnectionError::Connect {
                 addr: addr.to_string(),
                 source: Arc::new(e),
             })?;
-        let _ = stream.set_nodelay(true);
+        stream.set_nodelay();
         if !config.security_protocol.uses_tls() {
             // TCP splits into owned halves without a lock between them.
             let (read, write) = stream.into_split();
@@ -471,7 +479,7 @@ impl Connection {
     #[cfg(not(feature = "tls"))]
     async fn connect_tls(
         _addr: &str,
-        _stream: TcpStream,
+        _stream: Socket,
         config: &ConnectionConfig,
     ) -> Result<Self, ConnectionError> {
         Err(ConnectionError::SecurityConfig(format!(
@@ -484,7 +492,7 @@ impl Connection {
     #[cfg(feature = "tls")]
     async fn connect_tls(
         addr: &str,
-        stream: TcpStream,
+        stream: Socket,
         config: &ConnectionConfig,
     ) -> Result<Self, ConnectionError> {
         let tls = config.tls.clone().unwrap_or_default();
@@ -1140,7 +1148,7 @@ mod tests {
                 got.extend_from_slice(&chunk[..n]);
             }
         });
-        let mut sock = TcpStream::connect(addr).await.unwrap();
+        let mut sock = tokio::net::TcpStream::connect(addr).await.unwrap();
         write_segments(&mut sock, &mut segments).await.unwrap();
         assert!(segments.is_empty());
         sock.shutdown().await.unwrap();

@@ -95,6 +95,9 @@ pub use admin::{ElectionResult, ElectionType, OngoingReassignment, PartitionErro
 /// The attribute that implements the SDK's async extension points,
 /// [`OAuthTokenProvider`] and [`RebalanceListener`] (their `async fn`s).
 pub use async_trait::async_trait;
+/// The environment seam (network, wall clock, randomness, blocking work) a
+/// [`ClientBuilder::env`] takes.
+pub use baton_env as env;
 pub use baton_protocol::acl::{
     AccessControlEntry, AclBinding, AclBindingFilter, AclError, AclOperation, AclPermissionType,
     PatternType, ResourcePattern, ResourceType,

@@ -12,6 +12,7 @@ use std::io;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+use baton_env::Socket;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::{ServerName, UnixTime};
@@ -19,7 +20,6 @@ use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureSc
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::BufReader;
-use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 use tokio_rustls::TlsConnector;
 
@@ -31,9 +31,9 @@ use crate::connection::ConnectionError;
 /// one per 64 KiB, and rustls's small reads become copies within memory.
 const TLS_READ_BUFFER: usize = 64 * 1024;
 
-/// The byte stream under a client's TLS session: TCP with a read buffer
+/// The byte stream under a client's TLS session: the socket with a read buffer
 /// ([`TLS_READ_BUFFER`]); writes pass straight through.
-pub(crate) type TlsTransport = BufReader<TcpStream>;
+pub(crate) type TlsTransport = BufReader<Socket>;
 
 /// Whom the client trusts.
 #[derive(Clone)]
@@ -209,7 +209,7 @@ impl TlsConfig {
     pub(crate) async fn connect(
         &self,
         addr: &str,
-        stream: TcpStream,
+        stream: Socket,
     ) -> Result<TlsStream<TlsTransport>, ConnectionError> {
         let stream = BufReader::with_capacity(TLS_READ_BUFFER, stream);
         let config = self.client_config()?;

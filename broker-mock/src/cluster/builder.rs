@@ -357,6 +357,7 @@ impl ClusterBuilder {
                 .as_ref()
                 .map(|s| s.listener.clone())
                 .unwrap_or_default(),
+            env: baton_env::Env::default(),
         };
         if let Some(s) = &self.inter_node {
             s.validate()?;

@@ -26,7 +26,8 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use baton_protocol::frame::DEFAULT_MAX_FRAME;
 use baton_protocol::messages::{
@@ -41,7 +42,6 @@ use baton_protocol::messages::{
 use baton_protocol::sasl::{ScramCredential, ScramHash};
 use baton_protocol::{ErrorCode, Message, RequestHeader, Uuid};
 use bytes::{Bytes, BytesMut};
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::messages::corrupt_report::{
@@ -104,6 +104,8 @@ pub struct ControllerOptions {
     /// Where the controller's Prometheus endpoint (`GET /metrics`) listens;
     /// `None`, the default, serves none.
     pub metrics_listen: Option<SocketAddr>,
+    /// The environment the listener binds through; the process-wide one by default.
+    pub env: baton_env::Env,
 }
 
 impl Default for ControllerOptions {
@@ -117,6 +119,7 @@ impl Default for ControllerOptions {
             limits: crate::limits::BrokerLimits::default(),
             security: ListenerSecurity::default(),
             metrics_listen: None,
+            env: baton_env::Env::default(),
         }
     }
 }
@@ -193,20 +196,22 @@ impl ControllerServer {
                 .upsert(user, credential.clone())
                 .map_err(|_| BrokerError::Config("too many SCRAM credentials".into()))?;
         }
-        let listener =
-            TcpListener::bind(options.listen)
-                .await
-                .map_err(|source| BrokerError::Bind {
-                    addr: options.listen,
-                    source,
-                })?;
+        let listener = options
+            .env
+            .net
+            .bind(options.listen)
+            .await
+            .map_err(|source| BrokerError::Bind {
+                addr: options.listen,
+                source,
+            })?;
         let local_addr = listener.local_addr().map_err(|source| BrokerError::Bind {
             addr: options.listen,
             source,
         })?;
         let start = Instant::now();
         let opts = options.clone();
-        let inner = tokio::task::spawn_blocking(move || open_log(&opts))
+        let inner = baton_env::spawn_blocking(move || open_log(&opts))
             .await
             .map_err(|e| BrokerError::Config(format!("start-up task failed: {e}")))??;
         let next = inner.ctl.state().next_offset();
@@ -398,7 +403,7 @@ async fn tick_loop(core: Arc<Core>, mut stop: watch::Receiver<bool>) {
             _ = stop.changed() => return,
         }
         let c = core.clone();
-        let _ = tokio::task::spawn_blocking(move || {
+        let _ = baton_env::spawn_blocking(move || {
             let now = c.now_ms();
             let mut inner = c.lock();
             inner.ctl.tick(now);
@@ -430,7 +435,7 @@ async fn blocking<T: Send + 'static>(
     f: impl FnOnce(&Core, &mut Inner) -> T + Send + 'static,
 ) -> Result<T, DispatchError> {
     let c = core.clone();
-    tokio::task::spawn_blocking(move || {
+    baton_env::spawn_blocking(move || {
         let mut inner = c.lock();
         let out = f(&c, &mut inner);
         c.commit(&mut inner);

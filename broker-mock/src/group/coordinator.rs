@@ -422,7 +422,7 @@ impl GroupCoordinator {
                 }
                 let Some(state) = weak.upgrade() else { break };
                 let c = coord.clone();
-                let _ = tokio::task::spawn_blocking(move || {
+                let _ = baton_env::spawn_blocking(move || {
                     if cluster {
                         drop(c.sync_ownership(&*state));
                     }

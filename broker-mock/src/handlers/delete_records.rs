@@ -68,7 +68,7 @@ pub(crate) async fn request(
     let timeout = Duration::from_millis(req.timeout_ms.max(0) as u64).min(MAX_WAIT);
     let st = state.clone();
     let ctx = ctx.clone();
-    let (response, waiting) = tokio::task::spawn_blocking(move || apply(&st, &ctx, req))
+    let (response, waiting) = baton_env::spawn_blocking(move || apply(&st, &ctx, req))
         .await
         .map_err(|source| DispatchError::Handler {
             api_key: 21,

@@ -521,7 +521,7 @@ async fn long_poll(
         let once = first;
         first = false;
         let outcome =
-            match tokio::task::spawn_blocking(move || read_once(&st, &rq, &rf[..], version, once))
+            match baton_env::spawn_blocking(move || read_once(&st, &rq, &rf[..], version, once))
                 .await
             {
                 Ok(o) => o,

@@ -66,7 +66,7 @@ where
     tokio::spawn(async move {
         let mut tx = tx;
         let st = state.clone();
-        let parked = match tokio::task::spawn_blocking(move || work(&st)).await {
+        let parked = match baton_env::spawn_blocking(move || work(&st)).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!(api_key = R::API_KEY, error = %e, "group handler failed");

@@ -111,7 +111,7 @@ where
     let (header, request) = decode::<R>(frame, version)?;
     let st = state.clone();
     let ctx = ctx.clone();
-    let response = tokio::task::spawn_blocking(move || handler(&st, &ctx, request, version))
+    let response = baton_env::spawn_blocking(move || handler(&st, &ctx, request, version))
         .await
         .map_err(|source| DispatchError::Handler {
             api_key: R::API_KEY,
@@ -140,7 +140,7 @@ async fn consumer_group_heartbeat_request(
     let st = state.clone();
     let ctx = ctx.clone();
     let client_id = header.client_id.clone().unwrap_or_default();
-    let response = tokio::task::spawn_blocking(move || {
+    let response = baton_env::spawn_blocking(move || {
         consumer_group_heartbeat::handle(&st, &ctx, request, version, client_id)
     })
     .await
@@ -203,7 +203,7 @@ async fn produce_request(
     let refused = crate::txn::verify::verify(state, &request, version).await;
     let st = state.clone();
     let ctx = ctx.clone();
-    let (response, waits) = tokio::task::spawn_blocking(move || {
+    let (response, waits) = baton_env::spawn_blocking(move || {
         produce::handle(&st, &ctx, request, frame, version, &refused)
     })
     .await

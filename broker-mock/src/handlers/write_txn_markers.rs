@@ -195,7 +195,7 @@ pub(crate) async fn write_markers(
     request: WriteTxnMarkersRequest,
 ) -> WriteTxnMarkersResponse {
     let st = state.clone();
-    let appended = tokio::task::spawn_blocking(move || {
+    let appended = baton_env::spawn_blocking(move || {
         let deadline_ms = st
             .mode
             .replica()

@@ -68,7 +68,7 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
                 r = stop.changed() => if r.is_err() { break } else { continue },
             }
             let Some(st) = weak.upgrade() else { break };
-            let blocking = tokio::task::spawn_blocking(move || {
+            let blocking = baton_env::spawn_blocking(move || {
                 // Also on a single node: after a restart the state partitions are
                 // loaded without waiting for a request, so prepared transactions
                 // finish and open ones time out.
@@ -135,7 +135,7 @@ async fn run_job(weak: Weak<BrokerState>, job: MarkerJob) {
     let Some(state) = weak.upgrade() else { return };
     let st = state.clone();
     let j = job.clone();
-    let completed = tokio::task::spawn_blocking(move || st.txn.complete(&*st, &j)).await;
+    let completed = baton_env::spawn_blocking(move || st.txn.complete(&*st, &j)).await;
     match completed {
         Ok(Ok(())) => {
             tracing::debug!(transactional_id = %job.transactional_id, commit = job.commit, "transaction complete")

@@ -123,7 +123,7 @@ async fn ask(
         let st = state.clone();
         let (id, parts) = (id.to_owned(), partitions.to_vec());
         let local =
-            tokio::task::spawn_blocking(move || st.txn.verify(&*st, &id, pid, epoch, &parts)).await;
+            baton_env::spawn_blocking(move || st.txn.verify(&*st, &id, pid, epoch, &parts)).await;
         return match local {
             Ok(Ok(found)) => found
                 .into_iter()

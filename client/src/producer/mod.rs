@@ -113,7 +113,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use baton_protocol::record::RecordBatchBuilder;
 use tokio::sync::{Notify, Semaphore, TryAcquireError};
@@ -209,11 +209,9 @@ impl fmt::Debug for Shared {
     }
 }
 
-/// Now, in ms since the epoch.
+/// Now, in ms since the epoch, on the process's wall clock ([`baton_env::now_ms`]).
 pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as i64 * 1000 + d.subsec_millis() as i64)
+    baton_env::now_ms()
 }
 
 impl Producer {

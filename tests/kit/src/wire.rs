@@ -41,7 +41,7 @@ impl Client {
     }
 
     /// The connection's stream, for writing around the framing.
-    pub fn stream(&mut self) -> &mut TcpStream {
+    pub fn stream(&mut self) -> &mut baton_kafka::env::Socket {
         self.channel.stream_mut()
     }
 

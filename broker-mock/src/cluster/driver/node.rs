@@ -17,7 +17,8 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+use tokio::time::Instant;
 
 use baton_protocol::messages::{
     AlterPartitionRequest, AlterPartitionRequestPartitionData, AlterPartitionRequestTopicData,
@@ -189,6 +190,28 @@ impl NodeHandle {
     /// falls behind and, after `replica.lag.time.max.ms`, remove it from the ISR.
     pub fn pause_replication(&self, paused: bool) {
         self.link.replication_paused.send_replace(paused);
+    }
+
+    /// This node's replica of `topic`/`partition` as it stands (role, leader epoch,
+    /// log end offset, high watermark), for probes that watch invariants; `None` if
+    /// the node hosts no such replica.
+    pub fn replica_view(&self, topic: &str, partition: i32) -> Option<crate::cluster::ReplicaView> {
+        let part = self.state()?.topic(topic)?.partition(partition).cloned()?;
+        let st = part.lock();
+        Some(crate::cluster::ReplicaView {
+            node: self.link.node_id,
+            running: true,
+            role: match st.role() {
+                Role::Leader(_) => "leader",
+                Role::Follower { .. } => "follower",
+                Role::Standalone => "standalone",
+                _ => "none",
+            },
+            leader_epoch: st.leader_epoch(),
+            log_end_offset: st.log_end_offset(),
+            high_watermark: st.high_watermark(),
+            log_start_offset: st.log_start_offset(),
+        })
     }
 
     pub(crate) fn state(&self) -> Option<&Arc<BrokerState>> {
@@ -479,7 +502,7 @@ async fn reconcile_loop(state: Arc<BrokerState>, link: Arc<ClusterLink>) {
         }
         let published = *rx.borrow_and_update();
         let (st, l) = (state.clone(), link.clone());
-        let wanted = match tokio::task::spawn_blocking(move || reconcile(&st, &l)).await {
+        let wanted = match baton_env::spawn_blocking(move || reconcile(&st, &l)).await {
             Ok(Some(w)) => {
                 link.reconciled.send_if_modified(|r| {
                     let newer = published > *r;
