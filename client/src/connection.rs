@@ -29,6 +29,12 @@
 //! calls fail at once with that cause. Nothing reconnects here; the broker pool one
 //! layer up replaces poisoned connections.
 //!
+//! **Tracing.** Every request runs in a `kafka.request` span (level DEBUG) with
+//! the API's name and version, the broker's address and node id, and the
+//! correlation id; the outcome (the response's error code, or the connection
+//! error) is recorded on it at the end, and a failed request is logged at DEBUG.
+//! With no subscriber listening, the span costs a level check.
+//!
 //! **Cancellation never desyncs the stream.** A request's frame is handed whole to the
 //! writer task, so dropping a [`Connection::send`] future cannot leave half a frame on
 //! the socket; the pending slot is removed by a drop guard, and a response that

@@ -217,8 +217,8 @@ impl Completion {
     /// Keeps `span`, the record span of `slot`, until the batch is settled (or
     /// ends it now if it is).
     fn add_span(&self, slot: u32, span: Span) {
-        let mut st = self.lock();
         span.record("partition", self.partition);
+        let mut st = self.lock();
         let outcome = match &st.settled {
             Some(settled) => settled.peek(slot),
             None => return st.spans.push((slot, span)),
