@@ -29,6 +29,12 @@
 //! calls fail at once with that cause. Nothing reconnects here; the broker pool one
 //! layer up replaces poisoned connections.
 //!
+//! **Tracing.** Every request runs in a `kafka.request` span (level DEBUG) with
+//! the API's name and version, the broker's address and node id, and the
+//! correlation id; the outcome (the response's error code, or the connection
+//! error) is recorded on it at the end, and a failed request is logged at DEBUG.
+//! With no subscriber listening, the span costs a level check.
+//!
 //! **Cancellation never desyncs the stream.** A request's frame is handed whole to the
 //! writer task, so dropping a [`Connection::send`] future cannot leave half a frame on
 //! the socket; the pending slot is removed by a drop guard, and a response that
@@ -37,6 +43,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::io::{self, IoSlice};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -51,7 +58,9 @@ use bytes::{Buf, Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, RwLock};
 use tokio::task::AbortHandle;
+use tracing::{Instrument, Span};
 
+use crate::request_span;
 use crate::sasl::{self, SaslCredentials};
 #[cfg(feature = "tls")]
 use crate::tls::{self, TlsConfig};
@@ -314,6 +323,8 @@ type Slot = oneshot::Sender<Result<Bytes, Arc<BrokenCause>>>;
 /// State shared by the handle, the reader task and the writer task.
 struct Shared {
     addr: String,
+    /// The broker's node id for request spans, once the pool knows it; -1 before.
+    node_id: AtomicI32,
     state: Mutex<State>,
 }
 
@@ -545,6 +556,7 @@ impl Connection {
     {
         let shared = Arc::new(Shared {
             addr: addr.to_string(),
+            node_id: AtomicI32::new(-1),
             state: Mutex::new(State {
                 next_correlation_id: 1,
                 pending: HashMap::new(),
@@ -657,6 +669,11 @@ impl Connection {
         &self.inner.shared.addr
     }
 
+    /// Names the broker's node id in this connection's request spans.
+    pub(crate) fn set_node_id(&self, node_id: i32) {
+        self.inner.shared.node_id.store(node_id, Ordering::Relaxed);
+    }
+
     /// Whether the connection has broken; a poisoned connection fails every call.
     pub fn is_poisoned(&self) -> bool {
         self.inner.shared.poisoned().is_some()
@@ -697,7 +714,10 @@ impl Connection {
     /// Cancel safe with respect to the connection: if the future is dropped, the
     /// request may or may not have reached the broker (and may take effect there),
     /// but the connection stays in sync and its response is discarded on arrival.
-    pub async fn send<R: Request + Sync>(&self, req: &R) -> Result<R::Response, ConnectionError> {
+    pub async fn send<R: Request + Sync + 'static>(
+        &self,
+        req: &R,
+    ) -> Result<R::Response, ConnectionError> {
         self.send_with_timeout(req, self.inner.config.request_timeout)
             .await
     }
@@ -708,15 +728,13 @@ impl Connection {
     /// # Cancel safety
     ///
     /// As for [`Connection::send`].
-    pub async fn send_with_timeout<R: Request + Sync>(
+    pub async fn send_with_timeout<R: Request + Sync + 'static>(
         &self,
         req: &R,
         timeout: Duration,
     ) -> Result<R::Response, ConnectionError> {
         let version = self.version_for::<R>()?;
-        let body = self.round_trip_raw(req, version, timeout).await?;
-        R::Response::decode_body(body, version)
-            .map_err(|source| self.decode_error(R::API_KEY, version, source))
+        self.call(req, version, timeout, true).await
     }
 
     /// Like [`Connection::send`], in the negotiated version but at most `max`: for
@@ -727,7 +745,7 @@ impl Connection {
     /// # Cancel safety
     ///
     /// As for [`Connection::send`].
-    pub(crate) async fn send_at_most<R: Request + Sync>(
+    pub(crate) async fn send_at_most<R: Request + Sync + 'static>(
         &self,
         req: &R,
         max: i16,
@@ -745,22 +763,18 @@ impl Connection {
                 client_max: max,
             });
         }
-        let body = self.round_trip_raw(req, version, timeout).await?;
-        R::Response::decode_body(body, version)
-            .map_err(|source| self.decode_error(R::API_KEY, version, source))
+        self.call(req, version, timeout, true).await
     }
 
     /// Sends a SASL request in the negotiated version, past the re-authentication
     /// gate (the exchange that holds it closed, or the first login).
-    pub(crate) async fn send_sasl<R: Request + Sync>(
+    pub(crate) async fn send_sasl<R: Request + Sync + 'static>(
         &self,
         req: &R,
     ) -> Result<R::Response, ConnectionError> {
         let version = self.version_for::<R>()?;
         let timeout = self.inner.config.request_timeout;
-        let body = self.round_trip(req, version, timeout, false).await?;
-        R::Response::decode_body(body, version)
-            .map_err(|source| self.decode_error(R::API_KEY, version, source))
+        self.call(req, version, timeout, false).await
     }
 
     /// Sends `req` without waiting for a response, for requests the broker does not
@@ -771,24 +785,59 @@ impl Connection {
     ///
     /// Cancel safe with respect to the connection: once queued, the frame is written
     /// whole whether or not the future is still polled.
-    pub async fn send_no_response<R: Request + Sync>(
+    pub async fn send_no_response<R: Request + Sync + 'static>(
         &self,
         req: &R,
     ) -> Result<(), ConnectionError> {
         let version = self.version_for::<R>()?;
-        let (frame, _) = self.encode(req, version)?;
-        let (written_tx, written_rx) = oneshot::channel();
-        let open = self.inner.gate.read().await;
-        self.enqueue(Outgoing {
-            frame,
-            written: Some(written_tx),
-        })
-        .await?;
-        drop(open);
-        match written_rx.await {
-            Ok(()) => Ok(()),
-            Err(_) => Err(self.current_broken()),
+        let span = self.request_span::<R>(version);
+        let result = async {
+            let (frame, correlation_id) = self.encode(req, version)?;
+            span.record("correlation_id", correlation_id);
+            let (written_tx, written_rx) = oneshot::channel();
+            let open = self.inner.gate.read().await;
+            self.enqueue(Outgoing {
+                frame,
+                written: Some(written_tx),
+            })
+            .await?;
+            drop(open);
+            match written_rx.await {
+                Ok(()) => Ok(()),
+                Err(_) => Err(self.current_broken()),
+            }
         }
+        .instrument(span.clone())
+        .await;
+        request_span::finish(&span, R::API_KEY, &result);
+        result
+    }
+
+    /// The span of a request of type `R` in `version` on this connection.
+    fn request_span<R: Request>(&self, version: i16) -> Span {
+        let node_id = self.inner.shared.node_id.load(Ordering::Relaxed);
+        request_span::start(R::API_KEY, version, node_id, self.addr())
+    }
+
+    /// Sends `req` in `version` (past the re-authentication gate unless `gated`)
+    /// and decodes the response, in the request's span.
+    async fn call<R: Request + Sync + 'static>(
+        &self,
+        req: &R,
+        version: i16,
+        timeout: Duration,
+        gated: bool,
+    ) -> Result<R::Response, ConnectionError> {
+        let span = self.request_span::<R>(version);
+        let result = async {
+            let body = self.round_trip(req, version, timeout, gated, &span).await?;
+            R::Response::decode_body(body, version)
+                .map_err(|source| self.decode_error(R::API_KEY, version, source))
+        }
+        .instrument(span.clone())
+        .await;
+        request_span::finish(&span, R::API_KEY, &result);
+        result
     }
 
     fn current_broken(&self) -> ConnectionError {
@@ -851,27 +900,37 @@ impl Connection {
             .map_err(|_| self.current_broken())
     }
 
-    /// Sends one request and returns the response body (header stripped).
-    async fn round_trip_raw<R: Request + Sync>(
+    /// Sends one request and returns the response body (header stripped), in the
+    /// request's span.
+    async fn round_trip_raw<R: Request + Sync + 'static>(
         &self,
         req: &R,
         version: i16,
         timeout: Duration,
     ) -> Result<Bytes, ConnectionError> {
-        self.round_trip(req, version, timeout, true).await
+        let span = self.request_span::<R>(version);
+        let result = self
+            .round_trip(req, version, timeout, true, &span)
+            .instrument(span.clone())
+            .await;
+        request_span::finish(&span, R::API_KEY, &result);
+        result
     }
 
     /// Sends one request and returns the response body (header stripped); with
-    /// `gated`, the request waits while the session re-authenticates.
-    async fn round_trip<R: Request + Sync>(
+    /// `gated`, the request waits while the session re-authenticates. Its
+    /// correlation id is recorded on `span`.
+    async fn round_trip<R: Request + Sync + 'static>(
         &self,
         req: &R,
         version: i16,
         timeout: Duration,
         gated: bool,
+        span: &Span,
     ) -> Result<Bytes, ConnectionError> {
         let shared = &*self.inner.shared;
         let (frame, correlation_id) = self.encode(req, version)?;
+        span.record("correlation_id", correlation_id);
         let (slot_tx, slot_rx) = oneshot::channel();
         {
             let mut st = shared.state.lock().expect("connection state poisoned");

@@ -75,9 +75,11 @@ pub mod metadata;
 mod offsets;
 mod pool;
 pub mod producer;
+mod request_span;
 mod sasl;
 #[cfg(feature = "tls")]
 mod tls;
+pub mod trace_context;
 
 pub use admin::{
     AclFailure, Admin, AdminError, DeletedRecords, GroupDescription, GroupFailure, GroupListing,
@@ -123,6 +125,7 @@ pub use sasl::{BoxError, OAuthToken, OAuthTokenProvider, SaslCredentials};
 #[cfg(feature = "tls")]
 pub use tls::TlsConfig;
 pub use tokio_util::sync::CancellationToken;
+pub use trace_context::{TraceContext, TraceContextError};
 
 /// The README's code examples, compiled as doctests so they stay true.
 #[cfg(doctest)]

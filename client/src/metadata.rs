@@ -371,11 +371,32 @@ impl MetadataCache {
                 },
             );
         }
+        log_leader_changes(&c.meta, &meta);
         c.meta = Arc::new(meta);
         c.generation += 1;
         c.stale = false;
         self.fresh.store(c.generation, Ordering::Release);
         (c.meta.clone(), c.generation)
+    }
+}
+
+/// Logs, at INFO, each partition whose leader differs between two snapshots.
+fn log_leader_changes(old: &ClusterMetadata, new: &ClusterMetadata) {
+    if !tracing::enabled!(tracing::Level::INFO) {
+        return;
+    }
+    for (name, t) in &new.topics {
+        let Some(before) = old.topics.get(name) else {
+            continue;
+        };
+        for p in &t.partitions {
+            match before.partition(p.partition) {
+                Some(b) if b.leader != p.leader => {
+                    tracing::info!(topic = %name, partition = p.partition, from = ?b.leader, to = ?p.leader, epoch = p.leader_epoch, "partition leader changed");
+                }
+                _ => {}
+            }
+        }
     }
 }
 

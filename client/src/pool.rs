@@ -67,6 +67,10 @@ impl BrokerPool {
         key: PoolKey,
         addr: &str,
     ) -> Result<Connection, ConnectionError> {
+        let node_id = match key {
+            PoolKey::Node(id) => id,
+            PoolKey::Bootstrap(_) => -1,
+        };
         let slot = {
             let mut slots = self.slots.lock().expect("pool lock poisoned");
             slots.entry(key).or_default().clone()
@@ -78,7 +82,10 @@ impl BrokerPool {
             }
         }
         *guard = None;
-        let conn = Connection::connect(addr, &self.config).await?;
+        let conn = Connection::connect(addr, &self.config)
+            .await
+            .inspect_err(|e| tracing::debug!(%addr, error = %e, "connecting failed"))?;
+        conn.set_node_id(node_id);
         *guard = Some(conn.clone());
         Ok(conn)
     }

@@ -31,4 +31,5 @@ mod roundtrip;
 mod scram_admin;
 mod security;
 mod service;
+mod tracing_spans;
 mod transactions;

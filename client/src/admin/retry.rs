@@ -87,7 +87,7 @@ impl Admin {
             if !err.is_retriable() || Instant::now() + wait >= deadline {
                 return Err(err);
             }
-            tracing::debug!(what, error = %err, ?wait, "admin request failed; retrying");
+            tracing::info!(what, error = %err, ?wait, "admin request failed; retrying");
             tokio::time::sleep(wait).await;
             // Best effort: the next attempt looks the controller and leaders up again.
             let _ = self.client.refresh(Scope::Topics(Vec::new()), None).await;
@@ -107,7 +107,7 @@ impl Admin {
 
     /// One attempt: sends `req` to the controller (a KRaft broker forwards what it
     /// cannot answer itself).
-    pub(crate) async fn controller_attempt<R: Request + Sync>(
+    pub(crate) async fn controller_attempt<R: Request + Sync + 'static>(
         &self,
         req: &R,
     ) -> Result<R::Response, AdminError> {
@@ -119,7 +119,7 @@ impl Admin {
     }
 
     /// One attempt: sends `req` to broker `node_id`.
-    pub(crate) async fn node_attempt<R: Request + Sync>(
+    pub(crate) async fn node_attempt<R: Request + Sync + 'static>(
         &self,
         node_id: i32,
         req: &R,
@@ -133,7 +133,7 @@ impl Admin {
 
     /// Sends `req` to the controller, retrying as [`Admin::with_retries`] does.
     /// Retriable error codes inside the answer are the caller's to check.
-    pub(crate) async fn to_controller<R: Request + Sync>(
+    pub(crate) async fn to_controller<R: Request + Sync + 'static>(
         &self,
         req: &R,
     ) -> Result<R::Response, AdminError> {

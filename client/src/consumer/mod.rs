@@ -50,7 +50,7 @@ use tokio::task::AbortHandle;
 use crate::client::{Client, ClientError};
 use crate::group::TopicPartition;
 use crate::offsets::{list_offsets_at, OffsetSpec};
-use crate::RecordHeader;
+use crate::{RecordHeader, TraceContext};
 
 /// Where a partition's consumption starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +130,16 @@ pub struct ConsumerRecord {
     /// Stored with a position (`offset + 1`), it lets
     /// [`Consumer::seek_validated`] detect a log truncated below that position.
     pub leader_epoch: i32,
+}
+
+impl ConsumerRecord {
+    /// The W3C trace context the producer put in the record's `traceparent`
+    /// header (see [`trace_context`](crate::trace_context)), to continue or link
+    /// its trace; `None` if the record has none or an invalid one. Parsed anew on
+    /// each call.
+    pub fn trace_context(&self) -> Option<TraceContext> {
+        TraceContext::from_headers(&self.headers)
+    }
 }
 
 /// Errors of the consumer, wrapping the cluster layer's [`ClientError`].

@@ -139,7 +139,7 @@ impl Shared {
         let mut st = self.lock();
         st.coordinator_epoch += 1;
         if st.coordinator == Some(node) {
-            tracing::debug!(group = %self.group_id, node, "coordinator lost; will look it up again");
+            tracing::info!(group = %self.group_id, node, "coordinator lost; will look it up again");
             st.coordinator = None;
         }
     }
@@ -168,6 +168,7 @@ impl Shared {
         .await;
         match result {
             Ok(conn) => {
+                conn.set_node_id(node);
                 *slot = Some((node, epoch, conn.clone()));
                 Ok((node, conn))
             }

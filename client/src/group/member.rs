@@ -405,7 +405,7 @@ impl Member {
             if retry.is_rebalance() {
                 tracing::info!(group = %self.shared.group_id, attempt, reason = %retry, "join round repeated");
             } else {
-                tracing::debug!(group = %self.shared.group_id, attempt, reason = %retry, "join round failed; retrying");
+                tracing::info!(group = %self.shared.group_id, attempt, reason = %retry, "join round failed; retrying");
             }
             if Instant::now() >= warn_at {
                 warn_at = Instant::now() + self.cfg.rebalance_timeout;
@@ -535,7 +535,7 @@ impl Member {
                     // Commits wait for SyncGroup: the generation is not usable yet.
                     st.generation = -1;
                     drop(st);
-                    tracing::debug!(group = %self.shared.group_id, member = %resp.member_id, generation = resp.generation_id, leader = %resp.leader, "joined");
+                    tracing::info!(group = %self.shared.group_id, member = %resp.member_id, generation = resp.generation_id, leader = %resp.leader, "joined");
                     return Ok(Ok(resp));
                 }
                 ErrorCode::MemberIdRequired => {
@@ -801,7 +801,7 @@ impl Member {
             match self.heartbeat().await? {
                 Beat::Ok => last_ok = Instant::now(),
                 Beat::Rebalance => {
-                    tracing::debug!(group = %self.shared.group_id, "rebalance in progress; rejoining");
+                    tracing::info!(group = %self.shared.group_id, "rebalance in progress; rejoining");
                     return Ok(Next::Rejoin);
                 }
                 Beat::Lost { reset_member } => {

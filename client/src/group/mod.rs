@@ -325,7 +325,7 @@ impl GroupConsumer {
                         },
                     );
                 }
-                tracing::debug!(count = partitions.len(), "partitions assigned");
+                tracing::info!(count = partitions.len(), "partitions assigned");
                 if let Some(l) = self.listener.as_mut() {
                     l.on_assigned(&mut self.ctx, &partitions).await;
                 }

@@ -8,6 +8,7 @@ use baton_protocol::record::Compression;
 use tokio::sync::{Notify, Semaphore};
 
 use crate::client::Client;
+use crate::TraceContext;
 
 use super::accumulator::Accumulator;
 use super::partitioner::{DefaultPartitioner, Partitioner};
@@ -65,6 +66,22 @@ pub(crate) struct ProducerConfig {
     /// How long the transaction coordinator lets a transaction stay open before
     /// it aborts it (InitProducerId's `transaction_timeout_ms`).
     pub(crate) transaction_timeout: Duration,
+    /// A `kafka.record` span per record, from `send` to its outcome.
+    pub(crate) record_spans: bool,
+    /// Where `send` gets the trace context it writes into a record's headers.
+    pub(crate) trace_context: Option<TraceContextSource>,
+}
+
+/// The application's current trace context, asked for at each `send`.
+#[derive(Clone)]
+pub(crate) struct TraceContextSource(
+    pub(crate) Arc<dyn Fn() -> Option<TraceContext> + Send + Sync>,
+);
+
+impl std::fmt::Debug for TraceContextSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TraceContextSource")
+    }
 }
 
 /// The most batches per partition an idempotent producer keeps in flight (the
@@ -182,6 +199,8 @@ impl ProducerBuilder {
                 max_in_flight: MAX_IN_FLIGHT_IDEMPOTENT,
                 transactional_id: None,
                 transaction_timeout: Duration::from_secs(60),
+                record_spans: false,
+                trace_context: None,
             },
             partitioner: Arc::new(DefaultPartitioner::new()),
         }
@@ -315,6 +334,32 @@ impl ProducerBuilder {
     /// it (`transaction.max.timeout.ms`, 15 minutes by default).
     pub fn transaction_timeout(mut self, timeout: Duration) -> Self {
         self.config.transaction_timeout = timeout;
+        self
+    }
+
+    /// Whether each record gets a `tracing` span from [`Producer::send`] to its
+    /// final outcome (default off). The span, `kafka.record` at INFO level, is a
+    /// child of the span current at `send`; it has the fields `topic`,
+    /// `partition` (once chosen), and `offset` or `error` (the outcome). It is
+    /// made only when a subscriber wants it, and closes when the outcome is
+    /// final.
+    pub fn record_spans(mut self, enabled: bool) -> Self {
+        self.config.record_spans = enabled;
+        self
+    }
+
+    /// Writes the application's trace context into every record as a W3C
+    /// `traceparent` header (default off). `current` is called in
+    /// [`Producer::send`], in the caller's context, for each record that has no
+    /// `traceparent` header yet (one already there is kept); `None` adds
+    /// nothing. With `tracing-opentelemetry`, for example, it reads the trace and
+    /// span ids of `tracing::Span::current()`'s OpenTelemetry context. For a single
+    /// record, see [`ProducerRecord::trace_context`](super::ProducerRecord::trace_context).
+    pub fn propagate_trace_context(
+        mut self,
+        current: impl Fn() -> Option<TraceContext> + Send + Sync + 'static,
+    ) -> Self {
+        self.config.trace_context = Some(TraceContextSource(Arc::new(current)));
         self
     }
 

@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
 
 use tokio_util::sync::CancellationToken;
+use tracing::Span;
 
 use super::pending::{Pending, RecordPool};
 use super::{ProduceError, ProducerRecord, RecordMetadata, Shared};
@@ -57,6 +58,9 @@ struct CompletionState {
     abandoned: Vec<u32>,
     /// Wakers of futures waiting for the batch, by slot.
     wakers: Vec<Option<Waker>>,
+    /// Per-record spans (`ProducerBuilder::record_spans`) by slot, ended when the
+    /// batch is settled; empty when the producer makes none.
+    spans: Vec<(u32, Span)>,
 }
 
 /// How a batch was settled.
@@ -81,6 +85,27 @@ fn placeholder() -> ProducerRecord {
 }
 
 impl Settled {
+    /// What a record span of `slot` records: the record's offset, or why it
+    /// failed. Looks without taking.
+    fn peek(&self, slot: u32) -> Result<i64, String> {
+        match self {
+            Settled::Outcomes(outcomes) => match outcomes.get(slot as usize) {
+                Some(Some(Ok(meta))) => Ok(meta.offset),
+                Some(Some(Err(e))) => Err(e.to_string()),
+                _ => Err(closed().to_string()),
+            },
+            Settled::Delivered {
+                base_offset,
+                records,
+                ..
+            } => match records.binary_search_by_key(&slot, |p| p.slot) {
+                Ok(i) if *base_offset >= 0 => Ok(base_offset + i as i64),
+                Ok(_) => Ok(-1),
+                Err(_) => Err(closed().to_string()),
+            },
+        }
+    }
+
     /// Takes the outcome of `slot` out (`None` if there is none any more).
     fn take(&mut self, topic: &Arc<str>, partition: i32, slot: u32) -> Option<Outcome> {
         match self {
@@ -146,20 +171,27 @@ impl Completion {
     /// Publishes the batch's outcome and wakes the waiting futures; the records of
     /// abandoned slots are dropped. A second settlement is ignored.
     fn settle(&self, settled: Settled) {
-        let (wakers, dropped) = {
+        let (wakers, dropped, spans) = {
             let mut guard = self.lock();
             let st = &mut *guard;
             if st.settled.is_some() {
                 return;
             }
             let settled = st.settled.insert(settled);
+            let spans: Vec<_> = std::mem::take(&mut st.spans)
+                .into_iter()
+                .map(|(slot, span)| (span, settled.peek(slot)))
+                .collect();
             let mut dropped = Vec::new();
             for slot in std::mem::take(&mut st.abandoned) {
                 dropped.extend(settled.take(&self.topic, self.partition, slot));
             }
-            (std::mem::take(&mut st.wakers), dropped)
+            (std::mem::take(&mut st.wakers), dropped, spans)
         };
         drop(dropped);
+        for (span, outcome) in spans {
+            end_span(&span, outcome);
+        }
         for w in wakers.into_iter().flatten() {
             w.wake();
         }
@@ -180,6 +212,31 @@ impl Completion {
     /// record any more).
     pub(crate) fn settle_each(&self, outcomes: Vec<Option<Outcome>>) {
         self.settle(Settled::Outcomes(outcomes));
+    }
+
+    /// Keeps `span`, the record span of `slot`, until the batch is settled (or
+    /// ends it now if it is).
+    fn add_span(&self, slot: u32, span: Span) {
+        span.record("partition", self.partition);
+        let mut st = self.lock();
+        let outcome = match &st.settled {
+            Some(settled) => settled.peek(slot),
+            None => return st.spans.push((slot, span)),
+        };
+        drop(st);
+        end_span(&span, outcome);
+    }
+
+    /// Ends the record span of `slot`, if there is one, with `error`.
+    fn end_span_early(&self, slot: u32, error: &str) {
+        let span = {
+            let mut st = self.lock();
+            let i = st.spans.iter().position(|(s, _)| *s == slot);
+            i.map(|i| st.spans.swap_remove(i).1)
+        };
+        if let Some(span) = span {
+            end_span(&span, Err(error.to_string()));
+        }
     }
 
     /// Whether the batch is settled.
@@ -247,6 +304,14 @@ impl Drop for Completion {
             self.pool.give(records);
         }
     }
+}
+
+/// Records a record's outcome on its span (which closes when dropped).
+fn end_span(span: &Span, outcome: Result<i64, String>) {
+    match outcome {
+        Ok(offset) => span.record("offset", offset),
+        Err(error) => span.record("error", error.as_str()),
+    };
 }
 
 impl std::fmt::Debug for Completion {
@@ -391,6 +456,12 @@ impl DeliveryFuture {
         self.slot.completion.partition
     }
 
+    /// Hands the record's span (`ProducerBuilder::record_spans`) to its batch,
+    /// which ends it with the outcome.
+    pub(crate) fn attach_span(&self, span: Span) {
+        self.slot.completion.add_span(self.slot.slot, span);
+    }
+
     /// Gives up on the record: removes it from the producer if it has not been
     /// taken for sending yet ([`CancelOutcome::NeverSent`]), or reports that it is
     /// in flight, delivered or failed. Never blocks on I/O.
@@ -411,6 +482,7 @@ impl DeliveryFuture {
             if let Some(record) = removed {
                 // Nothing of the record is left in its batch to settle.
                 self.slot.done = true;
+                c.end_span_early(self.slot.slot, "cancelled before it was sent");
                 return CancelOutcome::NeverSent(record);
             }
         }

@@ -237,12 +237,7 @@ impl Producer {
         &self,
         record: ProducerRecord,
     ) -> impl Future<Output = Result<DeliveryFuture, ProduceError>> + Send + '_ {
-        SendFuture {
-            producer: self,
-            token: None,
-            record: Some(record),
-            slow: None,
-        }
+        SendFuture::new(self, None, record)
     }
 
     /// Like [`Producer::send`], but gives up when `token` is cancelled before the
@@ -259,12 +254,7 @@ impl Producer {
         record: ProducerRecord,
         token: &'a CancellationToken,
     ) -> impl Future<Output = Result<DeliveryFuture, ProduceError>> + Send + 'a {
-        SendFuture {
-            producer: self,
-            token: Some(token),
-            record: Some(record),
-            slow: None,
-        }
+        SendFuture::new(self, Some(token), record)
     }
 
     /// `send` without waiting: the outcome of `send` if it needs no wait, else what
@@ -617,6 +607,55 @@ struct SendFuture<'a> {
     record: Option<ProducerRecord>,
     /// The slow path, once taken.
     slow: Option<SlowFuture<'a>>,
+    /// The record's span (`ProducerBuilder::record_spans`), handed to its batch
+    /// once the record is accepted.
+    span: Option<tracing::Span>,
+}
+
+impl<'a> SendFuture<'a> {
+    /// The future of sending `record`: adds the application's trace context
+    /// (`ProducerBuilder::propagate_trace_context`) and opens the record's span,
+    /// in the caller's context.
+    fn new(
+        producer: &'a Producer,
+        token: Option<&'a CancellationToken>,
+        mut record: ProducerRecord,
+    ) -> Self {
+        let cfg = &producer.handle.shared.config;
+        if let Some(source) = &cfg.trace_context {
+            crate::trace_context::inject_from(&mut record.headers, &*source.0);
+        }
+        let span = cfg
+            .record_spans
+            .then(|| {
+                tracing::info_span!(
+                    "kafka.record",
+                    topic = record.topic.as_str(),
+                    partition = tracing::field::Empty,
+                    offset = tracing::field::Empty,
+                    error = tracing::field::Empty,
+                )
+            })
+            .filter(|span| !span.is_disabled());
+        SendFuture {
+            producer,
+            token,
+            record: Some(record),
+            slow: None,
+            span,
+        }
+    }
+
+    /// Hands the record's span to its batch, or ends it with the error.
+    fn sent(&mut self, result: &Result<DeliveryFuture, ProduceError>) {
+        let Some(span) = self.span.take() else { return };
+        match result {
+            Ok(delivery) => delivery.attach_span(span),
+            Err(e) => {
+                span.record("error", tracing::field::display(e));
+            }
+        }
+    }
 }
 
 /// The boxed slow path of `send`.
@@ -628,6 +667,18 @@ impl Future for SendFuture<'_> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
+        let poll = this.poll_send(cx);
+        if let Poll::Ready(result) = &poll {
+            this.sent(result);
+        }
+        poll
+    }
+}
+
+impl SendFuture<'_> {
+    /// Polls the fast path once, then the slow path if it was taken.
+    fn poll_send(&mut self, cx: &mut Context<'_>) -> Poll<Result<DeliveryFuture, ProduceError>> {
+        let this = self;
         if this.slow.is_none() {
             // As a biased select: a token that fired already wins.
             if this.token.is_some_and(CancellationToken::is_cancelled) {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use crate::RecordHeader;
+use crate::{RecordHeader, TraceContext};
 
 /// A record to produce. The producer takes it by value and keeps its [`Bytes`] alive,
 /// unchanged, until the record's outcome is final; the outcome hands it back
@@ -72,6 +72,14 @@ impl ProducerRecord {
     /// Appends a header with a null value.
     pub fn null_header(mut self, key: impl Into<String>) -> Self {
         self.headers.push(RecordHeader::new(key, None));
+        self
+    }
+
+    /// Adds `ctx` as the record's W3C `traceparent` header, unless the record
+    /// has one already (which is kept); a consumer reads it back with
+    /// [`ConsumerRecord::trace_context`](crate::ConsumerRecord::trace_context).
+    pub fn trace_context(mut self, ctx: &TraceContext) -> Self {
+        crate::trace_context::inject(&mut self.headers, ctx);
         self
     }
 

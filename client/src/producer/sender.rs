@@ -171,7 +171,7 @@ async fn init_identity(shared: &Arc<Shared>) {
         Err(InitError::Retry(e)) => {
             acc.idem.failures += 1;
             let backoff = backoff(&shared.config, acc.idem.failures);
-            tracing::debug!(error = %e, ?backoff, "InitProducerId failed; retrying");
+            tracing::info!(error = %e, ?backoff, "InitProducerId failed; retrying");
             acc.idem.retry_at = Some(Instant::now() + backoff);
         }
     }
@@ -591,7 +591,7 @@ fn take_hint(
     if hint.leader_id < 0 || hint.leader_epoch < 0 {
         return false;
     }
-    tracing::debug!(%topic, partition = p.index, leader = hint.leader_id, epoch = hint.leader_epoch, "leader hint");
+    tracing::info!(%topic, partition = p.index, leader = hint.leader_id, epoch = hint.leader_epoch, "partition leader moved (leader hint)");
     shared.client.set_leader_hint(
         topic.clone(),
         p.index,
@@ -817,7 +817,7 @@ fn settle_failure_with(
         purged = acc.fence(&topic, partition, identity);
     }
     if let Verdict::Retry = verdict {
-        tracing::debug!(%topic, partition, attempts = batch.attempts, %error, "retrying batch");
+        tracing::info!(%topic, partition, attempts = batch.attempts, %error, "retrying batch");
         if let Some(g) = generation {
             if !matches!(code, Some(ErrorCode::OutOfOrderSequenceNumber)) {
                 shared.client.invalidate_metadata(g);

@@ -943,7 +943,7 @@ where
             Err(Attempt::Retry(last)) => {
                 failures += 1;
                 let wait = backoff.delay(failures);
-                tracing::debug!(request, %last, ?wait, "transactional request failed; retrying");
+                tracing::info!(request, %last, ?wait, "transactional request failed; retrying");
                 if Instant::now() + wait >= deadline {
                     return Err(TransactionError::Timeout {
                         request,
@@ -971,11 +971,11 @@ fn judge(shared: &Shared, request: &'static str, code: ErrorCode) -> Result<(), 
     if coordinator_busy(code) {
         return Err(Attempt::Retry(format!("{request} answered {code}")));
     }
-    Err(Attempt::Fail(TransactionError::from_code(
-        request,
-        code,
-        timed_out(shared),
-    )))
+    let error = TransactionError::from_code(request, code, timed_out(shared));
+    if matches!(error, TransactionError::ProducerFenced) {
+        tracing::info!(request, %code, "producer fenced by a newer one with the same transactional id");
+    }
+    Err(Attempt::Fail(error))
 }
 
 /// A connection failure of a coordinator request: forget the coordinator, retry.
@@ -1219,7 +1219,7 @@ pub(crate) async fn add_partitions(shared: &Shared, partitions: Vec<(Arc<str>, i
         };
         failures += 1;
         let wait = backoff.delay(failures);
-        tracing::debug!(%last, ?wait, "AddPartitionsToTxn failed; retrying");
+        tracing::info!(%last, ?wait, "AddPartitionsToTxn failed; retrying");
         if Instant::now() + wait >= deadline {
             break Err(TransactionError::Timeout {
                 request: "AddPartitionsToTxn",
