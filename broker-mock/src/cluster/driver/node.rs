@@ -211,6 +211,7 @@ impl NodeHandle {
             log_end_offset: st.log_end_offset(),
             high_watermark: st.high_watermark(),
             log_start_offset: st.log_start_offset(),
+            log_offline: st.log_offline(),
         })
     }
 
