@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use metrics::Counter;
 
 use super::names::*;
-use super::{client_label, counter};
+use super::register::{client_label, counter};
 
 /// Connection numbers of one [`Client`](crate::Client) since it was built.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -8,9 +8,9 @@ use std::time::Duration;
 use metrics::{Counter, Gauge, Histogram, Label};
 
 use super::names::*;
-use super::producer::ms;
+use super::register::{client_label, counter, gauge, histogram, ms};
 use super::LatencySummary;
-use super::{client_label, counter, gauge, histogram, ConnectionStats, LatencyHistogram};
+use super::{ConnectionStats, LatencyHistogram};
 use crate::group::TopicPartition;
 
 /// A snapshot of one consumer's numbers since it was built; see

@@ -3,18 +3,14 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use baton_protocol::ErrorCode;
 use metrics::{Counter, Gauge, Histogram, Label};
 use tokio::time::Instant;
 
 use super::names::*;
+use super::register::{client_label, counter, gauge, histogram, ms};
 use super::LatencySummary;
-use super::{client_label, counter, gauge, histogram, ConnectionStats, LatencyHistogram};
-use crate::client::ClientError;
-use crate::connection::ConnectionError;
-use crate::producer::AttemptError;
+use super::{ConnectionStats, LatencyHistogram};
 
 /// A snapshot of one producer's numbers since it was built; see
 /// [`Producer::stats`](crate::Producer::stats).
@@ -171,9 +167,9 @@ impl ProducerMeter {
         self.record_errors_counter.increment(n as u64);
     }
 
-    /// A batch of `n` records will be sent again after `error`.
-    pub(crate) fn retried(&self, error: &AttemptError, n: usize) {
-        let name = error_name(error);
+    /// A batch of `n` records will be sent again after an error named `name`
+    /// (see `AttemptError::metric_name`).
+    pub(crate) fn retried(&self, name: String, n: usize) {
         let mut retries = self.retries.lock().expect("producer metrics lock poisoned");
         let entry = retries.entry(name).or_insert_with_key(|name| {
             let labels = vec![
@@ -267,72 +263,9 @@ impl Drop for WaitingSend {
     }
 }
 
-/// A duration in milliseconds, for histograms.
-pub(crate) fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-/// The name of a failed attempt's error, as the Java client names its exceptions'
-/// errors: the Kafka error code's name (`NOT_LEADER_OR_FOLLOWER`), or for a
-/// failure on this side the code Java reports for it.
-pub(crate) fn error_name(error: &AttemptError) -> String {
-    match error {
-        AttemptError::Broker { code, .. } => code_name(*code),
-        AttemptError::Client(e) => match e {
-            ClientError::Broker { code, .. } => code_name(*code),
-            ClientError::Connection(ConnectionError::Timeout { .. }) => "REQUEST_TIMED_OUT".into(),
-            ClientError::Connection(_) | ClientError::NoBrokerAvailable { .. } => {
-                "NETWORK_EXCEPTION".into()
-            }
-            ClientError::LeaderNotAvailable { .. } | ClientError::UnknownBroker { .. } => {
-                "LEADER_NOT_AVAILABLE".into()
-            }
-            ClientError::UnknownTopic { .. } | ClientError::UnknownPartition { .. } => {
-                "UNKNOWN_TOPIC_OR_PARTITION".into()
-            }
-            _ => "CLIENT_ERROR".into(),
-        },
-    }
-}
-
-/// `NotLeaderOrFollower` as `NOT_LEADER_OR_FOLLOWER`; an unknown code as
-/// `UNKNOWN_<n>`.
-fn code_name(code: ErrorCode) -> String {
-    if let ErrorCode::Unknown(n) = code {
-        return format!("UNKNOWN_{n}");
-    }
-    let debug = format!("{code:?}");
-    let mut out = String::with_capacity(debug.len() + 8);
-    for (i, c) in debug.chars().enumerate() {
-        if c.is_ascii_uppercase() && i > 0 {
-            out.push('_');
-        }
-        out.push(c.to_ascii_uppercase());
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn error_names_follow_kafka() {
-        let broker = |code| AttemptError::Broker {
-            code,
-            message: None,
-        };
-        assert_eq!(
-            error_name(&broker(ErrorCode::NotLeaderOrFollower)),
-            "NOT_LEADER_OR_FOLLOWER"
-        );
-        assert_eq!(error_name(&broker(ErrorCode::Unknown(999))), "UNKNOWN_999");
-        let gone = AttemptError::Client(ClientError::LeaderNotAvailable {
-            topic: "t".into(),
-            partition: 0,
-        });
-        assert_eq!(error_name(&gone), "LEADER_NOT_AVAILABLE");
-    }
 
     #[test]
     fn in_flight_counts_until_finished_or_dropped() {

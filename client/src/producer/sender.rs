@@ -828,7 +828,9 @@ fn settle_failure_with(
     }
     if let Verdict::Retry = verdict {
         tracing::debug!(%topic, partition, attempts = batch.attempts, %error, "retrying batch");
-        shared.meter.retried(&error, batch.records.len());
+        shared
+            .meter
+            .retried(error.metric_name(), batch.records.len());
         if let Some(g) = generation {
             if !matches!(code, Some(ErrorCode::OutOfOrderSequenceNumber)) {
                 shared.client.invalidate_metadata(g);
