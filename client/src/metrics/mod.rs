@@ -1,7 +1,7 @@
-//! Client metrics: counters, gauges and histograms through the [`metrics`] facade,
+//! Client metrics: counters, gauges and histograms through the `metrics` facade crate,
 //! and the same numbers as plain snapshots ([`ProducerStats`], [`ConsumerStats`]).
 //!
-//! The application installs an exporter (any [`::metrics::Recorder`], for example
+//! The application installs an exporter (any `metrics::Recorder`, for example
 //! `metrics-exporter-prometheus`) **before** it builds its [`Client`](crate::Client),
 //! producers and consumers: each of them registers its metric handles once, when
 //! it is built (per broker and per partition handles when they are first used),
