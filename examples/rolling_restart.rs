@@ -199,6 +199,16 @@ struct ProduceStats {
     allocated: u64,
 }
 
+/// The producer's numbers at one moment, from [`Producer::stats`].
+#[derive(Debug, Clone, Copy)]
+struct ProducerSample {
+    at: Duration,
+    /// Produce requests awaiting a response, all brokers.
+    in_flight: u64,
+    /// Records sent again so far, all errors.
+    retries: u64,
+}
+
 /// State shared by the application's tasks, the fault driver and the display.
 struct App {
     t0: Instant,
@@ -221,6 +231,9 @@ struct App {
     events: Mutex<Vec<Event>>,
     phase: Mutex<String>,
     leaders: Mutex<Vec<i32>>,
+    /// The producer's requests in flight and retries so far, every 100 ms
+    /// ([`Producer::stats`]), for the chart's second panel.
+    producer_samples: Mutex<Vec<ProducerSample>>,
     corruption: Mutex<CorruptionReport>,
     /// What the replaying reader of the corruption step found wrong.
     replay_corrupted: AtomicU64,
@@ -487,6 +500,8 @@ struct ConsumeStats {
     reordered: u64,
     /// Errors `recv` returned.
     errors: u64,
+    /// The consumer's own numbers at the end ([`Consumer::stats`]).
+    metrics: baton_kafka::ConsumerStats,
 }
 
 /// Reads every partition until `stop` is cancelled, checking every value.
@@ -520,6 +535,7 @@ async fn consume(app: Arc<App>, mut consumer: Consumer, stop: CancellationToken)
             st.corrupted += 1;
         }
     }
+    st.metrics = consumer.stats();
     st
 }
 
@@ -615,6 +631,12 @@ async fn watch(app: Arc<App>, cluster: Arc<tokio::sync::Mutex<Cluster>>, stop: C
             }
         }
         let elapsed = app.now();
+        let stats = app.producer.stats();
+        app.producer_samples.lock().unwrap().push(ProducerSample {
+            at: elapsed,
+            in_flight: stats.in_flight.values().sum(),
+            retries: stats.total_retries(),
+        });
         app.ui.bar.set_position(elapsed.as_millis() as u64);
         app.ui.bar.set_message(app.phase.lock().unwrap().clone());
         let st = app.stats.lock().unwrap();
@@ -953,10 +975,12 @@ fn stall(
 }
 
 /// Writes the timeline chart: acknowledgements per second in 100 ms buckets, with
-/// faults, recoveries and leader changes as vertical lines.
+/// faults, recoveries and leader changes as vertical lines; below it the
+/// producer's requests in flight and retries over time.
 fn write_chart(
     path: &std::path::Path,
     acks: &[(u64, i32)],
+    samples: &[ProducerSample],
     events: &[Event],
     end: Duration,
     seed: u64,
@@ -986,9 +1010,10 @@ fn write_chart(
     let clipped = peak > y_max;
     let x_max = end.as_secs_f64().max(1.0);
 
-    let root = SVGBackend::new(path, (1200, 560)).into_drawing_area();
+    let root = SVGBackend::new(path, (1200, 860)).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
+    let (top, bottom) = root.split_vertically(560);
+    let mut chart = ChartBuilder::on(&top)
         .caption(
             format!("Baton rolling restart demo: acknowledgements per second (seed {seed})"),
             ("sans-serif", 20),
@@ -1074,7 +1099,94 @@ fn write_chart(
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .draw()?;
+    draw_producer_panel(&bottom, samples, events, x_max)?;
     root.present()?;
+    Ok(())
+}
+
+/// The chart's second panel: the producer's requests in flight (left axis) and
+/// its retried records so far (right axis), from [`Producer::stats`], with the
+/// faults marked.
+fn draw_producer_panel(
+    area: &plotters::drawing::DrawingArea<
+        plotters::prelude::SVGBackend<'_>,
+        plotters::coord::Shift,
+    >,
+    samples: &[ProducerSample],
+    events: &[Event],
+    x_max: f64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    use plotters::prelude::*;
+
+    let in_flight_max = samples
+        .iter()
+        .map(|s| s.in_flight)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64
+        * 1.2;
+    let retries_max = samples.iter().map(|s| s.retries).max().unwrap_or(0).max(1) as f64 * 1.2;
+    let mut chart = ChartBuilder::on(area)
+        .caption(
+            "producer: requests in flight and retried records (Producer::stats)",
+            ("sans-serif", 16),
+        )
+        .margin(14)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .right_y_label_area_size(70)
+        .build_cartesian_2d(0.0..x_max, 0.0..in_flight_max)?
+        .set_secondary_coord(0.0..x_max, 0.0..retries_max);
+    chart
+        .configure_mesh()
+        .x_desc("seconds since start")
+        .y_desc("requests in flight")
+        .y_label_formatter(&|y| format!("{y:.0}"))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()?;
+    chart
+        .configure_secondary_axes()
+        .y_desc("records retried (total)")
+        .label_style(("sans-serif", 12))
+        .draw()?;
+    let fault = RGBColor(220, 50, 40);
+    for e in events.iter().filter(|e| e.kind == EventKind::Fault) {
+        let x = e.at.as_secs_f64();
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(x, 0.0), (x, in_flight_max)],
+            fault.mix(0.5).stroke_width(1),
+        )))?;
+    }
+    let in_flight_color = RGBColor(90, 140, 220);
+    let retries_color = RGBColor(230, 140, 20);
+    chart
+        .draw_series(LineSeries::new(
+            samples
+                .iter()
+                .map(|s| (s.at.as_secs_f64(), s.in_flight as f64)),
+            in_flight_color.stroke_width(1),
+        ))?
+        .label("requests in flight (all brokers)")
+        .legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 18, y)], in_flight_color.stroke_width(2))
+        });
+    chart
+        .draw_secondary_series(LineSeries::new(
+            samples
+                .iter()
+                .map(|s| (s.at.as_secs_f64(), s.retries as f64)),
+            retries_color.stroke_width(2),
+        ))?
+        .label("records retried (right axis)")
+        .legend(move |(x, y)| {
+            PathElement::new(vec![(x, y), (x + 18, y)], retries_color.stroke_width(2))
+        });
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
     Ok(())
 }
 
@@ -1150,6 +1262,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         events: Mutex::new(Vec::new()),
         phase: Mutex::new("starting".into()),
         leaders: Mutex::new(vec![0; partitions as usize]),
+        producer_samples: Mutex::new(Vec::new()),
         corruption: Mutex::new(CorruptionReport::default()),
         replay_corrupted: AtomicU64::new(0),
         replay_reordered: AtomicU64::new(0),
@@ -1292,6 +1405,40 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let reordered = history.reordered + cs.reordered + replay_reordered;
     let consumer_errors = cs.errors + replay_errors;
     let unrepaired = u64::from(cr.target.is_some() && cr.repaired_after.is_none());
+    let pm = producer.stats();
+    let cm = &cs.metrics;
+    let show_ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
+    println!();
+    println!("client metrics (Producer::stats, Consumer::stats):");
+    let retries: Vec<String> = pm.retries.iter().map(|(e, n)| format!("{e} {n}")).collect();
+    println!(
+        "  records retried, by error   {}",
+        if retries.is_empty() {
+            "none".into()
+        } else {
+            retries.join(", ")
+        }
+    );
+    println!(
+        "  produce requests            {} (latency mean {}, p99 <= {}, worst {})",
+        pm.requests,
+        show_ms(pm.request_latency.mean()),
+        show_ms(pm.request_latency.quantile(0.99)),
+        show_ms(pm.request_latency.max)
+    );
+    println!(
+        "  fetches                     {} (worst {}, long-poll wait included)",
+        cm.fetch_latency.count,
+        show_ms(cm.fetch_latency.max)
+    );
+    println!(
+        "  consumer rebalances         {} (partitions assigned explicitly, no group)",
+        cm.rebalances
+    );
+    println!(
+        "  connections                 {} opened, {} closed",
+        pm.connections.created, pm.connections.closed
+    );
     println!();
     println!("delivery failures             {}", st.failed);
     println!("consumer errors               {consumer_errors}");
@@ -1308,7 +1455,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             std::fs::create_dir_all(parent)?;
         }
     }
-    match write_chart(&opts.out, &st.acks, &events, end, opts.seed) {
+    let samples = std::mem::take(&mut *app.producer_samples.lock().unwrap());
+    match write_chart(&opts.out, &st.acks, &samples, &events, end, opts.seed) {
         Ok(()) => {
             let shown = std::fs::canonicalize(&opts.out).unwrap_or_else(|_| opts.out.clone());
             println!();

@@ -6,6 +6,7 @@ mod group;
 mod java;
 mod kafka;
 mod measure;
+mod metrics_overhead;
 mod referee;
 mod security;
 mod transactions;
@@ -22,7 +23,7 @@ baton-bench: Baton against librdkafka, rskafka, tansu, the Java client and Apach
 Kafka's broker, in the same run
 
 USAGE:
-    cargo run --release -- <producer|consumer|group|broker|large|failover|java|kafka-broker|security|transactions|all> [OPTIONS]
+    cargo run --release -- <producer|consumer|group|broker|large|failover|java|kafka-broker|security|transactions|metrics|all> [OPTIONS]
 
     java          Baton's producer and consumer against the Java client (a warm
                   harness JVM, and Kafka's ProducerPerformance/ConsumerPerformance),
@@ -33,6 +34,9 @@ USAGE:
                   (SCRAM-SHA-512) and PLAINTEXT, against two baton-broker processes
                   (this binary in its serve-broker mode, in memory); --records per
                   produce run, --consume-records per consume run
+    metrics       Baton's producer (acks=1) and consumer without and with a metrics
+                  recorder (metrics-exporter-prometheus), alternating run by run
+                  (not part of `all`)
     transactions  transactional produce (a commit every 100 ms, every 1 s) against
                   idempotent produce, per client, on one broker (--txn-broker);
                   --records per run (not part of `all`)
@@ -585,6 +589,7 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
         "kafka-broker" => referee::brokers(o).await,
         "security" => security::run(o).await,
         "transactions" => transactions::run(o).await,
+        "metrics" => metrics_overhead::run(o).await,
         "sizes" => {
             sizes().await;
             Ok(())

@@ -468,6 +468,12 @@ impl Client {
 
     /// The settings every connection of this client is opened with (for private
     /// pools and connections of the layers above).
+    /// Counts this client's connections (its pool's and its consumers' fetch
+    /// pools').
+    pub(crate) fn connection_meter(&self) -> &Arc<crate::metrics::ConnectionMeter> {
+        self.inner.pool.meter()
+    }
+
     pub(crate) fn connection_config(&self) -> &ConnectionConfig {
         self.inner.pool.config()
     }

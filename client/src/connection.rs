@@ -326,6 +326,10 @@ struct Shared {
     /// The broker's node id for request spans, once the pool knows it; -1 before.
     node_id: AtomicI32,
     state: Mutex<State>,
+    /// Where the connection's closing is counted (set by the pool that opened it).
+    close_meter: std::sync::OnceLock<Arc<crate::metrics::ConnectionMeter>>,
+    /// Whether the closing was counted (once: broken, or dropped).
+    close_counted: std::sync::atomic::AtomicBool,
 }
 
 struct State {
@@ -350,6 +354,7 @@ impl Shared {
             st.pending.drain().map(|(_, slot)| slot).collect()
         };
         let cause = self.poisoned().expect("just set");
+        self.count_closed();
         for slot in drained {
             let _ = slot.send(Err(cause.clone()));
         }
@@ -369,6 +374,18 @@ impl Shared {
             }
         }
         self.poison(cause);
+    }
+
+    /// Counts the connection as closed, once, if a pool counts it.
+    fn count_closed(&self) {
+        if let Some(meter) = self.close_meter.get() {
+            if !self
+                .close_counted
+                .swap(true, std::sync::atomic::Ordering::AcqRel)
+            {
+                meter.closed();
+            }
+        }
     }
 
     fn poisoned(&self) -> Option<Arc<BrokenCause>> {
@@ -433,6 +450,7 @@ struct Inner {
 
 impl Drop for Inner {
     fn drop(&mut self) {
+        self.shared.count_closed();
         self.reader.abort();
         if let Some(task) = self.reauth.get_mut().ok().and_then(Option::take) {
             task.abort();
@@ -562,6 +580,8 @@ impl Connection {
                 pending: HashMap::new(),
                 poisoned: None,
             }),
+            close_meter: std::sync::OnceLock::new(),
+            close_counted: std::sync::atomic::AtomicBool::new(false),
         });
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         let codec = FrameCodec::new(config.max_frame_size);
@@ -672,6 +692,15 @@ impl Connection {
     /// Names the broker's node id in this connection's request spans.
     pub(crate) fn set_node_id(&self, node_id: i32) {
         self.inner.shared.node_id.store(node_id, Ordering::Relaxed);
+    }
+
+    /// Counts this connection's closing (when it breaks or its last handle is
+    /// dropped) in `meter`.
+    pub(crate) fn count_close_in(&self, meter: Arc<crate::metrics::ConnectionMeter>) {
+        let _ = self.inner.shared.close_meter.set(meter);
+        if self.is_poisoned() {
+            self.inner.shared.count_closed();
+        }
     }
 
     /// Whether the connection has broken; a poisoned connection fails every call.

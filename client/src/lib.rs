@@ -72,6 +72,7 @@ pub mod connection;
 pub mod consumer;
 pub mod group;
 pub mod metadata;
+pub mod metrics;
 mod offsets;
 mod pool;
 pub mod producer;
@@ -81,6 +82,9 @@ mod sasl;
 mod tls;
 pub mod trace_context;
 
+pub use crate::metrics::{
+    ConnectionStats, ConsumerLag, ConsumerStats, LatencySummary, ProducerStats,
+};
 pub use admin::{
     AclFailure, Admin, AdminError, DeletedRecords, GroupDescription, GroupFailure, GroupListing,
     GroupOffsetFailure, GroupOffsetReset, GroupOffsets, GroupOffsetsQuery, GroupState, GroupType,

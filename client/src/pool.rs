@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::connection::{Connection, ConnectionConfig, ConnectionError};
+use crate::metrics::ConnectionMeter;
 
 /// Where a pooled connection goes: a broker by node id, or a bootstrap address.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -32,6 +33,9 @@ struct Slot {
 pub(crate) struct BrokerPool {
     config: ConnectionConfig,
     slots: Mutex<HashMap<PoolKey, Arc<Slot>>>,
+    /// Counts the connections this pool opens and closes (shared by a client's
+    /// pools).
+    meter: Arc<ConnectionMeter>,
 }
 
 impl fmt::Debug for BrokerPool {
@@ -47,10 +51,22 @@ impl fmt::Debug for BrokerPool {
 
 impl BrokerPool {
     pub(crate) fn new(config: ConnectionConfig) -> Self {
+        let meter = ConnectionMeter::new(config.client_id.as_deref().unwrap_or(""));
+        BrokerPool::counted_by(config, Arc::new(meter))
+    }
+
+    /// A pool whose connections count in `meter`.
+    pub(crate) fn counted_by(config: ConnectionConfig, meter: Arc<ConnectionMeter>) -> Self {
         BrokerPool {
             config,
             slots: Mutex::new(HashMap::new()),
+            meter,
         }
+    }
+
+    /// What counts this pool's connections.
+    pub(crate) fn meter(&self) -> &Arc<ConnectionMeter> {
+        &self.meter
     }
 
     pub(crate) fn config(&self) -> &ConnectionConfig {
@@ -82,10 +98,19 @@ impl BrokerPool {
             }
         }
         *guard = None;
-        let conn = Connection::connect(addr, &self.config)
-            .await
-            .inspect_err(|e| tracing::debug!(%addr, error = %e, "connecting failed"))?;
+        let conn = match Connection::connect(addr, &self.config).await {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::debug!(%addr, error = %e, "connecting failed");
+                if matches!(e, ConnectionError::Authentication { .. }) {
+                    self.meter.authentication_failed();
+                }
+                return Err(e);
+            }
+        };
         conn.set_node_id(node_id);
+        self.meter.created();
+        conn.count_close_in(self.meter.clone());
         *guard = Some(conn.clone());
         Ok(conn)
     }

@@ -200,6 +200,8 @@ struct Part {
     /// [`PREFERRED_REPLICA_LEASE`], as Kafka's consumer keeps the preferred replica
     /// for `metadata.max.age.ms`.
     preferred_until: Option<Instant>,
+    /// The partition's lag, updated at each fetch response.
+    meter: Arc<crate::metrics::PartitionMeter>,
 }
 
 /// How long a preferred read replica is fetched from before the leader is asked
@@ -234,7 +236,6 @@ fn new_part(
     epoch: u64,
 ) -> Part {
     Part {
-        topic,
         partition,
         offset,
         busy: false,
@@ -250,6 +251,8 @@ fn new_part(
         validate: false,
         preferred: None,
         preferred_until: None,
+        meter: cfg.meter.partition(&topic, partition),
+        topic,
     }
 }
 
@@ -318,7 +321,10 @@ pub(crate) async fn run(
     let mut busy_nodes: BTreeSet<i32> = BTreeSet::new();
     // The fetch session with each broker fetched from (KIP-227).
     let mut sessions: HashMap<i32, FetchSession> = HashMap::new();
-    let fetch_pool = Arc::new(BrokerPool::new(client.connection_config().clone()));
+    let fetch_pool = Arc::new(BrokerPool::counted_by(
+        client.connection_config().clone(),
+        client.connection_meter().clone(),
+    ));
     loop {
         if let Some(rx) = commands.as_mut() {
             loop {
@@ -450,10 +456,14 @@ pub(crate) async fn run(
             let client = client.clone();
             let pool = fetch_pool.clone();
             let timeout = client.request_timeout() + cfg.max_wait;
+            let meter = cfg.meter.clone();
             inflight.spawn(async move {
                 let result = async {
                     let conn = client.node_connection_in(&pool, node).await?;
-                    Ok(conn.send_with_timeout(&req, timeout).await?)
+                    let started = Instant::now();
+                    let sent = conn.send_with_timeout(&req, timeout).await;
+                    meter.fetched(node, started.elapsed());
+                    Ok(sent?)
                 }
                 .await;
                 Outcome::Fetch(Done {
@@ -772,12 +782,14 @@ async fn handle(
                     part.preferred = Some(pd.preferred_read_replica);
                     part.preferred_until = Some(Instant::now() + PREFERRED_REPLICA_LEASE);
                 }
+                let high_watermark = pd.high_watermark;
                 let data = pd.records.unwrap_or_default();
                 let aborted = match cfg.isolation_level {
                     IsolationLevel::ReadCommitted => AbortedFilter::new(pd.aborted_transactions),
                     IsolationLevel::ReadUncommitted => AbortedFilter::default(),
                 };
                 consume(client, cfg, part, data, aborted, done.generation, tx).await?;
+                part.meter.update(high_watermark, part.offset);
             }
             ErrorCode::OffsetOutOfRange if from_replica => {
                 // A follower may lag the leader or be ahead of what it knows

@@ -266,6 +266,9 @@ pub(crate) struct ConsumerConfig {
     pub(crate) max_buffered_bytes: usize,
     pub(crate) isolation_level: IsolationLevel,
     pub(crate) client_rack: String,
+    /// Metric handles and the numbers behind the consumer's `stats` (registered
+    /// when the consumer is built).
+    pub(crate) meter: Arc<crate::metrics::ConsumerMeter>,
 }
 
 impl Default for ConsumerConfig {
@@ -284,6 +287,7 @@ impl Default for ConsumerConfig {
             max_buffered_bytes: DEFAULT_MEMORY_BOUND,
             isolation_level: IsolationLevel::ReadUncommitted,
             client_rack: String::new(),
+            meter: Arc::new(crate::metrics::ConsumerMeter::detached()),
         }
     }
 }
@@ -418,7 +422,10 @@ impl ConsumerBuilder {
     /// # Cancel safety
     ///
     /// Cancel safe: nothing has started until this returns.
-    pub async fn build(self) -> Result<Consumer, ConsumerError> {
+    pub async fn build(mut self) -> Result<Consumer, ConsumerError> {
+        let client_id = self.client.connection_config().client_id.clone();
+        let meter = crate::metrics::ConsumerMeter::new(client_id.as_deref().unwrap_or(""), None);
+        self.config.meter = Arc::new(meter);
         let isolation = self.config.isolation_level;
         let offsets = resolve_starts(&self.client, isolation, &self.assignments).await?;
         // Records travel in chunks, so one channel operation carries many; at most
@@ -445,6 +452,7 @@ impl ConsumerBuilder {
             parts: HashMap::new(),
             next_epoch: 1,
             task,
+            meter: self.config.meter.clone(),
         };
         // Each partition starts under its own epoch (the fetch task applies these
         // before its first fetch).
@@ -567,6 +575,8 @@ pub struct Consumer {
     parts: HashMap<TopicPartition, Assigned>,
     next_epoch: u64,
     task: AbortHandle,
+    /// Shared with the fetch task; read by [`Consumer::stats`].
+    meter: Arc<crate::metrics::ConsumerMeter>,
 }
 
 impl fmt::Debug for Consumer {
@@ -611,6 +621,14 @@ impl Consumer {
         std::future::poll_fn(|cx| self.poll_one(cx))
             .await
             .unwrap_or(Err(ConsumerError::Closed))
+    }
+
+    /// This consumer's numbers since it was built: records returned, fetch
+    /// latencies, each partition's lag at the last fetch response, and its
+    /// client's connections. The same numbers go to the installed metrics
+    /// recorder (see [`metrics`](crate::metrics)). Cheap: reads atomics.
+    pub fn stats(&self) -> crate::ConsumerStats {
+        self.meter.stats(self.client.connection_meter().stats())
     }
 
     /// The partitions currently assigned, sorted.
@@ -855,6 +873,7 @@ impl Consumer {
                 if let Some(st) = self.current(&record.topic, record.partition, epoch) {
                     st.position = record.offset + 1;
                     st.last_epoch = record.leader_epoch;
+                    self.meter.consumed();
                     return Poll::Ready(Some(Ok(record)));
                 }
             }

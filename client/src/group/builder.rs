@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use crate::client::Client;
 use crate::consumer::fetcher;
 use crate::consumer::{ConsumerConfig, IsolationLevel, OffsetReset};
+use crate::metrics::ConsumerMeter;
 
 use super::assignor::{Assignor, CooperativeStickyAssignor, RebalanceProtocol};
 use super::coordinator::Shared;
@@ -286,7 +287,10 @@ impl GroupConsumerBuilder {
     ///
     /// Cancel safe: nothing has started until this returns.
     pub async fn build(self) -> Result<GroupConsumer, GroupError> {
-        let cfg = self.cfg;
+        let mut cfg = self.cfg;
+        let client_id = self.client.connection_config().client_id.clone();
+        let meter = ConsumerMeter::new(client_id.as_deref().unwrap_or(""), Some(&self.group_id));
+        cfg.fetch.meter = Arc::new(meter);
         if self.group_id.is_empty() {
             return Err(GroupError::InvalidConfig("the group id is empty"));
         }
@@ -341,6 +345,7 @@ impl GroupConsumerBuilder {
             self.group_id,
             self.instance_id,
             cfg.fetch.retry_backoff,
+            cfg.fetch.meter.clone(),
         ));
         let member_cfg = Arc::new(MemberConfig {
             topics: self.topics,

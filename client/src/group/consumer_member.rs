@@ -479,6 +479,7 @@ impl Member {
     /// announces the additions, then asks for an immediate acknowledging heartbeat.
     async fn reconcile(&mut self) -> Result<(), GroupError> {
         while let Some(target) = self.target.take() {
+            let started = Instant::now();
             let (assigned, complete) = self.resolve(&target).await;
             let revoked: Vec<TopicPartition> = self.owned.difference(&assigned).cloned().collect();
             let added: Vec<TopicPartition> = assigned.difference(&self.owned).cloned().collect();
@@ -506,6 +507,7 @@ impl Member {
                 self.owned.extend(added.iter().cloned());
                 let _ = self.events.send(Event::Assigned(added));
             }
+            self.shared.meter.rebalanced(started.elapsed());
             self.ack_now = true;
             if !complete && self.target.is_none() {
                 // Try the unknown topic ids again at the next heartbeat.
@@ -634,6 +636,7 @@ mod tests {
             "g".to_string(),
             Some("static-1".to_string()),
             Duration::from_millis(100),
+            Arc::new(crate::metrics::ConsumerMeter::detached()),
         ));
         shared.lock().member_id = new_member_id();
         let cfg = Arc::new(MemberConfig {

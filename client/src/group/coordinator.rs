@@ -7,7 +7,7 @@
 //! if it is above the last one acknowledged (or fetched) for its partition.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use baton_protocol::messages::{
@@ -22,6 +22,7 @@ use super::{GroupError, TopicPartition};
 use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
 use crate::connection::Connection;
+use crate::metrics::ConsumerMeter;
 
 /// The member's standing in the group.
 #[derive(Debug)]
@@ -72,6 +73,8 @@ pub(crate) struct Shared {
     /// The member's own connections to the coordinator, one per [`Lane`], with the
     /// node and coordinator epoch they were opened for.
     lanes: [tokio::sync::Mutex<Option<(i32, u64, Connection)>>; 2],
+    /// The member's metrics (rebalances, commits; shared with its fetch task).
+    pub(crate) meter: Arc<ConsumerMeter>,
 }
 
 /// Which of the member's own coordinator connections a request uses.
@@ -104,8 +107,10 @@ impl Shared {
         group_id: String,
         instance_id: Option<String>,
         retry_backoff: Duration,
+        meter: Arc<ConsumerMeter>,
     ) -> Self {
         Shared {
+            meter,
             client,
             group_id,
             instance_id,
@@ -251,10 +256,14 @@ impl Shared {
         offsets: Option<Vec<(TopicPartition, i64)>>,
     ) -> Result<(), GroupError> {
         let _serial = self.commit_lock.lock().await;
-        let deadline = Instant::now() + self.client.request_timeout();
+        let started = Instant::now();
+        let deadline = started + self.client.request_timeout();
         loop {
             match self.commit_once(offsets.as_deref()).await {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    self.meter.committed(started.elapsed());
+                    return Ok(());
+                }
                 Err(CommitAttempt::Fail(e)) => return Err(e),
                 Err(CommitAttempt::Retry(e)) => {
                     let wait = self.retry.delay(1);

@@ -399,7 +399,10 @@ impl Member {
             }
             attempt += 1;
             let retry = match self.join_round().await? {
-                Ok(()) => return Ok(()),
+                Ok(()) => {
+                    self.shared.meter.rebalanced(started.elapsed());
+                    return Ok(());
+                }
                 Err(retry) => retry,
             };
             if retry.is_rebalance() {

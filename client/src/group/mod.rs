@@ -261,6 +261,7 @@ impl GroupConsumer {
                     self.buf_charge = None;
                 }
                 if let Some(record) = self.ctx.accept_record(self.buf_epoch, record) {
+                    self.ctx.shared.meter.consumed();
                     return Ok(record);
                 }
             }
@@ -379,6 +380,16 @@ impl GroupConsumer {
             }
         }
         Ok(())
+    }
+
+    /// This member's numbers since it was built: records returned, fetch
+    /// latencies, each partition's lag at the last fetch response, rebalances and
+    /// their durations, commit latencies, and its client's connections. The same
+    /// numbers go to the installed metrics recorder (see
+    /// [`metrics`](crate::metrics)). Cheap: reads atomics.
+    pub fn stats(&self) -> crate::ConsumerStats {
+        let shared = &self.ctx.shared;
+        shared.meter.stats(shared.client.connection_meter().stats())
     }
 
     /// The partitions currently assigned to this member, sorted.

@@ -399,6 +399,8 @@ impl ProducerBuilder {
         let idempotent = self.config.idempotent();
         let memory = Arc::new(Semaphore::new(self.config.buffer_memory));
         let outstanding = Arc::new(AtomicUsize::new(0));
+        let client_id = self.client.connection_config().client_id.clone();
+        let meter = crate::metrics::ProducerMeter::new(client_id.as_deref().unwrap_or(""));
         let shared = Arc::new_cyclic(|owner| Shared {
             acc: Mutex::new({
                 let mut acc = Accumulator::for_producer(
@@ -421,6 +423,7 @@ impl ProducerBuilder {
             partitioner: self.partitioner,
             wake: Notify::new(),
             outstanding,
+            meter: Arc::new(meter),
         });
         tokio::spawn(sender::run(shared.clone()));
         Producer {

@@ -201,6 +201,9 @@ impl Completion {
     /// `base_offset` (-1: unknown) on, with the broker's `log_append_time` (-1:
     /// create time).
     pub(crate) fn deliver(&self, records: Vec<Pending>, base_offset: i64, log_append_time: i64) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.meter.delivered(records.len());
+        }
         self.settle(Settled::Delivered {
             base_offset,
             log_append_time,
@@ -211,6 +214,15 @@ impl Completion {
     /// Settles the batch with each slot's outcome (`None` for slots that have no
     /// record any more).
     pub(crate) fn settle_each(&self, outcomes: Vec<Option<Outcome>>) {
+        if let Some(shared) = self.shared.upgrade() {
+            let failed = outcomes
+                .iter()
+                .filter(|o| matches!(o, Some(Err(_))))
+                .count();
+            let delivered = outcomes.iter().filter(|o| matches!(o, Some(Ok(_)))).count();
+            shared.meter.delivered(delivered);
+            shared.meter.failed(failed);
+        }
         self.settle(Settled::Outcomes(outcomes));
     }
 

@@ -39,6 +39,32 @@ impl AttemptError {
             AttemptError::Broker { code, .. } => code.is_retriable(),
         }
     }
+
+    /// The error's name for the retry metric, as Kafka names errors: the error
+    /// code's name (`NOT_LEADER_OR_FOLLOWER`), or for a failure on this side the
+    /// code the Java client reports for it (`NETWORK_EXCEPTION` for a broken
+    /// connection).
+    pub(crate) fn metric_name(&self) -> String {
+        match self {
+            AttemptError::Broker { code, .. } => code_name(*code),
+            AttemptError::Client(e) => match e {
+                ClientError::Broker { code, .. } => code_name(*code),
+                ClientError::Connection(ConnectionError::Timeout { .. }) => {
+                    "REQUEST_TIMED_OUT".into()
+                }
+                ClientError::Connection(_) | ClientError::NoBrokerAvailable { .. } => {
+                    "NETWORK_EXCEPTION".into()
+                }
+                ClientError::LeaderNotAvailable { .. } | ClientError::UnknownBroker { .. } => {
+                    "LEADER_NOT_AVAILABLE".into()
+                }
+                ClientError::UnknownTopic { .. } | ClientError::UnknownPartition { .. } => {
+                    "UNKNOWN_TOPIC_OR_PARTITION".into()
+                }
+                _ => "CLIENT_ERROR".into(),
+            },
+        }
+    }
 }
 
 fn describe_last(e: &Option<Box<AttemptError>>) -> String {
@@ -267,4 +293,44 @@ pub struct FlushTimeout {
     /// Records of the producer (any clone) without a final outcome when the
     /// deadline passed; the producer still holds and delivers them.
     pub pending: usize,
+}
+
+/// `NotLeaderOrFollower` as `NOT_LEADER_OR_FOLLOWER`; an unknown code as
+/// `UNKNOWN_<n>`.
+fn code_name(code: ErrorCode) -> String {
+    if let ErrorCode::Unknown(n) = code {
+        return format!("UNKNOWN_{n}");
+    }
+    let debug = format!("{code:?}");
+    let mut out = String::with_capacity(debug.len() + 8);
+    for (i, c) in debug.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+#[cfg(test)]
+mod metric_name_tests {
+    use super::*;
+
+    #[test]
+    fn metric_names_follow_kafka() {
+        let broker = |code| AttemptError::Broker {
+            code,
+            message: None,
+        };
+        assert_eq!(
+            broker(ErrorCode::NotLeaderOrFollower).metric_name(),
+            "NOT_LEADER_OR_FOLLOWER"
+        );
+        assert_eq!(broker(ErrorCode::Unknown(999)).metric_name(), "UNKNOWN_999");
+        let gone = AttemptError::Client(ClientError::LeaderNotAvailable {
+            topic: "t".into(),
+            partition: 0,
+        });
+        assert_eq!(gone.metric_name(), "LEADER_NOT_AVAILABLE");
+    }
 }

@@ -150,6 +150,8 @@ pub(crate) struct Shared {
     pub(crate) outstanding: Arc<AtomicUsize>,
     /// The transactional part, if the producer has a transactional id.
     pub(crate) txn: Option<transaction::TxnControl>,
+    /// Metric handles and the numbers behind [`Producer::stats`].
+    pub(crate) meter: Arc<crate::metrics::ProducerMeter>,
 }
 
 impl Shared {
@@ -386,7 +388,14 @@ impl Producer {
         }
         let reserved = match self.try_reserve(size) {
             Some(reserved) => reserved,
-            None => match until(token, shared.memory.acquire_many(size as u32)).await {
+            None => match until(
+                token,
+                shared
+                    .meter
+                    .waiting(shared.memory.acquire_many(size as u32)),
+            )
+            .await
+            {
                 None => {
                     return Err(ProduceError::Cancelled {
                         record: Box::new(record),
@@ -506,6 +515,16 @@ impl Producer {
     /// final outcome yet. Each of them is still held, with its buffers.
     pub fn outstanding(&self) -> usize {
         self.handle.shared.outstanding.load(Ordering::Acquire)
+    }
+
+    /// This producer's numbers since it was built: records sent and failed,
+    /// retries by error, requests in flight per broker, request latencies, buffer
+    /// memory, and its client's connections. The same numbers go to the installed
+    /// metrics recorder (see [`metrics`](crate::metrics)). Cheap: reads atomics
+    /// (and the short per-broker and per-error lists).
+    pub fn stats(&self) -> crate::ProducerStats {
+        let shared = &self.handle.shared;
+        shared.meter.stats(shared.client.connection_meter().stats())
     }
 
     /// Sends every record handed over before this call at once (ignoring linger) and

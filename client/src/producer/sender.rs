@@ -59,6 +59,9 @@ pub(crate) async fn run(shared: Arc<Shared>) {
             };
             (drained, done, init_at)
         };
+        shared
+            .meter
+            .buffer_available(shared.memory.available_permits());
         if !drained.expired.is_empty() || !drained.reset.is_empty() {
             if let Some(b) = drained.expired.first().or(drained.reset.first()) {
                 let reason = format!("delivery timed out after {:?}", cfg.delivery_timeout);
@@ -460,7 +463,7 @@ async fn dispatch(shared: &Arc<Shared>, ready: Vec<Batch>) {
             .filter(|c| addr.as_deref().is_none_or(|a| a == c.addr()));
         match existing {
             Some(conn) => {
-                let exchanges = start(shared, &conn, requests).await;
+                let exchanges = start(shared, &conn, leader, requests).await;
                 tokio::spawn(finish(shared.clone(), exchanges));
             }
             None => {
@@ -468,7 +471,7 @@ async fn dispatch(shared: &Arc<Shared>, ready: Vec<Batch>) {
                 tokio::spawn(async move {
                     match leader_connection(&shared, leader, addr).await {
                         Ok(conn) => {
-                            let exchanges = start(&shared, &conn, requests).await;
+                            let exchanges = start(&shared, &conn, leader, requests).await;
                             finish(shared, exchanges).await;
                         }
                         Err(e) => {
@@ -524,12 +527,15 @@ fn split_requests(shared: &Shared, batches: Vec<Routed>) -> Vec<Vec<Routed>> {
 async fn start(
     shared: &Arc<Shared>,
     conn: &Connection,
+    leader: i32,
     requests: Vec<Vec<Routed>>,
 ) -> Vec<Exchange> {
     let cfg = &shared.config;
     let mut out = Vec::with_capacity(requests.len());
     for mut batches in requests {
         let req = build_request(shared, &mut batches);
+        let records = batches.iter().map(|(b, _)| b.records.len()).sum();
+        let in_flight = shared.meter.request_started(leader, records);
         let conn = conn.clone();
         let acks = cfg.acks;
         // A little longer than the broker's own timeout, so that the broker's
@@ -537,12 +543,13 @@ async fn start(
         let timeout = cfg.request_timeout + Duration::from_secs(1);
         let mut fut: std::pin::Pin<Box<dyn std::future::Future<Output = Sent> + Send>> =
             Box::pin(async move {
-                if acks == Acks::None {
-                    conn.send_no_response(&req).await?;
-                    Ok(None)
+                let sent = if acks == Acks::None {
+                    conn.send_no_response(&req).await.map(|()| None)
                 } else {
-                    Ok(Some(conn.send_with_timeout(&req, timeout).await?))
-                }
+                    conn.send_with_timeout(&req, timeout).await.map(Some)
+                };
+                in_flight.finish();
+                Ok(sent?)
             });
         let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
         let state = match first {
@@ -612,6 +619,9 @@ fn build_request(shared: &Shared, batches: &mut [Routed]) -> ProduceRequest {
         batch.attempts += 1;
         // Encoded (and compressed) at the first attempt; a retry gets the same bytes.
         let records = batch.encoded(cfg.compression, cfg.compression_level);
+        if batch.attempts == 1 {
+            shared.meter.batch_sent(records.len(), batch.size);
+        }
         topics
             .entry(batch.topic.clone())
             .or_default()
@@ -818,6 +828,9 @@ fn settle_failure_with(
     }
     if let Verdict::Retry = verdict {
         tracing::info!(%topic, partition, attempts = batch.attempts, %error, "retrying batch");
+        shared
+            .meter
+            .retried(error.metric_name(), batch.records.len());
         if let Some(g) = generation {
             if !matches!(code, Some(ErrorCode::OutOfOrderSequenceNumber)) {
                 shared.client.invalidate_metadata(g);
