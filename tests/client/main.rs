@@ -31,5 +31,4 @@ mod roundtrip;
 mod scram_admin;
 mod security;
 mod service;
-mod tracing_spans;
 mod transactions;
