@@ -14,7 +14,6 @@ use super::{
 };
 use crate::controller::NO_LEADER;
 use crate::error::BrokerError;
-use crate::partition::Role;
 /// One node of a [`Cluster`]: its id, how it is started, and its handle while it
 /// runs.
 #[derive(Debug)]
@@ -342,24 +341,7 @@ impl Cluster {
                     .and_then(|s| s.topic(topic))
                     .and_then(|tp| tp.partition(partition).cloned());
                 match local {
-                    Some(part) => {
-                        let st = part.lock();
-                        ReplicaView {
-                            node: r,
-                            running: true,
-                            role: match st.role() {
-                                Role::Leader(_) => "leader",
-                                Role::Follower { .. } => "follower",
-                                Role::Standalone => "standalone",
-                                _ => "none",
-                            },
-                            leader_epoch: st.leader_epoch(),
-                            log_end_offset: st.log_end_offset(),
-                            high_watermark: st.high_watermark(),
-                            log_start_offset: st.log_start_offset(),
-                            log_offline: st.log_offline(),
-                        }
-                    }
+                    Some(part) => ReplicaView::of(r, &part.lock()),
                     None => ReplicaView {
                         node: r,
                         running: false,

@@ -41,6 +41,28 @@ pub struct ReplicaView {
     pub log_offline: bool,
 }
 
+impl ReplicaView {
+    /// The view of running node `node`'s replica, read from its state.
+    pub(crate) fn of(node: i32, st: &crate::partition::PartitionState) -> ReplicaView {
+        use crate::partition::Role;
+        ReplicaView {
+            node,
+            running: true,
+            role: match st.role() {
+                Role::Leader(_) => "leader",
+                Role::Follower { .. } => "follower",
+                Role::Standalone => "standalone",
+                _ => "none",
+            },
+            leader_epoch: st.leader_epoch(),
+            log_end_offset: st.log_end_offset(),
+            high_watermark: st.high_watermark(),
+            log_start_offset: st.log_start_offset(),
+            log_offline: st.log_offline(),
+        }
+    }
+}
+
 /// A partition as the controller and the replicas see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PartitionView {

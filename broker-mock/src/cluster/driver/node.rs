@@ -197,22 +197,8 @@ impl NodeHandle {
     /// the node hosts no such replica.
     pub fn replica_view(&self, topic: &str, partition: i32) -> Option<crate::cluster::ReplicaView> {
         let part = self.state()?.topic(topic)?.partition(partition).cloned()?;
-        let st = part.lock();
-        Some(crate::cluster::ReplicaView {
-            node: self.link.node_id,
-            running: true,
-            role: match st.role() {
-                Role::Leader(_) => "leader",
-                Role::Follower { .. } => "follower",
-                Role::Standalone => "standalone",
-                _ => "none",
-            },
-            leader_epoch: st.leader_epoch(),
-            log_end_offset: st.log_end_offset(),
-            high_watermark: st.high_watermark(),
-            log_start_offset: st.log_start_offset(),
-            log_offline: st.log_offline(),
-        })
+        let view = crate::cluster::ReplicaView::of(self.link.node_id, &part.lock());
+        Some(view)
     }
 
     pub(crate) fn state(&self) -> Option<&Arc<BrokerState>> {
