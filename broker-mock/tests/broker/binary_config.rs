@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Stdio};
 
 use baton_kafka::{Client, Producer, ProducerRecord, SaslCredentials, SecurityProtocol, TlsConfig};
 use baton_testkit::client::{consume_from_start, create_topic};
@@ -16,7 +16,7 @@ use baton_testkit::seed;
 use bytes::Bytes;
 
 /// Kills the child when the test ends, however it ends.
-struct Proc(Child);
+pub(super) struct Proc(Child);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -28,15 +28,7 @@ impl Drop for Proc {
 /// Starts the binary with `args` and reads the listener lines it prints
 /// (`baton-broker listener NAME on ADDR`) until `listeners` were named.
 fn start(args: &[&str], listeners: usize) -> (Proc, HashMap<String, SocketAddr>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("baton-broker starts");
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let child = Proc(child);
+    let (child, mut out) = spawn_broker(args);
     let mut addrs = HashMap::new();
     while addrs.len() < listeners {
         let mut line = String::new();
@@ -47,6 +39,20 @@ fn start(args: &[&str], listeners: usize) -> (Proc, HashMap<String, SocketAddr>)
         }
     }
     (child, addrs)
+}
+
+/// Starts the binary with `args` (logging at warn), its stdout piped for the
+/// lines it prints; the process is killed when the returned `Proc` drops.
+pub(super) fn spawn_broker(args: &[&str]) -> (Proc, BufReader<ChildStdout>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("baton-broker starts");
+    let out = BufReader::new(child.stdout.take().unwrap());
+    (Proc(child), out)
 }
 
 fn properties(dir: &std::path::Path) -> (String, std::path::PathBuf) {

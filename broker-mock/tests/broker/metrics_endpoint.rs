@@ -2,34 +2,17 @@
 //! their metrics endpoints' addresses (port 0 picks free ports), and each answers
 //! `GET /metrics` with the Prometheus text.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-/// Kills the child when the test ends, however it ends.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use super::binary_config::{spawn_broker, Proc};
 
 /// Starts the binary with `args` and reads its stdout until `count` lines of the
 /// form `... metrics on http://ADDR/metrics` were printed; returns their
 /// prefixes and addresses.
 fn start(args: &[&str], count: usize) -> (Proc, Vec<(String, SocketAddr)>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_baton-broker"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("baton-broker starts");
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let child = Proc(child);
+    let (child, mut out) = spawn_broker(args);
     let mut found = Vec::new();
     while found.len() < count {
         let mut line = String::new();
