@@ -1,0 +1,356 @@
+//! One seed's run: the hosts (a controller, three nodes, the clients), the
+//! probes that watch the invariants, and the fault schedule the seed draws.
+//!
+//! While the producer runs, the seed injects a fault every 200-900 simulated
+//! ms: a link between two nodes (or a node and the controller) partitioned or
+//! held for 0.1-2 s, a node crashed and restarted after 0.2-3 s (one node down
+//! at a time), or a wall-clock step of up to ±3 s. The maximum message latency
+//! (1-25 ms) is drawn per seed. Then everything is healed and the records are
+//! read back.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, UNIX_EPOCH};
+
+use baton_broker::cluster::{ControllerOptions, ControllerServer, Node, NodeOptions};
+use baton_broker::controller::ControllerConfig;
+use baton_broker::history::History;
+use baton_kafka::{Admin, Client, NewTopic};
+
+use crate::sim_env::{Rng, World, EPOCH_MS};
+use crate::workload::{consume, produce};
+
+/// The topic every seed writes.
+pub const TOPIC: &str = "sim";
+/// Its partitions.
+pub const PARTITIONS: i32 = 2;
+/// The controller's port (on its own host).
+const CONTROLLER_PORT: u16 = 9093;
+/// Each node's port (on its own host).
+const NODE_PORT: u16 = 9092;
+
+/// What the probes and the clients share with the driver (one thread).
+#[derive(Default)]
+struct Shared {
+    violations: Vec<String>,
+    /// Per (node, partition, leader epoch, incarnation): the highest HW seen.
+    leader_hw: BTreeMap<(i32, i32, i32, u64), i64>,
+    /// Per partition: the controller's highest leader epoch.
+    epochs: BTreeMap<i32, i32>,
+    /// Per partition: the highest HW any leader reported.
+    committed: BTreeMap<i32, i64>,
+    /// Per partition: the HW each running node's replica reports now.
+    last_hw: BTreeMap<(i32, i32), i64>,
+    /// Node incarnations (restarts).
+    incarnation: BTreeMap<i32, u64>,
+    produced: bool,
+    healed: bool,
+}
+
+/// What one seed's run found.
+pub struct SeedRun {
+    /// Each invariant broken, described.
+    pub violations: Vec<String>,
+    /// Faults injected.
+    pub faults: u64,
+    /// Records the consumer read and the history checked.
+    pub records: u64,
+    /// A hash of what happened (timeline, history report, end state).
+    pub trace: u64,
+    /// The injected faults, with their simulated times.
+    pub timeline: Vec<String>,
+}
+
+/// Runs one seed (in a process of its own: see `main`).
+pub fn run_seed(seed: u64, world: &World) -> SeedRun {
+    let mut rng = Rng(seed);
+    let base = if std::path::Path::new("/dev/shm").is_dir() {
+        tempfile::tempdir_in("/dev/shm")
+    } else {
+        tempfile::tempdir()
+    }
+    .expect("temporary directory");
+    let dir = base.path().to_path_buf();
+    let mut sim = turmoil::Builder::new()
+        .simulation_duration(Duration::from_secs(300))
+        .tick_duration(Duration::from_millis(1))
+        .min_message_latency(Duration::from_millis(0))
+        .max_message_latency(rng.ms(1, 25))
+        .epoch(UNIX_EPOCH + Duration::from_millis(EPOCH_MS))
+        .rng_seed(seed)
+        .build();
+    let shared = Rc::new(RefCell::new(Shared::default()));
+    let history = Arc::new(Mutex::new(History::new()));
+
+    let probe = shared.clone();
+    sim.host("controller", move || {
+        let probe = probe.clone();
+        async move {
+            let options = ControllerOptions {
+                listen: SocketAddr::new(turmoil::lookup("controller"), CONTROLLER_PORT),
+                config: ControllerConfig {
+                    session_timeout_ms: 3_000,
+                    ..ControllerConfig::default()
+                },
+                ..ControllerOptions::default()
+            };
+            let controller = ControllerServer::start(options).await?;
+            loop {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                let state = controller.state();
+                let mut p = probe.borrow_mut();
+                if let Some(t) = state.topic_by_name(TOPIC) {
+                    for part in 0..PARTITIONS {
+                        let Some(info) = state.partition(t.topic_id, part) else {
+                            continue;
+                        };
+                        let seen = *p.epochs.get(&part).unwrap_or(&-1);
+                        if info.leader_epoch < seen {
+                            let msg = format!(
+                                "partition {part}: leader epoch went from {seen} to {}",
+                                info.leader_epoch
+                            );
+                            p.violations.push(msg);
+                        }
+                        p.epochs.insert(part, info.leader_epoch.max(seen));
+                    }
+                }
+            }
+        }
+    });
+
+    for id in 1..=3i32 {
+        let probe = shared.clone();
+        let dir = dir.clone();
+        sim.host(format!("node{id}"), move || {
+            let probe = probe.clone();
+            let dir = dir.clone();
+            async move {
+                let incarnation = {
+                    let mut p = probe.borrow_mut();
+                    let n = p.incarnation.entry(id).or_insert(0);
+                    *n += 1;
+                    *n
+                };
+                let controller = SocketAddr::new(turmoil::lookup("controller"), CONTROLLER_PORT);
+                let mut options = NodeOptions::new(id, controller);
+                options.broker.listen =
+                    SocketAddr::new(turmoil::lookup(format!("node{id}")), NODE_PORT);
+                options.broker.data_dir = Some(dir.join(format!("node{id}")));
+                options.heartbeat_interval = Duration::from_millis(200);
+                options.replica_lag_time_max_ms = 3_000;
+                options.replica_fetch_wait_ms = 100;
+                let node = loop {
+                    match Node::start(options.clone()).await {
+                        Ok(n) => break n,
+                        Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+                    }
+                };
+                loop {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    let mut p = probe.borrow_mut();
+                    for part in 0..PARTITIONS {
+                        let Some(v) = node.replica_view(TOPIC, part) else {
+                            continue;
+                        };
+                        p.last_hw.insert((id, part), v.high_watermark);
+                        if v.role != "leader" {
+                            continue;
+                        }
+                        let key = (id, part, v.leader_epoch, incarnation);
+                        let seen = *p.leader_hw.get(&key).unwrap_or(&-1);
+                        if v.high_watermark < seen {
+                            let msg = format!(
+                                "node {id} partition {part} epoch {}: HW went back from {seen} to {}",
+                                v.leader_epoch, v.high_watermark
+                            );
+                            p.violations.push(msg);
+                        }
+                        p.leader_hw.insert(key, v.high_watermark.max(seen));
+                        let c = p.committed.entry(part).or_insert(-1);
+                        *c = (*c).max(v.high_watermark);
+                    }
+                }
+            }
+        });
+    }
+
+    let flags = shared.clone();
+    let h = history.clone();
+    sim.client("clients", async move {
+        let client = Client::builder(["node1:9092", "node2:9092", "node3:9092"])
+            .client_id("sim")
+            .request_timeout(Duration::from_secs(5))
+            .connect_timeout(Duration::from_secs(2))
+            .build()
+            .await?;
+        loop {
+            let created = Admin::new(&client)
+                .create_topics([
+                    NewTopic::new(TOPIC, PARTITIONS, 3).config("min.insync.replicas", "2")
+                ])
+                .await;
+            if created.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        produce(&client, &h).await;
+        flags.borrow_mut().produced = true;
+        while !flags.borrow().healed {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut consumed = h.lock().expect("history").clone();
+        consume(&client, &mut consumed).await;
+        *h.lock().expect("history") = consumed;
+        Ok(())
+    });
+
+    let mut timeline = Vec::new();
+    let mut faults = 0u64;
+    let nodes = ["node1", "node2", "node3"];
+    let mut next_fault = rng.ms(300, 800);
+    let mut down: Option<(usize, Duration)> = None;
+    let mut cuts: Vec<(String, String, bool, Duration)> = Vec::new();
+    let mut stuck = None;
+    loop {
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => {
+                stuck = Some(e.to_string());
+                break;
+            }
+        }
+        let now = sim.elapsed();
+        let produced = shared.borrow().produced;
+        if produced && !shared.borrow().healed {
+            for (a, b, held, _) in cuts.drain(..) {
+                if held {
+                    sim.release(a.as_str(), b.as_str());
+                } else {
+                    sim.repair(a.as_str(), b.as_str());
+                }
+            }
+            if let Some((n, _)) = down.take() {
+                sim.bounce(nodes[n]);
+                timeline.push(format!("{now:?} heal: {} restarted", nodes[n]));
+            }
+            shared.borrow_mut().healed = true;
+            continue;
+        }
+        if produced {
+            continue;
+        }
+        let mut i = 0;
+        while i < cuts.len() {
+            if cuts[i].3 <= now {
+                let (a, b, held, _) = cuts.swap_remove(i);
+                if held {
+                    sim.release(a.as_str(), b.as_str());
+                } else {
+                    sim.repair(a.as_str(), b.as_str());
+                }
+                timeline.push(format!("{now:?} {a} <-> {b} repaired"));
+            } else {
+                i += 1;
+            }
+        }
+        if let Some((n, until)) = down {
+            if until <= now {
+                sim.bounce(nodes[n]);
+                timeline.push(format!("{now:?} {} restarted", nodes[n]));
+                down = None;
+            }
+        }
+        if now < next_fault {
+            continue;
+        }
+        next_fault = now + rng.ms(200, 900);
+        faults += 1;
+        match rng.below(4) {
+            0 | 1 => {
+                let a = nodes[rng.below(3) as usize].to_owned();
+                let b = if rng.below(4) == 0 {
+                    "controller".to_owned()
+                } else {
+                    nodes[rng.below(3) as usize].to_owned()
+                };
+                if a == b {
+                    faults -= 1;
+                    continue;
+                }
+                let held = rng.below(3) == 0;
+                if held {
+                    sim.hold(a.as_str(), b.as_str());
+                } else {
+                    sim.partition(a.as_str(), b.as_str());
+                }
+                let until = now + rng.ms(100, 2_000);
+                timeline.push(format!(
+                    "{now:?} {a} <-> {b} {} until {until:?}",
+                    if held { "held" } else { "partitioned" }
+                ));
+                cuts.push((a, b, held, until));
+            }
+            2 => {
+                if down.is_some() {
+                    faults -= 1;
+                    continue;
+                }
+                let n = rng.below(3) as usize;
+                sim.crash(nodes[n]);
+                let until = now + rng.ms(200, 3_000);
+                timeline.push(format!("{now:?} {} crashed until {until:?}", nodes[n]));
+                down = Some((n, until));
+            }
+            _ => {
+                let step = rng.below(6_001) as i64 - 3_000;
+                world.clock.offset.fetch_add(step, Ordering::Relaxed);
+                timeline.push(format!("{now:?} wall clock stepped {step} ms"));
+            }
+        }
+    }
+
+    let mut shared = shared.take();
+    drop(sim);
+    let history = history.lock().expect("history").clone();
+    let report = history.check();
+    let mut violations = std::mem::take(&mut shared.violations);
+    if let Some(e) = stuck {
+        violations.push(format!("the run did not finish: {e}"));
+    }
+    if !report.passed() {
+        violations.push(format!("history: {report}"));
+    }
+    for (part, committed) in &shared.committed {
+        let best = (1..=3)
+            .filter_map(|n| shared.last_hw.get(&(n, *part)))
+            .max()
+            .copied()
+            .unwrap_or(-1);
+        if best < *committed {
+            violations.push(format!(
+                "partition {part}: committed up to {committed}, but the replicas end at HW {best}"
+            ));
+        }
+    }
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    timeline.hash(&mut hasher);
+    format!("{report}").hash(&mut hasher);
+    shared.committed.hash(&mut hasher);
+    shared.epochs.hash(&mut hasher);
+    SeedRun {
+        violations,
+        faults,
+        records: report.consumed,
+        trace: hasher.finish(),
+        timeline,
+    }
+}
+
