@@ -29,7 +29,8 @@
 //!
 //! It ends with one line, `N seeds, V violations, F faults injected, R records
 //! checked`, and exits 1 on a violation after printing, for each failing seed,
-//! the command that replays it.
+//! the command that replays it. `SIMULATE_LOG=<filter>` (a `tracing` filter such
+//! as `baton_broker=debug`) logs a replayed seed in simulated time.
 
 mod scenario;
 mod sim_env;
@@ -90,6 +91,14 @@ fn main() {
 /// hash. Exits 1 on a violation.
 fn replay(seed: u64, quiet: bool) -> ! {
     let world = sim_env::World::install(seed);
+    if let Ok(filter) = std::env::var("SIMULATE_LOG") {
+        // Logs stamped with simulated time, e.g. SIMULATE_LOG=baton_broker=debug.
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_timer(SimTime)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let run = scenario::run_seed(seed, &world);
     if quiet {
         println!(
@@ -110,6 +119,12 @@ fn replay(seed: u64, quiet: bool) -> ! {
         for v in &run.violations {
             println!("violation: {v}");
         }
+        if !run.violations.is_empty() {
+            println!("last state seen:");
+            for line in &run.end_state {
+                println!("  {line}");
+            }
+        }
         println!(
             "1 seeds, {} violations, {} faults injected, {} records checked",
             run.violations.len(),
@@ -118,6 +133,18 @@ fn replay(seed: u64, quiet: bool) -> ! {
         );
     }
     std::process::exit(if run.violations.is_empty() { 0 } else { 1 })
+}
+
+/// Stamps log lines with the simulation's elapsed time.
+struct SimTime;
+
+impl tracing_subscriber::fmt::time::FormatTime for SimTime {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        match turmoil::sim_elapsed() {
+            Some(t) => write!(w, "{:>9.3}s", t.as_secs_f64()),
+            None => write!(w, "        -"),
+        }
+    }
 }
 
 /// What one seed's process reported.
@@ -148,7 +175,9 @@ fn run_many(list: &[u64], jobs: usize, soak: bool) -> ! {
                 .expect("start a seed's process");
             running.push_back((seed, child));
         }
-        let Some((seed, child)) = running.pop_front() else { break };
+        let Some((seed, child)) = running.pop_front() else {
+            break;
+        };
         let out = child.wait_with_output().expect("a seed's process");
         let outcome = parse(&out.stdout).unwrap_or_else(|| {
             let err = String::from_utf8_lossy(&out.stderr);

@@ -46,6 +46,9 @@ struct Shared {
     committed: BTreeMap<i32, i64>,
     /// Per partition: the HW each running node's replica reports now.
     last_hw: BTreeMap<(i32, i32), i64>,
+    /// The controller's last view of each partition and each node's of its
+    /// replicas (printed when a replayed seed fails).
+    end_state: BTreeMap<String, String>,
     /// Node incarnations (restarts).
     incarnation: BTreeMap<i32, u64>,
     produced: bool,
@@ -64,6 +67,8 @@ pub struct SeedRun {
     pub trace: u64,
     /// The injected faults, with their simulated times.
     pub timeline: Vec<String>,
+    /// The last state the probes saw.
+    pub end_state: Vec<String>,
 }
 
 /// Runs one seed (in a process of its own: see `main`).
@@ -104,6 +109,15 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 let state = controller.state();
                 let mut p = probe.borrow_mut();
+                for b in state.brokers() {
+                    p.end_state.insert(
+                        format!("controller broker {}", b.broker_id),
+                        format!(
+                            "epoch {} fenced {} shutting down {}",
+                            b.broker_epoch, b.fenced, b.in_controlled_shutdown
+                        ),
+                    );
+                }
                 if let Some(t) = state.topic_by_name(TOPIC) {
                     for part in 0..PARTITIONS {
                         let Some(info) = state.partition(t.topic_id, part) else {
@@ -118,6 +132,13 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
                             p.violations.push(msg);
                         }
                         p.epochs.insert(part, info.leader_epoch.max(seen));
+                        p.end_state.insert(
+                            format!("controller p{part}"),
+                            format!(
+                                "leader {} epoch {} isr {:?} replicas {:?}",
+                                info.leader, info.leader_epoch, info.isr, info.replicas
+                            ),
+                        );
                     }
                 }
             }
@@ -159,6 +180,13 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
                             continue;
                         };
                         p.last_hw.insert((id, part), v.high_watermark);
+                        p.end_state.insert(
+                            format!("node{id} p{part}"),
+                            format!(
+                                "{} epoch {} leo {} hw {} offline {}",
+                                v.role, v.leader_epoch, v.log_end_offset, v.high_watermark, v.log_offline
+                            ),
+                        );
                         if v.role != "leader" {
                             continue;
                         }
@@ -317,6 +345,7 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
         }
     }
 
+    timeline.push(format!("{:?} end", sim.elapsed()));
     let mut shared = shared.take();
     drop(sim);
     let history = history.lock().expect("history").clone();
@@ -351,6 +380,10 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
         records: report.consumed,
         trace: hasher.finish(),
         timeline,
+        end_state: shared
+            .end_state
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect(),
     }
 }
-

@@ -66,14 +66,22 @@ pub async fn consume(client: &Client, history: &mut History) {
     for p in 0..PARTITIONS {
         builder = builder.assign(TOPIC.to_owned(), p, StartOffset::Earliest);
     }
-    let mut consumer = match builder.build().await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("consumer: {e}");
-            return;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    // Building resolves the start offsets; while a partition has no leader it
+    // fails after the request timeout, and an application tries again.
+    let mut consumer = loop {
+        match builder.clone().build().await {
+            Ok(c) => break c,
+            Err(e) if tokio::time::Instant::now() < deadline => {
+                eprintln!("consumer: {e}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => {
+                eprintln!("consumer: {e}");
+                return;
+            }
         }
     };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
         let idle = if history.consumed_count() < acked {
             Duration::from_secs(20)
