@@ -1,6 +1,6 @@
 //! A node's wall clock is its own `BrokerConfig::env` clock, not the process's:
 //! a broker whose clock runs ten years behind stamps `LogAppendTime` records and
-//! checks OAUTHBEARER token expiry with that clock.
+//! checks OAUTHBEARER token expiry and starts transactions with that clock.
 
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -138,6 +138,31 @@ async fn oauth_tokens_are_checked_on_the_node_clock() {
     assert_ne!(
         resp.error_code, 0,
         "a token issued in the node's future was accepted"
+    );
+    broker.shutdown().await;
+}
+
+#[tokio::test]
+async fn transaction_start_time_is_the_node_clock() {
+    use crate::transactions::{add, describe, init};
+    let broker = skewed_broker(BrokerConfig::in_memory()).await;
+    let mut c = Client::connect(broker.local_addr()).await;
+    let topic = topic_name("node-clock-txn");
+    create_topic(&mut c, &topic, 1).await;
+    let (code, pid, epoch) = init(&mut c, "node-clock-txn", 60_000).await;
+    assert_eq!(code, 0);
+    let before = process_now_ms() + SKEW_MS;
+    assert_eq!(
+        add(&mut c, "node-clock-txn", pid, epoch, &topic, &[0]).await,
+        [0]
+    );
+    let after = process_now_ms() + SKEW_MS;
+    let d = describe(&mut c, "node-clock-txn").await;
+    assert_eq!(d.transaction_state, "Ongoing");
+    assert!(
+        (before..=after).contains(&d.transaction_start_time_ms),
+        "transaction start {} is not on the node's clock [{before}, {after}]",
+        d.transaction_start_time_ms
     );
     broker.shutdown().await;
 }
