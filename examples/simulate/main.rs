@@ -32,6 +32,7 @@
 //! the command that replays it. `SIMULATE_LOG=<filter>` (a `tracing` filter such
 //! as `baton_broker=debug`) logs a replayed seed in simulated time.
 
+mod faults;
 mod scenario;
 mod sim_env;
 mod workload;

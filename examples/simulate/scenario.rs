@@ -1,19 +1,15 @@
 //! One seed's run: the hosts (a controller, three nodes, the clients), the
 //! probes that watch the invariants, and the fault schedule the seed draws.
 //!
-//! While the producer runs, the seed injects a fault every 200-900 simulated
-//! ms: a link between two nodes (or a node and the controller) partitioned or
-//! held for 0.1-2 s, a node crashed and restarted after 0.2-3 s (one node down
-//! at a time), or a wall-clock step of up to ±3 s. The maximum message latency
-//! (1-25 ms) is drawn per seed. Then everything is healed and the records are
-//! read back.
+//! While the producer runs, the seed injects faults (see [`crate::faults`]);
+//! the maximum message latency (1-25 ms) is drawn per seed. Then everything is
+//! healed and the records are read back. Each host has its own wall clock.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::net::SocketAddr;
 use std::rc::Rc;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -22,6 +18,7 @@ use baton_broker::controller::ControllerConfig;
 use baton_broker::history::History;
 use baton_kafka::{Admin, Client, NewTopic};
 
+use crate::faults::Faults;
 use crate::sim_env::{Rng, World, EPOCH_MS};
 use crate::workload::{consume, produce};
 
@@ -93,10 +90,13 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
     let history = Arc::new(Mutex::new(History::new()));
 
     let probe = shared.clone();
+    let env = world.clocks.env("controller");
     sim.host("controller", move || {
         let probe = probe.clone();
+        let env = env.clone();
         async move {
             let options = ControllerOptions {
+                env,
                 listen: SocketAddr::new(turmoil::lookup("controller"), CONTROLLER_PORT),
                 config: ControllerConfig {
                     session_timeout_ms: 3_000,
@@ -148,9 +148,11 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
     for id in 1..=3i32 {
         let probe = shared.clone();
         let dir = dir.clone();
+        let env = world.clocks.env(&format!("node{id}"));
         sim.host(format!("node{id}"), move || {
             let probe = probe.clone();
             let dir = dir.clone();
+            let env = env.clone();
             async move {
                 let incarnation = {
                     let mut p = probe.borrow_mut();
@@ -163,6 +165,7 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
                 options.broker.listen =
                     SocketAddr::new(turmoil::lookup(format!("node{id}")), NODE_PORT);
                 options.broker.data_dir = Some(dir.join(format!("node{id}")));
+                options.broker.env = env.clone();
                 options.heartbeat_interval = Duration::from_millis(200);
                 options.replica_lag_time_max_ms = 3_000;
                 options.replica_fetch_wait_ms = 100;
@@ -210,8 +213,10 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
 
     let flags = shared.clone();
     let h = history.clone();
+    let client_env = world.clocks.env("clients");
     sim.client("clients", async move {
         let client = Client::builder(["node1:9092", "node2:9092", "node3:9092"])
+            .env(client_env)
             .client_id("sim")
             .request_timeout(Duration::from_secs(5))
             .connect_timeout(Duration::from_secs(2))
@@ -239,12 +244,7 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
         Ok(())
     });
 
-    let mut timeline = Vec::new();
-    let mut faults = 0u64;
-    let nodes = ["node1", "node2", "node3"];
-    let mut next_fault = rng.ms(300, 800);
-    let mut down: Option<(usize, Duration)> = None;
-    let mut cuts: Vec<(String, String, bool, Duration)> = Vec::new();
+    let mut faults = Faults::new(&dir, &mut rng);
     let mut stuck = None;
     loop {
         match sim.step() {
@@ -255,96 +255,17 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
                 break;
             }
         }
-        let now = sim.elapsed();
         let produced = shared.borrow().produced;
         if produced && !shared.borrow().healed {
-            for (a, b, held, _) in cuts.drain(..) {
-                if held {
-                    sim.release(a.as_str(), b.as_str());
-                } else {
-                    sim.repair(a.as_str(), b.as_str());
-                }
-            }
-            if let Some((n, _)) = down.take() {
-                sim.bounce(nodes[n]);
-                timeline.push(format!("{now:?} heal: {} restarted", nodes[n]));
-            }
+            faults.heal(&mut sim);
             shared.borrow_mut().healed = true;
-            continue;
         }
-        if produced {
-            continue;
-        }
-        let mut i = 0;
-        while i < cuts.len() {
-            if cuts[i].3 <= now {
-                let (a, b, held, _) = cuts.swap_remove(i);
-                if held {
-                    sim.release(a.as_str(), b.as_str());
-                } else {
-                    sim.repair(a.as_str(), b.as_str());
-                }
-                timeline.push(format!("{now:?} {a} <-> {b} repaired"));
-            } else {
-                i += 1;
-            }
-        }
-        if let Some((n, until)) = down {
-            if until <= now {
-                sim.bounce(nodes[n]);
-                timeline.push(format!("{now:?} {} restarted", nodes[n]));
-                down = None;
-            }
-        }
-        if now < next_fault {
-            continue;
-        }
-        next_fault = now + rng.ms(200, 900);
-        faults += 1;
-        match rng.below(4) {
-            0 | 1 => {
-                let a = nodes[rng.below(3) as usize].to_owned();
-                let b = if rng.below(4) == 0 {
-                    "controller".to_owned()
-                } else {
-                    nodes[rng.below(3) as usize].to_owned()
-                };
-                if a == b {
-                    faults -= 1;
-                    continue;
-                }
-                let held = rng.below(3) == 0;
-                if held {
-                    sim.hold(a.as_str(), b.as_str());
-                } else {
-                    sim.partition(a.as_str(), b.as_str());
-                }
-                let until = now + rng.ms(100, 2_000);
-                timeline.push(format!(
-                    "{now:?} {a} <-> {b} {} until {until:?}",
-                    if held { "held" } else { "partitioned" }
-                ));
-                cuts.push((a, b, held, until));
-            }
-            2 => {
-                if down.is_some() {
-                    faults -= 1;
-                    continue;
-                }
-                let n = rng.below(3) as usize;
-                sim.crash(nodes[n]);
-                let until = now + rng.ms(200, 3_000);
-                timeline.push(format!("{now:?} {} crashed until {until:?}", nodes[n]));
-                down = Some((n, until));
-            }
-            _ => {
-                let step = rng.below(6_001) as i64 - 3_000;
-                world.clock.offset.fetch_add(step, Ordering::Relaxed);
-                timeline.push(format!("{now:?} wall clock stepped {step} ms"));
-            }
+        if !produced {
+            faults.step(&mut sim, &mut rng, &world.clocks);
         }
     }
 
+    let mut timeline = std::mem::take(&mut faults.timeline);
     timeline.push(format!("{:?} end", sim.elapsed()));
     let mut shared = shared.take();
     drop(sim);
@@ -376,7 +297,7 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
     shared.epochs.hash(&mut hasher);
     SeedRun {
         violations,
-        faults,
+        faults: faults.injected,
         records: report.consumed,
         trace: hasher.finish(),
         timeline,

@@ -2,9 +2,10 @@
 //! plus injected steps, a seeded generator, blocking work run in place, and the
 //! operating system's randomness replaced for the whole process.
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use baton_kafka::env::{
     Blocking, Clock, Env, Listener, ListenerImpl, Net, NetFuture, Random, Socket,
@@ -15,8 +16,8 @@ pub const EPOCH_MS: u64 = 1_700_000_000_000;
 
 /// The simulated environment, installed once per process.
 pub struct World {
-    /// The wall clock (its steps are injected by the fault schedule).
-    pub clock: Arc<SimClock>,
+    /// Each host's wall clock.
+    pub clocks: Clocks,
 }
 
 impl World {
@@ -35,10 +36,64 @@ impl World {
             random,
             blocking: Arc::new(InPlace),
         };
-        if baton_kafka::env::install(env).is_err() {
+        if baton_kafka::env::install(env.clone()).is_err() {
             panic!("the process environment was read before the simulation installed its own");
         }
-        World { clock }
+        World {
+            clocks: Clocks {
+                base: env,
+                hosts: Arc::new(Mutex::new(BTreeMap::new())),
+            },
+        }
+    }
+}
+
+/// One wall clock per host: the simulation's time plus the host's own steps.
+#[derive(Clone)]
+pub struct Clocks {
+    base: Env,
+    hosts: Arc<Mutex<BTreeMap<String, Arc<HostClock>>>>,
+}
+
+impl Clocks {
+    /// The environment of `host`: the process's, with the host's own clock.
+    pub fn env(&self, host: &str) -> Env {
+        let clock = self.clock(host);
+        Env {
+            clock,
+            ..self.base.clone()
+        }
+    }
+
+    /// Steps `host`'s wall clock by `ms` (negative: back).
+    pub fn step(&self, host: &str, ms: i64) {
+        self.clock(host).skew.fetch_add(ms, Ordering::Relaxed);
+    }
+
+    fn clock(&self, host: &str) -> Arc<HostClock> {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        hosts
+            .entry(host.to_owned())
+            .or_insert_with(|| {
+                Arc::new(HostClock {
+                    base: self.base.clock.clone(),
+                    skew: AtomicI64::new(0),
+                })
+            })
+            .clone()
+    }
+}
+
+/// A host's wall clock.
+#[derive(Debug)]
+struct HostClock {
+    base: Arc<dyn Clock>,
+    skew: AtomicI64,
+}
+
+impl Clock for HostClock {
+    fn now_ms(&self) -> i64 {
+        self.base.now_ms() + self.skew.load(Ordering::Relaxed)
     }
 }
 
@@ -165,11 +220,9 @@ impl ListenerImpl for SimListener {
     }
 }
 
-/// turmoil's time since its epoch, plus the seed's wall-clock steps.
+/// turmoil's time since its epoch.
 #[derive(Debug, Default)]
 pub struct SimClock {
-    /// The sum of the clock steps injected so far (ms).
-    pub offset: AtomicI64,
     /// The last reading, for callers outside any host.
     last: AtomicI64,
 }
@@ -178,7 +231,7 @@ impl Clock for SimClock {
     fn now_ms(&self) -> i64 {
         match turmoil::since_epoch() {
             Some(d) => {
-                let now = d.as_millis() as i64 + self.offset.load(Ordering::Relaxed);
+                let now = d.as_millis() as i64;
                 self.last.store(now, Ordering::Relaxed);
                 now
             }

@@ -10,7 +10,7 @@ use baton_kafka::{Acks, Client, Consumer, Producer, ProducerRecord, StartOffset}
 use crate::scenario::{PARTITIONS, TOPIC};
 
 /// Records produced per seed.
-pub const RECORDS: u64 = 100;
+pub const RECORDS: u64 = 200;
 
 /// Produces [`RECORDS`] records round-robin over the partitions with the
 /// idempotent `acks=all` producer, recording every outcome.
@@ -52,7 +52,7 @@ pub async fn produce(client: &Client, history: &Arc<Mutex<History>>) {
                 .expect("history")
                 .produced(id, sum, ProduceOutcome::Failed),
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     while deliveries.join_next().await.is_some() {}
     producer.close().await;

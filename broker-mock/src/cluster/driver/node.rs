@@ -561,7 +561,9 @@ fn reconcile(
 ) -> Option<HashMap<(String, i32), (i32, i32)>> {
     let me = link.node_id;
     let img = link.image().clone();
-    if img.next_offset() != *link.image_tx.borrow() {
+    // Nothing replayed yet (a node just started, its controller not reached):
+    // an empty image would delete every local topic.
+    if img.next_offset() == 0 || img.next_offset() != *link.image_tx.borrow() {
         return None;
     }
     // The cluster-wide dynamic broker defaults (retention) apply on this node.
