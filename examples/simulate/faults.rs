@@ -10,8 +10,14 @@
 //!   failing fsync), after which it is restarted, as an operator would;
 //! - one host's wall clock stepped by up to ±3 s (each host has its own clock).
 //!
-//! At most one node is down or has a failing disk at a time (a single failure:
-//! the replication factor is 3 and `min.insync.replicas` 2).
+//! At most one node is down or has a failing disk at a time, and a node's stored
+//! data is damaged (torn, flipped, failing writes) only while the cluster is
+//! healthy: every node up and in every partition's ISR, and no node restarted in
+//! the last 5 s (the controller learns of a quick restart only when the node
+//! registers again). That is the single
+//! failure the replication factor 3 and `min.insync.replicas` 2 tolerate;
+//! crashes and network faults need no such care (a crash loses no written byte
+//! here: logs are files that survive the host).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,6 +28,10 @@ use crate::sim_env::{Clocks, Rng};
 
 /// The broker nodes' host names.
 pub const NODES: [&str; 3] = ["node1", "node2", "node3"];
+
+/// How long after a restart no stored data is damaged: the simulation's session
+/// timeout (3 s) and then some, so the controller has seen the restart.
+const CALM: Duration = Duration::from_secs(5);
 
 /// A node that is down or whose disk fails, until when.
 enum Down {
@@ -37,6 +47,9 @@ pub struct Faults {
     down: Option<(usize, Down, Duration)>,
     cuts: Vec<(&'static str, &'static str, bool, Duration)>,
     next: Duration,
+    /// No stored data is damaged before this: a restarted node needs a session
+    /// timeout before the controller's view (which `healthy` reads) is current.
+    calm_until: Duration,
     /// Faults injected.
     pub injected: u64,
     /// What happened when, for the replay's output and the trace hash.
@@ -51,13 +64,22 @@ impl Faults {
             down: None,
             cuts: Vec::new(),
             next: rng.ms(300, 800),
+            calm_until: Duration::ZERO,
             injected: 0,
             timeline: Vec::new(),
         }
     }
 
     /// Ends the faults whose time is up and injects the next one when due.
-    pub fn step(&mut self, sim: &mut turmoil::Sim<'_>, rng: &mut Rng, clocks: &Clocks) {
+    /// `healthy`: every node is up and in every partition's ISR, so one node's
+    /// stored data may be damaged now without a second failure.
+    pub fn step(
+        &mut self,
+        sim: &mut turmoil::Sim<'_>,
+        rng: &mut Rng,
+        clocks: &Clocks,
+        healthy: bool,
+    ) {
         let now = sim.elapsed();
         let mut i = 0;
         while i < self.cuts.len() {
@@ -77,10 +99,12 @@ impl Faults {
         }
         self.next = now + rng.ms(200, 900);
         self.injected += 1;
+        let healthy = healthy && now >= self.calm_until;
         match rng.below(8) {
             0..=2 => self.cut(sim, rng, now),
-            3 | 4 => self.crash(sim, rng, now),
-            5 => self.fail_disk(rng, now),
+            3 | 4 => self.crash(sim, rng, now, healthy),
+            5 if healthy => self.fail_disk(rng, now),
+            5 => self.injected -= 1,
             _ => {
                 let hosts = ["controller", "node1", "node2", "node3", "clients"];
                 let host = hosts[rng.below(hosts.len() as u64) as usize];
@@ -125,7 +149,7 @@ impl Faults {
         self.cuts.push((a, b, held, until));
     }
 
-    fn crash(&mut self, sim: &mut turmoil::Sim<'_>, rng: &mut Rng, now: Duration) {
+    fn crash(&mut self, sim: &mut turmoil::Sim<'_>, rng: &mut Rng, now: Duration, healthy: bool) {
         if self.down.is_some() {
             self.injected -= 1;
             return;
@@ -136,7 +160,7 @@ impl Faults {
         self.timeline
             .push(format!("{now:?} {} crashed until {until:?}", NODES[n]));
         let node_dir = self.data.join(NODES[n]);
-        match rng.below(4) {
+        match if healthy { rng.below(4) } else { 3 } {
             0 => {
                 let bytes = 1 + rng.below(4_096);
                 for log in partition_dirs(&node_dir) {
@@ -199,6 +223,7 @@ impl Faults {
             disk::set(&self.data.join(NODES[n]), DiskFault::None);
         }
         sim.bounce(NODES[n]);
+        self.calm_until = now + CALM;
         self.timeline
             .push(format!("{now:?} {prefix}{} restarted", NODES[n]));
     }

@@ -16,7 +16,8 @@ use std::time::{Duration, UNIX_EPOCH};
 use baton_broker::cluster::{ControllerOptions, ControllerServer, Node, NodeOptions};
 use baton_broker::controller::ControllerConfig;
 use baton_broker::history::History;
-use baton_kafka::{Admin, Client, NewTopic};
+use baton_kafka::{Admin, AdminError, Client, NewTopic};
+use baton_protocol::ErrorCode;
 
 use crate::faults::Faults;
 use crate::sim_env::{Rng, World, EPOCH_MS};
@@ -46,6 +47,10 @@ struct Shared {
     /// The controller's last view of each partition and each node's of its
     /// replicas (printed when a replayed seed fails).
     end_state: BTreeMap<String, String>,
+    /// Whether the controller saw every broker eligible and every partition
+    /// led with its full ISR at its last look: only then may a node's stored
+    /// data be damaged (a single failure).
+    healthy: bool,
     /// Node incarnations (restarts).
     incarnation: BTreeMap<i32, u64>,
     produced: bool,
@@ -109,6 +114,15 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
                 tokio::time::sleep(Duration::from_millis(10)).await;
                 let state = controller.state();
                 let mut p = probe.borrow_mut();
+                p.healthy = state.brokers().count() == 3
+                    && state.brokers().all(|b| b.is_eligible())
+                    && state.topic_by_name(TOPIC).is_some_and(|t| {
+                        (0..PARTITIONS).all(|part| {
+                            state
+                                .partition(t.topic_id, part)
+                                .is_some_and(|i| i.isr.len() == 3 && i.leader >= 0)
+                        })
+                    });
                 for b in state.brokers() {
                     p.end_state.insert(
                         format!("controller broker {}", b.broker_id),
@@ -228,7 +242,12 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
                     NewTopic::new(TOPIC, PARTITIONS, 3).config("min.insync.replicas", "2")
                 ])
                 .await;
-            if created.is_ok() {
+            // An attempt whose answer was lost may have created it.
+            let exists = |e: &AdminError| {
+                matches!(e, AdminError::Topics(t)
+                    if t.iter().all(|t| t.code == ErrorCode::TopicAlreadyExists))
+            };
+            if created.as_ref().map_or_else(exists, |_| true) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -261,7 +280,8 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
             shared.borrow_mut().healed = true;
         }
         if !produced {
-            faults.step(&mut sim, &mut rng, &world.clocks);
+            let healthy = shared.borrow().healthy;
+            faults.step(&mut sim, &mut rng, &world.clocks, healthy);
         }
     }
 
