@@ -68,7 +68,7 @@ impl PositionCell {
             let epoch = self.epoch.load(Ordering::Relaxed);
             fence(Ordering::Acquire);
             let s2 = self.seq.load(Ordering::Relaxed);
-            if s1 == s2 && s1 % 2 == 0 {
+            if s1 == s2 && s1.is_multiple_of(2) {
                 return (offset, epoch);
             }
             tries = tries.saturating_add(1);
