@@ -46,7 +46,8 @@ OPTIONS:
     --records N            records per producer run (default 2000000; also java)
     --consume-records N    records pre-produced once and read per consumer run (default 5000000;
                            also java)
-                           (group: one member of a fresh group per run, Baton only)
+                           (group: read per run by Baton's plain consumer and by one
+                           member of a fresh group, alternating; default 5000000)
     --broker-records N     records per broker run (default 2000000; also kafka-broker)
     --large-values N       1 MiB values per large-value run (default 1024)
     --failover-rate R      records/s of the paced failover producer (default 2000)
@@ -343,15 +344,46 @@ async fn group_bench(o: &Options) -> Result<(), String> {
     let n = o.consume_records;
     let s = clients::baton_produce(&broker.bootstrap(), topic, n, 100, settings(1)).await?;
     log_sample("pre-produce (baton, acks=1)", &s);
-    println!("\n## Group consumer: {n} records of 100 bytes, 1 partition, one member of a fresh group per run (from its first record)");
+    println!(
+        "\n## Group consumer vs plain consumer: {n} records of 100 bytes, 1 partition, \
+         read per run by an assigned Consumer and by the only member of a fresh group \
+         (each timed from its first record), the one that goes first alternating"
+    );
     let mut table = Table::default();
+    let mut ratios = Vec::new();
     for run in 0..o.runs {
         let group = format!("bench-group-{run}");
-        let s = group::baton_group_consume(&broker.bootstrap(), topic, &group, n).await?;
-        log_sample(&format!("group baton run {}", run + 1), &s);
-        table.push("baton group", s);
+        let b = broker.bootstrap();
+        let (plain, grouped) = if run % 2 == 0 {
+            let p = group::baton_plain_consume(&b, topic, n).await?;
+            log_sample(&format!("plain baton run {}", run + 1), &p);
+            let g = group::baton_group_consume(&b, topic, &group, n).await?;
+            log_sample(&format!("group baton run {}", run + 1), &g);
+            (p, g)
+        } else {
+            let g = group::baton_group_consume(&b, topic, &group, n).await?;
+            log_sample(&format!("group baton run {}", run + 1), &g);
+            let p = group::baton_plain_consume(&b, topic, n).await?;
+            log_sample(&format!("plain baton run {}", run + 1), &p);
+            (p, g)
+        };
+        eprintln!(
+            "  run {}: group ÷ plain records/s {:.3}",
+            run + 1,
+            grouped.rate() / plain.rate()
+        );
+        ratios.push(grouped.rate() / plain.rate());
+        table.push("baton plain", plain);
+        table.push("baton group", grouped);
     }
-    table.print("Group consumer", "baton group", "client");
+    table.print("Group consumer vs plain consumer", "baton plain", "client");
+    println!(
+        "\ngroup ÷ plain records/s: {:.3} (ratio of the medians), {:.3} (median of the per-run ratios); \
+         group CPU µs/record ÷ plain: {:.3}",
+        table.rate("baton group") / table.rate("baton plain"),
+        measure::median(ratios),
+        table.cpu_us("baton group") / table.cpu_us("baton plain"),
+    );
     Ok(())
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use baton_kafka::group::{RangeAssignor, RoundRobinAssignor};
 use baton_kafka::{
-    async_trait, Client, GroupConsumer, GroupError, OffsetReset, Producer, ProducerRecord,
+    async_trait, Admin, Client, GroupConsumer, GroupError, OffsetReset, Producer, ProducerRecord,
     RebalanceContext, RebalanceListener, TopicPartition,
 };
 use baton_testkit::client::{broker_and_client, create_topic};
@@ -1002,5 +1002,61 @@ async fn records_taken_ahead_are_dropped_after_seek_pause_and_revocation() {
     );
     a.close().await.unwrap();
     b.close().await.unwrap();
+    broker.shutdown().await;
+}
+
+/// The background automatic commit commits the finished position exactly: the
+/// records returned before the last `recv` call (not the one it returned), with
+/// the leader epoch of the last of them, while the rest of the chunk taken from
+/// the fetch task still waits in the consumer. `close` then commits the record
+/// returned last.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn automatic_commits_cover_exactly_the_finished_records() {
+    let (broker, client) = broker_and_client().await;
+    let topic = create_topic(&client, "group-autocommit", 1).await;
+    let group = topic_name("autocommit");
+    produce(&client, &topic, 1, 300, "a").await;
+    let tp0 = TopicPartition::new(topic.as_str(), 0);
+    let mut a = quick(&client, &group, &topic).build().await.unwrap();
+    let mut epochs = Vec::new();
+    for expected in 0..10i64 {
+        let r = tokio::time::timeout(Duration::from_secs(30), a.recv())
+            .await
+            .expect("a record arrives")
+            .expect("no error");
+        assert_eq!((r.partition, r.offset), (0, expected));
+        epochs.push(r.leader_epoch);
+    }
+    // Records 0..=8 are finished; record 9 is only consumed.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let c = a.committed(&tp0);
+        assert!(
+            c.is_none_or(|c| c <= 9),
+            "only finished records are committed: {c:?}"
+        );
+        if c == Some(9) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "an automatic commit covers the finished records: {c:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let admin = Admin::new(&client);
+    let offsets = admin.group_offsets(group.as_str()).await.unwrap();
+    assert_eq!(offsets[&tp0].offset, 9);
+    assert_eq!(
+        offsets[&tp0].leader_epoch,
+        Some(epochs[8]).filter(|e| *e >= 0),
+        "committed with the leader epoch of record 8"
+    );
+    a.close().await.unwrap();
+    let offsets = admin.group_offsets(group.as_str()).await.unwrap();
+    assert_eq!(
+        offsets[&tp0].offset, 10,
+        "close commits the record returned last"
+    );
     broker.shutdown().await;
 }

@@ -403,6 +403,8 @@ impl GroupConsumerBuilder {
                 commands: cmd_tx,
                 parts: HashMap::new(),
                 pending: None,
+                pending_cell: None,
+                maybe_unresolved: false,
                 next_epoch: 1,
                 offset_reset: cfg.offset_reset,
                 isolation_level: cfg.fetch.isolation_level,

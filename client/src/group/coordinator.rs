@@ -18,6 +18,7 @@ use baton_protocol::messages::{
 use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
+use super::position::PositionCell;
 use super::{GroupError, TopicPartition};
 use crate::backoff::Backoff;
 use crate::client::{Client, ClientError};
@@ -38,9 +39,11 @@ pub(crate) struct State {
     pub(crate) generation: i32,
     /// What the group protocol says this member owns; only these are committed.
     pub(crate) owned: BTreeSet<TopicPartition>,
-    /// Positions the application has finished with, per partition: what
-    /// automatic and plain [`commit`](super::GroupConsumer::commit) calls commit.
-    pub(crate) positions: HashMap<TopicPartition, i64>,
+    /// Positions the application has finished with, per assigned partition (with
+    /// the leader epoch of the record before each): what automatic and plain
+    /// [`commit`](super::GroupConsumer::commit) calls commit. The consumer updates
+    /// a partition's cell without this lock as it hands out records.
+    pub(crate) positions: HashMap<TopicPartition, Arc<PositionCell>>,
     /// The highest offset known committed per partition (acknowledged by an
     /// OffsetCommit, or found by OffsetFetch). Never decreases while the partition is
     /// owned.
@@ -48,7 +51,9 @@ pub(crate) struct State {
     /// The leader epoch of the record before a position or committed offset
     /// (KIP-320), with that offset: committed with it (OffsetCommit
     /// `committed_leader_epoch`), and used to validate a position resumed from a
-    /// committed offset. Applies only while its offset is the one meant.
+    /// committed offset, found by OffsetFetch. Applies only while its offset is
+    /// the one meant; the epoch of a finished position is in its
+    /// [`PositionCell`].
     pub(crate) leader_epochs: HashMap<TopicPartition, (i64, i32)>,
     /// Set once, when the membership task stops for good.
     pub(crate) fatal: Option<GroupError>,
@@ -282,12 +287,18 @@ impl Shared {
     ) -> Result<(), CommitAttempt> {
         let (generation, member_id, chosen) = {
             let st = self.lock();
+            // Each finished position read once, as one consistent (offset, epoch)
+            // pair.
+            let finished: HashMap<&TopicPartition, (i64, i32)> = st
+                .positions
+                .iter()
+                .map(|(tp, cell)| (tp, cell.get()))
+                .collect();
             let candidates: Vec<(TopicPartition, i64)> = match offsets {
                 Some(list) => list.to_vec(),
-                None => st
-                    .positions
+                None => finished
                     .iter()
-                    .map(|(tp, &o)| (tp.clone(), o))
+                    .map(|(tp, &(o, _))| ((*tp).clone(), o))
                     .collect(),
             };
             let mut chosen: BTreeMap<TopicPartition, i64> = BTreeMap::new();
@@ -300,9 +311,12 @@ impl Shared {
             }
             let epochs: HashMap<TopicPartition, i32> = chosen
                 .iter()
-                .filter_map(|(tp, offset)| match st.leader_epochs.get(tp) {
-                    Some(&(o, e)) if o == *offset => Some((tp.clone(), e)),
-                    _ => None,
+                .filter_map(|(tp, offset)| match finished.get(tp) {
+                    Some(&(o, e)) if o == *offset && e >= 0 => Some((tp.clone(), e)),
+                    _ => match st.leader_epochs.get(tp) {
+                        Some(&(o, e)) if o == *offset => Some((tp.clone(), e)),
+                        _ => None,
+                    },
                 })
                 .collect();
             (st.generation, st.member_id.clone(), (chosen, epochs))

@@ -16,6 +16,7 @@ use crate::offsets::{list_offsets_at, OffsetSpec};
 use super::assignor::TopicPartition;
 use super::coordinator::Shared;
 use super::error::GroupError;
+use super::position::PositionCell;
 #[cfg(doc)]
 use super::GroupConsumer;
 use super::PendingCommit;
@@ -71,7 +72,7 @@ pub trait RebalanceListener: Send {
 }
 
 /// One assigned partition, application side.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(super) struct PartState {
     /// Matches the epoch of the fetch task's output that may be returned.
     pub(super) epoch: u64,
@@ -83,6 +84,23 @@ pub(super) struct PartState {
     /// The leader epoch of the record before `position` (the last returned, or
     /// committed with the offset resumed from), -1 if unknown (KIP-320).
     pub(super) last_epoch: i32,
+    /// The finished position commits read; also in the shared state's
+    /// `positions`.
+    pub(super) cell: Arc<PositionCell>,
+}
+
+impl PartState {
+    /// A newly assigned partition, its start offset not resolved yet.
+    pub(super) fn new() -> Self {
+        PartState {
+            epoch: 0,
+            position: None,
+            paused: false,
+            failed: false,
+            last_epoch: -1,
+            cell: Arc::new(PositionCell::new()),
+        }
+    }
 }
 
 /// A group member's identity in its generation, as the transactional producer
@@ -123,9 +141,18 @@ pub struct RebalanceContext {
     pub(super) shared: Arc<Shared>,
     pub(super) commands: mpsc::UnboundedSender<FetchCommand>,
     pub(super) parts: HashMap<TopicPartition, PartState>,
-    /// The last record returned: its partition and next offset. Becomes a
-    /// finished position at the next `recv` or commit.
-    pub(super) pending: Option<(TopicPartition, i64)>,
+    /// The last record returned: its next offset and leader epoch, in
+    /// `pending_cell`'s partition. Becomes a finished position at the next `recv`
+    /// or commit.
+    pub(super) pending: Option<(i64, i32)>,
+    /// The position cell of the partition of the record returned last; kept
+    /// while records of one partition follow each other, so handing one out
+    /// touches no reference count.
+    pub(super) pending_cell: Option<Arc<PositionCell>>,
+    /// Set when partitions are assigned: some may have no start offset yet.
+    /// Cleared once a check finds none, so `recv` does not look at every
+    /// partition for every record.
+    pub(super) maybe_unresolved: bool,
     pub(super) next_epoch: u64,
     pub(super) offset_reset: OffsetReset,
     /// Where [`OffsetReset::Latest`] starts: the high watermark, or at
@@ -198,18 +225,26 @@ impl RebalanceContext {
     }
 
     /// Turns the last returned record into a finished position.
+    ///
+    /// Cheap (a few stores into the partition's cell, no lock): runs once per
+    /// record. A partition revoked or sought since has its pending record
+    /// cleared, and a forgotten partition's cell is no longer read by commits.
+    #[inline]
     pub(super) fn release_pending(&mut self) {
-        if let Some((tp, next)) = self.pending.take() {
-            if let Some(st) = self.parts.get(&tp) {
-                let mut shared = self.shared.lock();
-                if st.last_epoch >= 0 {
-                    shared
-                        .leader_epochs
-                        .insert(tp.clone(), (next, st.last_epoch));
-                }
-                shared.positions.insert(tp, next);
+        if let Some((next, epoch)) = self.pending.take() {
+            if let Some(cell) = &self.pending_cell {
+                cell.set(next, epoch);
             }
         }
+    }
+
+    /// Whether the record returned last belongs to the partition of `cell`.
+    fn pending_in(&self, cell: &Arc<PositionCell>) -> bool {
+        self.pending.is_some()
+            && self
+                .pending_cell
+                .as_ref()
+                .is_some_and(|c| Arc::ptr_eq(c, cell))
     }
 
     /// (Re)starts fetching `tp` at its position under a new epoch, unless paused or
@@ -253,13 +288,11 @@ impl RebalanceContext {
         st.position = Some(offset.max(0));
         st.failed = false;
         st.last_epoch = -1;
-        if self.pending.as_ref().is_some_and(|(tp, _)| tp == partition) {
+        st.cell.set_offset(offset.max(0));
+        let cell = st.cell.clone();
+        if self.pending_in(&cell) {
             self.pending = None;
         }
-        self.shared
-            .lock()
-            .positions
-            .insert(partition.clone(), offset.max(0));
         self.restart_fetch(partition);
         Ok(())
     }
@@ -364,7 +397,14 @@ impl RebalanceContext {
         }
         st.position = Some(record.offset + 1);
         st.last_epoch = record.leader_epoch;
-        self.pending = Some((tp, record.offset + 1));
+        let same = self
+            .pending_cell
+            .as_ref()
+            .is_some_and(|c| Arc::ptr_eq(c, &st.cell));
+        if !same {
+            self.pending_cell = Some(st.cell.clone());
+        }
+        self.pending = Some((record.offset + 1, record.leader_epoch));
         Some(record)
     }
 
@@ -390,7 +430,7 @@ impl RebalanceContext {
             .position
             .map_or(skipped.next_offset, |p| p.max(skipped.next_offset));
         st.position = Some(next);
-        self.shared.lock().positions.insert(tp, next);
+        st.cell.set_offset(next);
     }
 
     /// Follows the fetch task back to the divergence point after a log truncation
@@ -411,10 +451,11 @@ impl RebalanceContext {
         };
         st.position = Some(*divergence);
         st.last_epoch = -1;
-        if self.pending.as_ref().is_some_and(|(p, _)| *p == tp) {
+        st.cell.set_offset(*divergence);
+        let cell = st.cell.clone();
+        if self.pending_in(&cell) {
             self.pending = None;
         }
-        self.shared.lock().positions.insert(tp, *divergence);
     }
 
     /// Whether an error the fetch task stamped with `epoch` is still current.
@@ -487,7 +528,7 @@ impl RebalanceContext {
                         Some(&(o, e)) if committed.get(tp) == Some(&offset) && o == offset => e,
                         _ => -1,
                     };
-                    self.shared.lock().positions.insert(tp.clone(), offset);
+                    st.cell.set(offset, st.last_epoch);
                     self.restart_fetch(tp);
                 }
                 None => {
@@ -505,14 +546,15 @@ impl RebalanceContext {
     /// positions and ownership.
     pub(super) fn forget(&mut self, partitions: &[TopicPartition]) {
         for tp in partitions {
-            if self.parts.remove(tp).is_some() {
+            if let Some(st) = self.parts.remove(tp) {
                 let _ = self.commands.send(FetchCommand::Remove {
                     topic: tp.topic.clone(),
                     partition: tp.partition,
                 });
-            }
-            if self.pending.as_ref().is_some_and(|(p, _)| p == tp) {
-                self.pending = None;
+                if self.pending_in(&st.cell) {
+                    self.pending = None;
+                    self.pending_cell = None;
+                }
             }
         }
         let mut st = self.shared.lock();

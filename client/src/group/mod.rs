@@ -75,6 +75,7 @@ mod coordinator;
 mod error;
 mod listener;
 mod member;
+mod position;
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -240,9 +241,13 @@ impl GroupConsumer {
                     return Err(e);
                 }
             }
-            let unresolved = self.ctx.has_unresolved();
-            let due = self.ctx.resolve_at.is_none_or(|t| t <= Instant::now());
-            if unresolved && due {
+            let unresolved = self.ctx.maybe_unresolved && self.ctx.has_unresolved();
+            if !unresolved {
+                // Only an assignment adds partitions without a start offset.
+                self.ctx.maybe_unresolved = false;
+            }
+            let due = unresolved && self.ctx.resolve_at.is_none_or(|t| t <= Instant::now());
+            if due {
                 match self.ctx.resolve().await {
                     Ok(()) => self.ctx.resolve_at = None,
                     Err(e) if e.is_retriable() => {
@@ -314,18 +319,20 @@ impl GroupConsumer {
     async fn handle(&mut self, ev: Event) -> Result<(), GroupError> {
         match ev {
             Event::Assigned(partitions) => {
-                for tp in &partitions {
-                    self.ctx.parts.insert(
-                        tp.clone(),
-                        PartState {
-                            epoch: 0,
-                            position: None,
-                            paused: false,
-                            failed: false,
-                            last_epoch: -1,
-                        },
-                    );
+                {
+                    let mut shared = self.ctx.shared.lock();
+                    for tp in &partitions {
+                        let mut st = PartState::new();
+                        if let Some(old) = self.ctx.parts.get(tp) {
+                            // Assigned again while owned: the finished position
+                            // stays what commits see.
+                            st.cell = old.cell.clone();
+                        }
+                        shared.positions.insert(tp.clone(), st.cell.clone());
+                        self.ctx.parts.insert(tp.clone(), st);
+                    }
                 }
+                self.ctx.maybe_unresolved = true;
                 tracing::info!(count = partitions.len(), "partitions assigned");
                 if let Some(l) = self.listener.as_mut() {
                     l.on_assigned(&mut self.ctx, &partitions).await;
