@@ -410,9 +410,12 @@ impl PartitionQueue {
 
 /// What `append` did, so the caller knows whether to wake the sender.
 pub(crate) struct Appended {
-    /// A new batch was started (the sender must learn its linger deadline) or a
-    /// batch became full.
+    /// The sender must drain now or earlier than it planned: a batch became
+    /// full, or a new batch's linger ends before the sender's next drain (see
+    /// [`Accumulator::sender_due`]).
     pub(crate) wake: bool,
+    /// When the batch the record went into was started, if this append started it.
+    opened: Option<Instant>,
     /// The record's batch's completion.
     pub(crate) completion: Arc<Completion>,
     /// The record's slot in it.
@@ -570,21 +573,22 @@ fn append_to(
         Some(q) => q,
         None => entry.partitions.entry(partition).or_default(),
     };
-    let mut wake = false;
+    let mut opened = None;
     if !queue.last_fits(size, batch_size) {
         // Room for as many records as the previous batch held, up to a limit.
         let capacity = queue.last_len.clamp(8, 16384);
+        let now = Instant::now();
         queue.batches.push_back(Batch::new(
             *next_batch,
             entry.name.clone(),
             partition,
-            Instant::now(),
+            now,
             delivery_timeout,
             capacity,
             limits,
         ));
         *next_batch += 1;
-        wake = true;
+        opened = Some(now);
     }
     let batch = queue.batches.back_mut().expect("just ensured");
     let slot = batch.next_slot;
@@ -603,11 +607,9 @@ fn append_to(
     if batch.records.len() > queue.last_len {
         queue.last_len = batch.records.len();
     }
-    if batch.size >= batch_size {
-        wake = true;
-    }
     Appended {
-        wake,
+        wake: batch.size >= batch_size,
+        opened,
         completion: batch.completion.0.clone(),
         slot,
     }
@@ -688,6 +690,14 @@ pub(crate) struct Accumulator {
     pub(crate) idem: Idempotence,
     /// The transactional producer's current transaction, as batches see it.
     pub(crate) txn: TxnGate,
+    /// When the sender drains again without being woken, as its last
+    /// [`Accumulator::drain`] planned (`None`: only when woken). A new batch
+    /// whose linger ends at or after it needs no wake-up: that drain sees it. So
+    /// with many partitions the sender is not woken (and all queues scanned)
+    /// once per new batch.
+    sender_due: Option<Instant>,
+    /// The linger of the last drain.
+    linger: Duration,
 }
 
 /// What the accumulator and the sender know of the current transaction.
@@ -745,6 +755,8 @@ impl Accumulator {
             flushes: 0,
             next_batch: 0,
             txn: TxnGate::default(),
+            sender_due: None,
+            linger: Duration::ZERO,
             idem: Idempotence {
                 enabled: idempotent,
                 ..Idempotence::default()
@@ -833,13 +845,27 @@ impl Accumulator {
             batch_size,
             delivery_timeout,
         };
-        append_to(
+        let appended = append_to(
             entry,
             &self.limits,
             &mut self.next_batch,
             &mut Some(record),
             to,
-        )
+        );
+        self.with_wake(appended)
+    }
+
+    /// Sets `wake` if `appended` started a batch the sender's next planned drain
+    /// would see too late (or a flush or close wants every batch sent at once).
+    fn with_wake(&self, mut appended: Appended) -> Appended {
+        if let Some(created) = appended.opened {
+            let hurry = self.closed || self.flushes > 0;
+            appended.wake |= hurry
+                || self
+                    .sender_due
+                    .is_none_or(|due| created + self.linger < due);
+        }
+        appended
     }
 
     /// [`Accumulator::append`] of a record with an explicit partition, taken out
@@ -877,13 +903,8 @@ impl Accumulator {
             batch_size,
             delivery_timeout,
         };
-        TryAppend::Appended(append_to(
-            entry,
-            &self.limits,
-            &mut self.next_batch,
-            record,
-            to,
-        ))
+        let appended = append_to(entry, &self.limits, &mut self.next_batch, record, to);
+        TryAppend::Appended(self.with_wake(appended))
     }
 
     /// Takes the record in `slot` of batch `batch_id` of `topic`/`partition` out of
@@ -973,6 +994,9 @@ impl Accumulator {
 
     /// Takes out every batch that is ready to send (counting it in flight), every
     /// batch whose delivery deadline passed, and the batches that cannot be sent.
+    /// The caller is the sender, which drains again by `Drained::next` (or at once
+    /// after dispatching what was taken out); appends rely on that to skip waking
+    /// it for batches that drain will see in time.
     pub(crate) fn drain(
         &mut self,
         now: Instant,
@@ -1105,6 +1129,13 @@ impl Accumulator {
             }
         }
         out.next = next;
+        // A batch taken out means the sender dispatches and drains again at once.
+        self.sender_due = if out.ready.is_empty() {
+            next
+        } else {
+            Some(now)
+        };
+        self.linger = linger;
         out
     }
 
