@@ -1206,6 +1206,79 @@ mod tests {
         acc.append(0, record, 1_700_000_000_000, 40, batch_size, timeout);
     }
 
+    /// A new batch wakes the sender only when the sender's planned drain would
+    /// see it after its linger ends: before any drain, when the last drain planned
+    /// none or only a delivery deadline, during a flush, and when the batch is
+    /// full at once; not when a drain is due by the batch's linger end.
+    #[tokio::test(start_paused = true)]
+    async fn new_batches_wake_the_sender_only_when_its_planned_drain_is_late() {
+        let linger = Duration::from_millis(5);
+        let big = 1 << 20;
+        let send = |acc: &mut Accumulator, partition: i32, batch_size: usize| {
+            let record = ProducerRecord::new("t").value("v");
+            let timeout = Duration::from_secs(120);
+            acc.append(
+                partition,
+                record,
+                1_700_000_000_000,
+                40,
+                batch_size,
+                timeout,
+            )
+            .wake
+        };
+        let mut acc = Accumulator::new(false);
+        assert!(send(&mut acc, 0, big), "no drain planned yet");
+        assert!(acc.drain(Instant::now(), linger, big, 5).ready.is_empty());
+        // The sender drains when partition 0's batch has lingered, which is when
+        // partition 1's new batch has too.
+        assert!(!send(&mut acc, 1, big), "a drain is due by its linger end");
+        assert!(send(&mut acc, 2, 1), "a full batch wakes at once");
+        tokio::time::advance(Duration::from_millis(3)).await;
+        // With a 1-byte batch size every batch is full.
+        assert_eq!(acc.drain(Instant::now(), linger, 1, 5).ready.len(), 3);
+        // Batches went out: the sender drains again at once.
+        assert!(
+            !send(&mut acc, 3, big),
+            "the sender drains again after a dispatch"
+        );
+        assert!(acc.drain(Instant::now(), linger, big, 5).ready.is_empty());
+        assert!(
+            !send(&mut acc, 4, big),
+            "the drain due first plans the next one"
+        );
+        acc.flushes += 1;
+        assert!(send(&mut acc, 5, big), "a flush sends every batch at once");
+        acc.flushes -= 1;
+
+        // Only a delivery deadline planned: a batch blocked by the in-flight limit.
+        let mut acc = Accumulator::new(false);
+        assert!(send(&mut acc, 0, big));
+        assert_eq!(
+            acc.drain(Instant::now(), Duration::ZERO, big, 1)
+                .ready
+                .len(),
+            1
+        );
+        assert!(
+            !send(&mut acc, 0, big),
+            "the sender drains again after a dispatch"
+        );
+        assert!(acc
+            .drain(Instant::now(), Duration::ZERO, big, 1)
+            .ready
+            .is_empty());
+        assert!(
+            send(&mut acc, 1, big),
+            "its linger ends long before the deadline"
+        );
+
+        // A drain that planned nothing.
+        let mut acc = Accumulator::new(false);
+        assert!(acc.drain(Instant::now(), linger, big, 5).ready.is_empty());
+        assert!(send(&mut acc, 0, big), "no drain planned");
+    }
+
     /// Lookups alternate between topics: the last-used shortcut and the name index
     /// agree, every topic keeps its own entry, and entries are never duplicated.
     #[test]
