@@ -1,12 +1,14 @@
 //! Benchmarks of Baton against librdkafka, rskafka and tansu; see docs/PERFORMANCE.md.
 
 mod clients;
+mod connections;
 mod failover;
 mod group;
 mod java;
 mod kafka;
 mod measure;
 mod metrics_overhead;
+mod partitions;
 mod referee;
 mod security;
 mod transactions;
@@ -23,8 +25,16 @@ baton-bench: Baton against librdkafka, rskafka, tansu, the Java client and Apach
 Kafka's broker, in the same run
 
 USAGE:
-    cargo run --release -- <producer|consumer|group|broker|large|failover|java|kafka-broker|security|transactions|metrics|all> [OPTIONS]
+    cargo run --release -- <producer|consumer|group|broker|large|failover|partitions|connections|java|kafka-broker|security|transactions|metrics|all> [OPTIONS]
 
+    partitions    per partition count (--partitions), a fresh in-memory baton-broker:
+                  Baton and librdkafka produce --partition-records keyed 100-byte
+                  records (acks=1, acks=all) into a fresh topic and read them back;
+                  client and broker CPU, broker RSS per partition, Metadata time
+    connections   --idle-connections raw connections (one ApiVersions each) held
+                  open, then --producers Baton producers (one Client each) sending
+                  --per-producer records each: broker RSS per idle connection,
+                  broker records/s and CPU, per-producer records/s min/median/max
     java          Baton's producer and consumer against the Java client (a warm
                   harness JVM, and Kafka's ProducerPerformance/ConsumerPerformance),
                   all on one Apache Kafka node the bench starts (log dir on /dev/shm)
@@ -54,6 +64,12 @@ OPTIONS:
     --session-timeout-ms T broker session timeout of the failover cluster (default 6000)
     --txn-broker B         transactions: baton (baton-broker, in memory; default) or kafka
                            (Apache Kafka, the referee)
+    --partitions LIST      partitions: comma-separated partition counts (default
+                           1,100,1000,10000)
+    --partition-records N  partitions: records per produce run (default 300000)
+    --idle-connections N   connections: idle connections held open (default 1000)
+    --producers N          connections: active producers (default 200)
+    --per-producer N       connections: records per producer (default 5000)
     --clients LIST         comma-separated subset of baton,librdkafka,rskafka (consumer:
                            also librdkafka-tuned, a larger prefetch queue; default
                            baton,librdkafka,librdkafka-tuned,rskafka there)
@@ -79,6 +95,11 @@ struct Options {
     session_timeout_ms: u64,
     clients: Vec<String>,
     txn_broker: String,
+    partitions: Vec<i32>,
+    partition_records: u64,
+    idle_connections: usize,
+    producers: usize,
+    per_producer: u64,
 }
 
 fn parse() -> Result<(String, Options), String> {
@@ -92,6 +113,11 @@ fn parse() -> Result<(String, Options), String> {
         session_timeout_ms: 6000,
         clients: vec!["baton".into(), "librdkafka".into(), "rskafka".into()],
         txn_broker: "baton".into(),
+        partitions: vec![1, 100, 1000, 10_000],
+        partition_records: 300_000,
+        idle_connections: 1000,
+        producers: 200,
+        per_producer: 5000,
     };
     let mut args = std::env::args().skip(1);
     let mut sub = None;
@@ -115,6 +141,21 @@ fn parse() -> Result<(String, Options), String> {
             "--failover-rate" => o.failover_rate = num("--failover-rate")?,
             "--session-timeout-ms" => o.session_timeout_ms = num("--session-timeout-ms")?,
             "--txn-broker" => o.txn_broker = args.next().ok_or("--txn-broker needs a value")?,
+            "--partition-records" => o.partition_records = num("--partition-records")?.max(1),
+            "--idle-connections" => o.idle_connections = num("--idle-connections")? as usize,
+            "--producers" => o.producers = num("--producers")?.max(1) as usize,
+            "--per-producer" => o.per_producer = num("--per-producer")?.max(1),
+            "--partitions" => {
+                o.partitions = args
+                    .next()
+                    .ok_or("--partitions needs a value")?
+                    .split(',')
+                    .map(|p| match p.trim().parse::<i32>() {
+                        Ok(n) if n >= 1 => Ok(n),
+                        _ => Err(format!("--partitions: bad count {p:?}")),
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             "--clients" => {
                 o.clients = args
                     .next()
@@ -617,6 +658,8 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
             })
             .await
         }
+        "partitions" => partitions::run(o).await,
+        "connections" => connections::run(o).await,
         "java" => referee::clients(o).await,
         "kafka-broker" => referee::brokers(o).await,
         "security" => security::run(o).await,

@@ -187,6 +187,11 @@ impl BrokerProc {
 
     /// Resident memory in MiB.
     pub fn rss_mib(&self) -> u64 {
+        self.rss_kib() / 1024
+    }
+
+    /// Resident memory in KiB (`VmRSS` of /proc/<pid>/status; 0 if unreadable).
+    pub fn rss_kib(&self) -> u64 {
         std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
             .ok()
             .and_then(|s| {
@@ -195,7 +200,7 @@ impl BrokerProc {
                     .and_then(|l| l.split_whitespace().nth(1))
                     .and_then(|v| v.parse::<u64>().ok())
             })
-            .map_or(0, |kb| kb / 1024)
+            .unwrap_or(0)
     }
 
     /// `host:port` for bootstrap.

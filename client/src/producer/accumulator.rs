@@ -410,9 +410,12 @@ impl PartitionQueue {
 
 /// What `append` did, so the caller knows whether to wake the sender.
 pub(crate) struct Appended {
-    /// A new batch was started (the sender must learn its linger deadline) or a
-    /// batch became full.
+    /// The sender must drain now or earlier than it planned: a batch became
+    /// full, or a new batch's linger ends before the sender's next drain (see
+    /// [`Accumulator::sender_due`]).
     pub(crate) wake: bool,
+    /// When the batch the record went into was started, if this append started it.
+    opened: Option<Instant>,
     /// The record's batch's completion.
     pub(crate) completion: Arc<Completion>,
     /// The record's slot in it.
@@ -570,21 +573,22 @@ fn append_to(
         Some(q) => q,
         None => entry.partitions.entry(partition).or_default(),
     };
-    let mut wake = false;
+    let mut opened = None;
     if !queue.last_fits(size, batch_size) {
         // Room for as many records as the previous batch held, up to a limit.
         let capacity = queue.last_len.clamp(8, 16384);
+        let now = Instant::now();
         queue.batches.push_back(Batch::new(
             *next_batch,
             entry.name.clone(),
             partition,
-            Instant::now(),
+            now,
             delivery_timeout,
             capacity,
             limits,
         ));
         *next_batch += 1;
-        wake = true;
+        opened = Some(now);
     }
     let batch = queue.batches.back_mut().expect("just ensured");
     let slot = batch.next_slot;
@@ -603,11 +607,9 @@ fn append_to(
     if batch.records.len() > queue.last_len {
         queue.last_len = batch.records.len();
     }
-    if batch.size >= batch_size {
-        wake = true;
-    }
     Appended {
-        wake,
+        wake: batch.size >= batch_size,
+        opened,
         completion: batch.completion.0.clone(),
         slot,
     }
@@ -688,6 +690,14 @@ pub(crate) struct Accumulator {
     pub(crate) idem: Idempotence,
     /// The transactional producer's current transaction, as batches see it.
     pub(crate) txn: TxnGate,
+    /// When the sender drains again without being woken, as its last
+    /// [`Accumulator::drain`] planned (`None`: only when woken). A new batch
+    /// whose linger ends at or after it needs no wake-up: that drain sees it. So
+    /// with many partitions the sender is not woken (and all queues scanned)
+    /// once per new batch.
+    sender_due: Option<Instant>,
+    /// The linger of the last drain.
+    linger: Duration,
 }
 
 /// What the accumulator and the sender know of the current transaction.
@@ -745,6 +755,8 @@ impl Accumulator {
             flushes: 0,
             next_batch: 0,
             txn: TxnGate::default(),
+            sender_due: None,
+            linger: Duration::ZERO,
             idem: Idempotence {
                 enabled: idempotent,
                 ..Idempotence::default()
@@ -833,13 +845,27 @@ impl Accumulator {
             batch_size,
             delivery_timeout,
         };
-        append_to(
+        let appended = append_to(
             entry,
             &self.limits,
             &mut self.next_batch,
             &mut Some(record),
             to,
-        )
+        );
+        self.with_wake(appended)
+    }
+
+    /// Sets `wake` if `appended` started a batch the sender's next planned drain
+    /// would see too late (or a flush or close wants every batch sent at once).
+    fn with_wake(&self, mut appended: Appended) -> Appended {
+        if let Some(created) = appended.opened {
+            let hurry = self.closed || self.flushes > 0;
+            appended.wake |= hurry
+                || self
+                    .sender_due
+                    .is_none_or(|due| created + self.linger < due);
+        }
+        appended
     }
 
     /// [`Accumulator::append`] of a record with an explicit partition, taken out
@@ -877,13 +903,8 @@ impl Accumulator {
             batch_size,
             delivery_timeout,
         };
-        TryAppend::Appended(append_to(
-            entry,
-            &self.limits,
-            &mut self.next_batch,
-            record,
-            to,
-        ))
+        let appended = append_to(entry, &self.limits, &mut self.next_batch, record, to);
+        TryAppend::Appended(self.with_wake(appended))
     }
 
     /// Takes the record in `slot` of batch `batch_id` of `topic`/`partition` out of
@@ -973,6 +994,9 @@ impl Accumulator {
 
     /// Takes out every batch that is ready to send (counting it in flight), every
     /// batch whose delivery deadline passed, and the batches that cannot be sent.
+    /// The caller is the sender, which drains again by `Drained::next` (or at once
+    /// after dispatching what was taken out); appends rely on that to skip waking
+    /// it for batches that drain will see in time.
     pub(crate) fn drain(
         &mut self,
         now: Instant,
@@ -1105,6 +1129,13 @@ impl Accumulator {
             }
         }
         out.next = next;
+        // A batch taken out means the sender dispatches and drains again at once.
+        self.sender_due = if out.ready.is_empty() {
+            next
+        } else {
+            Some(now)
+        };
+        self.linger = linger;
         out
     }
 
@@ -1173,6 +1204,79 @@ mod tests {
     fn append(acc: &mut Accumulator, value: &'static str, batch_size: usize, timeout: Duration) {
         let record = ProducerRecord::new("t").key("k").value(value);
         acc.append(0, record, 1_700_000_000_000, 40, batch_size, timeout);
+    }
+
+    /// A new batch wakes the sender only when the sender's planned drain would
+    /// see it after its linger ends: before any drain, when the last drain planned
+    /// none or only a delivery deadline, during a flush, and when the batch is
+    /// full at once; not when a drain is due by the batch's linger end.
+    #[tokio::test(start_paused = true)]
+    async fn new_batches_wake_the_sender_only_when_its_planned_drain_is_late() {
+        let linger = Duration::from_millis(5);
+        let big = 1 << 20;
+        let send = |acc: &mut Accumulator, partition: i32, batch_size: usize| {
+            let record = ProducerRecord::new("t").value("v");
+            let timeout = Duration::from_secs(120);
+            acc.append(
+                partition,
+                record,
+                1_700_000_000_000,
+                40,
+                batch_size,
+                timeout,
+            )
+            .wake
+        };
+        let mut acc = Accumulator::new(false);
+        assert!(send(&mut acc, 0, big), "no drain planned yet");
+        assert!(acc.drain(Instant::now(), linger, big, 5).ready.is_empty());
+        // The sender drains when partition 0's batch has lingered, which is when
+        // partition 1's new batch has too.
+        assert!(!send(&mut acc, 1, big), "a drain is due by its linger end");
+        assert!(send(&mut acc, 2, 1), "a full batch wakes at once");
+        tokio::time::advance(Duration::from_millis(3)).await;
+        // With a 1-byte batch size every batch is full.
+        assert_eq!(acc.drain(Instant::now(), linger, 1, 5).ready.len(), 3);
+        // Batches went out: the sender drains again at once.
+        assert!(
+            !send(&mut acc, 3, big),
+            "the sender drains again after a dispatch"
+        );
+        assert!(acc.drain(Instant::now(), linger, big, 5).ready.is_empty());
+        assert!(
+            !send(&mut acc, 4, big),
+            "the drain due first plans the next one"
+        );
+        acc.flushes += 1;
+        assert!(send(&mut acc, 5, big), "a flush sends every batch at once");
+        acc.flushes -= 1;
+
+        // Only a delivery deadline planned: a batch blocked by the in-flight limit.
+        let mut acc = Accumulator::new(false);
+        assert!(send(&mut acc, 0, big));
+        assert_eq!(
+            acc.drain(Instant::now(), Duration::ZERO, big, 1)
+                .ready
+                .len(),
+            1
+        );
+        assert!(
+            !send(&mut acc, 0, big),
+            "the sender drains again after a dispatch"
+        );
+        assert!(acc
+            .drain(Instant::now(), Duration::ZERO, big, 1)
+            .ready
+            .is_empty());
+        assert!(
+            send(&mut acc, 1, big),
+            "its linger ends long before the deadline"
+        );
+
+        // A drain that planned nothing.
+        let mut acc = Accumulator::new(false);
+        assert!(acc.drain(Instant::now(), linger, big, 5).ready.is_empty());
+        assert!(send(&mut acc, 0, big), "no drain planned");
     }
 
     /// Lookups alternate between topics: the last-used shortcut and the name index

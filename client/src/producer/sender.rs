@@ -13,7 +13,9 @@ use baton_protocol::messages::{
 use baton_protocol::ErrorCode;
 use tokio::time::Instant;
 
-use super::accumulator::{add_sequence, sequence_after, Batch, InitBlocked, ProducerIdentity};
+use super::accumulator::{
+    add_sequence, sequence_after, Batch, FastMap, InitBlocked, ProducerIdentity,
+};
 use super::transaction::{self, TransactionError};
 use super::{brokers_connected_first, Acks, AttemptError, ProduceError, ProducerRecord, Shared};
 use crate::backoff::Backoff;
@@ -494,30 +496,36 @@ async fn dispatch(shared: &Arc<Shared>, ready: Vec<Batch>) {
 
 /// Splits one leader's batches into requests: at most one batch per partition
 /// each (the first batches first), within `max_request_size` where possible.
+///
+/// Linear in the batches (times the few requests): a map keeps, per partition,
+/// the last request holding one of its batches, so a batch goes into the first
+/// request after that one with room, or a new request.
 fn split_requests(shared: &Shared, batches: Vec<Routed>) -> Vec<Vec<Routed>> {
     let mut requests: Vec<(Vec<Routed>, usize)> = Vec::new();
+    let mut last: FastMap<(Arc<str>, i32), usize> = FastMap::default();
+    last.reserve(batches.len());
     for (mut batch, generation) in batches {
         let len = batch
             .encoded(shared.config.compression, shared.config.compression_level)
             .len();
-        let fits = requests.iter().position(|(req, size)| {
-            !req.iter()
-                .any(|(b, _)| b.topic == batch.topic && b.partition == batch.partition)
-                && size + len <= shared.config.max_request_size
-        });
         // A later request never takes a batch of a partition that is in an earlier
         // one after it (keeps the per-partition order across requests).
-        let last_with_partition = requests.iter().rposition(|(req, _)| {
-            req.iter()
-                .any(|(b, _)| b.topic == batch.topic && b.partition == batch.partition)
-        });
-        match fits.filter(|&i| last_with_partition.is_none_or(|l| i > l)) {
+        let key = (batch.topic.clone(), batch.partition);
+        let from = last.get(&key).map_or(0, |&l| l + 1);
+        let max = shared.config.max_request_size;
+        let fits = (from..requests.len()).find(|&i| requests[i].1 + len <= max);
+        let i = match fits {
             Some(i) => {
                 requests[i].1 += len;
                 requests[i].0.push((batch, generation));
+                i
             }
-            None => requests.push((vec![(batch, generation)], len)),
-        }
+            None => {
+                requests.push((vec![(batch, generation)], len));
+                requests.len() - 1
+            }
+        };
+        last.insert(key, i);
     }
     requests.into_iter().map(|(r, _)| r).collect()
 }
@@ -671,15 +679,22 @@ fn settle_response(shared: &Shared, batches: Vec<Routed>, result: Sent) {
                     (e.node_id, format!("{host}:{}", e.port))
                 })
                 .collect();
-            let mut by_partition = HashMap::new();
-            for t in resp.responses {
-                for p in t.partition_responses {
-                    by_partition.insert((t.name.clone(), p.index), p);
+            let mut resp = resp;
+            // Per topic name, per partition: no key allocated per partition.
+            let mut by_topic: FastMap<&str, FastMap<i32, PartitionProduceResponse>> =
+                FastMap::default();
+            for t in &mut resp.responses {
+                let partitions = by_topic.entry(t.name.as_str()).or_default();
+                partitions.reserve(t.partition_responses.len());
+                for p in t.partition_responses.drain(..) {
+                    partitions.insert(p.index, p);
                 }
             }
             for (batch, generation) in batches {
-                let Some(p) = by_partition.remove(&(batch.topic.to_string(), batch.partition))
-                else {
+                let found = by_topic
+                    .get_mut(&*batch.topic)
+                    .and_then(|partitions| partitions.remove(&batch.partition));
+                let Some(p) = found else {
                     settle_failure(
                         shared,
                         batch,
