@@ -4,7 +4,7 @@
 //! An [`Env`] is a value, not a cargo feature: [`Env::real`] (the default) is
 //! tokio's TCP, the system clock, operating-system randomness and tokio's
 //! blocking pool, so production behaviour is that of calling them directly. A
-//! simulation (`examples/simulate.rs`, on turmoil) supplies its own [`Net`],
+//! simulation (`examples/simulate/`, on turmoil) supplies its own [`Net`],
 //! [`Clock`], [`Random`] and [`Blocking`] and runs a whole cluster and its clients
 //! in one thread, deterministically from a seed. The types users see never
 //! change.
