@@ -195,6 +195,10 @@ pub(crate) struct Batch {
     pub(crate) encoded: Option<Bytes>,
     /// Not before this instant (retry backoff).
     pub(crate) retry_at: Option<Instant>,
+    /// The leader epoch of the partition leader its last attempt was routed to
+    /// (-1 if unknown); a newer epoch ends a backoff that an unreachable leader
+    /// started.
+    pub(crate) leader_epoch: i32,
     /// The error of the last failed attempt, reported if the deadline passes.
     pub(crate) last_error: Option<super::AttemptError>,
     /// Dropped when the batch's outcome is final; `flush` waits on receivers.
@@ -245,6 +249,7 @@ impl Batch {
             transactional: false,
             encoded: None,
             retry_at: None,
+            leader_epoch: -1,
             last_error: None,
             done: watch::channel(()).0,
         }
@@ -688,6 +693,8 @@ pub(crate) struct Accumulator {
     pub(crate) idem: Idempotence,
     /// The transactional producer's current transaction, as batches see it.
     pub(crate) txn: TxnGate,
+    /// Partitions whose leader could not be reached, watched for a new one.
+    pub(crate) leaders: super::leader_watch::LeaderWatch,
 }
 
 /// What the accumulator and the sender know of the current transaction.
@@ -749,6 +756,7 @@ impl Accumulator {
                 enabled: idempotent,
                 ..Idempotence::default()
             },
+            leaders: Default::default(),
         }
     }
 
@@ -1106,6 +1114,30 @@ impl Accumulator {
         }
         out.next = next;
         out
+    }
+
+    /// Ends the retry backoff of every queued batch of `topic`/`partition` (its
+    /// leader changed). The batches keep their order in the queue, so they go out
+    /// in sequence order as before. Returns whether any batch was waiting.
+    pub(crate) fn hasten(&mut self, topic: &str, partition: i32) -> bool {
+        let Some(q) = self.queue_mut(topic, partition) else {
+            return false;
+        };
+        let mut any = false;
+        for b in q.batches.iter_mut() {
+            any |= b.retry_at.take().is_some();
+        }
+        any
+    }
+
+    /// Whether a queued batch of `topic`/`partition` waits out a retry backoff
+    /// that ends after `now`.
+    pub(crate) fn backing_off(&self, topic: &str, partition: i32, now: Instant) -> bool {
+        self.queue(topic, partition).is_some_and(|q| {
+            q.batches
+                .iter()
+                .any(|b| b.retry_at.is_some_and(|at| at > now))
+        })
     }
 
     /// Takes every queued batch out (the transaction is being aborted): never-sent
