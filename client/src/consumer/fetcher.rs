@@ -566,7 +566,7 @@ fn hasten_moved(client: &Client, parts: &mut [Part]) {
     let meta = client.metadata();
     let now = Instant::now();
     for p in parts.iter_mut() {
-        if p.busy || p.stopped || p.removed || !p.retry_at.is_some_and(|t| t > now) {
+        if p.busy || p.stopped || p.removed || p.retry_at.is_none_or(|t| t <= now) {
             continue;
         }
         let epoch = meta
