@@ -1279,6 +1279,47 @@ mod tests {
         }
     }
 
+    /// Batches that failed and wait out a backoff are released by `hasten` (their
+    /// leader changed) and go out again in their order, with their sequences.
+    #[tokio::test]
+    async fn hasten_releases_backed_off_batches_in_order() {
+        let timeout = Duration::from_secs(60);
+        let mut acc = Accumulator::new(true);
+        for _ in 0..6 {
+            append(&mut acc, "v", 150, timeout);
+        }
+        acc.idem.current = Some(ProducerIdentity { id: 7, epoch: 0 });
+        let now = Instant::now();
+        let b0 = acc.drain(now, Duration::ZERO, 150, 5).ready.pop().unwrap();
+        let topic = b0.topic.clone();
+        acc.finish_attempt(&topic, 0, b0.id, Some((b0.stamp.unwrap(), 2)), None);
+        let ready = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(ready.len(), 2);
+        assert!(!acc.backing_off(&topic, 0, now), "nothing waits yet");
+        // Both fail (the leader died) and wait out a long backoff.
+        let ids: Vec<u64> = ready.iter().map(|b| b.id).collect();
+        for mut b in ready.into_iter().rev() {
+            b.attempts = 1;
+            b.retry_at = Some(now + Duration::from_secs(3600));
+            acc.finish_attempt(&topic, 0, b.id, None, Some(b));
+        }
+        assert!(acc.backing_off(&topic, 0, now));
+        assert!(acc.drain(now, Duration::ZERO, 150, 5).ready.is_empty());
+        assert!(!acc.hasten("other", 0), "no queue there");
+        assert!(acc.hasten(&topic, 0));
+        assert!(!acc.backing_off(&topic, 0, now));
+        // One retry at a time, the oldest first, sequences kept.
+        let first = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].id, ids[0]);
+        assert_eq!(first[0].stamp.unwrap().base_sequence, 2);
+        let first = first.into_iter().next().unwrap();
+        acc.finish_attempt(&topic, 0, first.id, Some((first.stamp.unwrap(), 2)), None);
+        let second = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(second[0].id, ids[1]);
+        assert_eq!(second[0].stamp.unwrap().base_sequence, 4);
+    }
+
     /// With idempotence, up to `max_in_flight` batches of a partition go out with
     /// consecutive sequences; a failed one comes back in order and is resent alone,
     /// with its sequence, once the others are back.
