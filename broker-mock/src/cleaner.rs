@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::clock::now_ms;
 use crate::log::compaction::CleanPoint;
 use crate::state::BrokerState;
 
@@ -64,7 +63,9 @@ fn round(state: &BrokerState, points: &mut Points) {
         for p in &t.partitions {
             let key = (t.name.clone(), p.index());
             let mut point = points.remove(&key).unwrap_or_default();
-            let result = p.lock().clean(&settings, limit, now_ms(), &mut point);
+            let result = p
+                .lock()
+                .clean(&settings, limit, state.clock.now_ms(), &mut point);
             match result {
                 Ok(Some(stats)) => tracing::debug!(
                     node = state.config.node_id,

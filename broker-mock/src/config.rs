@@ -90,7 +90,9 @@ pub struct BrokerConfig {
     pub metrics_listen: Option<SocketAddr>,
     /// The environment the listeners bind through ([`baton_env::Env`]); the
     /// process-wide one by default (tokio's TCP unless a simulation installed its
-    /// own). The wall clock, randomness and blocking work are the process's.
+    /// own). Its wall clock is this node's: record timestamps, group, transaction
+    /// and fetch-session deadlines, OAUTHBEARER token expiry. Randomness and
+    /// blocking work are the process's.
     pub env: baton_env::Env,
 }
 

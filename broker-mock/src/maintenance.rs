@@ -122,7 +122,7 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
                 r = stop.changed() => if r.is_err() || *stop.borrow() { break } else { continue },
             }
             let Some(st) = weak.upgrade() else { break };
-            let now = crate::clock::now_ms();
+            let now = st.clock.now_ms();
             let pass = baton_env::spawn_blocking(move || {
                 let report = run_pass(&st, now);
                 if report.start_moved {

@@ -191,7 +191,7 @@ impl Broker {
                 limiter: limiter.clone(),
                 refusals: refusals.clone(),
                 shutdown_grace: SHUTDOWN_GRACE,
-                security: Arc::new(l.security.clone()),
+                security: Arc::new(l.security.clone().on_clock(state.clock.clone())),
                 scram: scram.clone(),
                 tls,
                 metrics: Some(state.metrics.clone()),

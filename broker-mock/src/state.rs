@@ -11,6 +11,7 @@ use baton_protocol::acl::{
 };
 
 use crate::acl::{matching, Authorizer, RequestContext};
+use crate::clock::WallClock;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::group::GroupCoordinator;
@@ -137,6 +138,9 @@ pub(crate) struct BrokerState {
     broker_defaults: RwLock<BTreeMap<String, String>>,
     /// This node's counters (`metrics`), shared with its server and partitions.
     pub metrics: Arc<crate::metrics::NodeMetrics>,
+    /// This node's wall clock (`config.env.clock`): record timestamps, group,
+    /// transaction and fetch-session deadlines.
+    pub clock: WallClock,
 }
 
 impl BrokerState {
@@ -198,6 +202,7 @@ impl BrokerState {
         ));
         Ok(BrokerState {
             authorizer,
+            clock: WallClock::of(&config.env),
             config,
             cluster_id,
             listeners,
@@ -597,5 +602,9 @@ impl crate::group::GroupHost for BrokerState {
 
     fn notify_append(&self) {
         BrokerState::notify_append(self)
+    }
+
+    fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 }

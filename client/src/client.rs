@@ -128,9 +128,10 @@ impl ClientBuilder {
         self
     }
 
-    /// The environment connections are opened through (default: the process's,
-    /// tokio's TCP). A deterministic simulation passes its own; see
-    /// [`baton_env`].
+    /// The environment connections are opened through and whose wall clock
+    /// stamps produced records (default: the process's, tokio's TCP and the
+    /// system clock). A deterministic simulation passes its own, one per
+    /// simulated host, so each host's clock may be skewed; see [`baton_env`].
     pub fn env(mut self, env: baton_env::Env) -> Self {
         self.connection.env = env;
         self
@@ -295,6 +296,12 @@ impl Client {
     /// Cancel safe: a connection being opened is dropped with the future.
     pub async fn broker_connection(&self, node_id: i32) -> Result<Connection, ClientError> {
         self.node_connection(node_id).await
+    }
+
+    /// Now, in ms since the Unix epoch, on this client's wall clock (its
+    /// [`ClientBuilder::env`]'s): what records are stamped with.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.inner.pool.config().env.clock.now_ms()
     }
 
     /// The configured per-request timeout.

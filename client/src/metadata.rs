@@ -361,6 +361,9 @@ impl MetadataCache {
                 .collect();
             partitions.sort_by_key(|p| p.partition);
             partitions.dedup_by_key(|p| p.partition);
+            if let Some(cached) = c.meta.topics.get(&name) {
+                keep_newer_epochs(cached, t.topic_id, &mut partitions);
+            }
             meta.topics.insert(
                 name.clone(),
                 TopicMetadata {
@@ -377,6 +380,24 @@ impl MetadataCache {
         c.stale = false;
         self.fresh.store(c.generation, Ordering::Release);
         (c.meta.clone(), c.generation)
+    }
+}
+
+/// Keeps the cached metadata of each partition whose cached leader epoch is newer
+/// than the one just received (KIP-320): a broker whose own metadata lags (one
+/// just restarted, or cut off from the controller) must not move the client back
+/// to a leader that was already replaced. A topic recreated under the same name
+/// (another topic id) takes the new metadata whole.
+fn keep_newer_epochs(cached: &TopicMetadata, topic_id: Uuid, partitions: &mut [PartitionMetadata]) {
+    if cached.topic_id != topic_id && cached.topic_id != Uuid::ZERO && topic_id != Uuid::ZERO {
+        return;
+    }
+    for p in partitions.iter_mut() {
+        if let Some(old) = cached.partition(p.partition) {
+            if p.leader_epoch >= 0 && old.leader_epoch > p.leader_epoch {
+                *p = old.clone();
+            }
+        }
     }
 }
 
@@ -458,6 +479,46 @@ mod tests {
         gone.topics[0].error_code = ErrorCode::UnknownTopicOrPartition.code();
         cache.install(&scope, gone);
         assert!(cache.snapshot().0.topic("t").is_none());
+    }
+
+    #[test]
+    fn an_older_leader_epoch_does_not_replace_a_newer_one() {
+        let at = |leader, epoch, id| {
+            let mut r = response(leader);
+            r.topics[0].topic_id = id;
+            r.topics[0].partitions[0].leader_epoch = epoch;
+            r
+        };
+        let leader = |cache: &MetadataCache| {
+            let p = cache
+                .snapshot()
+                .0
+                .topic("t")
+                .unwrap()
+                .partition(0)
+                .cloned()
+                .unwrap();
+            (p.leader, p.leader_epoch)
+        };
+        let id = Uuid::from_u64_pair(0, 7);
+        for scope in [Scope::All, Scope::Topics(vec!["t".into()])] {
+            let cache = MetadataCache::new();
+            cache.install(&scope, at(1, 5, id));
+            cache.install(&scope, at(2, 3, id));
+            assert_eq!(
+                leader(&cache),
+                (Some(1), 5),
+                "a lagging broker's answer is ignored"
+            );
+            cache.install(&scope, at(2, 6, id));
+            assert_eq!(leader(&cache), (Some(2), 6), "a newer epoch replaces");
+            cache.install(&scope, at(3, 0, Uuid::from_u64_pair(0, 8)));
+            assert_eq!(
+                leader(&cache),
+                (Some(3), 0),
+                "a recreated topic starts over"
+            );
+        }
     }
 
     #[test]

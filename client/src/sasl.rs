@@ -56,17 +56,28 @@ impl OAuthToken {
     }
 
     /// An unsecured JWS (`"alg":"none"`) for `principal`, valid for `lifetime`
-    /// from now: what Apache Kafka's default OAUTHBEARER validator (and
-    /// baton-broker's) accepts, for development and tests; it proves nothing.
+    /// from now on the system clock: what Apache Kafka's default OAUTHBEARER
+    /// validator (and baton-broker's) accepts, for development and tests; it
+    /// proves nothing.
     pub fn unsecured(principal: &str, lifetime: Duration) -> OAuthToken {
-        let now = SystemTime::now();
+        OAuthToken::unsecured_at(principal, SystemTime::now(), lifetime)
+    }
+
+    /// [`unsecured`](Self::unsecured), issued at `issued_at` instead of now: a
+    /// provider on a clock of its own (a simulated host's
+    /// [`Env`](baton_env::Env) clock) stamps its tokens with that clock.
+    pub fn unsecured_at(principal: &str, issued_at: SystemTime, lifetime: Duration) -> OAuthToken {
         let ms = |t: SystemTime| {
             t.duration_since(UNIX_EPOCH)
                 .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         };
-        let expires_at = now + lifetime;
+        // A lifetime past what the clock can hold means "never expires".
+        let expires_at = issued_at
+            .checked_add(lifetime)
+            .or_else(|| UNIX_EPOCH.checked_add(Duration::from_millis(i64::MAX as u64)))
+            .unwrap_or(issued_at);
         OAuthToken {
-            value: Secret::new(unsecured_jws(principal, ms(now), ms(expires_at), &[])),
+            value: Secret::new(unsecured_jws(principal, ms(issued_at), ms(expires_at), &[])),
             expires_at: Some(expires_at),
             principal: Some(principal.to_owned()),
             extensions: Vec::new(),

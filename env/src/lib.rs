@@ -9,11 +9,14 @@
 //! in one thread, deterministically from a seed. The types users see never
 //! change.
 //!
-//! Sockets are chosen per component (`BrokerConfig::env`, `ControllerOptions::env`,
-//! the SDK's `ClientBuilder::env`). Code without a component at hand (the
-//! broker's record timestamps and group deadlines, topic ids) reads the
-//! process-wide environment, [`process`], which a simulation sets once with
-//! [`install`].
+//! Sockets and the wall clock are chosen per component (`BrokerConfig::env`,
+//! `ControllerOptions::env`, the SDK's `ClientBuilder::env`): a broker node
+//! stamps records and times group, transaction and fetch-session deadlines on
+//! its own clock, the producer stamps create times on its client's, so each host
+//! of a simulation may have a clock of its own (per-host skew). Code without a
+//! component at hand (topic ids, backoff jitter, blocking work, inter-node
+//! connections) reads the process-wide environment, [`process`], which a
+//! simulation sets once with [`install`].
 //!
 //! ```
 //! let env = baton_env::Env::real();
@@ -131,7 +134,8 @@ pub fn install(env: Env) -> Result<(), Env> {
     PROCESS.set(env)
 }
 
-/// [`process`]'s wall clock, in ms since the Unix epoch.
+/// [`process`]'s wall clock, in ms since the Unix epoch. A broker node, the
+/// controller and the SDK read their own [`Env`]'s clock instead.
 pub fn now_ms() -> i64 {
     process().clock.now_ms()
 }

@@ -1,8 +1,10 @@
 //! Producer: each acks level delivers, backpressure waits without losing records,
-//! records are handed back, and errors carry the record.
+//! records are handed back, errors carry the record, and create times come from
+//! the client's own clock.
 
 use std::time::Duration;
 
+use baton_kafka::env::{Clock, Env, RealClock};
 use baton_kafka::{Acks, Consumer, ProduceError, Producer, ProducerRecord, StartOffset};
 use baton_testkit::client::{broker_and_client, create_topic};
 use bytes::Bytes;
@@ -207,5 +209,67 @@ async fn errors_hand_the_record_back() {
         }
         other => panic!("expected Closed, got {other:?}"),
     }
+    broker.shutdown().await;
+}
+
+/// The system clock shifted by a fixed offset.
+#[derive(Debug)]
+struct SkewedClock(i64);
+
+impl Clock for SkewedClock {
+    fn now_ms(&self) -> i64 {
+        RealClock.now_ms() + self.0
+    }
+}
+
+#[tokio::test]
+async fn create_time_is_the_client_env_clock() {
+    // The client's clock runs ten years behind the process's (and the broker's).
+    const SKEW_MS: i64 = -10 * 365 * 24 * 3_600_000;
+    let (broker, _) = broker_and_client().await;
+    let client = baton_kafka::Client::builder([broker.bootstrap()])
+        .env(Env {
+            clock: std::sync::Arc::new(SkewedClock(SKEW_MS)),
+            ..Env::real()
+        })
+        .build()
+        .await
+        .unwrap();
+    let topic = create_topic(&client, "client-clock", 1).await;
+    let producer = Producer::builder(&client).build();
+    let before = RealClock.now_ms() + SKEW_MS;
+    let mut deliveries = Vec::new();
+    // The first send waits for the topic's metadata (the slow path), the rest
+    // find it loaded.
+    for i in 0..5 {
+        let record = ProducerRecord::new(topic.clone()).value(format!("r{i}"));
+        deliveries.push(producer.send(record).await.unwrap());
+    }
+    let mut stamped = Vec::new();
+    for d in deliveries {
+        stamped.push(d.await.unwrap().timestamp);
+    }
+    let after = RealClock.now_ms() + SKEW_MS;
+    for t in &stamped {
+        assert!(
+            (before..=after).contains(t),
+            "create time {t} is not on the client's clock [{before}, {after}] \
+             (the process's clock reads about {})",
+            RealClock.now_ms()
+        );
+    }
+    let mut consumer = Consumer::builder(&client)
+        .assign(&topic, 0, StartOffset::Earliest)
+        .build()
+        .await
+        .unwrap();
+    for t in stamped {
+        let r = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+            .await
+            .expect("records arrive")
+            .unwrap();
+        assert_eq!(r.timestamp, t, "the broker stored the client's create time");
+    }
+    producer.close().await;
     broker.shutdown().await;
 }

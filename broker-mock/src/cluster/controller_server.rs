@@ -51,6 +51,7 @@ use super::messages::move_report::{
     LeaderMoveReportRequest, LeaderMoveReportResponse, LEADER_MOVE_REPORT_KEY, PHASE_CAUGHT_UP,
 };
 use crate::acl::RequestContext;
+use crate::clock::WallClock;
 use crate::connections::ConnectionLimiter;
 use crate::controller::{
     decode_log, AlterPartition, Controller, ControllerConfig, ControllerState, Heartbeat,
@@ -104,7 +105,9 @@ pub struct ControllerOptions {
     /// Where the controller's Prometheus endpoint (`GET /metrics`) listens;
     /// `None`, the default, serves none.
     pub metrics_listen: Option<SocketAddr>,
-    /// The environment the listener binds through; the process-wide one by default.
+    /// The environment the listener binds through, whose wall clock checks
+    /// OAUTHBEARER token expiry; the process-wide one by default. (Broker leases
+    /// and heartbeats are measured on tokio's monotonic clock.)
     pub env: baton_env::Env,
 }
 
@@ -231,7 +234,12 @@ impl ControllerServer {
             refusals: Arc::default(),
             // Connections are closed at once, with nothing owed to finish.
             shutdown_grace: Duration::ZERO,
-            security: Arc::new(core.options.security.clone()),
+            security: Arc::new(
+                core.options
+                    .security
+                    .clone()
+                    .on_clock(WallClock::of(&core.options.env)),
+            ),
             scram,
             tls,
             metrics: None,

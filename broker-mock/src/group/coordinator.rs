@@ -45,7 +45,6 @@ use super::machine::{
     SyncRequest, Waiter,
 };
 use super::records::{self, GroupRecord, LogKey, OffsetKey, OFFSETS_TOPIC};
-use crate::clock::now_ms;
 use crate::partition::{Partition, PartitionState};
 use crate::replication::ProduceOutcome;
 use crate::topics::{random_u64, Topic};
@@ -120,7 +119,7 @@ impl Inner {
     fn persist_generations(&mut self, state: &dyn GroupHost) {
         for group_id in self.groups.take_removed() {
             let entry = (records::encode_group_key(&group_id), None);
-            if let Err(code) = append(state, &group_id, &[entry], None, now_ms()) {
+            if let Err(code) = append(state, &group_id, &[entry], None, state.now_ms()) {
                 tracing::warn!(group = %group_id, ?code, "cannot persist the removal of a group");
             }
         }
@@ -131,13 +130,13 @@ impl Inner {
                 generation: g.generation_id,
                 protocol: g.protocol_name,
                 leader: g.leader,
-                state_timestamp: now_ms(),
+                state_timestamp: state.now_ms(),
             };
             let entry = (
                 records::encode_group_key(&g.group_id),
                 Some(records::encode_group_value(&record)),
             );
-            if let Err(code) = append(state, &g.group_id, &[entry], None, now_ms()) {
+            if let Err(code) = append(state, &g.group_id, &[entry], None, state.now_ms()) {
                 tracing::warn!(group = %g.group_id, generation = g.generation_id, ?code, "cannot persist the generation");
             }
         }
@@ -152,7 +151,7 @@ impl Inner {
         state: &dyn GroupHost,
     ) -> Result<Vec<oneshot::Receiver<ProduceOutcome>>, ErrorCode> {
         if self.consumer.has_downgrade_candidates() {
-            let now = now_ms();
+            let now = state.now_ms();
             for (group_id, classic) in self.consumer.take_downgrades(&catalog(state)) {
                 self.groups.adopt_members(&group_id, classic, now);
             }
@@ -241,7 +240,7 @@ fn offset_entries(group_id: &str, offsets: &[OffsetToCommit]) -> Vec<(Bytes, Opt
 
 /// Brings `partition`'s ownership up to date: its groups replayed at the current
 /// leader epoch when it is led here, forgotten when not.
-fn own(inner: &mut Inner, partition: &Partition) {
+fn own(inner: &mut Inner, partition: &Partition, now_ms: i64) {
     let p = partition.index();
     match leadership(partition) {
         None => {
@@ -256,7 +255,7 @@ fn own(inner: &mut Inner, partition: &Partition) {
                 let Inner {
                     groups, consumer, ..
                 } = &mut *inner;
-                load_partition_all(partition, n, groups, Some(consumer));
+                load_partition_all(partition, n, groups, Some(consumer), now_ms);
                 inner.owned.insert(p, epoch);
                 tracing::info!(partition = p, epoch, "coordinating");
             }
@@ -327,7 +326,7 @@ impl GroupCoordinator {
             .ok_or(ErrorCode::CoordinatorNotAvailable)?;
         let mut inner = self.lock();
         inner.partitions = n;
-        own(&mut inner, partition);
+        own(&mut inner, partition, state.now_ms());
         if inner.owned.contains_key(&p) {
             Ok(inner)
         } else {
@@ -347,8 +346,9 @@ impl GroupCoordinator {
             return inner;
         };
         inner.partitions = topic.partitions.len() as i32;
+        let now = state.now_ms();
         for partition in &topic.partitions {
-            own(&mut inner, partition);
+            own(&mut inner, partition, now);
         }
         inner
     }
@@ -409,7 +409,11 @@ impl GroupCoordinator {
                     }
                 };
                 let mut sleep = next
-                    .map(|t| Duration::from_millis((t - now_ms()).max(0) as u64))
+                    .map(|t| {
+                        // A node gone has no clock: no wait, and the loop ends below.
+                        let now = weak.upgrade().map_or(t, |s| s.now_ms());
+                        Duration::from_millis((t - now).max(0) as u64)
+                    })
                     .unwrap_or(IDLE_SLEEP)
                     .min(IDLE_SLEEP);
                 if cluster {
@@ -426,7 +430,7 @@ impl GroupCoordinator {
                     if cluster {
                         drop(c.sync_ownership(&*state));
                     }
-                    c.tick(&*state, now_ms());
+                    c.tick(&*state, state.now_ms());
                 })
                 .await;
             }
@@ -484,7 +488,7 @@ impl GroupCoordinator {
             .map(|g| g.members.is_empty())
         {
             Some(false) => {
-                let answer = inner.consumer.classic_join(&req, &catalog, now_ms());
+                let answer = inner.consumer.classic_join(&req, &catalog, state.now_ms());
                 let waits = inner.persist_consumer_changes(state);
                 drop(inner);
                 self.wake.notify_one();
@@ -504,7 +508,7 @@ impl GroupCoordinator {
         }
         let w = inner.waiter();
         inner.joins.insert(w, tx);
-        let out = inner.groups.join(req, w, now_ms());
+        let out = inner.groups.join(req, w, state.now_ms());
         inner.deliver(out);
         inner.persist_generations(state);
         drop(inner);
@@ -529,14 +533,14 @@ impl GroupCoordinator {
                 req.generation_id,
                 req.protocol_name.as_deref(),
                 &catalog,
-                now_ms(),
+                state.now_ms(),
             );
             let _ = tx.send(answer);
             return Ok(rx);
         }
         let w = inner.waiter();
         inner.syncs.insert(w, tx);
-        let out = inner.groups.sync(req, w, now_ms());
+        let out = inner.groups.sync(req, w, state.now_ms());
         inner.deliver(out);
         drop(inner);
         self.wake.notify_one();
@@ -561,18 +565,20 @@ impl GroupCoordinator {
                     instance_id,
                     generation_id,
                     &catalog,
-                    now_ms(),
+                    state.now_ms(),
                 );
                 if let Err(e) = inner.persist_consumer_changes(state) {
                     tracing::warn!(group = group_id, code = ?e, "cannot persist consumer group changes");
                 }
                 code
             }
-            Ok(mut inner) => {
-                inner
-                    .groups
-                    .heartbeat(group_id, generation_id, member_id, instance_id, now_ms())
-            }
+            Ok(mut inner) => inner.groups.heartbeat(
+                group_id,
+                generation_id,
+                member_id,
+                instance_id,
+                state.now_ms(),
+            ),
             Err(code) => code,
         }
     }
@@ -595,7 +601,7 @@ impl GroupCoordinator {
             }
             return Ok(result);
         }
-        let (result, out) = inner.groups.leave(group_id, leaving, now_ms());
+        let (result, out) = inner.groups.leave(group_id, leaving, state.now_ms());
         inner.deliver(out);
         inner.persist_generations(state);
         drop(inner);
@@ -614,7 +620,7 @@ impl GroupCoordinator {
         instance_id: Option<&str>,
         offsets: Vec<OffsetToCommit>,
     ) -> Result<(), ErrorCode> {
-        let now = now_ms();
+        let now = state.now_ms();
         let mut inner = self.owned(state, group_id)?;
         match inner.consumer.get(group_id) {
             Some(g) => validate_consumer_commit(g, generation_id, member_id)?,
@@ -655,7 +661,7 @@ impl GroupCoordinator {
         committer: &TxnCommitter<'_>,
         offsets: Vec<OffsetToCommit>,
     ) -> Result<(), ErrorCode> {
-        let now = now_ms();
+        let now = state.now_ms();
         let group_id = committer.group_id;
         let producer = (committer.producer_id, committer.producer_epoch);
         let mut inner = self.owned(state, group_id)?;
@@ -856,7 +862,7 @@ impl GroupCoordinator {
             })
             .collect();
         entries.push((records::encode_group_key(group_id), None));
-        let wait = match append(state, group_id, &entries, None, now_ms()) {
+        let wait = match append(state, group_id, &entries, None, state.now_ms()) {
             Ok((_, w)) => w,
             Err(code) => return code,
         };
@@ -891,7 +897,7 @@ impl GroupCoordinator {
             if let Some(classic) = upgrade {
                 match inner
                     .consumer
-                    .adopt_classic(&hb.group_id, &classic, &catalog, now_ms())
+                    .adopt_classic(&hb.group_id, &classic, &catalog, state.now_ms())
                 {
                     Ok(()) => {
                         let out = inner.groups.release_members(&hb.group_id);
@@ -934,7 +940,7 @@ impl GroupCoordinator {
         };
         let answer = inner
             .consumer
-            .heartbeat(&hb, &catalog, may_create, now_ms());
+            .heartbeat(&hb, &catalog, may_create, state.now_ms());
         let waits = inner.persist_consumer_changes(state);
         drop(inner);
         self.wake.notify_one();
@@ -1045,7 +1051,7 @@ fn persist_consumer(
         }
         let entries: Vec<(Bytes, Option<Bytes>)> =
             records[i..j].iter().map(cg::records::encode).collect();
-        let (_, wait) = append(state, group, &entries, None, now_ms())?;
+        let (_, wait) = append(state, group, &entries, None, state.now_ms())?;
         waits.extend(wait);
         i = j;
     }
@@ -1160,18 +1166,19 @@ fn await_replicated(wait: Option<oneshot::Receiver<ProduceOutcome>>) -> Result<(
 /// of the log stays pending). Undecodable records are logged and skipped.
 #[cfg(test)]
 pub(super) fn load_partition(partition: &Partition, partitions: i32, groups: &mut Groups) {
-    load_partition_all(partition, partitions, groups, None)
+    load_partition_all(partition, partitions, groups, None, baton_env::now_ms())
 }
 
-/// [`load_partition`], also replaying consumer group records into `consumer`.
+/// [`load_partition`], also replaying consumer group records into `consumer`;
+/// `now` is the node's wall clock (the replayed groups' deadlines start from it).
 fn load_partition_all(
     partition: &Partition,
     partitions: i32,
     groups: &mut Groups,
     mut consumer: Option<&mut ConsumerGroups>,
+    now: i64,
 ) {
     let index = partition.index();
-    let now = now_ms();
     let p = partition.lock();
     let mut from = p.log_start_offset();
     let end = p.log_end_offset();

@@ -1,6 +1,6 @@
 //! What the group coordinator needs from the broker node that hosts it: its
-//! topics, the creation of `__consumer_offsets`, its mode, and the append
-//! notification. The node's state implements it, so the coordinator sits below
+//! topics, the creation of `__consumer_offsets`, its mode, the append
+//! notification and its wall clock. The node's state implements it, so the coordinator sits below
 //! the state that owns it.
 
 use std::sync::Arc;
@@ -34,4 +34,7 @@ pub(crate) trait GroupHost: Send + Sync + 'static {
 
     /// Wakes long-polling fetches after an append.
     fn notify_append(&self);
+
+    /// The node's wall clock, in ms since the Unix epoch (`BrokerConfig::env`'s).
+    fn now_ms(&self) -> i64;
 }

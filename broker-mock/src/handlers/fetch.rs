@@ -681,7 +681,7 @@ fn resolve_session(
         .fetch_sessions
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .resolve(meta, fetch, forget, crate::clock::now_ms().max(0) as u64)?;
+        .resolve(meta, fetch, forget, state.clock.now_ms().max(0) as u64)?;
     let topics = group_topics(resolved.partitions.clone())
         .into_iter()
         .map(|(k, partitions)| FetchTopic {
@@ -734,7 +734,7 @@ fn finish_session(
         .fetch_sessions
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .finish(resolved.context, read, crate::clock::now_ms().max(0) as u64);
+        .finish(resolved.context, read, state.clock.now_ms().max(0) as u64);
     response.error_code = error.code();
     response.session_id = session_id;
     response.responses = response_topics(out);

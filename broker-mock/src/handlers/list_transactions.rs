@@ -15,7 +15,6 @@ use baton_protocol::messages::{
 };
 
 use crate::acl::RequestContext;
-use crate::clock::now_ms;
 use crate::state::BrokerState;
 use crate::txn::TxnState;
 
@@ -33,7 +32,7 @@ pub(crate) fn handle(
             None => unknown_state_filters.push(name.clone()),
         }
     }
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let transaction_states = state
         .txn
         .list(state)

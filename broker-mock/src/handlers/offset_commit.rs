@@ -30,7 +30,6 @@ use baton_protocol::ErrorCode;
 use baton_protocol::acl::{AclOperation, ResourceType};
 
 use crate::acl::RequestContext;
-use crate::clock::now_ms;
 use crate::group::{CommittedOffset, OffsetToCommit};
 use crate::state::BrokerState;
 use crate::topics::Topic;
@@ -44,7 +43,7 @@ pub(crate) fn handle(
     if !state.allowed(ctx, AclOperation::Read, ResourceType::Group, &req.group_id) {
         return refused(&req, ErrorCode::GroupAuthorizationFailed);
     }
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let max_metadata = state.config.groups.offset_metadata_max_bytes;
     // Per partition: Ok(index into `to_commit`) or an error decided up front.
     let mut decided: Vec<Vec<(i32, Result<(), ErrorCode>)>> = Vec::with_capacity(req.topics.len());

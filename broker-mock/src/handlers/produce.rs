@@ -168,6 +168,7 @@ pub(crate) fn handle(
             .mode
             .replica()
             .map_or(0, |c| c.now_ms() + req.timeout_ms.max(0) as u64),
+        clock: &state.clock,
     };
     let mut appended = false;
     let mut waits = Vec::new();

@@ -21,7 +21,6 @@ use baton_protocol::sasl::{CredentialStore, SaslError, ServerSession, ServerStep
 use baton_protocol::ErrorCode;
 use bytes::Bytes;
 
-use crate::clock;
 use crate::security::reauth::{session_lifetime_ms, Session};
 use crate::wire::{decode, encode, DispatchError};
 
@@ -44,13 +43,15 @@ pub(crate) enum Round {
 }
 
 /// Runs one round of `session` with the client's bytes. `previous` is the
-/// session being renewed when this is a re-authentication.
+/// session being renewed when this is a re-authentication; `now_ms` is the
+/// node's wall clock, which a token's expiry is counted from.
 pub(crate) fn handle(
     frame: Bytes,
     version: i16,
     session: &mut ServerSession,
     store: &dyn CredentialStore,
     max_reauth: Duration,
+    now_ms: i64,
     previous: Option<&Session>,
 ) -> Result<(Bytes, Round), DispatchError> {
     let (header, request) = decode::<SaslAuthenticateRequest>(frame, version)?;
@@ -97,8 +98,7 @@ pub(crate) fn handle(
                     failed(message.clone(), message)
                 }
                 _ => {
-                    let lifetime_ms =
-                        session_lifetime_ms(clock::now_ms(), expires_at_ms, max_reauth);
+                    let lifetime_ms = session_lifetime_ms(now_ms, expires_at_ms, max_reauth);
                     (
                         answer(ErrorCode::None, None, final_bytes, lifetime_ms.unwrap_or(0)),
                         Round::Authenticated {

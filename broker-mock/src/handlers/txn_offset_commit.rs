@@ -44,7 +44,6 @@ use baton_protocol::ErrorCode;
 
 use super::offset_commit::checked;
 use crate::acl::RequestContext;
-use crate::clock::now_ms;
 use crate::group::{CommittedOffset, TxnCommitter};
 use crate::state::BrokerState;
 
@@ -65,7 +64,7 @@ pub(crate) fn handle(
     if !state.allowed(ctx, AclOperation::Read, ResourceType::Group, &req.group_id) {
         return refused(&req, ErrorCode::GroupAuthorizationFailed);
     }
-    let now = now_ms();
+    let now = state.clock.now_ms();
     let max_metadata = state.config.groups.offset_metadata_max_bytes;
     let mut decided: Vec<Vec<(i32, Result<(), ErrorCode>)>> = Vec::with_capacity(req.topics.len());
     let mut to_commit = Vec::new();

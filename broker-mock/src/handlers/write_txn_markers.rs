@@ -70,11 +70,13 @@ enum Slot {
 
 /// Appends `marker` for its producer's transaction on `partition`, as leader, and
 /// returns the partition's answer (registering its replication wait in `waits`).
-/// Runs on the blocking pool (it writes the log).
+/// `now_ms` is the node's wall clock (the marker's timestamp). Runs on the
+/// blocking pool (it writes the log).
 fn append_one(
     partition: &Partition,
     timestamp_type: TimestampType,
     marker: &WritableTxnMarker,
+    now_ms: i64,
     deadline_ms: u64,
     waits: &mut Vec<oneshot::Receiver<ProduceOutcome>>,
 ) -> Slot {
@@ -96,7 +98,7 @@ fn append_one(
         marker.producer_epoch,
         end,
         timestamp_type,
-        crate::clock::now_ms(),
+        now_ms,
     ) {
         Ok(appended) => {
             tracing::debug!(
@@ -138,6 +140,8 @@ fn append_marker(
     deadline_ms: u64,
 ) -> MarkerOutcomes {
     let mut waits = Vec::new();
+    // The node's wall clock, read once for the marker's appends.
+    let now_ms = state.clock.now_ms();
     // (topic position in the request, partition) -> answer, for existing partitions.
     let mut written: HashMap<(usize, i32), Slot> = HashMap::new();
     // A topic named twice shares its first position's answers.
@@ -164,7 +168,14 @@ fn append_marker(
                 continue;
             };
             let slot = *written.entry((ti, p)).or_insert_with(|| {
-                append_one(partition, timestamp_type, &marker, deadline_ms, &mut waits)
+                append_one(
+                    partition,
+                    timestamp_type,
+                    &marker,
+                    now_ms,
+                    deadline_ms,
+                    &mut waits,
+                )
             });
             row.push(slot);
         }

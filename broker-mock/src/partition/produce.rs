@@ -17,6 +17,7 @@ use tokio::sync::oneshot;
 
 use super::handle::Partition;
 use super::state::PartitionState;
+use crate::clock::WallClock;
 use crate::log::check::check_produced;
 use crate::producer_state::{ProducerBatch, Verdict};
 use crate::replication::ProduceOutcome;
@@ -150,14 +151,17 @@ pub(crate) enum ProduceRecords {
 
 /// What a Produce request asks of every partition it names.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct ProduceSettings {
+pub(crate) struct ProduceSettings<'a> {
     /// The request's `acks`: 0, 1 or -1 (all in-sync replicas).
     pub acks: i16,
     /// When a cluster leader's `acks=all` wait times out, on the replica clock.
     pub deadline_ms: u64,
+    /// The node's wall clock, read under the partition's lock for each append
+    /// (the timestamp of a `LogAppendTime` topic's batches).
+    pub clock: &'a WallClock,
 }
 
-impl ProduceSettings {
+impl ProduceSettings<'_> {
     /// Whether `acks` is 0, 1 or -1; anything else is INVALID_REQUIRED_ACKS.
     pub fn acks_valid(&self) -> bool {
         (-1..=1).contains(&self.acks)
@@ -187,7 +191,7 @@ pub(crate) fn produce_batch(
     partition: Option<&Partition>,
     records: Option<ProduceRecords>,
     timestamp_type: TimestampType,
-    settings: ProduceSettings,
+    settings: ProduceSettings<'_>,
 ) -> Result<ProducedBatch, ErrorCode> {
     if !settings.acks_valid() {
         return Err(ErrorCode::InvalidRequiredAcks);
@@ -210,9 +214,10 @@ pub(crate) fn produce_batch(
             return Err(r.error_code());
         }
     }
+    let now_ms = settings.clock.now_ms();
     let result = match records {
-        ProduceRecords::Owned(b) => st.append_owned(b, timestamp_type, crate::clock::now_ms()),
-        ProduceRecords::Shared(b) => st.append_records(&b, timestamp_type, crate::clock::now_ms()),
+        ProduceRecords::Owned(b) => st.append_owned(b, timestamp_type, now_ms),
+        ProduceRecords::Shared(b) => st.append_records(&b, timestamp_type, now_ms),
     };
     let info = match result {
         Ok(info) => info,

@@ -203,6 +203,7 @@ impl ConnectionAuth {
             };
         };
         let max_reauth = self.sasl.connections_max_reauth();
+        let now_ms = self.sasl.now_ms();
         let (answer, round) = self.scram.with_credentials(&self.sasl, |users| {
             sasl_authenticate::handle(
                 frame,
@@ -210,6 +211,7 @@ impl ConnectionAuth {
                 session,
                 users,
                 max_reauth,
+                now_ms,
                 renewing.as_ref(),
             )
         })?;

@@ -31,6 +31,12 @@ impl ListenerSecurity {
         }
     }
 
+    /// These settings on a node's wall clock (see `SaslSettings::on_clock`).
+    pub(crate) fn on_clock(mut self, clock: crate::clock::WallClock) -> ListenerSecurity {
+        self.sasl = self.sasl.on_clock(clock);
+        self
+    }
+
     /// Sets the TLS settings.
     pub fn with_tls(mut self, tls: TlsSettings) -> ListenerSecurity {
         self.tls = Some(tls);

@@ -8,21 +8,29 @@ use std::sync::Arc;
 use baton_protocol::sasl::oauthbearer::UnsecuredJwsValidator;
 use baton_protocol::sasl::{TokenRejection, ValidatedToken};
 
-use crate::clock;
+use crate::clock::WallClock;
 
-type Hook = dyn Fn(&str) -> Result<ValidatedToken, TokenRejection> + Send + Sync;
+/// Validates a token at a wall-clock time (ms since the Unix epoch).
+type Hook = dyn Fn(&str, i64) -> Result<ValidatedToken, TokenRejection> + Send + Sync;
 
 /// Validates the bearer tokens of OAUTHBEARER logins. Cheap to clone.
 #[derive(Clone)]
-pub struct TokenValidator(Arc<Hook>);
+pub struct TokenValidator {
+    hook: Arc<Hook>,
+    /// The wall clock tokens are checked against: the node's once its listener
+    /// starts (`BrokerConfig::env`, `ControllerOptions::env`); the process's
+    /// before that.
+    clock: Option<WallClock>,
+}
 
 impl TokenValidator {
     /// Kafka's default: unsecured JWS tokens checked by `validator` (claim names,
     /// required scope, clock skew) against this broker's clock.
     pub fn unsecured_jws(validator: UnsecuredJwsValidator) -> TokenValidator {
-        TokenValidator(Arc::new(move |token| {
-            validator.validate(token, clock::now_ms())
-        }))
+        TokenValidator {
+            hook: Arc::new(move |token, now_ms| validator.validate(token, now_ms)),
+            clock: None,
+        }
     }
 
     /// An in-process hook: takes the token, returns the principal and expiry it
@@ -32,12 +40,30 @@ impl TokenValidator {
     where
         F: Fn(&str) -> Result<ValidatedToken, TokenRejection> + Send + Sync + 'static,
     {
-        TokenValidator(Arc::new(hook))
+        TokenValidator {
+            hook: Arc::new(move |token, _| hook(token)),
+            clock: None,
+        }
     }
 
     /// Validates `token`.
     pub fn validate(&self, token: &str) -> Result<ValidatedToken, TokenRejection> {
-        (self.0)(token)
+        (self.hook)(token, self.now_ms())
+    }
+
+    /// The same validator, reading `clock` (a node's) from now on.
+    pub(crate) fn on_clock(self, clock: WallClock) -> TokenValidator {
+        TokenValidator {
+            clock: Some(clock),
+            ..self
+        }
+    }
+
+    /// The clock's time in ms since the Unix epoch.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.clock
+            .as_ref()
+            .map_or_else(baton_env::now_ms, WallClock::now_ms)
     }
 }
 

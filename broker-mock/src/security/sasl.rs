@@ -19,6 +19,7 @@ use baton_protocol::sasl::{
 
 use super::oauth::TokenValidator;
 use super::reauth::SaslStats;
+use crate::clock::WallClock;
 
 /// Kafka's default SCRAM iteration count (`kafka-configs --add-config
 /// 'SCRAM-SHA-512=[password=...]'` uses 4096).
@@ -105,6 +106,18 @@ impl SaslSettings {
     /// The SCRAM users given here, for the node's store.
     pub(crate) fn scram_users(&self) -> &[(String, ScramCredential)] {
         &self.scram
+    }
+
+    /// These settings on a node's wall clock (`clock`): OAUTHBEARER tokens are
+    /// checked, and session lifetimes counted, on it.
+    pub(crate) fn on_clock(mut self, clock: WallClock) -> SaslSettings {
+        self.tokens = self.tokens.on_clock(clock);
+        self
+    }
+
+    /// The wall clock tokens are checked against, in ms since the Unix epoch.
+    pub(crate) fn now_ms(&self) -> i64 {
+        self.tokens.now_ms()
     }
 
     /// Validates OAUTHBEARER tokens with `validator` instead of Kafka's default

@@ -36,7 +36,6 @@ use tokio::sync::{oneshot, Notify};
 use super::machine::{AddOutcome, EndOutcome, InitOutcome, TxnLimits, TxnMetadata, TxnState};
 use super::peers::PeerPool;
 use super::records::{self, TRANSACTION_STATE_TOPIC};
-use crate::clock::now_ms;
 use crate::group::{internal_topic, GroupHost, InternalTopic};
 use crate::partition::Partition;
 use crate::replication::ProduceOutcome;
@@ -286,7 +285,7 @@ impl TxnCoordinator {
             expected,
             next_id,
             &self.limits,
-            now_ms(),
+            host.now_ms(),
         )
         .inspect_err(|&code| {
             if let Some(m) = &current {
@@ -327,7 +326,7 @@ impl TxnCoordinator {
             .get(id)
             .ok_or(ErrorCode::InvalidProducerIdMapping)?;
         let outcome = current
-            .add_partitions(producer_id, epoch, partitions, &self.limits, now_ms())
+            .add_partitions(producer_id, epoch, partitions, &self.limits, host.now_ms())
             .inspect_err(|&code| {
                 refused("AddPartitionsToTxn", id, producer_id, epoch, current, code)
             })?;
@@ -379,7 +378,7 @@ impl TxnCoordinator {
             .get(id)
             .ok_or(ErrorCode::InvalidProducerIdMapping)?;
         let outcome = current
-            .end(producer_id, epoch, commit, v2, now_ms())
+            .end(producer_id, epoch, commit, v2, host.now_ms())
             .inspect_err(|&code| refused("EndTxn", id, producer_id, epoch, current, code))?;
         match outcome {
             EndOutcome::Done(pid, e) => await_durable(host, id, inner).map(|()| (pid, e)),
@@ -409,7 +408,7 @@ impl TxnCoordinator {
                 } else {
                     TxnState::PrepareAbort
                 };
-        let Some(next) = current.complete(now_ms()).filter(|_| same) else {
+        let Some(next) = current.complete(host.now_ms()).filter(|_| same) else {
             return Ok(());
         };
         let wait = self.write(host, &mut inner, id, next)?;
@@ -550,7 +549,7 @@ fn append(
     let partition = topic
         .partition(records::partition_for(id, n))
         .ok_or(ErrorCode::CoordinatorNotAvailable)?;
-    let now = now_ms();
+    let now = host.now_ms();
     let mut builder = RecordBatchBuilder::new(now);
     builder.push(now, Some(&key), value.as_deref(), &[]);
     let batch = builder.finish();

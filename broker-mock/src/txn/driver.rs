@@ -25,7 +25,6 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::coordinator::MarkerJob;
-use crate::clock::now_ms;
 use crate::controller::NO_LEADER;
 use crate::handlers::write_txn_markers::write_markers;
 use crate::state::BrokerState;
@@ -45,6 +44,7 @@ const MARKER_RPC_TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
     let weak = Arc::downgrade(state);
     let coord = state.txn.clone();
+    let clock = state.clock.clone();
     let cluster = state.mode.is_replica();
     let mut stop = stop.clone();
     tokio::spawn(async move {
@@ -55,7 +55,7 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
                 break;
             }
             let mut sleep = next_timeout
-                .map(|t| Duration::from_millis((t - now_ms()).max(0) as u64))
+                .map(|t| Duration::from_millis((t - clock.now_ms()).max(0) as u64))
                 .unwrap_or(IDLE_SLEEP)
                 .min(IDLE_SLEEP);
             if cluster {
@@ -73,7 +73,7 @@ pub(crate) fn start(state: &Arc<BrokerState>, stop: &watch::Receiver<bool>) {
                 // loaded without waiting for a request, so prepared transactions
                 // finish and open ones time out.
                 st.txn.sync_ownership(&*st);
-                let next = st.txn.abort_timed_out(&*st, now_ms());
+                let next = st.txn.abort_timed_out(&*st, st.clock.now_ms());
                 (next, st.txn.take_jobs())
             })
             .await;

@@ -19,6 +19,7 @@ mod limits;
 mod listeners;
 mod malformed;
 mod metrics_endpoint;
+mod node_clock;
 mod oauth;
 mod produce_in_place;
 mod proxy;

@@ -507,10 +507,14 @@ pub(crate) async fn run(
                 });
             }
         }
+        // The next backoff (or leader poll) to end. A backoff that has ended
+        // already belongs to a partition whose broker has a fetch in flight: that
+        // fetch's completion wakes this loop, so waiting for it here would spin.
         let next_retry = parts
             .iter()
             .filter(|p| !p.busy && !p.stopped && !p.removed)
             .filter_map(|p| p.retry_at)
+            .filter(|&t| t > now)
             .chain(poll_at.filter(|_| !polling))
             .min();
         let outcome = tokio::select! {

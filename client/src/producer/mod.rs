@@ -219,11 +219,6 @@ impl fmt::Debug for Shared {
     }
 }
 
-/// Now, in ms since the epoch, on the process's wall clock ([`baton_env::now_ms`]).
-pub(crate) fn now_ms() -> i64 {
-    baton_env::now_ms()
-}
-
 impl Producer {
     /// Starts building a producer on `client`.
     pub fn builder(client: &Client) -> ProducerBuilder {
@@ -306,7 +301,7 @@ impl Producer {
             return Err(SlowStart { size });
         };
         let fresh = shared.client.fresh_metadata_generation();
-        let timestamp = record.timestamp.unwrap_or_else(now_ms);
+        let timestamp = record.timestamp.unwrap_or_else(|| shared.client.now_ms());
         let mut acc = shared.lock();
         if let Some(refusal) = acc.refusal() {
             drop(acc);
@@ -420,7 +415,7 @@ impl Producer {
                 }
             },
         };
-        let timestamp = record.timestamp.unwrap_or_else(now_ms);
+        let timestamp = record.timestamp.unwrap_or_else(|| shared.client.now_ms());
         self.accept(record, timestamp, size, count, partition, reserved)
     }
 

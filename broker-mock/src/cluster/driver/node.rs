@@ -288,7 +288,7 @@ async fn session_loop(
 ) {
     let me = link.node_id;
     let mut rpc = link.rpc(link.options.controller, format!("node-{me}"));
-    let timeout = Duration::from_secs(5);
+    let timeout = controller_timeout(link.options.heartbeat_interval);
     let host = link
         .options
         .broker
@@ -388,14 +388,26 @@ async fn session_loop(
     }
 }
 
+/// How long a node waits for the controller to answer a registration, a
+/// heartbeat or (beyond its long-poll wait) a metadata fetch: four heartbeat
+/// intervals, from 1 s to 5 s. A request lost on the way (a dropped connection
+/// the node has not noticed) is then sent again on a new connection well within
+/// the session timeout, instead of the node's session expiring while it waits.
+fn controller_timeout(heartbeat_interval: Duration) -> Duration {
+    (heartbeat_interval * 4).clamp(Duration::from_secs(1), Duration::from_secs(5))
+}
+
 async fn metadata_loop(link: Arc<ClusterLink>) {
     let me = link.node_id;
     let mut rpc = link.rpc(link.options.controller, format!("node-{me}-metadata"));
+    const METADATA_WAIT_MS: i32 = 500;
+    let timeout = Duration::from_millis(METADATA_WAIT_MS as u64)
+        + controller_timeout(link.options.heartbeat_interval);
     loop {
         let offset = link.image().next_offset();
         let req = FetchRequest {
             replica_id: me,
-            max_wait_ms: 500,
+            max_wait_ms: METADATA_WAIT_MS,
             min_bytes: 1,
             max_bytes: link.options.metadata_fetch_max_bytes,
             topics: vec![FetchTopic {
@@ -410,7 +422,7 @@ async fn metadata_loop(link: Arc<ClusterLink>) {
             }],
             ..Default::default()
         };
-        let resp = match rpc.call(&req, 12, Duration::from_secs(10)).await {
+        let resp = match rpc.call(&req, 12, timeout).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::debug!(node = me, error = %e, "metadata fetch failed");
@@ -549,7 +561,9 @@ fn reconcile(
 ) -> Option<HashMap<(String, i32), (i32, i32)>> {
     let me = link.node_id;
     let img = link.image().clone();
-    if img.next_offset() != *link.image_tx.borrow() {
+    // Nothing replayed yet (a node just started, its controller not reached):
+    // an empty image would delete every local topic.
+    if img.next_offset() == 0 || img.next_offset() != *link.image_tx.borrow() {
         return None;
     }
     // The cluster-wide dynamic broker defaults (retention) apply on this node.

@@ -7,7 +7,6 @@ use bytes::Bytes;
 use baton_protocol::ErrorCode;
 
 use super::{append, await_replicated, catalog, GroupCoordinator, GroupHost};
-use crate::clock::now_ms;
 use crate::group::records::{self, OffsetKey};
 
 /// The outcome of each partition of an OffsetDelete: topic, partition, error code.
@@ -57,7 +56,7 @@ impl GroupCoordinator {
         if entries.is_empty() {
             return Ok(out);
         }
-        let (position, wait) = append(state, group_id, &entries, None, now_ms())?;
+        let (position, wait) = append(state, group_id, &entries, None, state.now_ms())?;
         for ((topic, partition), position) in deleted.into_iter().zip(position..) {
             inner
                 .groups
