@@ -106,6 +106,7 @@ pub struct ClientBuilder {
     bootstrap: Vec<String>,
     connection: ConnectionConfig,
     metadata_refresh_interval: Duration,
+    metadata_fast_refresh_interval: Duration,
 }
 
 impl ClientBuilder {
@@ -171,6 +172,23 @@ impl ClientBuilder {
         self
     }
 
+    /// How often metadata is refreshed while a partition's leader cannot be
+    /// reached (default 50 ms, at least 1 ms; librdkafka's
+    /// `topic.metadata.refresh.fast.interval.ms`).
+    ///
+    /// A producer whose batches failed against a partition's leader (connection
+    /// refused or lost, request timed out, `NOT_LEADER_OR_FOLLOWER`,
+    /// `LEADER_NOT_AVAILABLE`, ...) polls metadata at this interval while the
+    /// batches wait out their retry backoff, and retries them as soon as a leader
+    /// with a newer leader epoch is named, so a crashed leader costs about the
+    /// cluster's failure detection time rather than that plus a backoff. The
+    /// polls go through the client's single metadata refresh (one request in
+    /// flight per client) and stop when no batch waits for a leader.
+    pub fn metadata_fast_refresh_interval(mut self, interval: Duration) -> Self {
+        self.metadata_fast_refresh_interval = interval.max(Duration::from_millis(1));
+        self
+    }
+
     /// Connects to the first bootstrap server that answers, loads the cluster's
     /// metadata and starts the periodic refresh.
     ///
@@ -198,6 +216,7 @@ impl ClientBuilder {
             })
             .abort_handle();
             ClientInner {
+                fast_refresh_interval: self.metadata_fast_refresh_interval,
                 bootstrap: self.bootstrap,
                 pool: BrokerPool::new(self.connection),
                 metadata: MetadataCache::new(),
@@ -230,6 +249,8 @@ impl fmt::Debug for Client {
 }
 
 struct ClientInner {
+    /// See [`ClientBuilder::metadata_fast_refresh_interval`].
+    fast_refresh_interval: Duration,
     bootstrap: Vec<String>,
     pool: BrokerPool,
     metadata: MetadataCache,
@@ -250,6 +271,7 @@ impl Client {
             bootstrap: servers.into_iter().map(Into::into).collect(),
             connection: ConnectionConfig::default(),
             metadata_refresh_interval: Duration::from_secs(300),
+            metadata_fast_refresh_interval: Duration::from_millis(50),
         }
     }
 
@@ -500,6 +522,11 @@ impl Client {
     /// The installed metadata and its generation, without contacting any broker.
     pub(crate) fn metadata_snapshot(&self) -> (Arc<ClusterMetadata>, u64) {
         self.inner.metadata.snapshot()
+    }
+
+    /// How often metadata is polled while a partition's leader is unreachable.
+    pub(crate) fn fast_refresh_interval(&self) -> Duration {
+        self.inner.fast_refresh_interval
     }
 
     /// Whether the installed metadata was invalidated and awaits a refresh.

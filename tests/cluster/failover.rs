@@ -136,3 +136,73 @@ async fn hard_killed_leader_is_replaced_from_the_isr_and_rejoins() {
     eprintln!("timeline:\n{}", cluster.timeline_text());
     cluster.shutdown().await;
 }
+
+/// A hard-killed leader's batches go to the new leader as soon as it is elected,
+/// not after their retry backoff: the producer polls metadata while the leader
+/// is unreachable and retries once a newer leader epoch shows up. The backoff is
+/// set far longer (at least 48 s with jitter) than the test lets the records take
+/// after the election, so a producer that waited it out fails here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_leader_is_used_without_waiting_out_the_retry_backoff() {
+    baton_testkit::init_tracing();
+    let mut cluster = Cluster::builder()
+        .brokers(3)
+        .session_timeout(Duration::from_secs(2))
+        .start()
+        .await
+        .expect("cluster starts");
+    let client = client(&cluster).await;
+    let topic = topic_name("hard-kill-backoff");
+    Admin::new(&client)
+        .create_topics([NewTopic::new(topic.clone(), 1, 3).config("min.insync.replicas", "2")])
+        .await
+        .expect("topic created");
+    let producer = Arc::new(
+        Producer::builder(&client)
+            .acks(Acks::All)
+            .retry_backoff(Duration::from_secs(60))
+            .retry_backoff_max(Duration::from_secs(120))
+            .delivery_timeout(Duration::from_secs(600))
+            .build(),
+    );
+    let load = Load::start(producer.clone(), topic.clone());
+    load.wait_acked(1_000, LONG).await;
+
+    let old = cluster.partition_state(&topic, 0).unwrap();
+    eprintln!("killing leader {}: {old:?}", old.leader);
+    cluster.node(old.leader).kill();
+    cluster
+        .wait_for(LONG, |c| {
+            let v = c.partition_state(&topic, 0).unwrap();
+            v.leader >= 0 && v.leader != old.leader
+        })
+        .await
+        .expect("a new leader is elected");
+    let new = cluster.partition_state(&topic, 0).unwrap();
+    assert!(
+        new.leader_epoch > old.leader_epoch,
+        "the leader epoch is bumped"
+    );
+    cluster.record(format!(
+        "node {} elected at epoch {}",
+        new.leader, new.leader_epoch
+    ));
+    // Every batch that was out when the leader died failed and waits out a backoff
+    // of 48 s or more; the records still arrive well before that.
+    let at_election = load.acked();
+    load.wait_acked(at_election + 1_000, Duration::from_secs(20))
+        .await;
+
+    let (acked, failed) = load.finish(producer).await;
+    assert_eq!(failed, 0, "no record fails");
+    let mut by_offset: Vec<(i64, u64)> = acked.iter().map(|(id, (_, o))| (*o, *id)).collect();
+    by_offset.sort_unstable();
+    assert!(
+        by_offset.windows(2).all(|w| w[0].1 < w[1].1),
+        "records are stored in send order"
+    );
+    let history = check_history(&client, &topic, 1, &acked, Duration::from_secs(20)).await;
+    assert!(history.is_clean(), "{history:?}");
+    eprintln!("timeline:\n{}", cluster.timeline_text());
+    cluster.shutdown().await;
+}

@@ -212,6 +212,8 @@ const PREFERRED_REPLICA_LEASE: Duration = Duration::from_secs(300);
 enum Outcome {
     Fetch(Done),
     Validate(validate::Done),
+    /// A metadata poll for partitions waiting out a backoff ended.
+    Polled,
 }
 
 /// What a fetch task hands back.
@@ -325,6 +327,11 @@ pub(crate) async fn run(
         client.connection_config().clone(),
         client.connection_meter().clone(),
     ));
+    // While partitions wait out a backoff (their leader failed, say), metadata is
+    // polled every `metadata_fast_refresh_interval`; a partition whose leader
+    // epoch grew is fetched again at once. One poll at a time.
+    let mut poll_at: Option<Instant> = None;
+    let mut polling = false;
     loop {
         if let Some(rx) = commands.as_mut() {
             loop {
@@ -477,14 +484,38 @@ pub(crate) async fn run(
                 })
             });
         }
-        // The next backoff to end. One that has ended already belongs to a
-        // partition whose broker has a fetch in flight: that fetch's completion
-        // wakes this loop, so waiting for it here would spin.
+        let backing_off = parts
+            .iter()
+            .any(|p| !p.busy && !p.stopped && !p.removed && p.retry_at.is_some_and(|t| t > now));
+        if !backing_off {
+            poll_at = None;
+        } else if !polling {
+            let at = *poll_at.get_or_insert(now + client.fast_refresh_interval());
+            if at <= now {
+                polling = true;
+                poll_at = None;
+                let client = client.clone();
+                inflight.spawn(async move {
+                    let seen = client.metadata_snapshot().1;
+                    if let Err(e) = client
+                        .refresh(crate::metadata::Scope::Topics(Vec::new()), Some(seen))
+                        .await
+                    {
+                        tracing::debug!(error = %e, "leader poll: metadata refresh failed");
+                    }
+                    Outcome::Polled
+                });
+            }
+        }
+        // The next backoff (or leader poll) to end. A backoff that has ended
+        // already belongs to a partition whose broker has a fetch in flight: that
+        // fetch's completion wakes this loop, so waiting for it here would spin.
         let next_retry = parts
             .iter()
             .filter(|p| !p.busy && !p.stopped && !p.removed)
             .filter_map(|p| p.retry_at)
             .filter(|&t| t > now)
+            .chain(poll_at.filter(|_| !polling))
             .min();
         let outcome = tokio::select! {
             Some(joined) = inflight.join_next(), if !inflight.is_empty() => match joined {
@@ -503,6 +534,11 @@ pub(crate) async fn run(
         };
         let handled = match outcome {
             None => continue,
+            Some(Outcome::Polled) => {
+                polling = false;
+                hasten_moved(&client, &mut parts);
+                Ok(())
+            }
             Some(Outcome::Validate(done)) => {
                 for &i in &done.parts {
                     parts[i].busy = false;
@@ -524,6 +560,27 @@ pub(crate) async fn run(
         };
         if handled.is_err() {
             return;
+        }
+    }
+}
+
+/// Ends the backoff of partitions whose leader epoch in metadata grew past the
+/// one they last fetched from: the new leader is tried at once.
+fn hasten_moved(client: &Client, parts: &mut [Part]) {
+    let meta = client.metadata();
+    let now = Instant::now();
+    for p in parts.iter_mut() {
+        if p.busy || p.stopped || p.removed || p.retry_at.is_none_or(|t| t <= now) {
+            continue;
+        }
+        let epoch = meta
+            .topic(&p.topic)
+            .and_then(|t| t.partition(p.partition))
+            .filter(|m| m.leader.is_some())
+            .map_or(-1, |m| m.leader_epoch);
+        if epoch > p.leader_epoch {
+            tracing::debug!(topic = %p.topic, partition = p.partition, leader_epoch = epoch, "partition has a new leader; fetching without backoff");
+            p.retry_at = None;
         }
     }
 }

@@ -195,6 +195,10 @@ pub(crate) struct Batch {
     pub(crate) encoded: Option<Bytes>,
     /// Not before this instant (retry backoff).
     pub(crate) retry_at: Option<Instant>,
+    /// The leader epoch of the partition leader its last attempt was routed to
+    /// (-1 if unknown); a newer epoch ends a backoff that an unreachable leader
+    /// started.
+    pub(crate) leader_epoch: i32,
     /// The error of the last failed attempt, reported if the deadline passes.
     pub(crate) last_error: Option<super::AttemptError>,
     /// Dropped when the batch's outcome is final; `flush` waits on receivers.
@@ -245,6 +249,7 @@ impl Batch {
             transactional: false,
             encoded: None,
             retry_at: None,
+            leader_epoch: -1,
             last_error: None,
             done: watch::channel(()).0,
         }
@@ -698,6 +703,8 @@ pub(crate) struct Accumulator {
     sender_due: Option<Instant>,
     /// The linger of the last drain.
     linger: Duration,
+    /// Partitions whose leader could not be reached, watched for a new one.
+    pub(crate) leaders: super::leader_watch::LeaderWatch,
 }
 
 /// What the accumulator and the sender know of the current transaction.
@@ -761,6 +768,7 @@ impl Accumulator {
                 enabled: idempotent,
                 ..Idempotence::default()
             },
+            leaders: Default::default(),
         }
     }
 
@@ -1139,6 +1147,30 @@ impl Accumulator {
         out
     }
 
+    /// Ends the retry backoff of every queued batch of `topic`/`partition` (its
+    /// leader changed). The batches keep their order in the queue, so they go out
+    /// in sequence order as before. Returns whether any batch was waiting.
+    pub(crate) fn hasten(&mut self, topic: &str, partition: i32) -> bool {
+        let Some(q) = self.queue_mut(topic, partition) else {
+            return false;
+        };
+        let mut any = false;
+        for b in q.batches.iter_mut() {
+            any |= b.retry_at.take().is_some();
+        }
+        any
+    }
+
+    /// Whether a queued batch of `topic`/`partition` waits out a retry backoff
+    /// that ends after `now`.
+    pub(crate) fn backing_off(&self, topic: &str, partition: i32, now: Instant) -> bool {
+        self.queue(topic, partition).is_some_and(|q| {
+            q.batches
+                .iter()
+                .any(|b| b.retry_at.is_some_and(|at| at > now))
+        })
+    }
+
     /// Takes every queued batch out (the transaction is being aborted): never-sent
     /// ones and those waiting for a retry. Returns them and whether any had been
     /// sent (its sequence numbers are then used up: the next transaction needs a
@@ -1349,6 +1381,47 @@ mod tests {
                 "the same buffer, not a rebuild"
             );
         }
+    }
+
+    /// Batches that failed and wait out a backoff are released by `hasten` (their
+    /// leader changed) and go out again in their order, with their sequences.
+    #[tokio::test]
+    async fn hasten_releases_backed_off_batches_in_order() {
+        let timeout = Duration::from_secs(60);
+        let mut acc = Accumulator::new(true);
+        for _ in 0..6 {
+            append(&mut acc, "v", 150, timeout);
+        }
+        acc.idem.current = Some(ProducerIdentity { id: 7, epoch: 0 });
+        let now = Instant::now();
+        let b0 = acc.drain(now, Duration::ZERO, 150, 5).ready.pop().unwrap();
+        let topic = b0.topic.clone();
+        acc.finish_attempt(&topic, 0, b0.id, Some((b0.stamp.unwrap(), 2)), None);
+        let ready = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(ready.len(), 2);
+        assert!(!acc.backing_off(&topic, 0, now), "nothing waits yet");
+        // Both fail (the leader died) and wait out a long backoff.
+        let ids: Vec<u64> = ready.iter().map(|b| b.id).collect();
+        for mut b in ready.into_iter().rev() {
+            b.attempts = 1;
+            b.retry_at = Some(now + Duration::from_secs(3600));
+            acc.finish_attempt(&topic, 0, b.id, None, Some(b));
+        }
+        assert!(acc.backing_off(&topic, 0, now));
+        assert!(acc.drain(now, Duration::ZERO, 150, 5).ready.is_empty());
+        assert!(!acc.hasten("other", 0), "no queue there");
+        assert!(acc.hasten(&topic, 0));
+        assert!(!acc.backing_off(&topic, 0, now));
+        // One retry at a time, the oldest first, sequences kept.
+        let first = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].id, ids[0]);
+        assert_eq!(first[0].stamp.unwrap().base_sequence, 2);
+        let first = first.into_iter().next().unwrap();
+        acc.finish_attempt(&topic, 0, first.id, Some((first.stamp.unwrap(), 2)), None);
+        let second = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(second[0].id, ids[1]);
+        assert_eq!(second[0].stamp.unwrap().base_sequence, 4);
     }
 
     /// With idempotence, up to `max_in_flight` batches of a partition go out with

@@ -258,10 +258,26 @@ impl ProducerBuilder {
         self
     }
 
-    /// First wait before retrying a failed batch (default 100 ms); doubles per
-    /// attempt up to 1 s.
+    /// First wait before retrying a failed batch (default 100 ms, Kafka's
+    /// `retry.backoff.ms`); doubles per attempt up to
+    /// [`retry_backoff_max`](Self::retry_backoff_max).
+    ///
+    /// A batch that failed because its partition's leader could not be reached
+    /// does not always wait this out: while it waits, metadata is polled every
+    /// [`ClientBuilder::metadata_fast_refresh_interval`](crate::ClientBuilder::metadata_fast_refresh_interval),
+    /// and once metadata or a KIP-951 leader hint names a leader with a newer
+    /// leader epoch, the partition's batches are retried at once, in order.
     pub fn retry_backoff(mut self, backoff: Duration) -> Self {
         self.config.retry_backoff = backoff;
+        self
+    }
+
+    /// The longest wait before retrying a failed batch (default 1 s, Kafka's
+    /// `retry.backoff.max.ms`). If it is below
+    /// [`retry_backoff`](Self::retry_backoff), every retry waits `retry_backoff`,
+    /// as in the Java client.
+    pub fn retry_backoff_max(mut self, backoff: Duration) -> Self {
+        self.config.retry_backoff_max = backoff;
         self
     }
 
@@ -424,6 +440,7 @@ impl ProducerBuilder {
             wake: Notify::new(),
             outstanding,
             meter: Arc::new(meter),
+            this: owner.clone(),
         });
         tokio::spawn(sender::run(shared.clone()));
         Producer {

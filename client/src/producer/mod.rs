@@ -101,6 +101,7 @@ mod accumulator;
 mod config;
 mod delivery;
 mod error;
+mod leader_watch;
 mod partitioner;
 mod pending;
 mod record;
@@ -152,11 +153,18 @@ pub(crate) struct Shared {
     pub(crate) txn: Option<transaction::TxnControl>,
     /// Metric handles and the numbers behind [`Producer::stats`].
     pub(crate) meter: Arc<crate::metrics::ProducerMeter>,
+    /// This very value, for starting tasks from code that holds a reference.
+    pub(crate) this: std::sync::Weak<Shared>,
 }
 
 impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, Accumulator> {
         self.acc.lock().expect("accumulator lock poisoned")
+    }
+
+    /// An owning handle on this value (None while it is being dropped).
+    fn owner(&self) -> Option<Arc<Shared>> {
+        self.this.upgrade()
     }
 }
 

@@ -16,6 +16,7 @@ use tokio::time::Instant;
 use super::accumulator::{
     add_sequence, sequence_after, Batch, FastMap, InitBlocked, ProducerIdentity,
 };
+use super::leader_watch;
 use super::transaction::{self, TransactionError};
 use super::{brokers_connected_first, Acks, AttemptError, ProduceError, ProducerRecord, Shared};
 use crate::backoff::Backoff;
@@ -269,10 +270,12 @@ async fn init_once(
 }
 
 /// The wait before attempt `attempts + 1`: `retry_backoff` doubling (at most 10
-/// times) up to `retry_backoff_max`, jittered.
+/// times) up to `retry_backoff_max` (or `retry_backoff` if that is larger),
+/// jittered.
 fn backoff(cfg: &super::ProducerConfig, attempts: u32) -> Duration {
     let cap = cfg
         .retry_backoff_max
+        .max(cfg.retry_backoff)
         .min(cfg.retry_backoff.saturating_mul(1 << 10));
     Backoff::new(cfg.retry_backoff, cap).delay(attempts)
 }
@@ -346,6 +349,8 @@ struct Route {
     generation: Option<u64>,
     /// An address from a hint, if metadata may not know the broker yet.
     addr: Option<String>,
+    /// The leader's epoch (-1 if unknown).
+    epoch: i32,
 }
 
 /// How long routing waits for a metadata refresh before it falls back to the
@@ -367,6 +372,7 @@ async fn route(shared: &Shared, topic: &Arc<str>, partition: i32) -> Result<Rout
                 leader: hint.leader,
                 generation: None,
                 addr: hint.addr.clone(),
+                epoch: hint.leader_epoch,
             });
         }
     }
@@ -406,15 +412,32 @@ async fn route(shared: &Shared, topic: &Arc<str>, partition: i32) -> Result<Rout
                 leader: hint.leader,
                 generation: None,
                 addr: hint.addr,
+                epoch: hint.leader_epoch,
             });
         }
         client.forget_leader_hint(topic, partition);
     }
-    let (leader, generation) = looked_up?;
+    let (leader, found_in) = looked_up?;
+    // The epoch of the snapshot the leader came from, if it is still at hand.
+    let (now, now_generation) = client.metadata_snapshot();
+    let epoch_in = |m: &crate::metadata::ClusterMetadata| {
+        m.topic(topic)
+            .and_then(|t| t.partition(partition))
+            .filter(|p| p.leader == Some(leader))
+            .map_or(-1, |p| p.leader_epoch)
+    };
+    let epoch = if now_generation == found_in {
+        epoch_in(&now)
+    } else if generation == found_in {
+        epoch_in(&meta)
+    } else {
+        -1
+    };
     Ok(Route {
         leader,
-        generation: Some(generation),
+        generation: Some(found_in),
         addr: None,
+        epoch,
     })
 }
 
@@ -445,16 +468,22 @@ enum ExchangeState {
 /// sequence order; their responses are awaited in a spawned task.
 async fn dispatch(shared: &Arc<Shared>, ready: Vec<Batch>) {
     let mut groups: BTreeMap<i32, (Option<String>, Vec<Routed>)> = BTreeMap::new();
-    for batch in ready {
+    for mut batch in ready {
         match route(shared, &batch.topic, batch.partition).await {
             Ok(r) => {
+                batch.leader_epoch = r.epoch;
                 let group = groups.entry(r.leader).or_default();
                 if r.addr.is_some() {
                     group.0 = r.addr;
                 }
                 group.1.push((batch, r.generation));
             }
-            Err(e) => settle_failure(shared, batch, None, AttemptError::Client(e)),
+            Err(e) => {
+                // No leader to try: wait for one newer than what is known now.
+                batch.leader_epoch =
+                    leader_watch::known_epoch(&shared.client, &batch.topic, batch.partition);
+                settle_failure(shared, batch, None, AttemptError::Client(e))
+            }
         }
     }
     for (leader, (addr, batches)) in groups {
@@ -723,8 +752,10 @@ fn settle_response(shared: &Shared, batches: Vec<Routed>, result: Sent) {
                         message: p.error_message,
                     };
                     if hinted {
-                        // The new leader is known: retry at once, no metadata refresh.
+                        // The new leader is known: retry at once, no metadata refresh;
+                        // other batches waiting for this partition's leader too.
                         settle_failure_with(shared, batch, None, error, Some(Duration::ZERO));
+                        leader_watch::hasten_moved(shared, false);
                     } else {
                         settle_failure(shared, batch, generation, error);
                     }
@@ -851,11 +882,28 @@ fn settle_failure_with(
                 shared.client.invalidate_metadata(g);
             }
         }
-        let wait = backoff_override.unwrap_or_else(|| backoff(&shared.config, batch.attempts));
+        let mut wait = backoff_override.unwrap_or_else(|| backoff(&shared.config, batch.attempts));
+        let mut poll = false;
+        if backoff_override.is_none() && leader_watch::leader_unreachable(&error) {
+            let known = leader_watch::known_epoch(&shared.client, &topic, partition);
+            if known > batch.leader_epoch {
+                // A newer leader is known already: no reason to wait.
+                wait = Duration::ZERO;
+            } else {
+                poll = acc
+                    .leaders
+                    .watch(topic.clone(), partition, batch.leader_epoch);
+            }
+        }
         batch.retry_at = Some(Instant::now() + wait);
         batch.last_error = Some(error);
         acc.finish_attempt(&topic, partition, id, None, Some(batch));
         drop(acc);
+        if poll {
+            if let Some(shared) = shared.owner() {
+                tokio::spawn(leader_watch::poll(shared));
+            }
+        }
         shared.wake.notify_one();
         return;
     }
