@@ -21,7 +21,7 @@ use baton_protocol::ErrorCode;
 
 use crate::faults::Faults;
 use crate::sim_env::{Rng, World, EPOCH_MS};
-use crate::workload::{consume, produce};
+use crate::workload::{consume, group_history, group_member, produce, GroupLog, MEMBERS};
 
 /// The topic every seed writes.
 pub const TOPIC: &str = "sim";
@@ -74,7 +74,8 @@ pub struct SeedRun {
 }
 
 /// Runs one seed (in a process of its own: see `main`).
-pub fn run_seed(seed: u64, world: &World) -> SeedRun {
+/// `groups`: members of a consumer group consume while the faults run.
+pub fn run_seed(seed: u64, world: &World, groups: bool) -> SeedRun {
     let mut rng = Rng(seed);
     let base = if std::path::Path::new("/dev/shm").is_dir() {
         tempfile::tempdir_in("/dev/shm")
@@ -227,6 +228,10 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
 
     let flags = shared.clone();
     let h = history.clone();
+    let group_log = Arc::new(Mutex::new(GroupLog::default()));
+    let g = group_log.clone();
+    let produced_only = Arc::new(Mutex::new(History::new()));
+    let gp = produced_only.clone();
     let client_env = world.clocks.env("clients");
     sim.client("clients", async move {
         let client = Client::builder(["node1:9092", "node2:9092", "node3:9092"])
@@ -252,14 +257,35 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let mut members = tokio::task::JoinSet::new();
+        for n in 0..if groups { MEMBERS } else { 0 } {
+            members.spawn(group_member(client.clone(), n, g.clone(), stopped.clone()));
+        }
         produce(&client, &h).await;
         flags.borrow_mut().produced = true;
         while !flags.borrow().healed {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let mut consumed = h.lock().expect("history").clone();
+        let produced = h.lock().expect("history").clone();
+        let mut consumed = produced.clone();
         consume(&client, &mut consumed).await;
         *h.lock().expect("history") = consumed;
+        // The group goes on until it has received every acknowledged record
+        // (at least once), or a minute passes.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while groups && tokio::time::Instant::now() < deadline {
+            let lost = group_history(&produced, &g.lock().expect("group log"))
+                .check()
+                .lost;
+            if lost == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let _ = stop.send(true);
+        while members.join_next().await.is_some() {}
+        *gp.lock().expect("produced") = produced;
         Ok(())
     });
 
@@ -298,6 +324,13 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
     if !report.passed() {
         violations.push(format!("history: {report}"));
     }
+    let group = std::mem::take(&mut *group_log.lock().expect("group log"));
+    let produced = produced_only.lock().expect("produced").clone();
+    let group_report = group_history(&produced, &group).check();
+    violations.extend(group.violations.iter().cloned());
+    if groups && (group_report.lost > 0 || group_report.corrupted > 0) {
+        violations.push(format!("group: {group_report}"));
+    }
     for (part, committed) in &shared.committed {
         let best = (1..=3)
             .filter_map(|n| shared.last_hw.get(&(n, *part)))
@@ -313,12 +346,14 @@ pub fn run_seed(seed: u64, world: &World) -> SeedRun {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     timeline.hash(&mut hasher);
     format!("{report}").hash(&mut hasher);
+    format!("{group_report}").hash(&mut hasher);
+    group.max_generation.hash(&mut hasher);
     shared.committed.hash(&mut hasher);
     shared.epochs.hash(&mut hasher);
     SeedRun {
         violations,
         faults: faults.injected,
-        records: report.consumed,
+        records: report.consumed + group_report.consumed,
         trace: hasher.finish(),
         timeline,
         end_state: shared

@@ -1,11 +1,14 @@
-//! What the clients do: produce with the idempotent producer, read back with a
-//! consumer, recording every outcome in the history.
+//! What the clients do: produce with the idempotent producer while the members
+//! of a consumer group consume, then read back with a plain consumer, recording
+//! every outcome in the histories.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use baton_broker::history::{parse_payload, payload, History, ProduceOutcome};
-use baton_kafka::{Acks, Client, Consumer, Producer, ProducerRecord, StartOffset};
+use baton_kafka::{
+    Acks, Client, Consumer, GroupConsumer, OffsetReset, Producer, ProducerRecord, StartOffset,
+};
 
 use crate::scenario::{PARTITIONS, TOPIC};
 
@@ -101,4 +104,98 @@ pub async fn consume(client: &Client, history: &mut History) {
             Err(_) => break,
         }
     }
+}
+
+/// The consumer group the simulation's members join.
+pub const GROUP: &str = "sim-group";
+/// Members of the group, consuming while the faults run.
+pub const MEMBERS: usize = 2;
+
+/// What the group's members saw, shared by them.
+#[derive(Default)]
+pub struct GroupLog {
+    /// Every record a member received: partition, offset, id and checksum.
+    pub consumed: Vec<(i32, i64, u64, u32)>,
+    /// Broken invariants (a member's generation going backwards).
+    pub violations: Vec<String>,
+    /// The highest generation any member reached.
+    pub max_generation: i32,
+    /// Members built again after they kept failing.
+    pub rebuilds: u64,
+}
+
+/// One member of [`GROUP`] (classic protocol, automatic commits): consumes
+/// [`TOPIC`] from its assignment, checking that its generation never goes
+/// backwards, until `stop`. A member that keeps failing is closed and built
+/// again (a new member).
+pub async fn group_member(
+    client: Client,
+    n: usize,
+    log: Arc<Mutex<GroupLog>>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    while !*stop.borrow() {
+        let built = GroupConsumer::builder(&client, GROUP)
+            .subscribe([TOPIC])
+            .offset_reset(OffsetReset::Earliest)
+            .session_timeout(Duration::from_secs(6))
+            .heartbeat_interval(Duration::from_millis(500))
+            .auto_commit_interval(Duration::from_millis(200))
+            .max_wait(Duration::from_millis(100))
+            .build()
+            .await;
+        let mut member = match built {
+            Ok(m) => m,
+            Err(_) => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        let mut generation = -1;
+        let mut failures = 0;
+        while !*stop.borrow() && failures < 50 {
+            match tokio::time::timeout(Duration::from_millis(200), member.recv()).await {
+                Err(_) => {}
+                Ok(Ok(r)) => {
+                    failures = 0;
+                    let (id, sum) = r
+                        .value
+                        .as_deref()
+                        .and_then(parse_payload)
+                        .unwrap_or((u64::MAX, 0));
+                    let mut log = log.lock().expect("group log");
+                    log.consumed.push((r.partition, r.offset, id, sum));
+                }
+                Ok(Err(_)) => {
+                    failures += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+            let now = member.generation();
+            if now >= 0 {
+                let mut log = log.lock().expect("group log");
+                if now < generation {
+                    log.violations.push(format!(
+                        "member {n}: group generation went from {generation} to {now}"
+                    ));
+                }
+                log.max_generation = log.max_generation.max(now);
+                generation = generation.max(now);
+            }
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), member.close()).await;
+        if !*stop.borrow() {
+            log.lock().expect("group log").rebuilds += 1;
+        }
+    }
+}
+
+/// `produced` (a history holding produce outcomes only) with every record the
+/// group's members received.
+pub fn group_history(produced: &History, log: &GroupLog) -> History {
+    let mut h = produced.clone();
+    for &(partition, offset, id, sum) in &log.consumed {
+        h.consumed(partition, offset, id, sum);
+    }
+    h
 }

@@ -609,8 +609,9 @@ impl GroupCoordinator {
         result
     }
 
-    /// Validates and durably stores commits; one error for the whole request, or
-    /// `Ok` when every offset was stored (and, in a cluster, replicated).
+    /// Validates and stores commits: one error for the whole request, or the
+    /// wait for their replication (`None`: nothing to wait for), to be awaited
+    /// with [`replicated`] off the blocking pool before they are answered.
     pub fn commit(
         &self,
         state: &dyn GroupHost,
@@ -619,7 +620,7 @@ impl GroupCoordinator {
         member_id: &str,
         instance_id: Option<&str>,
         offsets: Vec<OffsetToCommit>,
-    ) -> Result<(), ErrorCode> {
+    ) -> Result<Option<oneshot::Receiver<ProduceOutcome>>, ErrorCode> {
         let now = state.now_ms();
         let mut inner = self.owned(state, group_id)?;
         match inner.consumer.get(group_id) {
@@ -633,7 +634,7 @@ impl GroupCoordinator {
             )?,
         }
         if offsets.is_empty() {
-            return Ok(());
+            return Ok(None);
         }
         inner.groups.admit_group(group_id)?;
         let entries = offset_entries(group_id, &offsets);
@@ -644,7 +645,7 @@ impl GroupCoordinator {
                 .apply_offset(group_id, &o.topic, o.partition, Some(o.offset), position);
         }
         drop(inner);
-        await_replicated(wait)
+        Ok(wait)
     }
 
     /// Validates and durably stores a TxnOffsetCommit: the offsets are written to
@@ -1157,6 +1158,23 @@ fn map_append_error(code: ErrorCode) -> ErrorCode {
 /// Waits (on a blocking-pool thread) until the high watermark covers an append.
 fn await_replicated(wait: Option<oneshot::Receiver<ProduceOutcome>>) -> Result<(), ErrorCode> {
     internal_topic::await_replicated(wait, map_append_error)
+}
+
+/// Waits, without a thread, until the high watermark covers an append (`None`:
+/// nothing to wait for); the error is the coordinator's answer for it (a lost
+/// wait is NOT_LEADER_OR_FOLLOWER before mapping).
+///
+/// # Cancel safety
+///
+/// Cancel safe: the append stands whether or not this is awaited.
+pub async fn replicated(wait: Option<oneshot::Receiver<ProduceOutcome>>) -> Result<(), ErrorCode> {
+    let Some(rx) = wait else {
+        return Ok(());
+    };
+    match rx.await.unwrap_or(ProduceOutcome::NotLeader).error_code() {
+        ErrorCode::None => Ok(()),
+        code => Err(map_append_error(code)),
+    }
 }
 
 /// Replays one `__consumer_offsets` partition (its whole log: a new leader's log is

@@ -19,7 +19,9 @@ pub mod records;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use coordinator::{GroupCoordinator, OffsetToCommit, TopicOffsets, TxnCommitter};
+pub(crate) use coordinator::{
+    replicated, GroupCoordinator, OffsetToCommit, TopicOffsets, TxnCommitter,
+};
 pub(crate) use host::GroupHost;
 pub(crate) use internal_topic::InternalTopic;
 pub use machine::{CommittedOffset, GroupConfig, GroupState, MigrationPolicy};

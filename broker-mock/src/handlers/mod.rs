@@ -155,6 +155,33 @@ async fn consumer_group_heartbeat_request(
     )?)))
 }
 
+/// OffsetCommit: stores the commits on the blocking pool, then waits for their
+/// replication as a task (no thread parked while a follower catches up).
+async fn offset_commit_request(
+    state: &Arc<BrokerState>,
+    ctx: &RequestContext,
+    frame: Bytes,
+    version: i16,
+) -> Result<Reply, DispatchError> {
+    let (header, request) = decode::<OffsetCommitRequest>(frame, version)?;
+    let st = state.clone();
+    let ctx = ctx.clone();
+    let (response, wait) =
+        baton_env::spawn_blocking(move || offset_commit::handle(&st, &ctx, request, version))
+            .await
+            .map_err(|source| DispatchError::Handler {
+                api_key: OffsetCommitRequest::API_KEY,
+                source,
+            })?;
+    let response = offset_commit::finish(response, wait).await;
+    Ok(Reply::Now(Some(encode_counted::<OffsetCommitRequest>(
+        &state.metrics,
+        header.correlation_id,
+        version,
+        &response,
+    )?)))
+}
+
 /// Longest a produce waits for the local roles to catch up with a new image.
 const RECONCILE_WAIT: Duration = Duration::from_millis(200);
 /// Longest a refusal from a leader handing over waits for the successor's name.
@@ -388,12 +415,7 @@ pub(crate) async fn dispatch(
             })
             .await
         }
-        OffsetCommitRequest::API_KEY => {
-            run::<OffsetCommitRequest, _>(state, ctx, frame, version, |s, c, r, v| {
-                Some(offset_commit::handle(s, c, r, v))
-            })
-            .await
-        }
+        OffsetCommitRequest::API_KEY => offset_commit_request(state, ctx, frame, version).await,
         TxnOffsetCommitRequest::API_KEY => {
             run::<TxnOffsetCommitRequest, _>(state, ctx, frame, version, |s, c, r, v| {
                 Some(txn_offset_commit::handle(s, c, r, v))

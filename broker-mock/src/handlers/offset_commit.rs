@@ -29,19 +29,27 @@ use baton_protocol::ErrorCode;
 
 use baton_protocol::acl::{AclOperation, ResourceType};
 
+use tokio::sync::oneshot;
+
 use crate::acl::RequestContext;
-use crate::group::{CommittedOffset, OffsetToCommit};
+use crate::group::{replicated, CommittedOffset, OffsetToCommit};
+use crate::replication::ProduceOutcome;
 use crate::state::BrokerState;
 use crate::topics::Topic;
 
+/// The commits' replication, awaited by [`finish`] off the blocking pool.
+pub(crate) type CommitWait = Option<oneshot::Receiver<ProduceOutcome>>;
+
+/// Checks and stores the commits (on the blocking pool); the answer holds once
+/// [`finish`] has seen them replicated.
 pub(crate) fn handle(
     state: &BrokerState,
     ctx: &RequestContext,
     req: OffsetCommitRequest,
     version: i16,
-) -> OffsetCommitResponse {
+) -> (OffsetCommitResponse, CommitWait) {
     if !state.allowed(ctx, AclOperation::Read, ResourceType::Group, &req.group_id) {
-        return refused(&req, ErrorCode::GroupAuthorizationFailed);
+        return (refused(&req, ErrorCode::GroupAuthorizationFailed), None);
     }
     let now = state.clock.now_ms();
     let max_metadata = state.config.groups.offset_metadata_max_bytes;
@@ -75,7 +83,7 @@ pub(crate) fn handle(
         }
         decided.push(parts);
     }
-    let outcome = state.groups.commit(
+    let stored = state.groups.commit(
         state,
         &req.group_id,
         req.generation_id_or_member_epoch,
@@ -83,9 +91,13 @@ pub(crate) fn handle(
         req.group_instance_id.as_deref(),
         to_commit,
     );
-    if let Err(code) = outcome {
-        tracing::debug!(group = %req.group_id, ?code, "offset commit refused");
-    }
+    let (outcome, wait) = match stored {
+        Ok(wait) => (Ok(()), wait),
+        Err(code) => {
+            tracing::debug!(group = %req.group_id, ?code, "offset commit refused");
+            (Err(code), None)
+        }
+    };
     let topics = req
         .topics
         .iter()
@@ -104,10 +116,35 @@ pub(crate) fn handle(
                 .collect(),
         })
         .collect();
-    OffsetCommitResponse {
+    let response = OffsetCommitResponse {
         throttle_time_ms: 0,
         topics,
+    };
+    (response, wait)
+}
+
+/// Waits (without a thread) until the stored commits are replicated; if they are
+/// not, every partition that was stored gets the coordinator's error instead.
+///
+/// # Cancel safety
+///
+/// Cancel safe: the commits stand or fall whether or not this is awaited.
+pub(crate) async fn finish(
+    mut response: OffsetCommitResponse,
+    wait: CommitWait,
+) -> OffsetCommitResponse {
+    if let Err(code) = replicated(wait).await {
+        for p in response
+            .topics
+            .iter_mut()
+            .flat_map(|t| t.partitions.iter_mut())
+        {
+            if p.error_code == 0 {
+                p.error_code = code.code();
+            }
+        }
     }
+    response
 }
 
 /// One partition of an OffsetCommit or a TxnOffsetCommit to `topic` (`None`:
