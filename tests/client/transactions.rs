@@ -95,12 +95,21 @@ async fn the_position_moves_past_trailing_transaction_markers() {
             producer.abort_transaction().await.expect("abort");
         }
     }
-    let end = Admin::new(&client)
-        .list_offsets([(topic.as_str(), 0, OffsetSpec::Latest)])
-        .await
-        .expect("end offset")[0]
-        .offset;
-    // Two records, two markers.
+    // Two records, two markers. The coordinator writes the markers after it
+    // answered EndTxn (as Kafka's does), so the last one may still be on its way.
+    let admin = Admin::new(&client);
+    let markers_deadline = Instant::now() + Duration::from_secs(30);
+    let end = loop {
+        let end = admin
+            .list_offsets([(topic.as_str(), 0, OffsetSpec::Latest)])
+            .await
+            .expect("end offset")[0]
+            .offset;
+        if end >= 4 || Instant::now() > markers_deadline {
+            break end;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(end, 4);
     let tp = TopicPartition::new(topic.as_str(), 0);
     for (isolation, records) in [
