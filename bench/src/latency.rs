@@ -120,7 +120,8 @@ struct Collected {
 impl Collected {
     fn new(cap: usize) -> Collected {
         Collected {
-            lat_ms: Vec::with_capacity(cap),
+            // Bounded up front; grows past this only as records arrive.
+            lat_ms: Vec::with_capacity(cap.min(10_000_000)),
         }
     }
     fn record(&mut self, value: &[u8], measure_from: u64) {
@@ -473,12 +474,27 @@ pub async fn run(o: LatencyOptions) -> Result<(), String> {
                     create_topic(&cluster, &admin, &topic).await?;
                     let lg = Duration::from_millis(linger);
                     let r = match c {
-                        "baton" => baton_cell(&bootstrap, &topic, rate, lg, &o).await?,
+                        "baton" => baton_cell(&bootstrap, &topic, rate, lg, &o).await,
                         _ => {
                             let (b, t, oo) = (bootstrap.join(","), topic.clone(), o.clone());
                             tokio::task::spawn_blocking(move || rdkafka_cell(&b, &t, rate, lg, &oo))
                                 .await
-                                .map_err(|e| format!("blocking task: {e}"))??
+                                .map_err(|e| format!("blocking task: {e}"))
+                                .and_then(|r| r)
+                        }
+                    };
+                    if let Err(e) = admin.delete_topics([topic.as_str()]).await {
+                        eprintln!("  (delete {topic}: {e})");
+                    }
+                    // A failed cell is reported and left out; the others still run.
+                    let r = match r {
+                        Ok(r) => r,
+                        Err(e) => {
+                            eprintln!(
+                                "  run {} {c} {rate} rec/s linger {linger} ms failed: {e}",
+                                run + 1
+                            );
+                            continue;
                         }
                     };
                     eprintln!(
@@ -498,9 +514,6 @@ pub async fn run(o: LatencyOptions) -> Result<(), String> {
                     match results.iter_mut().find(|(k, _)| *k == key) {
                         Some((_, v)) => v.push(r),
                         None => results.push((key, vec![r])),
-                    }
-                    if let Err(e) = admin.delete_topics([topic.as_str()]).await {
-                        eprintln!("  (delete {topic}: {e})");
                     }
                 }
             }
