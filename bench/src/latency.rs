@@ -467,7 +467,8 @@ pub async fn run(o: LatencyOptions) -> Result<(), String> {
             for &linger in &o.lingers {
                 // Alternate which client goes first.
                 let mut order = clients.clone();
-                order.rotate_left(run % order.len().max(1));
+                let n = order.len().max(1);
+                order.rotate_left(run % n);
                 for c in order {
                     seq += 1;
                     let topic = format!("latency-{seq}");
