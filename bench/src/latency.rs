@@ -268,9 +268,11 @@ async fn baton_cell(
             Ok(c)
         })
     };
-    let handed_all = pacer.await.map_err(|e| format!("pacer: {e}"))??;
+    let paced = pacer.await;
+    // Tell the reader to drain and stop whether or not the pacer succeeded.
     done.store(true, Ordering::Relaxed);
     let c = reader.await.map_err(|e| format!("reader: {e}"))??;
+    let handed_all = paced.map_err(|e| format!("pacer: {e}"))??;
     producer.close().await;
     let failed = acks.await.map_err(|e| format!("acks: {e}"))?;
     if failed > 0 {
@@ -361,6 +363,29 @@ fn rdkafka_cell(
             Ok(c)
         })
     };
+    let paced = pace_rdkafka(&producer, topic, &sched);
+    let flushed = producer.flush(Duration::from_secs(60));
+    // Tell the reader to drain and stop whether or not pacing succeeded.
+    done.store(true, Ordering::Relaxed);
+    let c = reader
+        .join()
+        .map_err(|_| "librdkafka reader panicked".to_string())??;
+    let handed_all = paced?;
+    flushed.map_err(|e| format!("librdkafka flush: {e}"))?;
+    let failed = producer.context().0.load(Ordering::Relaxed);
+    if failed > 0 {
+        eprintln!("  librdkafka: {failed} delivery errors");
+    }
+    Ok(summarize(c, &sched, measure_from, handed_all))
+}
+
+/// Hands librdkafka every record of `sched` as it falls due; returns when the
+/// last was handed over.
+fn pace_rdkafka(
+    producer: &ThreadedProducer<Failures>,
+    topic: &str,
+    sched: &Schedule,
+) -> Result<Instant, String> {
     let mut next = 0u64;
     let mut tick = sched.start;
     while next < sched.total {
@@ -393,18 +418,7 @@ fn rdkafka_cell(
             next += 1;
         }
     }
-    let handed_all = Instant::now();
-    let flushed = producer.flush(Duration::from_secs(60));
-    done.store(true, Ordering::Relaxed);
-    let c = reader
-        .join()
-        .map_err(|_| "librdkafka reader panicked".to_string())??;
-    flushed.map_err(|e| format!("librdkafka flush: {e}"))?;
-    let failed = producer.context().0.load(Ordering::Relaxed);
-    if failed > 0 {
-        eprintln!("  librdkafka: {failed} delivery errors");
-    }
-    Ok(summarize(c, &sched, measure_from, handed_all))
+    Ok(Instant::now())
 }
 
 // ---------------------------------------------------------------------------
