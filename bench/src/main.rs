@@ -6,6 +6,7 @@ mod failover;
 mod group;
 mod java;
 mod kafka;
+mod latency;
 mod measure;
 mod metrics_overhead;
 mod partitions;
@@ -25,8 +26,15 @@ baton-bench: Baton against librdkafka, rskafka, tansu, the Java client and Apach
 Kafka's broker, in the same run
 
 USAGE:
-    cargo run --release -- <producer|consumer|group|broker|large|failover|partitions|connections|java|kafka-broker|security|transactions|metrics|all> [OPTIONS]
+    cargo run --release -- <producer|consumer|group|broker|large|failover|latency|partitions|connections|java|kafka-broker|security|transactions|metrics|all> [OPTIONS]
 
+    latency       end-to-end latency on a 3-node in-process baton-broker cluster
+                  (in memory; 6 partitions, replication factor 3): a paced acks=all
+                  producer stamps each 100-byte value with its intended send time and
+                  a consumer in the same process reads concurrently; p50, p99, p99.9
+                  and max of receive time minus intended time per client, rate
+                  (--latency-rates) and linger (--latency-lingers), Baton against
+                  librdkafka, medians of --runs runs
     partitions    per partition count (--partitions), a fresh in-memory baton-broker:
                   Baton and librdkafka produce --partition-records keyed 100-byte
                   records (acks=1, acks=all) into a fresh topic and read them back;
@@ -62,6 +70,10 @@ OPTIONS:
     --large-values N       1 MiB values per large-value run (default 1024)
     --failover-rate R      records/s of the paced failover producer (default 2000)
     --session-timeout-ms T broker session timeout of the failover cluster (default 6000)
+    --latency-rates LIST   latency: comma-separated records/s (default 10000,100000,500000)
+    --latency-lingers LIST latency: comma-separated producer linger ms (default 0,5)
+    --latency-secs S       latency: seconds of load per cell, warm-up included (default 5)
+    --latency-warmup-secs S latency: seconds not counted at the start of a cell (default 1)
     --txn-broker B         transactions: baton (baton-broker, in memory; default) or kafka
                            (Apache Kafka, the referee)
     --partitions LIST      partitions: comma-separated partition counts (default
@@ -100,6 +112,33 @@ struct Options {
     idle_connections: usize,
     producers: usize,
     per_producer: u64,
+    latency_rates: Vec<u64>,
+    latency_lingers: Vec<u64>,
+    latency_secs: f64,
+    latency_warmup_secs: f64,
+}
+
+/// Parses a comma-separated list of non-negative integers.
+fn num_list(name: &str, v: Option<String>) -> Result<Vec<u64>, String> {
+    v.ok_or_else(|| format!("{name} needs a value"))?
+        .split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<u64>()
+                .map_err(|e| format!("{name}: {x:?}: {e}"))
+        })
+        .collect()
+}
+
+/// Parses a non-negative number of seconds.
+fn secs(name: &str, v: Option<String>) -> Result<f64, String> {
+    match v
+        .ok_or_else(|| format!("{name} needs a value"))?
+        .parse::<f64>()
+    {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("{name}: not a number of seconds")),
+    }
 }
 
 fn parse() -> Result<(String, Options), String> {
@@ -118,6 +157,10 @@ fn parse() -> Result<(String, Options), String> {
         idle_connections: 1000,
         producers: 200,
         per_producer: 5000,
+        latency_rates: vec![10_000, 100_000, 500_000],
+        latency_lingers: vec![0, 5],
+        latency_secs: 5.0,
+        latency_warmup_secs: 1.0,
     };
     let mut args = std::env::args().skip(1);
     let mut sub = None;
@@ -145,6 +188,12 @@ fn parse() -> Result<(String, Options), String> {
             "--idle-connections" => o.idle_connections = num("--idle-connections")? as usize,
             "--producers" => o.producers = num("--producers")?.max(1) as usize,
             "--per-producer" => o.per_producer = num("--per-producer")?.max(1),
+            "--latency-rates" => o.latency_rates = num_list("--latency-rates", args.next())?,
+            "--latency-lingers" => o.latency_lingers = num_list("--latency-lingers", args.next())?,
+            "--latency-secs" => o.latency_secs = secs("--latency-secs", args.next())?,
+            "--latency-warmup-secs" => {
+                o.latency_warmup_secs = secs("--latency-warmup-secs", args.next())?
+            }
             "--partitions" => {
                 o.partitions = args
                     .next()
@@ -658,6 +707,17 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
             })
             .await
         }
+        "latency" => {
+            latency::run(latency::LatencyOptions {
+                runs: o.runs,
+                clients: o.clients.clone(),
+                rates: o.latency_rates.clone(),
+                lingers: o.latency_lingers.clone(),
+                secs: o.latency_secs,
+                warmup_secs: o.latency_warmup_secs.min(o.latency_secs),
+            })
+            .await
+        }
         "partitions" => partitions::run(o).await,
         "connections" => connections::run(o).await,
         "java" => referee::clients(o).await,
@@ -676,6 +736,7 @@ async fn run(sub: &str, o: &Options) -> Result<(), String> {
                 "broker",
                 "large",
                 "failover",
+                "latency",
                 "java",
                 "kafka-broker",
                 "security",
