@@ -206,9 +206,10 @@ pub async fn baton_consume(at: impl Into<Endpoint>, topic: &str, n: u64) -> Resu
 // ---------------------------------------------------------------------------
 // librdkafka
 
-struct Counting {
-    ok: AtomicU64,
-    failed: AtomicU64,
+/// Counts librdkafka delivery reports (shared by the producer items).
+pub(crate) struct Counting {
+    pub(crate) ok: AtomicU64,
+    pub(crate) failed: AtomicU64,
 }
 
 impl ClientContext for Counting {}

@@ -17,10 +17,10 @@ use bytes::Bytes;
 use rdkafka::consumer::{BaseConsumer, Consumer as _};
 use rdkafka::message::Message as _;
 use rdkafka::producer::ThreadedProducer;
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer as _, ProducerContext};
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::producer::{BaseRecord, Producer as _};
+use rdkafka::{Offset, TopicPartitionList};
 
-use crate::clients::{rdkafka_producer_config, Endpoint, ProduceSettings, WINDOW};
+use crate::clients::{rdkafka_producer_config, Counting, Endpoint, ProduceSettings, WINDOW};
 use crate::measure::{self, median, self_cpu, BrokerProc, Sample, Table};
 use crate::{blocking, log_sample, settings, Options};
 
@@ -363,23 +363,6 @@ async fn baton_consume(
         secs: t0.elapsed().as_secs_f64(),
         cpu_secs: (self_cpu() - cpu0).as_secs_f64(),
     })
-}
-
-struct Counting {
-    ok: AtomicU64,
-    failed: AtomicU64,
-}
-
-impl ClientContext for Counting {}
-
-impl ProducerContext for Counting {
-    type DeliveryOpaque = ();
-    fn delivery(&self, r: &DeliveryResult<'_>, _: ()) {
-        match r {
-            Ok(_) => self.ok.fetch_add(1, Ordering::Relaxed),
-            Err(_) => self.failed.fetch_add(1, Ordering::Relaxed),
-        };
-    }
 }
 
 /// Produces `n` keyed records with librdkafka's default partitioner. Blocking.
