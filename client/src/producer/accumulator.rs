@@ -3,6 +3,14 @@
 //!
 //! Invariants:
 //! - At most `max_in_flight` batches per partition are on the wire at once.
+//! - With idempotence, at most `max_in_flight` batches of a partition carry
+//!   sequences past its oldest unacknowledged batch (sent, outcome not known yet).
+//!   Brokers remember a producer's last 5 batches per partition; a resent batch
+//!   that was written after all (say by a leader that died before answering, and
+//!   replicated to the next one) is then still among them and is answered as a
+//!   duplicate. Without the bound, batches sent to a new leader while the old
+//!   one still held a request could push it out, and its resend would be
+//!   rejected as out of order although its records are in the log.
 //! - A batch that comes back for a retry is put back into its queue in creation
 //!   order (batch ids grow with creation, and so do sequence numbers within one
 //!   producer identity), ahead of every batch that was never sent.
@@ -376,6 +384,10 @@ pub(crate) struct PartitionQueue {
     /// Batches of this partition on the wire, oldest first.
     in_flight: Vec<InFlight>,
     pub(crate) seq: SeqState,
+    /// The batches stamped with `seq.identity` from the oldest one not yet
+    /// acknowledged on, in sequence order, with whether each is acknowledged: the
+    /// batches a leader must still remember to recognise a resend.
+    window: VecDeque<(u64, bool)>,
     /// The most records a batch of this partition held (sizes new batches).
     last_len: usize,
 }
@@ -410,6 +422,22 @@ impl PartitionQueue {
         }
         self.batches = keep;
         out
+    }
+
+    /// Batch `batch_id` has its final outcome (`acked`: the broker has it) or left
+    /// its sequence behind (failed): the window then starts at the oldest batch
+    /// still unacknowledged.
+    fn settle_window(&mut self, batch_id: u64, acked: bool) {
+        if let Some(i) = self.window.iter().position(|&(id, _)| id == batch_id) {
+            if acked {
+                self.window[i].1 = true;
+            } else {
+                self.window.remove(i);
+            }
+        }
+        while self.window.front().is_some_and(|&(_, done)| done) {
+            self.window.pop_front();
+        }
     }
 }
 
@@ -1103,7 +1131,13 @@ impl Accumulator {
                                 identity: Some(identity),
                                 ..SeqState::default()
                             };
+                            q.window.clear();
                         } else if q.seq.fenced {
+                            break;
+                        }
+                        if q.window.len() >= max_in_flight.max(1) {
+                            // The oldest unacknowledged batch must stay among the
+                            // last batches the leader remembers (module docs).
                             break;
                         }
                         if q.seq.last_acked < 0 && !q.in_flight.is_empty() {
@@ -1123,6 +1157,7 @@ impl Accumulator {
                         });
                         head.transactional = txn.enabled;
                         q.seq.next = add_sequence(q.seq.next, count);
+                        q.window.push_back((head.id, false));
                     }
                 }
                 let batch = q.batches.pop_front().expect("checked");
@@ -1205,6 +1240,9 @@ impl Accumulator {
     ) {
         let queue = self.queue_entry(topic, partition);
         queue.in_flight.retain(|f| f.id != batch_id);
+        if retry.is_none() {
+            queue.settle_window(batch_id, acked.is_some());
+        }
         if let Some((stamp, count)) = acked {
             let last = add_sequence(stamp.base_sequence, count - 1);
             // Responses of one partition can be settled out of order (by different
@@ -1422,6 +1460,42 @@ mod tests {
         let second = acc.drain(now, Duration::ZERO, 150, 5).ready;
         assert_eq!(second[0].id, ids[1]);
         assert_eq!(second[0].stamp.unwrap().base_sequence, 4);
+    }
+
+    /// A batch whose outcome is unknown holds back fresh batches once
+    /// `max_in_flight` batches carry sequences from it on, even while the later
+    /// ones are acknowledged (by a new leader, say): a leader remembers a
+    /// producer's last 5 batches, and the resend must still be among them.
+    #[tokio::test]
+    async fn an_unacknowledged_batch_bounds_the_sequences_past_it() {
+        let timeout = Duration::from_secs(60);
+        let mut acc = Accumulator::new(true);
+        // 10 batches of 2 records each.
+        for _ in 0..20 {
+            append(&mut acc, "v", 150, timeout);
+        }
+        acc.idem.current = Some(ProducerIdentity { id: 7, epoch: 0 });
+        let now = Instant::now();
+        let first = acc.drain(now, Duration::ZERO, 150, 5).ready.pop().unwrap();
+        let topic = first.topic.clone();
+        acc.finish_attempt(&topic, 0, first.id, Some((first.stamp.unwrap(), 2)), None);
+        // The stuck batch (its old leader never answers) and four after it.
+        let mut out = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(out.len(), 5);
+        let stuck = out.remove(0);
+        for b in out {
+            acc.finish_attempt(&topic, 0, b.id, Some((b.stamp.unwrap(), 2)), None);
+        }
+        assert_eq!(acc.seq(&topic, 0).last_acked, 11);
+        assert!(
+            acc.drain(now, Duration::ZERO, 150, 5).ready.is_empty(),
+            "four slots are free, but a fifth batch past the stuck one would push it out \
+             of what the leader remembers"
+        );
+        acc.finish_attempt(&topic, 0, stuck.id, Some((stuck.stamp.unwrap(), 2)), None);
+        let next = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(next.len(), 4, "the rest goes once it is acknowledged");
+        assert_eq!(next[0].stamp.unwrap().base_sequence, 12);
     }
 
     /// With idempotence, up to `max_in_flight` batches of a partition go out with
