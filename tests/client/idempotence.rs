@@ -355,7 +355,24 @@ async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
         tokio::time::sleep(Duration::from_millis(1_500)).await;
         cluster.node(leader).restart().await.expect("restart");
     }
-    producing.await.unwrap();
+    // Every delivery ends within its timeout; one that takes long after the last
+    // restart means a partition stayed unavailable: show the cluster's state.
+    let mut producing = producing;
+    let done = tokio::time::timeout(Duration::from_secs(30), &mut producing).await;
+    if let Ok(joined) = done {
+        joined.unwrap();
+    } else {
+        eprintln!(
+            "seed {seed}: deliveries still pending 30 s after the last restart; unfenced \
+             brokers {:?}",
+            cluster.unfenced_brokers()
+        );
+        for p in 0..3 {
+            eprintln!("partition {p}: {:?}", cluster.partition_state(&topic, p));
+        }
+        eprintln!("{}", cluster.timeline_text());
+        producing.await.unwrap();
+    }
     producer.close().await;
 
     let history = Arc::try_unwrap(history).ok().unwrap().into_inner().unwrap();
