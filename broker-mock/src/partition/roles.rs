@@ -139,6 +139,17 @@ impl PartitionState {
         if epoch > self.leader_epoch {
             self.leader_epoch = epoch;
         }
+        // The epoch starts at the log end now, before any record is written in it
+        // (Kafka's makeLeader does the same): a follower holding a suffix of an
+        // epoch this leader never saw is then told where it diverges. Without the
+        // entry, a leader that could not write yet (too few in-sync replicas, which
+        // that very follower is needed for) could not place the follower's epoch,
+        // and its "undefined" answer reads as "no divergence" on the wire: the
+        // follower would fetch past the leader's log end forever.
+        let leo = self.log_end_offset();
+        if let Err(e) = self.epoch_cache.assign(epoch, leo) {
+            tracing::warn!(epoch, leo, error = %e, "leader epoch not recorded at the log end");
+        }
         self.leader = leader.local_id();
         self.reports = Some(reports);
         self.role = Role::Leader(Box::new(leader));
@@ -244,6 +255,61 @@ mod tests {
     use crate::partition::Partition;
     use crate::producer_state::ProducerLimits;
     use crate::replication::{LeaderConfig, LeaderInit, ProduceOutcome};
+
+    /// A new leader that has written nothing in its epoch yet still places a
+    /// follower's suffix from an epoch it never saw: the fetch gets a diverging
+    /// epoch that ends at the leader's log end, so the follower truncates there.
+    #[test]
+    fn a_new_leader_places_an_epoch_it_never_saw() {
+        use baton_protocol::record::TimestampType;
+
+        use crate::replication::EpochEndOffset;
+
+        let p = Partition::new_replica("t", 0, Log::memory(), ProducerLimits::default());
+        let mut st = p.lock();
+        let (reports, _keep) = mpsc::unbounded_channel();
+        let init = |epoch, leo| LeaderInit {
+            local_id: 1,
+            leader_epoch: epoch,
+            partition_epoch: epoch,
+            replicas: vec![1],
+            isr: vec![1],
+            log_end_offset: leo,
+            high_watermark: leo,
+            now_ms: 0,
+        };
+        st.become_leader(init(1, 0), LeaderConfig::default(), reports.clone())
+            .expect("leads");
+        let records = one_batch();
+        st.append_records(&records, TimestampType::CreateTime, 0)
+            .expect("appended");
+        let leo = st.log_end_offset();
+        assert!(leo > 0);
+        // Epoch 2 went to another node (which wrote a suffix this node never got);
+        // epoch 3 is this node's again, with nothing written in it yet.
+        st.become_follower(2, 2);
+        st.become_leader(init(3, leo), LeaderConfig::default(), reports)
+            .expect("leads again");
+        let div = st
+            .epoch_cache()
+            .diverging_epoch(leo + 5, 2, st.log_end_offset());
+        assert_eq!(
+            div,
+            Some(EpochEndOffset {
+                epoch: 1,
+                end_offset: leo
+            })
+        );
+    }
+
+    /// One uncompressed batch of three records.
+    fn one_batch() -> bytes::Bytes {
+        let mut b = baton_protocol::record::RecordBatchBuilder::new(0);
+        for i in 0..3u8 {
+            b.push(0, None, Some(&[i][..]), &[]);
+        }
+        b.finish()
+    }
 
     #[test]
     fn halting_a_leader_fails_its_waiting_writes_and_refuses_new_waits() {
