@@ -254,6 +254,7 @@ async fn leader_kills_with_short_timeouts_lose_duplicate_and_reorder_nothing() {
 
     const RECORDS: u64 = 6_000;
     const KILLS: u32 = 20;
+    baton_testkit::init_tracing();
     let seed = seed();
     let dir = tempfile::tempdir().unwrap();
     let mut cluster = Cluster::builder()

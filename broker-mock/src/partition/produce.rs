@@ -89,7 +89,24 @@ impl PartitionState {
         }
         let checked = check_produced(records.as_slice())?;
         let headers: Vec<ProducerBatch> = checked.iter().map(|c| c.producer).collect();
-        if let Verdict::Duplicate(d) = self.producers.check(&headers)? {
+        let verdict = self.producers.check(&headers).inspect_err(|code| {
+            if *code == ErrorCode::OutOfOrderSequenceNumber {
+                if let Some(b) = headers.iter().find(|b| b.is_idempotent()) {
+                    let known = self.producers.get(b.producer_id);
+                    tracing::debug!(
+                        producer_id = b.producer_id,
+                        epoch = b.producer_epoch,
+                        base_sequence = b.base_sequence,
+                        known_epoch = known.map(|e| e.epoch()),
+                        last_sequence = known.map(|e| e.last_seq()),
+                        leader_epoch = self.leader_epoch,
+                        log_end_offset = self.log_end_offset(),
+                        "out-of-order sequence refused"
+                    );
+                }
+            }
+        })?;
+        if let Verdict::Duplicate(d) = verdict {
             return Ok(AppendInfo {
                 base_offset: d.base_offset,
                 log_append_time_ms: d.log_append_time_ms,

@@ -868,8 +868,20 @@ fn settle_failure_with(
     }
     let mut purged = Vec::new();
     if matches!(verdict, Verdict::Reset | Verdict::FailAndReset) {
-        let identity = batch.stamp.expect("stamped").identity;
-        tracing::warn!(%topic, partition, %error, "idempotent sequence broken; bumping the epoch");
+        let stamp = batch.stamp.expect("stamped");
+        let identity = stamp.identity;
+        let seq = acc.seq(&topic, partition);
+        tracing::warn!(
+            %topic,
+            partition,
+            %error,
+            producer_id = identity.id,
+            epoch = identity.epoch,
+            base_sequence = stamp.base_sequence,
+            last_acked = seq.last_acked,
+            attempts = batch.attempts,
+            "idempotent sequence broken; bumping the epoch"
+        );
         purged = acc.fence(&topic, partition, identity);
     }
     if let Verdict::Retry = verdict {
