@@ -509,11 +509,12 @@ async fn a_cluster_without_init_producer_id_is_a_typed_error() {
 
 /// The broker loses the producer's state (an in-memory broker replaced on the same
 /// address): the next batches break the sequence (OUT_OF_ORDER_SEQUENCE_NUMBER).
-/// Their records fail with a typed `IdempotenceReset` and are not in the log; the
-/// producer bumps its epoch and later records are delivered from sequence 0. No
-/// record is ever reported delivered that the log does not hold.
+/// The broker refused them before appending, at their first attempt, so the
+/// producer bumps its epoch and sends them again from sequence 0: every record is
+/// delivered once, in send order, and none fails. No record is ever reported
+/// delivered that the log does not hold.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_broken_sequence_fails_typed_and_the_producer_recovers() {
+async fn a_broken_sequence_is_sent_again_under_a_new_epoch() {
     let broker = Broker::start(BrokerConfig::in_memory()).await.unwrap();
     let addr = broker.local_addr();
     let client = Client::builder([broker.bootstrap()])
@@ -570,10 +571,12 @@ async fn a_broken_sequence_fails_typed_and_the_producer_recovers() {
         }
     }
     eprintln!("{reset} records reset, {} delivered", delivered.len());
-    assert!(
-        reset >= 1,
-        "the first batch after the restart breaks the sequence"
-    );
+    assert_eq!(reset, 0, "refused batches are sent again, not failed");
+    let values: Vec<_> = delivered.values().cloned().collect();
+    let sent: Vec<Bytes> = (0..20)
+        .map(|i| Bytes::from(format!("after-{i:02}")))
+        .collect();
+    assert_eq!(values, sent, "delivered once each, in send order");
     // After the epoch bump, new records go through.
     let meta = producer
         .send(ProducerRecord::new(topic.clone()).value("later"))

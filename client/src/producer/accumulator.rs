@@ -1118,47 +1118,49 @@ impl Accumulator {
                             break;
                         }
                     }
-                    if idem.enabled {
-                        let Some(identity) = idem.current else {
+                }
+                // A fresh batch, or one given back unstamped because the leader
+                // refused its only attempt (sent again under a new epoch).
+                if idem.enabled && head.stamp.is_none() {
+                    let Some(identity) = idem.current else {
+                        break;
+                    };
+                    if q.seq.identity != Some(identity) {
+                        if !q.in_flight.is_empty() {
+                            // Batches of the previous identity are still out.
                             break;
+                        }
+                        q.seq = SeqState {
+                            identity: Some(identity),
+                            ..SeqState::default()
                         };
-                        if q.seq.identity != Some(identity) {
-                            if !q.in_flight.is_empty() {
-                                // Batches of the previous identity are still out.
-                                break;
-                            }
-                            q.seq = SeqState {
-                                identity: Some(identity),
-                                ..SeqState::default()
-                            };
-                            q.window.clear();
-                        } else if q.seq.fenced {
-                            break;
-                        }
-                        if q.window.len() >= max_in_flight.max(1) {
-                            // The oldest unacknowledged batch must stay among the
-                            // last batches the leader remembers (module docs).
-                            break;
-                        }
-                        if q.seq.last_acked < 0 && !q.in_flight.is_empty() {
-                            // No batch of this identity is acknowledged yet, so the
-                            // leader may hold no state for the producer, and Apache
-                            // Kafka then accepts any sequence: a later batch could be
-                            // written ahead of a first one that failed (say with
-                            // NOT_LEADER_OR_FOLLOWER on a fresh topic), leaving a
-                            // hole no resend can fill. One batch at a time until the
-                            // first is acknowledged.
-                            break;
-                        }
-                        let count = head.count();
-                        head.stamp = Some(Stamp {
-                            identity,
-                            base_sequence: q.seq.next,
-                        });
-                        head.transactional = txn.enabled;
-                        q.seq.next = add_sequence(q.seq.next, count);
-                        q.window.push_back((head.id, false));
+                        q.window.clear();
+                    } else if q.seq.fenced {
+                        break;
                     }
+                    if q.window.len() >= max_in_flight.max(1) {
+                        // The oldest unacknowledged batch must stay among the
+                        // last batches the leader remembers (module docs).
+                        break;
+                    }
+                    if q.seq.last_acked < 0 && !q.in_flight.is_empty() {
+                        // No batch of this identity is acknowledged yet, so the
+                        // leader may hold no state for the producer, and Apache
+                        // Kafka then accepts any sequence: a later batch could be
+                        // written ahead of a first one that failed (say with
+                        // NOT_LEADER_OR_FOLLOWER on a fresh topic), leaving a
+                        // hole no resend can fill. One batch at a time until the
+                        // first is acknowledged.
+                        break;
+                    }
+                    let count = head.count();
+                    head.stamp = Some(Stamp {
+                        identity,
+                        base_sequence: q.seq.next,
+                    });
+                    head.transactional = txn.enabled;
+                    q.seq.next = add_sequence(q.seq.next, count);
+                    q.window.push_back((head.id, false));
                 }
                 let batch = q.batches.pop_front().expect("checked");
                 q.in_flight.push(InFlight {
@@ -1460,6 +1462,52 @@ mod tests {
         let second = acc.drain(now, Duration::ZERO, 150, 5).ready;
         assert_eq!(second[0].id, ids[1]);
         assert_eq!(second[0].stamp.unwrap().base_sequence, 4);
+    }
+
+    /// A batch the leader refused before appending (its only attempt) goes back
+    /// without its sequence; once the partition's sequence is broken and a new
+    /// epoch is there, it is sent again first, from sequence 0 of the new epoch,
+    /// ahead of the batches behind it.
+    #[tokio::test]
+    async fn a_refused_batch_is_sent_again_under_the_next_epoch() {
+        let timeout = Duration::from_secs(60);
+        let mut acc = Accumulator::new(true);
+        for _ in 0..6 {
+            append(&mut acc, "v", 150, timeout);
+        }
+        let old = ProducerIdentity { id: 7, epoch: 0 };
+        acc.idem.current = Some(old);
+        let now = Instant::now();
+        let first = acc.drain(now, Duration::ZERO, 150, 5).ready.pop().unwrap();
+        let topic = first.topic.clone();
+        acc.finish_attempt(&topic, 0, first.id, Some((first.stamp.unwrap(), 2)), None);
+        let mut refused = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(refused.len(), 2);
+        let mut head = refused.remove(0);
+        let behind = refused.remove(0);
+        assert_eq!(head.stamp.unwrap().base_sequence, 2);
+        // The sender's answer to the refusal.
+        assert!(
+            acc.fence(&topic, 0, old).is_empty(),
+            "nothing queued was sent"
+        );
+        head.attempts = 1;
+        head.stamp = None;
+        head.encoded = None;
+        acc.finish_attempt(&topic, 0, head.id, None, Some(head));
+        assert!(
+            acc.drain(now, Duration::ZERO, 150, 5).ready.is_empty(),
+            "the old epoch's batch is still out, and no new epoch yet"
+        );
+        acc.finish_attempt(&topic, 0, behind.id, None, None);
+        assert!(acc.drain(now, Duration::ZERO, 150, 5).ready.is_empty());
+        let new = ProducerIdentity { id: 7, epoch: 1 };
+        acc.idem.current = Some(new);
+        let again = acc.drain(now, Duration::ZERO, 150, 5).ready;
+        assert_eq!(again.len(), 1, "a resend goes alone");
+        let stamp = again[0].stamp.unwrap();
+        assert_eq!((stamp.identity, stamp.base_sequence), (new, 0));
+        assert_eq!(again[0].count(), 2);
     }
 
     /// A batch whose outcome is unknown holds back fresh batches once

@@ -211,6 +211,12 @@ pub enum ProduceError {
     /// partition timed out after it was sent. The record **may or may not** be in
     /// the log (it was not acknowledged). The producer got a new epoch and restarts
     /// the partition's sequence; records sent later are not affected.
+    ///
+    /// A batch whose only attempt the leader refused for its sequence
+    /// (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID) was never written, so an
+    /// idempotent, non-transactional producer sends it again under the new epoch
+    /// instead of failing its records; so do the queued batches behind it that
+    /// were refused the same way.
     #[error("idempotent sequence of {topic}/{partition} was reset: {cause}")]
     IdempotenceReset {
         /// The topic.

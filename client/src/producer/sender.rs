@@ -806,6 +806,83 @@ enum Verdict {
     FailAndReset,
     /// Its sequence already broke: fail it with [`ProduceError::IdempotenceReset`].
     Stale,
+    /// The leader refused its only attempt for its sequence (so it was never
+    /// written): break the partition's sequence and send it again under the next
+    /// epoch, from sequence 0, as Kafka's idempotent producer does.
+    Resequence,
+}
+
+/// Whether an attempt that ended with `code` was refused for its producer
+/// sequence or id, which the leader checks before appending: its records were
+/// not written by it.
+fn refused_for_sequence(code: Option<ErrorCode>) -> bool {
+    matches!(
+        code,
+        Some(ErrorCode::OutOfOrderSequenceNumber | ErrorCode::UnknownProducerId)
+    )
+}
+
+/// [`Verdict::Resequence`]: breaks the partition's sequence (a new epoch is
+/// requested) and puts `batch` back into its queue without its sequence, with the
+/// queued batches of its identity that were refused the same way; the other
+/// queued ones (outcome unknown) fail with [`ProduceError::IdempotenceReset`].
+/// The leader's metadata is refreshed: a leader without the acknowledged
+/// batches is often one that was replaced and does not know yet.
+fn resequence(
+    shared: &Shared,
+    mut acc: std::sync::MutexGuard<'_, super::accumulator::Accumulator>,
+    mut batch: Batch,
+    generation: Option<u64>,
+    error: AttemptError,
+) {
+    let topic = batch.topic.clone();
+    let partition = batch.partition;
+    let id = batch.id;
+    let stamp = batch.stamp.expect("stamped");
+    let seq = acc.seq(&topic, partition);
+    tracing::warn!(
+        %topic,
+        partition,
+        %error,
+        producer_id = stamp.identity.id,
+        epoch = stamp.identity.epoch,
+        base_sequence = stamp.base_sequence,
+        last_acked = seq.last_acked,
+        "the leader refused the next sequence; sending the batch again under a new epoch"
+    );
+    let purged = acc.fence(&topic, partition, stamp.identity);
+    let (again, failed): (Vec<Batch>, Vec<Batch>) = purged.into_iter().partition(|b| {
+        let code = match &b.last_error {
+            Some(AttemptError::Broker { code, .. }) => Some(*code),
+            _ => None,
+        };
+        b.attempts <= 1 && refused_for_sequence(code)
+    });
+    shared
+        .meter
+        .retried(error.metric_name(), batch.records.len());
+    if let Some(g) = generation {
+        shared.client.invalidate_metadata(g);
+    }
+    let at = Instant::now() + backoff(&shared.config, batch.attempts);
+    let unstamp = |b: &mut Batch| {
+        b.stamp = None;
+        b.encoded = None;
+        b.retry_at = Some(at);
+    };
+    unstamp(&mut batch);
+    batch.last_error = Some(error.clone());
+    acc.finish_attempt(&topic, partition, id, None, Some(batch));
+    for mut b in again {
+        unstamp(&mut b);
+        let bid = b.id;
+        acc.finish_attempt(&topic, partition, bid, None, Some(b));
+    }
+    drop(acc);
+    for b in failed {
+        fail_reset(b, &error);
+    }
+    shared.wake.notify_one();
 }
 
 /// A failed attempt: retriable errors put the batch back into its queue after a
@@ -833,7 +910,13 @@ fn settle_failure_with(
             let seq = acc.seq(&topic, partition);
             let stale = seq.fenced || seq.identity != Some(stamp.identity);
             let expected = add_sequence(seq.last_acked, 1);
+            // Sent once, and refused before the append: no earlier attempt can
+            // have written it. (A transaction cannot change epochs midway; its
+            // batches fail as below and the transaction aborts.)
+            let never_written =
+                !acc.txn.enabled && batch.attempts <= 1 && refused_for_sequence(code);
             match code {
+                _ if stale && never_written => Verdict::Resequence,
                 _ if stale => Verdict::Stale,
                 // An earlier batch failed and this one ran into the gap it left:
                 // resend in order once the earlier one is through (no backoff of its
@@ -850,6 +933,9 @@ fn settle_failure_with(
                     backoff_override = Some(Duration::ZERO);
                     Verdict::Retry
                 }
+                // The next sequence refused: the leader lacks acknowledged batches
+                // (a leader that has not yet learned it was replaced, or lost data).
+                _ if never_written && stamp.base_sequence == expected => Verdict::Resequence,
                 Some(
                     ErrorCode::OutOfOrderSequenceNumber
                     | ErrorCode::UnknownProducerId
@@ -865,6 +951,10 @@ fn settle_failure_with(
         drop(acc);
         record_failed(shared, &topic, partition, code, error.to_string());
         acc = shared.lock();
+    }
+    if let Verdict::Resequence = verdict {
+        resequence(shared, acc, batch, generation, error);
+        return;
     }
     let mut purged = Vec::new();
     if matches!(verdict, Verdict::Reset | Verdict::FailAndReset) {
