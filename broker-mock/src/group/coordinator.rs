@@ -114,8 +114,10 @@ impl Inner {
     }
 
     /// Appends a tombstone for every group removed since the last call (so a replay
-    /// does not bring it back), then a record for every new generation (best
-    /// effort: a failure is logged; the next generation is written anyway).
+    /// does not bring it back), then a record for every new generation and every
+    /// group whose assignments or member ids changed (best effort: a failure is
+    /// logged; the next record is written anyway, and a replay of an older one
+    /// still never lowers the generation a member saw below the one it wrote).
     fn persist_generations(&mut self, state: &dyn GroupHost) {
         for group_id in self.groups.take_removed() {
             let entry = (records::encode_group_key(&group_id), None);
@@ -123,13 +125,13 @@ impl Inner {
                 tracing::warn!(group = %group_id, ?code, "cannot persist the removal of a group");
             }
         }
-        for g in self.groups.take_new_generations() {
-            self.rebalances += 1;
+        for g in self.groups.take_group_records() {
+            if g.new_generation {
+                self.rebalances += 1;
+            }
+            let generation = g.snapshot.generation_id;
             let record = GroupRecord {
-                protocol_type: g.protocol_type.unwrap_or_default(),
-                generation: g.generation_id,
-                protocol: g.protocol_name,
-                leader: g.leader,
+                group: g.snapshot,
                 state_timestamp: state.now_ms(),
             };
             let entry = (
@@ -137,7 +139,7 @@ impl Inner {
                 Some(records::encode_group_value(&record)),
             );
             if let Err(code) = append(state, &g.group_id, &[entry], None, state.now_ms()) {
-                tracing::warn!(group = %g.group_id, generation = g.generation_id, ?code, "cannot persist the generation");
+                tracing::warn!(group = %g.group_id, generation, ?code, "cannot persist the group");
             }
         }
     }
@@ -542,6 +544,9 @@ impl GroupCoordinator {
         inner.syncs.insert(w, tx);
         let out = inner.groups.sync(req, w, state.now_ms());
         inner.deliver(out);
+        // The leader's assignments: the group's record is written again, as
+        // Kafka's storeGroup does, so a new coordinator restores them.
+        inner.persist_generations(state);
         drop(inner);
         self.wake.notify_one();
         Ok(rx)
@@ -1260,14 +1265,30 @@ fn load_partition_all(
                         }
                     }
                 }
-                if replay_record(rec, txn_producer, groups) {
+                if replay_record(rec, txn_producer, groups, now) {
                     loaded += 1;
                 }
             }
         }
     }
+    let in_partition = |g: &str| records::partition_for(g, partitions) == index;
+    if let Some(c) = consumer.as_deref() {
+        // A consumer group took over these members (an upgrade whose emptied
+        // classic record did not make it to the log): the classic group lets go.
+        let taken: Vec<String> = groups
+            .ids_with_members()
+            .into_iter()
+            .filter(|g| in_partition(g) && c.get(g).is_some())
+            .collect();
+        for g in taken {
+            tracing::info!(group = %g, "classic members replayed for a consumer group dropped");
+            let parked = groups.release_members(&g);
+            debug_assert!(parked.is_empty(), "nothing is parked during a replay");
+        }
+    }
+    groups.finish_restore(now, in_partition);
     // Groups the log left with nothing in them (an old generation record without
-    // offsets) are removed, with a tombstone at the next persist.
+    // members or offsets) are removed, with a tombstone at the next persist.
     groups.remove_unused();
     if let Some(c) = consumer {
         c.finish_replay(now);
@@ -1303,9 +1324,9 @@ fn replay_marker(
 }
 
 /// Applies one record of `__consumer_offsets`: an offset (pending for
-/// `txn_producer` when it is in a transactional batch) or a generation. Returns
-/// whether it was applied.
-fn replay_record(rec: Record, txn_producer: Option<i64>, groups: &mut Groups) -> bool {
+/// `txn_producer` when it is in a transactional batch) or a group (its members'
+/// sessions starting at `now`). Returns whether it was applied.
+fn replay_record(rec: Record, txn_producer: Option<i64>, groups: &mut Groups, now: i64) -> bool {
     let Some(key) = rec.key else { return false };
     let key = match records::decode_log_key(key) {
         Ok(Some(k)) => k,
@@ -1334,13 +1355,20 @@ fn replay_record(rec: Record, txn_producer: Option<i64>, groups: &mut Groups) ->
                 return false;
             }
         },
-        LogKey::Group(group) => match rec.value.map(records::decode_group_value).transpose() {
-            Ok(v) => groups.apply_generation(&group, v.map(|(t, g)| (g, t))),
-            Err(e) => {
-                tracing::warn!(error = %e, "skipping undecodable group value");
-                return false;
+        LogKey::Group(group) => {
+            let max_members = groups.config().max_group_size;
+            match rec
+                .value
+                .map(|v| records::decode_group_value(v, max_members))
+                .transpose()
+            {
+                Ok(v) => groups.restore(&group, v.map(|r| r.group), now),
+                Err(e) => {
+                    tracing::warn!(group = %group, error = %e, "skipping undecodable group value");
+                    return false;
+                }
             }
-        },
+        }
     }
     true
 }
