@@ -118,7 +118,14 @@ impl Inner {
     /// group whose assignments or member ids changed (best effort: a failure is
     /// logged; the next record is written anyway, and a replay of an older one
     /// still never lowers the generation a member saw below the one it wrote).
-    fn persist_generations(&mut self, state: &dyn GroupHost) {
+    /// Returns the replication waits of the new generations' records (none on a
+    /// single node), which the JoinGroup answers wait for (see
+    /// [`Inner::deliver_after`]).
+    fn persist_generations(
+        &mut self,
+        state: &dyn GroupHost,
+    ) -> Vec<oneshot::Receiver<ProduceOutcome>> {
+        let mut waits = Vec::new();
         for group_id in self.groups.take_removed() {
             let entry = (records::encode_group_key(&group_id), None);
             if let Err(code) = append(state, &group_id, &[entry], None, state.now_ms()) {
@@ -138,10 +145,66 @@ impl Inner {
                 records::encode_group_key(&g.group_id),
                 Some(records::encode_group_value(&record)),
             );
-            if let Err(code) = append(state, &g.group_id, &[entry], None, state.now_ms()) {
-                tracing::warn!(group = %g.group_id, generation, ?code, "cannot persist the group");
+            match append(state, &g.group_id, &[entry], None, state.now_ms()) {
+                Ok((_, Some(wait))) if g.new_generation => waits.push(wait),
+                Ok(_) => {}
+                Err(code) => {
+                    tracing::warn!(group = %g.group_id, generation, ?code, "cannot persist the group");
+                }
             }
         }
+        waits
+    }
+
+    /// Answers `deliveries`: SyncGroup at once, JoinGroup once every record of
+    /// `waits` is replicated (at once when there is none), so that a member
+    /// never learns a generation that a new coordinator would not replay; if a
+    /// wait fails (leadership lost, the ISR too small), the joins get its error
+    /// and rejoin.
+    fn deliver_after(
+        &mut self,
+        deliveries: Vec<Delivery>,
+        waits: Vec<oneshot::Receiver<ProduceOutcome>>,
+    ) {
+        let runtime = tokio::runtime::Handle::try_current();
+        let (joins, other): (Vec<Delivery>, Vec<Delivery>) = deliveries
+            .into_iter()
+            .partition(|d| matches!(d, Delivery::Join(..)));
+        self.deliver(other);
+        let runtime = match runtime {
+            Ok(rt) if !waits.is_empty() && !joins.is_empty() => rt,
+            // No wait (a single node), or no runtime to wait on.
+            _ => return self.deliver(joins),
+        };
+        let mut held = Vec::new();
+        for d in joins {
+            if let Delivery::Join(w, r) = d {
+                if let Some(tx) = self.joins.remove(&w) {
+                    held.push((tx, r));
+                }
+            }
+        }
+        runtime.spawn(async move {
+            let mut outcome = Ok(());
+            for w in waits {
+                if let Err(code) = replicated(Some(w)).await {
+                    outcome = Err(code);
+                    break;
+                }
+            }
+            for (tx, r) in held {
+                let r = match outcome {
+                    Ok(()) => r,
+                    Err(code) => JoinGroupResponse {
+                        error_code: code.code(),
+                        generation_id: -1,
+                        member_id: r.member_id,
+                        ..Default::default()
+                    },
+                };
+                let _ = tx.send(r);
+            }
+        });
     }
 
     /// Hands the classic members of downgraded consumer groups to the classic
@@ -164,7 +227,8 @@ impl Inner {
             .filter(|r| matches!(r, ConsumerRecord::Group { value: Some(_), .. }));
         self.rebalances += epochs.count() as u64;
         let waits = persist_consumer(state, &records);
-        self.persist_generations(state);
+        // Classic members adopted here prepare a rebalance: no join to hold.
+        drop(self.persist_generations(state));
         waits
     }
 
@@ -464,8 +528,8 @@ impl GroupCoordinator {
     pub fn tick(&self, state: &dyn GroupHost, now: i64) {
         let mut inner = self.lock();
         let out = inner.groups.tick(now);
-        inner.deliver(out);
-        inner.persist_generations(state);
+        let waits = inner.persist_generations(state);
+        inner.deliver_after(out, waits);
         inner.consumer.tick(now);
         if let Err(code) = inner.persist_consumer_changes(state) {
             tracing::warn!(?code, "cannot persist consumer group changes");
@@ -511,8 +575,8 @@ impl GroupCoordinator {
         let w = inner.waiter();
         inner.joins.insert(w, tx);
         let out = inner.groups.join(req, w, state.now_ms());
-        inner.deliver(out);
-        inner.persist_generations(state);
+        let waits = inner.persist_generations(state);
+        inner.deliver_after(out, waits);
         drop(inner);
         self.wake.notify_one();
         Ok(rx)
@@ -545,8 +609,10 @@ impl GroupCoordinator {
         let out = inner.groups.sync(req, w, state.now_ms());
         inner.deliver(out);
         // The leader's assignments: the group's record is written again, as
-        // Kafka's storeGroup does, so a new coordinator restores them.
-        inner.persist_generations(state);
+        // Kafka's storeGroup does, so a new coordinator restores them. The
+        // answers do not wait: losing this record loses only the assignments
+        // (the group is restored rebalancing at the same generation).
+        drop(inner.persist_generations(state));
         drop(inner);
         self.wake.notify_one();
         Ok(rx)
@@ -607,8 +673,8 @@ impl GroupCoordinator {
             return Ok(result);
         }
         let (result, out) = inner.groups.leave(group_id, leaving, state.now_ms());
-        inner.deliver(out);
-        inner.persist_generations(state);
+        let waits = inner.persist_generations(state);
+        inner.deliver_after(out, waits);
         drop(inner);
         self.wake.notify_one();
         result
