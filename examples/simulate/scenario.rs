@@ -329,7 +329,12 @@ pub fn run_seed(seed: u64, world: &World, groups: bool) -> SeedRun {
     let group_report = group_history(&produced, &group).check();
     violations.extend(group.violations.iter().cloned());
     if groups && (group_report.lost > 0 || group_report.corrupted > 0) {
-        violations.push(format!("group: {group_report}"));
+        violations.push(format!(
+            "group: {group_report}; received offsets {}; max generation {}, members rebuilt {}",
+            offset_ranges(&group.consumed),
+            group.max_generation,
+            group.rebuilds
+        ));
     }
     for (part, committed) in &shared.committed {
         let best = (1..=3)
@@ -362,4 +367,27 @@ pub fn run_seed(seed: u64, world: &World, groups: bool) -> SeedRun {
             .map(|(k, v)| format!("{k}: {v}"))
             .collect(),
     }
+}
+
+/// The offsets the group received, per partition, as ranges (`p0 0-41 45-90`),
+/// so a failure shows where records went missing.
+fn offset_ranges(consumed: &[(i32, i64, u64, u32)]) -> String {
+    let mut by_partition: std::collections::BTreeMap<i32, std::collections::BTreeSet<i64>> =
+        std::collections::BTreeMap::new();
+    for &(p, o, _, _) in consumed {
+        by_partition.entry(p).or_default().insert(o);
+    }
+    let mut out = Vec::new();
+    for (p, offsets) in by_partition {
+        let mut ranges: Vec<(i64, i64)> = Vec::new();
+        for o in offsets {
+            match ranges.last_mut() {
+                Some((_, end)) if *end + 1 == o => *end = o,
+                _ => ranges.push((o, o)),
+            }
+        }
+        let r: Vec<String> = ranges.iter().map(|(a, b)| format!("{a}-{b}")).collect();
+        out.push(format!("p{p} {}", r.join(" ")));
+    }
+    out.join(", ")
 }

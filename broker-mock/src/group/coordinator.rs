@@ -114,32 +114,97 @@ impl Inner {
     }
 
     /// Appends a tombstone for every group removed since the last call (so a replay
-    /// does not bring it back), then a record for every new generation (best
-    /// effort: a failure is logged; the next generation is written anyway).
-    fn persist_generations(&mut self, state: &dyn GroupHost) {
+    /// does not bring it back), then a record for every new generation and every
+    /// group whose assignments or member ids changed (best effort: a failure is
+    /// logged; the next record is written anyway, and a replay of an older one
+    /// still never lowers the generation a member saw below the one it wrote).
+    /// Returns the replication waits of the new generations' records (none on a
+    /// single node), which the JoinGroup answers wait for (see
+    /// [`Inner::deliver_after`]).
+    fn persist_generations(
+        &mut self,
+        state: &dyn GroupHost,
+    ) -> Vec<oneshot::Receiver<ProduceOutcome>> {
+        let mut waits = Vec::new();
         for group_id in self.groups.take_removed() {
             let entry = (records::encode_group_key(&group_id), None);
             if let Err(code) = append(state, &group_id, &[entry], None, state.now_ms()) {
                 tracing::warn!(group = %group_id, ?code, "cannot persist the removal of a group");
             }
         }
-        for g in self.groups.take_new_generations() {
-            self.rebalances += 1;
+        for g in self.groups.take_group_records() {
+            if g.new_generation {
+                self.rebalances += 1;
+            }
+            let generation = g.snapshot.generation_id;
             let record = GroupRecord {
-                protocol_type: g.protocol_type.unwrap_or_default(),
-                generation: g.generation_id,
-                protocol: g.protocol_name,
-                leader: g.leader,
+                group: g.snapshot,
                 state_timestamp: state.now_ms(),
             };
             let entry = (
                 records::encode_group_key(&g.group_id),
                 Some(records::encode_group_value(&record)),
             );
-            if let Err(code) = append(state, &g.group_id, &[entry], None, state.now_ms()) {
-                tracing::warn!(group = %g.group_id, generation = g.generation_id, ?code, "cannot persist the generation");
+            match append(state, &g.group_id, &[entry], None, state.now_ms()) {
+                Ok((_, Some(wait))) if g.new_generation => waits.push(wait),
+                Ok(_) => {}
+                Err(code) => {
+                    tracing::warn!(group = %g.group_id, generation, ?code, "cannot persist the group");
+                }
             }
         }
+        waits
+    }
+
+    /// Answers `deliveries`: SyncGroup at once, JoinGroup once every record of
+    /// `waits` is replicated (at once when there is none), so that a member
+    /// never learns a generation that a new coordinator would not replay; if a
+    /// wait fails (leadership lost, the ISR too small), the joins get its error
+    /// and rejoin.
+    fn deliver_after(
+        &mut self,
+        deliveries: Vec<Delivery>,
+        waits: Vec<oneshot::Receiver<ProduceOutcome>>,
+    ) {
+        let runtime = tokio::runtime::Handle::try_current();
+        let (joins, other): (Vec<Delivery>, Vec<Delivery>) = deliveries
+            .into_iter()
+            .partition(|d| matches!(d, Delivery::Join(..)));
+        self.deliver(other);
+        let runtime = match runtime {
+            Ok(rt) if !waits.is_empty() && !joins.is_empty() => rt,
+            // No wait (a single node), or no runtime to wait on.
+            _ => return self.deliver(joins),
+        };
+        let mut held = Vec::new();
+        for d in joins {
+            if let Delivery::Join(w, r) = d {
+                if let Some(tx) = self.joins.remove(&w) {
+                    held.push((tx, r));
+                }
+            }
+        }
+        runtime.spawn(async move {
+            let mut outcome = Ok(());
+            for w in waits {
+                if let Err(code) = replicated(Some(w)).await {
+                    outcome = Err(code);
+                    break;
+                }
+            }
+            for (tx, r) in held {
+                let r = match outcome {
+                    Ok(()) => r,
+                    Err(code) => JoinGroupResponse {
+                        error_code: code.code(),
+                        generation_id: -1,
+                        member_id: r.member_id,
+                        ..Default::default()
+                    },
+                };
+                let _ = tx.send(r);
+            }
+        });
     }
 
     /// Hands the classic members of downgraded consumer groups to the classic
@@ -162,7 +227,8 @@ impl Inner {
             .filter(|r| matches!(r, ConsumerRecord::Group { value: Some(_), .. }));
         self.rebalances += epochs.count() as u64;
         let waits = persist_consumer(state, &records);
-        self.persist_generations(state);
+        // Classic members adopted here prepare a rebalance: no join to hold.
+        drop(self.persist_generations(state));
         waits
     }
 
@@ -462,8 +528,8 @@ impl GroupCoordinator {
     pub fn tick(&self, state: &dyn GroupHost, now: i64) {
         let mut inner = self.lock();
         let out = inner.groups.tick(now);
-        inner.deliver(out);
-        inner.persist_generations(state);
+        let waits = inner.persist_generations(state);
+        inner.deliver_after(out, waits);
         inner.consumer.tick(now);
         if let Err(code) = inner.persist_consumer_changes(state) {
             tracing::warn!(?code, "cannot persist consumer group changes");
@@ -509,8 +575,8 @@ impl GroupCoordinator {
         let w = inner.waiter();
         inner.joins.insert(w, tx);
         let out = inner.groups.join(req, w, state.now_ms());
-        inner.deliver(out);
-        inner.persist_generations(state);
+        let waits = inner.persist_generations(state);
+        inner.deliver_after(out, waits);
         drop(inner);
         self.wake.notify_one();
         Ok(rx)
@@ -542,6 +608,11 @@ impl GroupCoordinator {
         inner.syncs.insert(w, tx);
         let out = inner.groups.sync(req, w, state.now_ms());
         inner.deliver(out);
+        // The leader's assignments: the group's record is written again, as
+        // Kafka's storeGroup does, so a new coordinator restores them. The
+        // answers do not wait: losing this record loses only the assignments
+        // (the group is restored rebalancing at the same generation).
+        drop(inner.persist_generations(state));
         drop(inner);
         self.wake.notify_one();
         Ok(rx)
@@ -602,8 +673,8 @@ impl GroupCoordinator {
             return Ok(result);
         }
         let (result, out) = inner.groups.leave(group_id, leaving, state.now_ms());
-        inner.deliver(out);
-        inner.persist_generations(state);
+        let waits = inner.persist_generations(state);
+        inner.deliver_after(out, waits);
         drop(inner);
         self.wake.notify_one();
         result
@@ -1260,14 +1331,30 @@ fn load_partition_all(
                         }
                     }
                 }
-                if replay_record(rec, txn_producer, groups) {
+                if replay_record(rec, txn_producer, groups, now) {
                     loaded += 1;
                 }
             }
         }
     }
+    let in_partition = |g: &str| records::partition_for(g, partitions) == index;
+    if let Some(c) = consumer.as_deref() {
+        // A consumer group took over these members (an upgrade whose emptied
+        // classic record did not make it to the log): the classic group lets go.
+        let taken: Vec<String> = groups
+            .ids_with_members()
+            .into_iter()
+            .filter(|g| in_partition(g) && c.get(g).is_some())
+            .collect();
+        for g in taken {
+            tracing::info!(group = %g, "classic members replayed for a consumer group dropped");
+            let parked = groups.release_members(&g);
+            debug_assert!(parked.is_empty(), "nothing is parked during a replay");
+        }
+    }
+    groups.finish_restore(now, in_partition);
     // Groups the log left with nothing in them (an old generation record without
-    // offsets) are removed, with a tombstone at the next persist.
+    // members or offsets) are removed, with a tombstone at the next persist.
     groups.remove_unused();
     if let Some(c) = consumer {
         c.finish_replay(now);
@@ -1303,9 +1390,9 @@ fn replay_marker(
 }
 
 /// Applies one record of `__consumer_offsets`: an offset (pending for
-/// `txn_producer` when it is in a transactional batch) or a generation. Returns
-/// whether it was applied.
-fn replay_record(rec: Record, txn_producer: Option<i64>, groups: &mut Groups) -> bool {
+/// `txn_producer` when it is in a transactional batch) or a group (its members'
+/// sessions starting at `now`). Returns whether it was applied.
+fn replay_record(rec: Record, txn_producer: Option<i64>, groups: &mut Groups, now: i64) -> bool {
     let Some(key) = rec.key else { return false };
     let key = match records::decode_log_key(key) {
         Ok(Some(k)) => k,
@@ -1334,13 +1421,20 @@ fn replay_record(rec: Record, txn_producer: Option<i64>, groups: &mut Groups) ->
                 return false;
             }
         },
-        LogKey::Group(group) => match rec.value.map(records::decode_group_value).transpose() {
-            Ok(v) => groups.apply_generation(&group, v.map(|(t, g)| (g, t))),
-            Err(e) => {
-                tracing::warn!(error = %e, "skipping undecodable group value");
-                return false;
+        LogKey::Group(group) => {
+            let max_members = groups.config().max_group_size;
+            match rec
+                .value
+                .map(|v| records::decode_group_value(v, max_members))
+                .transpose()
+            {
+                Ok(v) => groups.restore(&group, v.map(|r| r.group), now),
+                Err(e) => {
+                    tracing::warn!(group = %group, error = %e, "skipping undecodable group value");
+                    return false;
+                }
             }
-        },
+        }
     }
     true
 }

@@ -18,11 +18,18 @@
 //! A member's `client_host` (shown by DescribeGroups) is its connection's address
 //! as Kafka writes it (`/127.0.0.1`).
 //!
-//! Deviations from Apache Kafka: the join reason (v8+) is only logged;
-//! membership and assignments are kept in memory only (only each group's generation
-//! is written to `__consumer_offsets`), so after a restart or a coordinator move
-//! every group starts empty, with its committed offsets and a generation above the
-//! last one, and members learn from UNKNOWN_MEMBER_ID that they must rejoin. A join
+//! The group's record in `__consumer_offsets` (Kafka's `GroupMetadataValue` v3:
+//! generation, protocol, leader, members with subscriptions and assignments) is
+//! written when a generation completes and when the leader's SyncGroup sets the
+//! assignments; after a restart or a coordinator move the group is restored
+//! `Stable` at its generation and its members carry on (see
+//! `group::machine::snapshot`).
+//!
+//! Deviations from Apache Kafka: the join reason (v8+) is only logged; the
+//! record is also written when a generation completes for a group with members
+//! (Kafka writes it only at the leader's SyncGroup), and the JoinGroup answers
+//! of a new generation wait, in a cluster, until that record is replicated, so
+//! a member never holds a generation a new coordinator would not replay. A join
 //! that would create one group more than `BrokerLimits::max_groups` is
 //! POLICY_VIOLATION (Kafka has no group count limit). Pending member ids (handed out
 //! with MEMBER_ID_REQUIRED) count against `group.max.size` like members, so a flood

@@ -12,8 +12,14 @@
 //!
 //! With an authorizer, the group needs Read (else `GROUP_AUTHORIZATION_FAILED`).
 //!
-//! Deviations from Apache Kafka: assignments are kept in memory only (Kafka also
-//! writes them to `__consumer_offsets` before answering).
+//! The leader's assignments are written to `__consumer_offsets` with the group's
+//! record, so a new coordinator restores them.
+//!
+//! Deviations from Apache Kafka: the answers do not wait for that record's
+//! replication (Kafka answers once it is appended); if it is lost in a
+//! failover, the new coordinator restores the group from its join record (no
+//! assignments) preparing a rebalance, and the members rejoin into the next
+//! generation.
 
 use std::sync::Arc;
 

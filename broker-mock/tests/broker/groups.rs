@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 const GROUP: &str = "g";
 
-fn subscription(topics: &[&str]) -> Bytes {
+pub(super) fn subscription(topics: &[&str]) -> Bytes {
     ConsumerProtocolSubscription {
         topics: topics.iter().map(|t| t.to_string()).collect(),
         ..Default::default()
@@ -20,7 +20,7 @@ fn subscription(topics: &[&str]) -> Bytes {
     .unwrap()
 }
 
-fn assignment(topic: &str, partitions: &[i32]) -> Bytes {
+pub(super) fn assignment(topic: &str, partitions: &[i32]) -> Bytes {
     ConsumerProtocolAssignment {
         assigned_partitions: vec![ConsumerProtocolTopicPartition {
             topic: topic.into(),
@@ -32,7 +32,7 @@ fn assignment(topic: &str, partitions: &[i32]) -> Bytes {
     .unwrap()
 }
 
-fn join_req(member_id: &str, session_timeout_ms: i32) -> JoinGroupRequest {
+pub(super) fn join_req(member_id: &str, session_timeout_ms: i32) -> JoinGroupRequest {
     JoinGroupRequest {
         group_id: GROUP.into(),
         session_timeout_ms,
@@ -60,7 +60,7 @@ async fn start(config: BrokerConfig) -> BrokerHandle {
     Broker::start(config).await.unwrap()
 }
 
-fn heartbeat(member: &str, generation_id: i32) -> HeartbeatRequest {
+pub(super) fn heartbeat(member: &str, generation_id: i32) -> HeartbeatRequest {
     HeartbeatRequest {
         group_id: GROUP.into(),
         generation_id,
@@ -69,7 +69,11 @@ fn heartbeat(member: &str, generation_id: i32) -> HeartbeatRequest {
     }
 }
 
-fn sync(member: &str, generation_id: i32, assignments: Vec<(String, Bytes)>) -> SyncGroupRequest {
+pub(super) fn sync(
+    member: &str,
+    generation_id: i32,
+    assignments: Vec<(String, Bytes)>,
+) -> SyncGroupRequest {
     SyncGroupRequest {
         group_id: GROUP.into(),
         generation_id,
@@ -87,7 +91,7 @@ fn sync(member: &str, generation_id: i32, assignments: Vec<(String, Bytes)>) -> 
     }
 }
 
-fn commit_req(
+pub(super) fn commit_req(
     group: &str,
     generation: i32,
     member: &str,
@@ -114,7 +118,7 @@ fn commit_req(
     }
 }
 
-fn commit_errors(r: &OffsetCommitResponse) -> Vec<i16> {
+pub(super) fn commit_errors(r: &OffsetCommitResponse) -> Vec<i16> {
     r.topics
         .iter()
         .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
@@ -597,6 +601,7 @@ async fn committed_offsets_survive_coordinator_failover() {
         .call(&commit_req("fg", 1, &j.member_id, &[(2, 44)]), 9)
         .await;
     assert_eq!(commit_errors(&r), vec![0]);
+    let member = j.member_id.clone();
 
     // The coordinator's node dies; another node takes over its partition and serves
     // the same offsets.
@@ -620,9 +625,16 @@ async fn committed_offsets_survive_coordinator_failover() {
         .map(|o| o.0)
         .collect();
     assert_eq!(got, vec![42, 43, 44]);
-    // Members rejoin the new coordinator; generations go on from the old one's.
+    // The member is still one at the new coordinator (the group record restored
+    // it); it leaves, and a new member's generation goes on from the old one's.
     let (_, addr) = find_coordinator(&mut c, "fg", Some(coordinator)).await;
     let mut nc = Client::connect(addr.parse().unwrap()).await;
+    let leave = LeaveGroupRequest {
+        group_id: "fg".into(),
+        member_id: member.clone(),
+        ..Default::default()
+    };
+    assert_eq!(nc.call(&leave, 0).await.error_code, 0);
     let mut req = join_req("", 10_000);
     req.group_id = "fg".into();
     let j = nc.call(&req, 5).await;

@@ -13,6 +13,7 @@ mod compaction;
 mod consumer_groups;
 mod fetch_from_follower;
 mod fetch_sessions;
+mod group_failover;
 mod groups;
 mod idempotence;
 mod limits;

@@ -123,9 +123,14 @@ pub(super) struct Group {
     /// Transactional offsets not yet committed or aborted, by producer id (see
     /// `txn_offsets`).
     pub(super) pending_txn: BTreeMap<i64, BTreeMap<(String, i32), PendingOffset>>,
-    /// The last generation handed out by [`Groups::take_new_generations`](super::registry::Groups::take_new_generations) (or
+    /// The last generation handed out by [`Groups::take_group_records`](super::registry::Groups::take_group_records) (or
     /// replayed), so each generation is persisted once.
     pub(super) persisted_generation: i32,
+    /// Whether the group's record must be written again although its generation
+    /// did not change: the leader's SyncGroup set the assignments, a static
+    /// member took over a new member id, members moved to or from a consumer
+    /// group.
+    pub(super) record_due: bool,
 }
 
 impl Group {
@@ -146,6 +151,7 @@ impl Group {
             positions: HashMap::new(),
             pending_txn: BTreeMap::new(),
             persisted_generation: 0,
+            record_due: false,
         }
     }
 

@@ -297,6 +297,8 @@ fn join_unknown(
             .map(|m| m.metadata_for(&protocol));
     match group.state {
         GroupState::Stable if unchanged && group.select_protocol() == group.protocol_name => {
+            // The group's record names the old member id: write it again.
+            group.record_due = true;
             // No rebalance: the member keeps its assignment and gets the current
             // generation. A leader is not told it leads (before v9), so that it does
             // not compute an assignment a stable group would never hand out; v9+

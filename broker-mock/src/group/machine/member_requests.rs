@@ -114,6 +114,7 @@ impl Groups {
                         m.assignment = assigned.get(&m.id).cloned().unwrap_or_default();
                     }
                     group.state = GroupState::Stable;
+                    group.record_due = true;
                     tracing::debug!(group = %group.id, generation = group.generation_id, "group stable");
                     let ids: Vec<String> = group
                         .ordered_members()

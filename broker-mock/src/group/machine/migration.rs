@@ -109,6 +109,8 @@ impl Groups {
         g.rebalance_deadline = None;
         g.initial_delay = None;
         g.state = GroupState::Empty;
+        // Its record must not bring the members back on a replay.
+        g.record_due = true;
         g.check();
         self.remove_if_unused(group_id);
         out
@@ -154,6 +156,7 @@ impl Groups {
             return;
         };
         g.leader = g.ordered_members().first().map(|m| m.id.clone());
+        g.record_due = true;
         if g.members.is_empty() {
             g.state = GroupState::Empty;
         } else {

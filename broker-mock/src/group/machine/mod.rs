@@ -24,6 +24,10 @@
 //!   the group `Stable` and answer everyone.
 //! - Members without a parked request expire `session_timeout_ms` after their last
 //!   heartbeat (or join, sync, commit).
+//! - The group's record (members with their subscriptions and assignments) is
+//!   handed out when a generation completes and when the leader's SyncGroup sets
+//!   the assignments; a replayed record restores the group `Stable` at its
+//!   generation, sessions starting at the replay (see `snapshot`).
 //! - Static members (`group.instance.id`): joining again with an empty member id
 //!   replaces the old member id; the old one is fenced (FENCED_INSTANCE_ID). In a
 //!   `Stable` group whose selected protocol would not change, this needs no rebalance.
@@ -39,7 +43,8 @@
 //!
 //! The machine is split by responsibility: `group` holds one group's state
 //! (members, generation, committed offsets), `registry` the set of groups
-//! ([`Groups`], `max_groups`, removal and tombstones, generation records), `join`
+//! ([`Groups`], `max_groups`, removal and tombstones), `snapshot` the group
+//! records (written per generation and on assignment, restored on replay), `join`
 //! JoinGroup (MEMBER_ID_REQUIRED, static membership), `member_requests` SyncGroup,
 //! Heartbeat and LeaveGroup, `rebalance` the rebalance and session timers, and
 //! `offsets` commit validation and offset storage, `txn_offsets` transactional
@@ -62,6 +67,7 @@ mod offset_delete;
 mod offsets;
 mod rebalance;
 mod registry;
+mod snapshot;
 mod txn_offsets;
 
 pub use config::{GroupConfig, MigrationPolicy};
@@ -70,4 +76,5 @@ pub use group::{CommittedOffset, GroupState};
 pub use join::JoinRequest;
 pub use member_requests::{LeavingMember, SyncRequest};
 pub use migration::{MigratingGroup, MigratingMember};
-pub use registry::{GenerationInfo, Groups};
+pub use registry::Groups;
+pub use snapshot::{GenerationInfo, GroupSnapshot, PersistedMember};

@@ -1,7 +1,7 @@
 //! The set of groups one coordinator owns: the `max_groups` bound, removal of
-//! unused groups and the tombstones they need, generation records (persisted
-//! once, replayed), DescribeGroups, ListGroups, DeleteGroups, and dropping groups
-//! whose partition moved away.
+//! unused groups and the tombstones they need, DescribeGroups, ListGroups,
+//! DeleteGroups, and dropping groups whose partition moved away (the group
+//! records themselves are `snapshot`'s).
 
 use std::collections::HashMap;
 
@@ -12,21 +12,6 @@ use bytes::Bytes;
 use super::config::GroupConfig;
 use super::delivery::{join_error, sync_error, Delivery};
 use super::group::{Group, GroupState};
-
-/// A group's new generation, to be persisted.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GenerationInfo {
-    /// The group id.
-    pub group_id: String,
-    /// The generation.
-    pub generation_id: i32,
-    /// The protocol type.
-    pub protocol_type: Option<String>,
-    /// The selected protocol (none for an empty group).
-    pub protocol_name: Option<String>,
-    /// The leader (none for an empty group).
-    pub leader: Option<String>,
-}
 
 /// Every group of one coordinator.
 #[derive(Debug)]
@@ -277,28 +262,8 @@ impl Groups {
 }
 
 impl Groups {
-    /// Groups whose generation changed since the last call, to be persisted so that
-    /// generation ids never go back when the coordinator moves.
-    pub fn take_new_generations(&mut self) -> Vec<GenerationInfo> {
-        let mut out = Vec::new();
-        for g in self.groups.values_mut() {
-            if g.generation_id != g.persisted_generation && g.state != GroupState::Dead {
-                g.persisted_generation = g.generation_id;
-                out.push(GenerationInfo {
-                    group_id: g.id.clone(),
-                    generation_id: g.generation_id,
-                    protocol_type: g.protocol_type.clone(),
-                    protocol_name: g.protocol_name.clone(),
-                    leader: g.leader.clone(),
-                });
-            }
-        }
-        out.sort_by(|a, b| a.group_id.cmp(&b.group_id));
-        out
-    }
-
     /// `group_id` for a record applied to it (a committed or pending offset, a
-    /// replayed generation): created empty if missing, brought back to Empty if
+    /// replayed group record): created empty if missing, brought back to Empty if
     /// Dead.
     pub(super) fn revived(&mut self, group_id: &str) -> &mut Group {
         let group = self
@@ -309,35 +274,6 @@ impl Groups {
             group.state = GroupState::Empty;
         }
         group
-    }
-
-    /// Replays a persisted generation: the group exists (empty, if it was not in
-    /// memory) and its next generation is above `generation_id`. `None` (a
-    /// tombstone) removes the group unless it has members or committed offsets
-    /// (pending transactional offsets are dropped with it).
-    pub fn apply_generation(&mut self, group_id: &str, generation: Option<(i32, String)>) {
-        match generation {
-            Some((generation_id, protocol_type)) => {
-                let group = self.revived(group_id);
-                if generation_id > group.generation_id {
-                    group.generation_id = generation_id;
-                    group.persisted_generation = generation_id;
-                }
-                if group.protocol_type.is_none() && !protocol_type.is_empty() {
-                    group.protocol_type = Some(protocol_type);
-                }
-            }
-            None => {
-                // Pending transactional offsets go with the group, as they do when
-                // DeleteGroups (the writer of this tombstone) removes it in memory.
-                let removable = self.groups.get(group_id).is_some_and(|g| {
-                    g.members.is_empty() && g.pending_members.is_empty() && g.offsets.is_empty()
-                });
-                if removable {
-                    self.groups.remove(group_id);
-                }
-            }
-        }
     }
 
     /// The state and generation of a group, if it exists.

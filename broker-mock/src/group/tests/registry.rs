@@ -131,8 +131,12 @@ fn groups_left_with_nothing_are_removed() {
     assert_eq!(res, Ok(vec![ErrorCode::None; 2]));
     assert_eq!(h.state().0, GroupState::Empty);
     // A replayed generation record alone brings nothing back.
-    h.groups
-        .apply_generation("old", Some((4, "consumer".into())));
+    let record = GroupSnapshot {
+        protocol_type: "consumer".into(),
+        generation_id: 4,
+        ..Default::default()
+    };
+    h.groups.restore("old", Some(record), h.now);
     h.groups.remove_unused();
     assert_eq!(h.groups.state_of("old"), None);
     assert_eq!(h.groups.take_removed(), vec!["old".to_string()]);

@@ -98,7 +98,7 @@ fn a_deleted_group_loses_its_pending_offsets_in_memory_and_in_a_replay() {
     h.groups.apply_offset("g", "t", 1, Some(offset(3)), 0);
     h.groups.apply_txn_offset("g", 7, "t", 0, offset(9), 1);
     h.groups.apply_offset("g", "t", 1, None, 2);
-    h.groups.apply_generation("g", None);
+    h.groups.restore("g", None, 0);
     h.groups.complete_transaction(7, true, |_| true);
     assert_eq!(h.groups.state_of("g"), None);
 }
