@@ -644,12 +644,12 @@ async fn large(o: &Options) -> Result<(), String> {
             if name.starts_with("raw") {
                 "-".to_string()
             } else {
-                format!("{:.0}", table.cpu_us(&name))
+                format!("{:.0}", table.cpu_us(&name) / mib as f64)
             },
             if name.starts_with("raw") {
                 "-".to_string()
             } else {
-                format!("{:.0}", broker_cpu.cpu_us(&name))
+                format!("{:.0}", broker_cpu.cpu_us(&name) / mib as f64)
             }
         );
     }
