@@ -104,7 +104,7 @@ async fn produce_raw(broker: &BrokerHandle, topic: &str, batch: Bytes) -> i64 {
             name: topic.into(),
             partition_data: vec![PartitionProduceData {
                 index: 0,
-                records: Some(batch),
+                records: Some(batch.into()),
             }],
         }],
     };

@@ -4,8 +4,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use baton_kafka::{Acks, Admin, Client, Producer, ProducerRecord};
 use baton_broker::Cluster;
+use baton_kafka::{Acks, Admin, Client, Producer, ProducerRecord};
 use bytes::Bytes;
 use tokio::sync::mpsc;
 

@@ -67,7 +67,9 @@ OPTIONS:
                            (group: read per run by Baton's plain consumer and by one
                            member of a fresh group, alternating; default 5000000)
     --broker-records N     records per broker run (default 2000000; also kafka-broker)
-    --large-values N       1 MiB values per large-value run (default 1024)
+    --large-values N       values per large-value run (default 1024)
+    --large-value-mib M    size of each large value in MiB (default 1; with 16, pass about
+                           --large-values 64 for the same bytes per run)
     --failover-rate R      records/s of the paced failover producer (default 2000)
     --session-timeout-ms T broker session timeout of the failover cluster (default 6000)
     --latency-rates LIST   latency: comma-separated records/s (default 10000,100000,500000)
@@ -103,6 +105,7 @@ struct Options {
     consume_records: u64,
     broker_records: u64,
     large_values: u64,
+    large_value_mib: usize,
     failover_rate: u64,
     session_timeout_ms: u64,
     clients: Vec<String>,
@@ -148,6 +151,7 @@ fn parse() -> Result<(String, Options), String> {
         consume_records: 5_000_000,
         broker_records: 2_000_000,
         large_values: 1024,
+        large_value_mib: 1,
         failover_rate: 2000,
         session_timeout_ms: 6000,
         clients: vec!["baton".into(), "librdkafka".into(), "rskafka".into()],
@@ -181,6 +185,9 @@ fn parse() -> Result<(String, Options), String> {
             "--consume-records" => o.consume_records = num("--consume-records")?,
             "--broker-records" => o.broker_records = num("--broker-records")?,
             "--large-values" => o.large_values = num("--large-values")?,
+            "--large-value-mib" => {
+                o.large_value_mib = num("--large-value-mib")?.clamp(1, 256) as usize
+            }
             "--failover-rate" => o.failover_rate = num("--failover-rate")?,
             "--session-timeout-ms" => o.session_timeout_ms = num("--session-timeout-ms")?,
             "--txn-broker" => o.txn_broker = args.next().ok_or("--txn-broker needs a value")?,
@@ -589,13 +596,15 @@ async fn large(o: &Options) -> Result<(), String> {
     let topics = Topics::new(&broker.bootstrap()).await?;
     const MIB: usize = 1024 * 1024;
     let n = o.large_values;
+    let mib = o.large_value_mib;
+    let size = mib * MIB;
     println!(
-        "\n## Large values: {n} values of 1 MiB per run, acks=1, against a raw loopback TCP copy of the same bytes"
+        "\n## Large values: {n} values of {mib} MiB per run, acks=1, against a raw loopback TCP copy of the same bytes"
     );
     let mut table = Table::default();
     let mut broker_cpu = Table::default();
     for run in 0..o.runs {
-        let s = tokio::task::spawn_blocking(move || raw_loopback(n * MIB as u64, MIB))
+        let s = tokio::task::spawn_blocking(move || raw_loopback(n * size as u64, size))
             .await
             .map_err(|e| e.to_string())??;
         log_sample(&format!("raw loopback run {}", run + 1), &s);
@@ -604,9 +613,11 @@ async fn large(o: &Options) -> Result<(), String> {
             let topic = format!("large-{c}-{run}");
             topics.create(&topic).await?;
             let mut st = settings(1);
-            st.max_request = 4 * MIB;
+            // Room for one value per request, and for a few values in the buffer.
+            st.max_request = (4 * MIB).max(size + MIB);
+            st.buffer_bytes = st.buffer_bytes.max(4 * size);
             let cpu0 = broker.cpu();
-            let s = produce_one(c, &broker.bootstrap(), &topic, n, MIB, st).await?;
+            let s = produce_one(c, &broker.bootstrap(), &topic, n, size, st).await?;
             log_sample(&format!("large {c} run {}", run + 1), &s);
             table.push(c, s);
             broker_cpu.push(
@@ -633,12 +644,12 @@ async fn large(o: &Options) -> Result<(), String> {
             if name.starts_with("raw") {
                 "-".to_string()
             } else {
-                format!("{:.0}", table.cpu_us(&name))
+                format!("{:.0}", table.cpu_us(&name) / mib as f64)
             },
             if name.starts_with("raw") {
                 "-".to_string()
             } else {
-                format!("{:.0}", broker_cpu.cpu_us(&name))
+                format!("{:.0}", broker_cpu.cpu_us(&name) / mib as f64)
             }
         );
     }

@@ -97,8 +97,14 @@ pub async fn run(o: &Options) -> Result<(), String> {
     );
     // An untimed producer run first: the first run of a process pays for cold memory.
     topics.create("metrics-warmup").await?;
-    let s = clients::baton_produce(&broker.bootstrap(), "metrics-warmup", o.records, 100, settings(1))
-        .await?;
+    let s = clients::baton_produce(
+        &broker.bootstrap(),
+        "metrics-warmup",
+        o.records,
+        100,
+        settings(1),
+    )
+    .await?;
     log_sample("warm-up (not counted)", &s);
     topics.delete("metrics-warmup").await;
 
@@ -110,8 +116,9 @@ pub async fn run(o: &Options) -> Result<(), String> {
             sw.on.store(half == 1, Ordering::Relaxed);
             let topic = format!("metrics-produce-{run}-{half}");
             topics.create(&topic).await?;
-            let s = clients::baton_produce(&broker.bootstrap(), &topic, o.records, 100, settings(1))
-                .await?;
+            let s =
+                clients::baton_produce(&broker.bootstrap(), &topic, o.records, 100, settings(1))
+                    .await?;
             log_sample(&format!("produce, {} run {}", HALVES[half], run + 1), &s);
             produce.push(HALVES[half], s);
             topics.delete(&topic).await;

@@ -190,7 +190,8 @@ async fn baton_produce(bootstrap: &str, topic: &str, n: u64, mode: Mode) -> Resu
         builder = builder.transactional_id(format!("bench-baton-{topic}"));
     }
     let producer = builder.build();
-    let txn = |what: &'static str| move |e: baton_kafka::TransactionError| format!("baton {what}: {e}");
+    let txn =
+        |what: &'static str| move |e: baton_kafka::TransactionError| format!("baton {what}: {e}");
     if let Mode::Transactional(_) = mode {
         producer
             .init_transactions()

@@ -223,7 +223,7 @@ mod tests {
                 name: "t".into(),
                 partition_data: vec![PartitionProduceData {
                     index: 0,
-                    records: Some(Bytes::from(vec![5u8; records])),
+                    records: Some(Bytes::from(vec![5u8; records]).into()),
                 }],
             }],
             ..Default::default()

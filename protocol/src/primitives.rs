@@ -266,7 +266,7 @@ pub fn varint_len(v: i64) -> usize {
     uvarint_len(((v << 1) ^ (v >> 63)) as u64)
 }
 
-fn put_len(buf: &mut BytesMut, len: Option<usize>, compact: bool, wide: bool) {
+pub(crate) fn put_len(buf: &mut BytesMut, len: Option<usize>, compact: bool, wide: bool) {
     match (len, compact) {
         (None, true) => put_uvarint(buf, 0),
         (Some(n), true) => put_uvarint(buf, n as u32 + 1),

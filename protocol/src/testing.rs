@@ -101,6 +101,16 @@ impl Random for Bytes {
     }
 }
 
+/// Random bytes cut at a random point, so that round trips also check that the
+/// wire form does not depend on the cuts.
+impl Random for crate::record::BatchSegments {
+    fn random(rng: &mut Rng, version: i16) -> Self {
+        let whole = Bytes::random(rng, version);
+        let cut = rng.below(whole.len() as u64 + 1) as usize;
+        Self::from_segments(vec![whole.slice(..cut), whole.slice(cut..)])
+    }
+}
+
 impl<T: Random> Random for Vec<T> {
     fn random(rng: &mut Rng, version: i16) -> Self {
         let n = rng.below(4) as usize;

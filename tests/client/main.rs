@@ -21,6 +21,7 @@ mod group_failover;
 mod group_interop;
 mod group_join;
 mod idempotence;
+mod large_values;
 mod oauth;
 mod partition_admin;
 mod partitioner;

@@ -49,6 +49,7 @@ use baton_protocol::messages::{
     PartitionProduceResponse, ProduceRequest, ProduceResponse, ProduceResponseLeaderIdAndEpoch,
     ProduceResponseNodeEndpoint, TopicProduceResponse,
 };
+use baton_protocol::record::BatchSegments;
 use baton_protocol::ErrorCode;
 use bytes::{Buf, Bytes, BytesMut};
 use tokio::sync::oneshot;
@@ -102,7 +103,7 @@ fn take_records(req: &mut ProduceRequest, frame: Bytes) -> Vec<Vec<Option<Produc
     for (ti, t) in req.topic_data.iter_mut().enumerate() {
         let mut row = Vec::with_capacity(t.partition_data.len());
         for (pi, p) in t.partition_data.iter_mut().enumerate() {
-            let records = p.records.take();
+            let records = p.records.take().map(BatchSegments::into_bytes);
             if let Some(r) = records.as_ref().filter(|r| !r.is_empty()) {
                 let start = (r.as_ptr() as usize).wrapping_sub(base);
                 if start
@@ -420,7 +421,7 @@ mod tests {
                         .enumerate()
                         .map(|(p, r)| PartitionProduceData {
                             index: p as i32,
-                            records: r.clone(),
+                            records: r.clone().map(Into::into),
                         })
                         .collect(),
                 })

@@ -57,7 +57,7 @@ pub(crate) async fn verify(
             let Some(batch) = p
                 .records
                 .clone()
-                .and_then(|r| batches(r).next()?.ok())
+                .and_then(|r| batches(r.into_bytes()).next()?.ok())
                 .filter(|b| b.is_transactional() && b.producer_id() >= 0)
             else {
                 continue;

@@ -58,7 +58,7 @@ fn request(
         }
         data.push(PartitionProduceData {
             index: p,
-            records: Some(blob.freeze()),
+            records: Some(blob.freeze().into()),
         });
         sent.push((p, list));
     }
@@ -224,11 +224,11 @@ async fn a_corrupt_batch_in_a_large_frame_leaves_the_other_partitions_stored() {
             partition_data: vec![
                 PartitionProduceData {
                     index: 0,
-                    records: Some(bad.freeze()),
+                    records: Some(bad.freeze().into()),
                 },
                 PartitionProduceData {
                     index: 1,
-                    records: Some(good.clone()),
+                    records: Some(good.clone().into()),
                 },
             ],
         }],

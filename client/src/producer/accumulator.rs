@@ -27,8 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use baton_protocol::record::{Compression, RecordBatchBuilder};
-use bytes::Bytes;
+use baton_protocol::record::{BatchSegments, Compression, RecordBatchBuilder};
 use tokio::sync::{watch, Semaphore};
 use tokio::time::Instant;
 
@@ -199,8 +198,10 @@ pub(crate) struct Batch {
     /// with `stamp`.
     pub(crate) transactional: bool,
     /// The encoded batch, built at the first attempt and reused by retries so every
-    /// attempt sends identical bytes.
-    pub(crate) encoded: Option<Bytes>,
+    /// attempt sends identical bytes. Values of at least
+    /// [`SHARED_VALUE_MIN`](baton_protocol::record::SHARED_VALUE_MIN) bytes are
+    /// segments of their own: the caller's [`Bytes`](bytes::Bytes), not a copy.
+    pub(crate) encoded: Option<BatchSegments>,
     /// Not before this instant (retry backoff).
     pub(crate) retry_at: Option<Instant>,
     /// The leader epoch of the partition leader its last attempt was routed to
@@ -318,7 +319,7 @@ impl Batch {
     /// Invariant: once encoded, a batch never changes (`append` never adds to it and
     /// its stamp is set before the first encoding), so a retry resends exactly what
     /// the first attempt sent.
-    pub(crate) fn encoded(&mut self, codec: Compression, level: Option<i32>) -> Bytes {
+    pub(crate) fn encoded(&mut self, codec: Compression, level: Option<i32>) -> BatchSegments {
         if let Some(b) = &self.encoded {
             return b.clone();
         }
@@ -333,14 +334,14 @@ impl Batch {
                 .transactional(self.transactional);
         }
         for p in &self.records {
-            builder.push(
+            builder.push_shared(
                 p.timestamp,
                 p.record.key.as_deref(),
-                p.record.value.as_deref(),
+                p.record.value.as_ref(),
                 &p.record.headers,
             );
         }
-        let bytes = builder.finish();
+        let bytes = builder.finish_segments();
         self.encoded = Some(bytes.clone());
         bytes
     }
@@ -1270,6 +1271,7 @@ impl Accumulator {
 mod tests {
 
     use baton_protocol::record::RecordBatch;
+    use bytes::Bytes;
 
     use super::*;
 
@@ -1378,6 +1380,73 @@ mod tests {
         assert_eq!(topics.index.len(), 3);
     }
 
+    /// Without compression a value of at least `SHARED_VALUE_MIN` bytes reaches the
+    /// encoded batch as the caller's own buffer (a segment with the value's pointer),
+    /// and a retry resends the same segments.
+    #[tokio::test]
+    async fn large_values_are_segments_of_the_batch_not_copies() {
+        use baton_protocol::record::SHARED_VALUE_MIN;
+        let timeout = Duration::from_secs(120);
+        let large = Bytes::from(vec![0x5a; SHARED_VALUE_MIN]);
+        let small = Bytes::from(vec![0x11; SHARED_VALUE_MIN - 1]);
+        let mut acc = Accumulator::new(false);
+        for v in [&large, &small, &large] {
+            let record = ProducerRecord::new("t").key("k").value(v.clone());
+            acc.append(
+                0,
+                record,
+                1_700_000_000_000,
+                v.len() + 40,
+                16 << 20,
+                timeout,
+            );
+        }
+        let mut ready = acc.drain(Instant::now(), Duration::ZERO, 16 << 20, 1).ready;
+        let mut batch = ready.pop().expect("one batch ready");
+        assert_eq!(batch.records.len(), 3);
+        let first = batch.encoded(Compression::None, None);
+        let shared: Vec<&Bytes> = first
+            .segments()
+            .iter()
+            .filter(|s| s.as_ptr() == large.as_ptr())
+            .collect();
+        assert_eq!(shared.len(), 2, "both large values shared, not copied");
+        assert!(shared.iter().all(|s| s.len() == large.len()));
+        assert!(
+            first
+                .segments()
+                .iter()
+                .all(|s| s.as_ptr() != small.as_ptr()),
+            "a value under the threshold is copied"
+        );
+        let parsed = RecordBatch::parse(first.to_bytes()).unwrap();
+        parsed.verify_crc().unwrap();
+        let values: Vec<Option<Bytes>> = parsed
+            .records()
+            .unwrap()
+            .map(|r| r.unwrap().value)
+            .collect();
+        assert_eq!(
+            values,
+            [Some(large.clone()), Some(small), Some(large.clone())]
+        );
+
+        batch.attempts = 1;
+        let topic = batch.topic.clone();
+        let id = batch.id;
+        acc.finish_attempt(&topic, 0, id, None, Some(batch));
+        let mut ready = acc.drain(Instant::now(), Duration::ZERO, 16 << 20, 5).ready;
+        let mut retried = ready.pop().expect("the retry");
+        let again = retried.encoded(Compression::None, None);
+        assert_eq!(again, first);
+        let ptrs = |s: &BatchSegments| s.segments().iter().map(|b| b.as_ptr()).collect::<Vec<_>>();
+        assert_eq!(
+            ptrs(&again),
+            ptrs(&first),
+            "the same segments, not a rebuild"
+        );
+    }
+
     /// A batch is compressed once; after a failed attempt it goes back to the front
     /// of its queue unchanged, new records go to a new batch, and the retry sends
     /// the very same bytes.
@@ -1397,7 +1466,7 @@ mod tests {
             let mut ready = acc.drain(Instant::now(), Duration::ZERO, 1 << 20, 1).ready;
             let mut batch = ready.pop().expect("one batch ready");
             let first = batch.encoded(codec, Some(3));
-            let parsed = RecordBatch::parse(first.clone()).unwrap();
+            let parsed = RecordBatch::parse(first.to_bytes()).unwrap();
             assert_eq!(parsed.compression(), codec);
             assert_eq!(parsed.record_count(), 50);
             parsed.verify_crc().unwrap();
@@ -1416,8 +1485,8 @@ mod tests {
             let again = retried.encoded(Compression::None, None);
             assert_eq!(again, first);
             assert_eq!(
-                again.as_ptr(),
-                first.as_ptr(),
+                again.segments()[0].as_ptr(),
+                first.segments()[0].as_ptr(),
                 "the same buffer, not a rebuild"
             );
         }

@@ -216,7 +216,7 @@ pub fn broker_frames(seed: u64) -> Vec<Vec<u8>> {
                 name: "t".into(),
                 partition_data: vec![PartitionProduceData {
                     index: 0,
-                    records: Some(batch(&mut rng, codec, 0)),
+                    records: Some(batch(&mut rng, codec, 0).into()),
                 }],
             }],
             ..Default::default()

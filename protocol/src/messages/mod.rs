@@ -575,7 +575,7 @@ mod tests {
                 name: "t".into(),
                 partition_data: vec![PartitionProduceData {
                     index: 0,
-                    records: Some(Bytes::from_static(&[1, 2, 3])),
+                    records: Some(Bytes::from_static(&[1, 2, 3]).into()),
                 }],
             }],
         }

@@ -8,8 +8,7 @@
 //! v10 adds the leader hints `current_leader` and `node_endpoints` as tagged fields
 //! (KIP-951).
 
-use bytes::Bytes;
-
+use crate::record::BatchSegments;
 use crate::{impl_message, wire_struct};
 
 wire_struct! {
@@ -18,8 +17,9 @@ wire_struct! {
         /// The partition index.
         pub index: i32 [0..],
         /// The record batches to append, as raw bytes (zero-copy); null is allowed by
-        /// the protocol but carries no records.
-        pub records: Option<Bytes> [0..],
+        /// the protocol but carries no records. Encoded, each large segment goes out
+        /// of line (see [`BatchSegments`]); decoded, it is one segment of the frame.
+        pub records: Option<BatchSegments> [0..],
     }
 }
 

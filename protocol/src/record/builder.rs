@@ -2,6 +2,12 @@
 //! batch header in the same buffer; `finish` fills in the header, counts, last offset
 //! delta, max timestamp and CRC in place, so an uncompressed batch is never copied. A
 //! compressed batch is written once more, compressed, after a fresh header.
+//!
+//! Values of at least [`SHARED_VALUE_MIN`] bytes pushed with
+//! [`RecordBatchBuilder::push_shared`] into an uncompressed batch are not copied at
+//! all: the builder keeps the value's [`Bytes`] and where it belongs, and
+//! [`RecordBatchBuilder::finish_segments`] returns the batch as a chain of segments
+//! whose CRC-32C is computed across them.
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -10,7 +16,8 @@ use super::compression::compress;
 use super::pool;
 use super::record::RecordHeader;
 use super::{
-    attr, offsets, Compression, Record, TimestampType, BATCH_HEADER_LEN, LOG_OVERHEAD, MAGIC_V2,
+    attr, offsets, BatchSegments, Compression, Record, TimestampType, BATCH_HEADER_LEN,
+    LOG_OVERHEAD, MAGIC_V2,
 };
 use crate::primitives::{put_varint, put_varlong, varint_len};
 
@@ -18,6 +25,19 @@ use crate::primitives::{put_varint, put_varlong, varint_len};
 const MAX_VARINT_LEN: usize = 5;
 /// Longest encoding of a varlong (64-bit value).
 const MAX_VARLONG_LEN: usize = 10;
+
+/// Values of at least this many bytes, pushed with
+/// [`RecordBatchBuilder::push_shared`] into an uncompressed batch, become segments
+/// of their own instead of being copied into the batch.
+///
+/// Why 64 KiB: a shared value costs a segment (a reference count, an extra entry
+/// in the vectored write, a slice of the CRC pass); below a few tens of KiB copying
+/// it is cheaper. It is also above the Produce encoder's
+/// [`DEFAULT_MIN_SEGMENT`](crate::primitives::DEFAULT_MIN_SEGMENT) (16 KiB), so a
+/// shared value also stays out of line in the request frame and reaches the socket
+/// uncopied, and equal to the size from which batch buffers come from the buffer
+/// pool: a batch of only small values never has segments.
+pub const SHARED_VALUE_MIN: usize = 64 * 1024;
 
 /// Builds one record batch (format v2) into a [`BytesMut`].
 ///
@@ -42,6 +62,11 @@ pub struct RecordBatchBuilder {
     /// The batch so far: [`BATCH_HEADER_LEN`] bytes of room for the header (filled
     /// in by `finish`), then the encoded records.
     buf: Vec<u8>,
+    /// Shared values, each with the position in `buf` it goes before (after its
+    /// length prefix). Positions never decrease. Invariant: empty when compressed.
+    spliced: Vec<(usize, Bytes)>,
+    /// Total length of `spliced`.
+    spliced_len: usize,
     /// Records pushed so far. Invariant: fits in an `i32`.
     count: usize,
     /// Codec of the records section. Invariant: supported by this build.
@@ -63,6 +88,8 @@ impl RecordBatchBuilder {
             producer_epoch: -1,
             base_sequence: -1,
             buf: vec![0; BATCH_HEADER_LEN],
+            spliced: Vec::new(),
+            spliced_len: 0,
             count: 0,
             compression: Compression::None,
             compression_level: None,
@@ -83,7 +110,33 @@ impl RecordBatchBuilder {
         );
         self.attributes = (self.attributes & !attr::COMPRESSION_MASK) | codec.bits();
         self.compression = codec;
+        if codec != Compression::None {
+            self.inline_shared();
+        }
         self
+    }
+
+    /// Copies the shared values into `buf`, for a records section that must be
+    /// contiguous (compression).
+    fn inline_shared(&mut self) {
+        if self.spliced.is_empty() {
+            return;
+        }
+        let total = self.buf.len() + self.spliced_len;
+        let mut merged = if total >= pool::MIN_POOLED {
+            pool::take(total)
+        } else {
+            Vec::with_capacity(total)
+        };
+        let mut at = 0;
+        for (pos, value) in self.spliced.drain(..) {
+            merged.extend_from_slice(&self.buf[at..pos]);
+            merged.extend_from_slice(&value);
+            at = pos;
+        }
+        merged.extend_from_slice(&self.buf[at..]);
+        self.spliced_len = 0;
+        pool::give(std::mem::replace(&mut self.buf, merged));
     }
 
     /// Sets the compression level: gzip 1-9 (default 6), Zstandard -131072 to 22
@@ -183,6 +236,38 @@ impl RecordBatchBuilder {
         value: Option<&[u8]>,
         headers: &[RecordHeader],
     ) {
+        self.push_with(timestamp, key, value, None, headers);
+    }
+
+    /// Appends a record like [`RecordBatchBuilder::push`]; a value of at least
+    /// [`SHARED_VALUE_MIN`] bytes in an uncompressed batch is kept as it is (a
+    /// reference-counted clone of `value`, no copy) and becomes a segment of
+    /// [`RecordBatchBuilder::finish_segments`]'s output.
+    ///
+    /// # Panics
+    ///
+    /// As [`RecordBatchBuilder::push`].
+    pub fn push_shared(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&Bytes>,
+        headers: &[RecordHeader],
+    ) {
+        let shared =
+            value.filter(|v| self.compression == Compression::None && v.len() >= SHARED_VALUE_MIN);
+        self.push_with(timestamp, key, value.map(|v| &v[..]), shared, headers);
+    }
+
+    /// Appends a record; `shared`, when given, is `value` itself, kept out of line.
+    fn push_with(
+        &mut self,
+        timestamp: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        shared: Option<&Bytes>,
+        headers: &[RecordHeader],
+    ) {
         let offset_delta = i32::try_from(self.count).expect("record count over i32::MAX");
         let timestamp_delta = timestamp.wrapping_sub(self.base_timestamp);
 
@@ -194,21 +279,29 @@ impl RecordBatchBuilder {
         }
         let size = len_i32(size);
 
-        self.reserve(MAX_VARINT_LEN + size as usize);
+        let inline = size as usize - shared.map_or(0, Bytes::len);
+        self.reserve(MAX_VARINT_LEN + inline);
         let buf = &mut self.buf;
         put_varint(buf, size);
         buf.put_i8(0);
         put_varlong(buf, timestamp_delta);
         put_varint(buf, offset_delta);
         put_bytes(buf, key);
-        put_bytes(buf, value);
+        match shared {
+            Some(v) => {
+                put_varint(buf, len_i32(v.len()));
+                self.spliced.push((buf.len(), v.clone()));
+                self.spliced_len += v.len();
+            }
+            None => put_bytes(buf, value),
+        }
         put_varint(buf, len_i32(headers.len()));
         for h in headers {
             put_bytes(buf, Some(h.key.as_bytes()));
             put_bytes(buf, h.value.as_deref());
         }
         assert!(
-            buf.len() <= i32::MAX as usize,
+            buf.len() + self.spliced_len <= i32::MAX as usize,
             "record batch over i32::MAX bytes"
         );
 
@@ -259,17 +352,22 @@ impl RecordBatchBuilder {
     /// the Java client's `batch.size` limit measures too; the finished batch is
     /// usually smaller.
     pub fn size_bytes(&self) -> usize {
-        self.buf.len()
+        self.buf.len() + self.spliced_len
     }
 
     /// The finished batch. Without compression this is the builder's own buffer with
-    /// the header filled in (no copy).
+    /// the header filled in (no copy); shared values (see
+    /// [`RecordBatchBuilder::push_shared`]) are copied into one buffer here, which
+    /// [`RecordBatchBuilder::finish_segments`] avoids.
     ///
     /// # Panics
     ///
     /// If the compressed records section would take the batch over `i32::MAX`
     /// bytes.
     pub fn finish(self) -> Bytes {
+        if !self.spliced.is_empty() {
+            return self.finish_segments().into_bytes();
+        }
         if self.compression == Compression::None {
             let header = self.header();
             let mut batch = self.buf;
@@ -288,7 +386,8 @@ impl RecordBatchBuilder {
     ///
     /// If the compressed records section would take the batch over `i32::MAX`
     /// bytes.
-    pub fn finish_into(self, buf: &mut BytesMut) {
+    pub fn finish_into(mut self, buf: &mut BytesMut) {
+        self.inline_shared();
         let header = self.header();
         match self.compression {
             Compression::None => {
@@ -315,6 +414,49 @@ impl RecordBatchBuilder {
                 pool::give(self.buf);
             }
         }
+    }
+
+    /// The finished batch as segments: without shared values one segment (what
+    /// [`RecordBatchBuilder::finish`] returns); with them the bytes before the first
+    /// shared value, the value's own [`Bytes`], the bytes up to the next one, and so
+    /// on. `batchLength` counts every segment and the CRC-32C is computed across
+    /// them, so the segments written one after the other are exactly the batch the
+    /// same pushes would have built contiguously.
+    ///
+    /// # Panics
+    ///
+    /// As [`RecordBatchBuilder::finish`].
+    pub fn finish_segments(self) -> BatchSegments {
+        if self.spliced.is_empty() {
+            return BatchSegments::from(self.finish());
+        }
+        let header = self.header();
+        let mut buf = self.buf;
+        buf[..BATCH_HEADER_LEN].copy_from_slice(&header);
+        let batch_length = len_i32(buf.len() + self.spliced_len - LOG_OVERHEAD);
+        let at = offsets::BATCH_LENGTH;
+        buf[at..at + 4].copy_from_slice(&batch_length.to_be_bytes());
+        let mut crc = 0;
+        let mut from = offsets::ATTRIBUTES;
+        for (pos, value) in &self.spliced {
+            crc = crc32c::crc32c_append(crc, &buf[from..*pos]);
+            crc = crc32c::crc32c_append(crc, value);
+            from = *pos;
+        }
+        crc = crc32c::crc32c_append(crc, &buf[from..]);
+        let at = offsets::CRC;
+        buf[at..at + 4].copy_from_slice(&crc.to_be_bytes());
+
+        let inline = pool::freeze(buf);
+        let mut out = Vec::with_capacity(2 * self.spliced.len() + 1);
+        let mut at = 0;
+        for (pos, value) in self.spliced {
+            out.push(inline.slice(at..pos));
+            out.push(value);
+            at = pos;
+        }
+        out.push(inline.slice(at..));
+        BatchSegments::from_segments(out)
     }
 
     /// The batch header; `batchLength` and the CRC are left 0 for [`seal`].

@@ -52,6 +52,7 @@ pub mod control;
 mod pool;
 #[allow(clippy::module_inception)]
 mod record;
+mod segments;
 mod walk;
 
 #[cfg(test)]
@@ -61,12 +62,13 @@ pub use batch::{
     batches, set_base_offset, set_log_append_time, set_partition_leader_epoch, BatchIter,
     RecordBatch,
 };
-pub use builder::RecordBatchBuilder;
+pub use builder::{RecordBatchBuilder, SHARED_VALUE_MIN};
 pub use compression::{
     compress, decompress, DecompressionLimits, DEFAULT_MAX_DECOMPRESSED, DEFAULT_MAX_RATIO,
     DEFAULT_RATIO_ALLOWANCE, XERIAL_BLOCK_SIZE, XERIAL_MAGIC,
 };
 pub use record::{ControlRecordType, Record, RecordHeader, Records};
+pub use segments::BatchSegments;
 pub use walk::{walk_records, RecordWalk};
 
 pub use crate::codec::Compression;

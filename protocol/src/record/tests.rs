@@ -599,6 +599,158 @@ struct TestRecord {
     headers: Vec<(String, Option<Vec<u8>>)>,
 }
 
+/// A builder with a key, headers and a timestamp per record, pushing `values` with
+/// [`RecordBatchBuilder::push_shared`] (`shared`) or [`RecordBatchBuilder::push`].
+fn build_values(values: &[Option<Bytes>], shared: bool) -> RecordBatchBuilder {
+    let mut b = RecordBatchBuilder::new(1_700_000_000_000).producer(7, 1, 40);
+    for (i, v) in values.iter().enumerate() {
+        let key = format!("key-{i}");
+        let headers = [
+            RecordHeader::new("trace", Some(Bytes::from(vec![i as u8; i + 1]))),
+            RecordHeader::new("trace", None),
+        ];
+        let ts = 1_700_000_000_000 + i as i64;
+        if shared {
+            b.push_shared(ts, Some(key.as_bytes()), v.as_ref(), &headers);
+        } else {
+            b.push(ts, Some(key.as_bytes()), v.as_deref(), &headers);
+        }
+    }
+    b
+}
+
+/// A value of `len` bytes whose content depends on `seed`.
+fn value_of(len: usize, seed: u8) -> Bytes {
+    Bytes::from(
+        (0..len)
+            .map(|i| (i as u8).wrapping_mul(31) ^ seed)
+            .collect::<Vec<u8>>(),
+    )
+}
+
+#[test]
+fn shared_values_are_segments_with_the_contiguous_bytes() {
+    let m = SHARED_VALUE_MIN;
+    let cases: Vec<Vec<Option<Bytes>>> = vec![
+        vec![Some(value_of(m - 1, 1))],
+        vec![Some(value_of(m, 2))],
+        vec![Some(value_of(m + 1, 3))],
+        vec![Some(value_of(1 << 20, 4))],
+        vec![
+            None,
+            Some(value_of(m, 5)),
+            Some(value_of(10, 6)),
+            Some(value_of(m + 7, 7)),
+            None,
+        ],
+        vec![Some(value_of(m, 8)), Some(value_of(m, 9))],
+        vec![
+            Some(Bytes::new()),
+            Some(value_of(m - 1, 10)),
+            Some(value_of(3 * m, 11)),
+        ],
+    ];
+    for values in cases {
+        let contiguous = build_values(&values, false).finish();
+        let builder = build_values(&values, true);
+        assert_eq!(builder.size_bytes(), contiguous.len());
+        let segments = builder.finish_segments();
+        assert_eq!(segments.len(), contiguous.len());
+        assert_eq!(
+            segments.segments().concat(),
+            contiguous.to_vec(),
+            "byte for byte"
+        );
+        assert_eq!(segments, BatchSegments::from(contiguous.clone()));
+        let batch = RecordBatch::parse(segments.to_bytes()).unwrap();
+        batch.verify_crc().unwrap();
+        let got: Vec<Option<Bytes>> = collect(&batch)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.value)
+            .collect();
+        assert_eq!(got, values);
+
+        // Every value of at least the threshold is its own segment, the caller's
+        // buffer itself; the others are copied.
+        let large: Vec<&Bytes> = values.iter().flatten().filter(|v| v.len() >= m).collect();
+        assert_eq!(segments.segments().len(), 1 + 2 * large.len());
+        for v in &large {
+            assert!(
+                segments
+                    .segments()
+                    .iter()
+                    .any(|s| s.as_ptr() == v.as_ptr() && s.len() == v.len()),
+                "value of {} bytes shared",
+                v.len()
+            );
+        }
+
+        // The contiguous outputs of a builder with shared values are the same bytes.
+        assert_eq!(build_values(&values, true).finish(), contiguous);
+        let mut buf = BytesMut::new();
+        build_values(&values, true).finish_into(&mut buf);
+        assert_eq!(buf.freeze(), contiguous);
+        let mut buf = BytesMut::from(&b"before"[..]);
+        build_values(&values, true).finish_into(&mut buf);
+        assert_eq!(&buf[6..], &contiguous[..]);
+    }
+}
+
+#[test]
+fn compressed_batches_never_share_values() {
+    let values = vec![
+        Some(value_of(SHARED_VALUE_MIN * 2, 1)),
+        Some(value_of(5, 2)),
+    ];
+    for codec in Compression::ALL
+        .into_iter()
+        .filter(|c| *c != Compression::None)
+    {
+        if !codec.is_supported() {
+            continue;
+        }
+        // Codec set first: push_shared copies.
+        let mut b = RecordBatchBuilder::new(0).compression(codec);
+        for v in &values {
+            b.push_shared(0, None, v.as_ref(), &[]);
+        }
+        let one = b.finish_segments();
+        assert_eq!(one.segments().len(), 1);
+        // Codec set after shared pushes: the values are copied in first.
+        let mut b = RecordBatchBuilder::new(0);
+        for v in &values {
+            b.push_shared(0, None, v.as_ref(), &[]);
+        }
+        let b = b.compression(codec);
+        let two = b.finish_segments();
+        assert_eq!(two.segments().len(), 1);
+        for s in [one, two] {
+            let batch = RecordBatch::parse(s.to_bytes()).unwrap();
+            batch.verify_crc().unwrap();
+            assert_eq!(batch.compression(), codec);
+            let got: Vec<Option<Bytes>> = collect(&batch)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.value)
+                .collect();
+            assert_eq!(got, values);
+        }
+    }
+}
+
+#[test]
+fn a_flipped_byte_in_a_shared_value_fails_the_crc() {
+    let value = value_of(SHARED_VALUE_MIN, 3);
+    let mut b = RecordBatchBuilder::new(0);
+    b.push_shared(0, None, Some(&value), &[]);
+    let mut bytes = b.finish_segments().to_bytes().to_vec();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 1;
+    let batch = RecordBatch::parse(Bytes::from(bytes)).unwrap();
+    assert!(batch.verify_crc().is_err());
+}
+
 fn bytes_strategy() -> impl Strategy<Value = Option<Vec<u8>>> {
     prop_oneof![
         4 => proptest::option::of(proptest::collection::vec(any::<u8>(), 0..64)),
@@ -642,6 +794,7 @@ proptest! {
         records in proptest::collection::vec(record_strategy(), 0..8),
     ) {
         let mut b = RecordBatchBuilder::new(base_timestamp).producer(producer.0, producer.1, producer.2);
+        let mut shared = b.clone();
         for r in &records {
             let headers: Vec<RecordHeader> = r
                 .headers
@@ -649,11 +802,17 @@ proptest! {
                 .map(|(k, v)| RecordHeader::new(k.clone(), v.clone().map(Bytes::from)))
                 .collect();
             b.push(r.timestamp, r.key.as_deref(), r.value.as_deref(), &headers);
+            let value = r.value.clone().map(Bytes::from);
+            shared.push_shared(r.timestamp, r.key.as_deref(), value.as_ref(), &headers);
         }
         prop_assert_eq!(b.len(), records.len());
         let size = b.size_bytes();
+        prop_assert_eq!(shared.size_bytes(), size);
         let bytes = b.finish();
         prop_assert_eq!(bytes.len(), size);
+        // Shared values change how the batch is cut, never its bytes.
+        let segments = shared.finish_segments();
+        prop_assert_eq!(segments.segments().concat(), bytes.to_vec());
         let batch = RecordBatch::parse(bytes).unwrap();
         prop_assert!(batch.verify_crc().is_ok());
         prop_assert_eq!(batch.record_count() as usize, records.len());

@@ -179,7 +179,7 @@ impl Tap for Recorder {
                 st.batches.push(SeenBatch {
                     request: n,
                     partition: p.index,
-                    bytes: p.records.unwrap_or_default(),
+                    bytes: p.records.unwrap_or_default().into_bytes(),
                 });
             }
         }

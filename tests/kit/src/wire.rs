@@ -101,7 +101,7 @@ pub fn produce_req(topic: &str, partition: i32, acks: i16, records: Bytes) -> Pr
             name: topic.into(),
             partition_data: vec![PartitionProduceData {
                 index: partition,
-                records: Some(records),
+                records: Some(records.into()),
             }],
         }],
     }
