@@ -330,10 +330,11 @@ pub fn run_seed(seed: u64, world: &World, groups: bool) -> SeedRun {
     violations.extend(group.violations.iter().cloned());
     if groups && (group_report.lost > 0 || group_report.corrupted > 0) {
         violations.push(format!(
-            "group: {group_report}; received offsets {}; max generation {}, members rebuilt {}",
+            "group: {group_report}; received offsets {}; max generation {}, members rebuilt {}; {}",
             offset_ranges(&group.consumed),
             group.max_generation,
-            group.rebuilds
+            group.rebuilds,
+            group.final_states.join("; ")
         ));
     }
     for (part, committed) in &shared.committed {

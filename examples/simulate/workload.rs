@@ -122,6 +122,10 @@ pub struct GroupLog {
     pub max_generation: i32,
     /// Members built again after they kept failing.
     pub rebuilds: u64,
+    /// Each member's state when it stopped (generation, assigned partitions with
+    /// their positions, the errors `recv` returned and the last of them), written
+    /// after the run's end was signalled so it does not change the schedule.
+    pub final_states: Vec<String>,
 }
 
 /// One member of [`GROUP`] (classic protocol, automatic commits): consumes
@@ -153,6 +157,8 @@ pub async fn group_member(
         };
         let mut generation = -1;
         let mut failures = 0;
+        let mut errors = 0u64;
+        let mut last_error = String::new();
         while !*stop.borrow() && failures < 50 {
             match tokio::time::timeout(Duration::from_millis(200), member.recv()).await {
                 Err(_) => {}
@@ -166,8 +172,10 @@ pub async fn group_member(
                     let mut log = log.lock().expect("group log");
                     log.consumed.push((r.partition, r.offset, id, sum));
                 }
-                Ok(Err(_)) => {
+                Ok(Err(e)) => {
                     failures += 1;
+                    errors += 1;
+                    last_error = e.to_string();
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             }
@@ -182,6 +190,23 @@ pub async fn group_member(
                 log.max_generation = log.max_generation.max(now);
                 generation = generation.max(now);
             }
+        }
+        if *stop.borrow() {
+            let positions: Vec<String> = member
+                .assignment()
+                .iter()
+                .map(|tp| format!("p{} at {:?}", tp.partition, member.position(tp)))
+                .collect();
+            log.lock().expect("group log").final_states.push(format!(
+                "member {n}: generation {}, assigned [{}], {errors} recv errors{}",
+                member.generation(),
+                positions.join(", "),
+                if last_error.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (last: {last_error})")
+                }
+            ));
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), member.close()).await;
         if !*stop.borrow() {
