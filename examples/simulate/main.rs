@@ -60,8 +60,13 @@ use std::time::Instant;
 ///   reconciled an empty image and deleted its partitions' data;
 /// - 392: stored data damaged while the controller had not yet seen a quick
 ///   restart (the schedule's single-failure rule, fixed in the schedule);
-/// - 630: the workload retried creating its topic forever after a lost answer.
-const REGRESSION_SEEDS: &[u64] = &[103, 116, 124, 193, 392, 630];
+/// - 630: the workload retried creating its topic forever after a lost answer;
+/// - 278, 433 (`--groups`): a coordinator failover replayed a group record
+///   without members, and the group started again at generation 1;
+/// - 64, 388, 664 (`--groups`): a broker that had not replayed the topic yet
+///   answered a member's metadata request, and the member's fetcher stopped the
+///   partition for good.
+const REGRESSION_SEEDS: &[u64] = &[103, 116, 124, 193, 392, 630, 278, 433, 64, 388, 664];
 
 fn usage() -> ! {
     eprintln!(
@@ -180,6 +185,7 @@ struct Outcome {
 /// Runs every seed in `list`, each in a child process, `jobs` at a time, and
 /// prints the summary line. Exits 1 on a violation.
 fn run_many(list: &[u64], jobs: usize, soak: bool, groups: bool) -> ! {
+    let flag = if groups { " --groups" } else { "" };
     let exe = std::env::current_exe().expect("the simulation's own path");
     let started = Instant::now();
     let mut queue: VecDeque<u64> = list.iter().copied().collect();
@@ -228,7 +234,7 @@ fn run_many(list: &[u64], jobs: usize, soak: bool, groups: bool) -> ! {
             for v in &outcome.violations {
                 eprintln!("  {v}");
             }
-            eprintln!("  replay: cargo run --release --example simulate -- --seed {seed}");
+            eprintln!("  replay: cargo run --release --example simulate -- --seed {seed}{flag}");
             failing.push(seed);
         }
         if soak && done % 1000 == 0 {
@@ -247,7 +253,7 @@ fn run_many(list: &[u64], jobs: usize, soak: bool, groups: bool) -> ! {
         jobs
     );
     for seed in &failing {
-        eprintln!("replay: cargo run --release --example simulate -- --seed {seed}");
+        eprintln!("replay: cargo run --release --example simulate -- --seed {seed}{flag}");
     }
     println!(
         "{} seeds, {violations} violations, {faults} faults injected, {records} records checked",

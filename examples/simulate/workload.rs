@@ -197,10 +197,25 @@ pub async fn group_member(
                 .iter()
                 .map(|tp| format!("p{} at {:?}", tp.partition, member.position(tp)))
                 .collect();
+            let stats = member.stats();
+            let lag: Vec<String> = stats
+                .lag
+                .iter()
+                .map(|(tp, l)| {
+                    format!(
+                        "p{} hw {} position {}",
+                        tp.partition, l.high_watermark, l.position
+                    )
+                })
+                .collect();
             log.lock().expect("group log").final_states.push(format!(
-                "member {n}: generation {}, assigned [{}], {errors} recv errors{}",
+                "member {n}: generation {}, assigned [{}], last fetch responses [{}], \
+                 {} fetches, {} rebalances, {errors} recv errors{}",
                 member.generation(),
                 positions.join(", "),
+                lag.join(", "),
+                stats.fetch_latency.count,
+                stats.rebalances,
                 if last_error.is_empty() {
                     String::new()
                 } else {

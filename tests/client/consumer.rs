@@ -42,6 +42,38 @@ async fn consumer_at(client: &baton_kafka::Client, topic: &str, start: StartOffs
         .unwrap()
 }
 
+/// A consumer assigned a topic that metadata does not name (not created yet; the
+/// same answer comes from a broker that restarted and has not replayed the topic
+/// yet) is told once, with a typed error, and keeps trying: once the topic
+/// exists, its records arrive. (It used to stop fetching the partition for good.)
+#[tokio::test]
+async fn a_topic_missing_from_metadata_is_fetched_once_it_appears() {
+    let (_broker, client) = broker_and_client().await;
+    let topic = baton_testkit::topic_name("appears-later");
+    let mut consumer = consumer_at(&client, &topic, StartOffset::Offset(0)).await;
+    let first = tokio::time::timeout(Duration::from_secs(30), consumer.recv())
+        .await
+        .expect("an answer");
+    assert!(
+        matches!(
+            first,
+            Err(ConsumerError::Client(
+                baton_kafka::ClientError::UnknownTopic { .. }
+            ))
+        ),
+        "{first:?}"
+    );
+    baton_kafka::Admin::new(&client)
+        .create_topic(topic.clone(), 1, 1)
+        .await
+        .expect("topic created");
+    fill(&client, &topic, 0, 3).await;
+    for i in 0..3 {
+        let r = next(&mut consumer).await;
+        assert_eq!(r.value.as_deref(), Some(format!("v{i}").as_bytes()));
+    }
+}
+
 #[tokio::test]
 async fn start_offsets_resolve() {
     let (broker, client) = broker_and_client().await;

@@ -202,6 +202,9 @@ struct Part {
     preferred_until: Option<Instant>,
     /// The partition's lag, updated at each fetch response.
     meter: Arc<crate::metrics::PartitionMeter>,
+    /// Metadata did not name the topic or partition, and the application was
+    /// told so; reset when the leader is found again.
+    missing_reported: bool,
 }
 
 /// How long a preferred read replica is fetched from before the leader is asked
@@ -254,6 +257,7 @@ fn new_part(
         preferred: None,
         preferred_until: None,
         meter: cfg.meter.partition(&topic, partition),
+        missing_reported: false,
         topic,
     }
 }
@@ -359,6 +363,7 @@ pub(crate) async fn run(
             }
             match client.leader(&p.topic, p.partition).await {
                 Ok((leader, generation)) => {
+                    p.missing_reported = false;
                     let meta = client.metadata();
                     let epoch = meta
                         .topic(&p.topic)
@@ -402,6 +407,20 @@ pub(crate) async fn run(
                     }
                 }
                 Err(e) if e.is_retriable() => backoff(p, &cfg),
+                Err(
+                    e @ (ClientError::UnknownTopic { .. } | ClientError::UnknownPartition { .. }),
+                ) => {
+                    // Metadata can lag the cluster (a broker that restarted and
+                    // has not replayed the topic yet answered): keep trying, as
+                    // Kafka's consumer does. The application hears of it once.
+                    backoff(p, &cfg);
+                    if !p.missing_reported {
+                        p.missing_reported = true;
+                        if emit(&tx, p.epoch, e.into()).await.is_err() {
+                            return;
+                        }
+                    }
+                }
                 Err(e) => {
                     p.stopped = true;
                     if emit(&tx, p.epoch, e.into()).await.is_err() {

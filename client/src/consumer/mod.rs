@@ -933,13 +933,22 @@ impl Consumer {
                 topic, partition, ..
             } => (Arc::<str>::from(topic.as_str()), *partition),
             // Errors about no one partition (a failed leader lookup) stop the
-            // partition whose epoch they carry.
+            // partition whose epoch they carry, except a topic or partition that
+            // metadata does not name (yet): the fetch task keeps trying those.
             _ => {
                 let st = self
                     .parts
                     .values_mut()
                     .find(|st| st.epoch == epoch && !st.paused)?;
-                st.failed = true;
+                let retried = matches!(
+                    &e,
+                    ConsumerError::Client(
+                        ClientError::UnknownTopic { .. } | ClientError::UnknownPartition { .. }
+                    )
+                );
+                if !retried {
+                    st.failed = true;
+                }
                 return Some(e);
             }
         };
