@@ -25,6 +25,15 @@ fn collect(batch: &RecordBatch) -> Result<Vec<Record>, DecodeError> {
     batch.records()?.collect()
 }
 
+/// The values of every record of `batch`, in order.
+fn values_of(batch: &RecordBatch) -> Vec<Option<Bytes>> {
+    collect(batch)
+        .unwrap()
+        .into_iter()
+        .map(|r| r.value)
+        .collect()
+}
+
 /// A batch with a valid CRC around a hand-made records section.
 fn raw_batch(attributes: i16, count: i32, body: &[u8]) -> Bytes {
     let mut buf = BytesMut::new();
@@ -664,12 +673,7 @@ fn shared_values_are_segments_with_the_contiguous_bytes() {
         assert_eq!(segments, BatchSegments::from(contiguous.clone()));
         let batch = RecordBatch::parse(segments.to_bytes()).unwrap();
         batch.verify_crc().unwrap();
-        let got: Vec<Option<Bytes>> = collect(&batch)
-            .unwrap()
-            .into_iter()
-            .map(|r| r.value)
-            .collect();
-        assert_eq!(got, values);
+        assert_eq!(values_of(&batch), values);
 
         // Every value of at least the threshold is its own segment, the caller's
         // buffer itself; the others are copied.
@@ -729,12 +733,7 @@ fn compressed_batches_never_share_values() {
             let batch = RecordBatch::parse(s.to_bytes()).unwrap();
             batch.verify_crc().unwrap();
             assert_eq!(batch.compression(), codec);
-            let got: Vec<Option<Bytes>> = collect(&batch)
-                .unwrap()
-                .into_iter()
-                .map(|r| r.value)
-                .collect();
-            assert_eq!(got, values);
+            assert_eq!(values_of(&batch), values);
         }
     }
 }
