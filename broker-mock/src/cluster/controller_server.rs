@@ -681,10 +681,16 @@ fn alter_partition(
                 .partitions
                 .into_iter()
                 .map(|p| {
-                    let new_isr = if version >= 3 {
-                        p.new_isr_with_epochs.iter().map(|b| b.broker_id).collect()
+                    let (new_isr, broker_epochs) = if version >= 3 {
+                        let ids = p.new_isr_with_epochs.iter().map(|b| b.broker_id);
+                        let epochs = p
+                            .new_isr_with_epochs
+                            .iter()
+                            .filter(|b| b.broker_epoch >= 0)
+                            .map(|b| (b.broker_id, b.broker_epoch));
+                        (ids.collect(), epochs.collect())
                     } else {
-                        p.new_isr
+                        (p.new_isr, Vec::new())
                     };
                     let ask = AlterPartition {
                         broker_id: req.broker_id,
@@ -693,6 +699,7 @@ fn alter_partition(
                         leader_epoch: p.leader_epoch,
                         partition_epoch: p.partition_epoch,
                         new_isr,
+                        broker_epochs,
                     };
                     match inner.ctl.alter_partition(&ask) {
                         Ok(info) => AlterPartitionResponsePartitionData {

@@ -207,6 +207,10 @@ pub struct AlterPartition {
     pub partition_epoch: i32,
     /// The proposed ISR.
     pub new_isr: Vec<i32>,
+    /// Broker epochs of proposed members, where the leader knows them
+    /// (AlterPartition v3, KIP-903): a member registered with another epoch now
+    /// restarted since the fetches that qualified it, and is refused.
+    pub broker_epochs: Vec<(i32, i64)>,
 }
 
 /// The controller: replicated state, soft state and the queue of new entries.
@@ -586,6 +590,12 @@ impl Controller {
         }
         for r in &req.new_isr {
             if !p.isr.contains(r) && !self.state.is_eligible(*r) {
+                return Err(ControllerError::IneligibleReplica(*r));
+            }
+        }
+        for (r, epoch) in &req.broker_epochs {
+            let current = self.state.broker(*r).map(|b| b.broker_epoch);
+            if req.new_isr.contains(r) && current != Some(*epoch) {
                 return Err(ControllerError::IneligibleReplica(*r));
             }
         }

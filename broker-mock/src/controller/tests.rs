@@ -201,6 +201,7 @@ fn offline_without_isr_successor_then_clean_or_unclean_recovery() {
             leader_epoch: p.leader_epoch,
             partition_epoch: p.partition_epoch,
             new_isr: vec![l],
+            broker_epochs: Vec::new(),
         })
         .unwrap();
     }
@@ -237,6 +238,7 @@ fn alter_partition_semantics() {
         leader_epoch: le,
         partition_epoch: pe,
         new_isr: isr,
+        broker_epochs: Vec::new(),
     };
     let code = |r: Result<PartitionInfo, ControllerError>| r.unwrap_err().error_code();
     let (pe, le) = (p.partition_epoch, p.leader_epoch);
@@ -291,6 +293,36 @@ fn alter_partition_semantics() {
         code(c.alter_partition(&req(vec![2], p.partition_epoch, 0, 2))),
         ErrorCode::FencedLeaderEpoch
     );
+}
+
+#[test]
+fn a_member_proposed_under_a_registration_it_has_since_replaced_is_refused() {
+    let (mut c, e) = cluster(&[1, 2, 3]);
+    c.create_topic("t", tid(1), 1, 3, vec![]).unwrap();
+    // Broker 3 restarts: the new process registers (fencing the old one out of
+    // the ISR) and is unfenced as soon as it has caught up with the metadata.
+    let e3 = c.register_broker(3, 999, "127.0.0.1", 9000, 10).unwrap();
+    assert_ne!(e3, e[2]);
+    let h = hb(3, e3, &c);
+    assert!(!c.heartbeat(h, 10).unwrap().fenced);
+    let p = part(&c, tid(1), 0);
+    assert_eq!(p.isr, vec![1, 2]);
+    let ask = |epoch: i64| AlterPartition {
+        broker_id: 1,
+        topic_id: tid(1),
+        partition: 0,
+        leader_epoch: p.leader_epoch,
+        partition_epoch: p.partition_epoch,
+        new_isr: vec![1, 2, 3],
+        broker_epochs: vec![(1, e[0]), (2, e[1]), (3, epoch)],
+    };
+    // The leader still credits broker 3 with what its old process fetched.
+    let refused = c.alter_partition(&ask(e[2])).unwrap_err();
+    assert_eq!(refused.error_code(), ErrorCode::IneligibleReplica);
+    assert_eq!(part(&c, tid(1), 0).isr, vec![1, 2]);
+    // Proposed for the new process's own fetches, it joins.
+    let after = c.alter_partition(&ask(e3)).unwrap();
+    assert_eq!(after.isr, vec![1, 2, 3]);
 }
 
 /// Drives a planned move through the protocol the drivers use.
@@ -365,6 +397,7 @@ fn controlled_shutdown_moves_leaderships_before_leaving() {
         leader_epoch: p.leader_epoch,
         partition_epoch: p.partition_epoch,
         new_isr: vec![1, 2, 3],
+        broker_epochs: Vec::new(),
     })
     .unwrap();
     assert_eq!(c.restore_preferred_leaders(60), 1);
@@ -394,6 +427,7 @@ fn moves_abort_on_failure_timeout_or_isr_removal() {
         leader_epoch: 0,
         partition_epoch: 0,
         new_isr: vec![1, 3],
+        broker_epochs: Vec::new(),
     })
     .unwrap();
     assert!(c.state().leader_move(tid(1), 0).is_none());
@@ -498,6 +532,7 @@ fn replay_reproduces_state() {
                             leader_epoch: p.leader_epoch,
                             partition_epoch: p.partition_epoch,
                             new_isr: isr,
+                            broker_epochs: Vec::new(),
                         });
                     }
                 }

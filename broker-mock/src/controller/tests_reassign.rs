@@ -56,6 +56,7 @@ fn set_isr(c: &mut Controller, isr: Vec<i32>) -> Result<PartitionInfo, Controlle
         leader_epoch: p.leader_epoch,
         partition_epoch: p.partition_epoch,
         new_isr: isr,
+        broker_epochs: Vec::new(),
     })
 }
 

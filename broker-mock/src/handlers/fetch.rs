@@ -118,6 +118,10 @@ struct ReadFlags {
 #[derive(Debug, Clone, Copy)]
 struct ReplicaFetch {
     replica_id: i32,
+    /// The follower's broker epoch in this node's metadata image, if registered:
+    /// the registration its fetches are credited to (KIP-903; Fetch before v15
+    /// does not carry it).
+    broker_epoch: Option<i64>,
     /// The first read of this request: the follower's progress is recorded then.
     first: bool,
     now_ms: u64,
@@ -269,7 +273,9 @@ fn read_partition(
         }
         if r.first {
             if let Some(l) = st.leader_state_mut() {
-                if let Err(e) = l.on_follower_fetch(r.replica_id, p.fetch_offset, r.now_ms) {
+                let fetched =
+                    l.on_follower_fetch_as(r.replica_id, r.broker_epoch, p.fetch_offset, r.now_ms);
+                if let Err(e) = fetched {
                     let code = match e {
                         crate::replication::LeaderError::OffsetOutOfRange { .. } => {
                             ErrorCode::OffsetOutOfRange
@@ -410,6 +416,7 @@ fn read_once(
     let replica = match state.mode.replica() {
         Some(link) if req.replica_id >= 0 => Some(ReplicaFetch {
             replica_id: req.replica_id,
+            broker_epoch: link.image().broker(req.replica_id).map(|b| b.broker_epoch),
             first,
             now_ms: link.now_ms(),
         }),

@@ -83,6 +83,7 @@ impl PartitionState {
                 }
                 LeaderAction::ProposeIsr {
                     isr,
+                    broker_epochs,
                     leader_epoch,
                     partition_epoch,
                     kind,
@@ -94,6 +95,7 @@ impl PartitionState {
                         leader_epoch,
                         partition_epoch,
                         isr,
+                        broker_epochs,
                     }),
                 LeaderAction::SuccessorCaughtUp {
                     successor,

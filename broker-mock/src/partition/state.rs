@@ -42,6 +42,8 @@ pub(crate) enum LeaderReport {
         leader_epoch: i32,
         partition_epoch: i32,
         isr: Vec<i32>,
+        /// Followers' broker epochs where known (AlterPartition v3, KIP-903).
+        broker_epochs: Vec<(i32, i64)>,
     },
     /// A planned move: writes stopped with the log ending at `log_end_offset`.
     DrainStarted {

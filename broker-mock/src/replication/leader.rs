@@ -195,6 +195,11 @@ pub enum LeaderAction {
         kind: IsrChangeKind,
         /// The full proposed ISR (replica order).
         isr: Vec<ReplicaId>,
+        /// The broker epoch (registration) of each follower in `isr` whose fetches
+        /// showed it qualified, where known (KIP-903): the controller refuses a
+        /// member that has registered again since, so a restarted broker is not
+        /// let back in on the strength of what its previous process had.
+        broker_epochs: Vec<(ReplicaId, i64)>,
         /// The leader epoch to send.
         leader_epoch: i32,
         /// The partition epoch the proposal is based on.
@@ -232,6 +237,24 @@ pub struct FollowerProgress {
     /// The follower's log start offset, from its last fetch; `None` before it
     /// reported one under this leadership. DeleteRecords waits on it.
     pub log_start_offset: Option<i64>,
+    /// The broker epoch (registration) of the follower process whose fetches the
+    /// fields above describe; -1 if not known. A fetch from a later registration
+    /// (the broker restarted) starts the progress afresh.
+    pub broker_epoch: i64,
+}
+
+impl FollowerProgress {
+    /// Nothing known yet; `last_caught_up_ms` as given.
+    fn unknown(last_caught_up_ms: Option<u64>, broker_epoch: i64) -> FollowerProgress {
+        FollowerProgress {
+            log_end_offset: None,
+            last_caught_up_ms,
+            last_fetch_ms: None,
+            last_fetch_leader_leo: None,
+            log_start_offset: None,
+            broker_epoch,
+        }
+    }
 }
 
 /// An ISR change sent to the controller and not yet answered.
@@ -322,13 +345,7 @@ impl LeaderState {
                 let in_isr = init.isr.contains(&r);
                 (
                     r,
-                    FollowerProgress {
-                        log_end_offset: None,
-                        last_caught_up_ms: in_isr.then_some(init.now_ms),
-                        last_fetch_ms: None,
-                        last_fetch_leader_leo: None,
-                        log_start_offset: None,
-                    },
+                    FollowerProgress::unknown(in_isr.then_some(init.now_ms), -1),
                 )
             })
             .collect();
@@ -496,10 +513,26 @@ impl LeaderState {
     }
 
     /// A follower fetched from `fetch_offset` at `now_ms`; the fetch offset is its LEO.
-    /// Returns the HW to put in the fetch response.
+    /// Returns the HW to put in the fetch response. The fetching process's broker
+    /// epoch is not known: [`LeaderState::on_follower_fetch_as`] with `None`.
     pub fn on_follower_fetch(
         &mut self,
         replica: ReplicaId,
+        fetch_offset: i64,
+        now_ms: u64,
+    ) -> Result<i64, LeaderError> {
+        self.on_follower_fetch_as(replica, None, fetch_offset, now_ms)
+    }
+
+    /// [`LeaderState::on_follower_fetch`] from the follower process registered
+    /// with `broker_epoch`. When that differs from the epoch its progress was
+    /// recorded under (the broker restarted, and may have lost its log's tail),
+    /// the progress starts afresh: the new process is caught up, and may join
+    /// the ISR, only on the strength of its own fetches (KIP-903).
+    pub fn on_follower_fetch_as(
+        &mut self,
+        replica: ReplicaId,
+        broker_epoch: Option<i64>,
         fetch_offset: i64,
         now_ms: u64,
     ) -> Result<i64, LeaderError> {
@@ -515,6 +548,13 @@ impl LeaderState {
         self.now_ms = self.now_ms.max(now_ms);
         let leader_leo = self.log_end_offset;
         let p = self.followers.get_mut(&replica).expect("checked above");
+        if let Some(e) = broker_epoch.filter(|e| *e >= 0 && *e != p.broker_epoch) {
+            if p.broker_epoch >= 0 {
+                *p = FollowerProgress::unknown(None, e);
+            } else {
+                p.broker_epoch = e;
+            }
+        }
         if fetch_offset >= leader_leo {
             p.last_caught_up_ms = Some(p.last_caught_up_ms.map_or(now_ms, |t| t.max(now_ms)));
         } else if let (Some(prev_leo), Some(prev_t)) = (p.last_fetch_leader_leo, p.last_fetch_ms) {
@@ -698,13 +738,9 @@ impl LeaderState {
         self.followers.retain(|r, _| replicas.contains(r));
         for &r in &replicas {
             if r != self.local_id {
-                self.followers.entry(r).or_insert(FollowerProgress {
-                    log_end_offset: None,
-                    last_caught_up_ms: None,
-                    last_fetch_ms: None,
-                    last_fetch_leader_leo: None,
-                    log_start_offset: None,
-                });
+                self.followers
+                    .entry(r)
+                    .or_insert(FollowerProgress::unknown(None, -1));
             }
         }
         if self.drain.is_some_and(|d| !replicas.contains(&d.successor)) {
@@ -755,9 +791,15 @@ impl LeaderState {
             kind,
             isr: isr.clone(),
         });
+        let broker_epochs = isr
+            .iter()
+            .filter_map(|r| Some((*r, self.followers.get(r)?.broker_epoch)))
+            .filter(|(_, e)| *e >= 0)
+            .collect();
         self.outbox.push(LeaderAction::ProposeIsr {
             kind,
             isr,
+            broker_epochs,
             leader_epoch: self.leader_epoch,
             partition_epoch: self.partition_epoch,
         });
@@ -975,6 +1017,7 @@ mod tests {
             vec![LeaderAction::ProposeIsr {
                 kind: IsrChangeKind::Shrink,
                 isr: vec![1, 2],
+                broker_epochs: Vec::new(),
                 leader_epoch: 5,
                 partition_epoch: 7,
             }]
@@ -1029,6 +1072,48 @@ mod tests {
     }
 
     #[test]
+    fn a_restarted_follower_is_proposed_only_on_its_new_process_fetches() {
+        let mut l = leader(&[1, 2, 3], 10, 10, 1);
+        l.on_follower_fetch_as(2, Some(20), 10, 1).unwrap();
+        l.on_follower_fetch_as(3, Some(30), 10, 1).unwrap();
+        l.take_actions();
+        // Broker 3 restarted: the controller fenced it out of the ISR. What its old
+        // process fetched still qualifies it here, so the leader proposes it back,
+        // under the old registration, which the controller refuses.
+        l.on_isr_committed(vec![1, 2], 8).unwrap();
+        let proposed = l.take_actions();
+        assert!(
+            proposed.contains(&LeaderAction::ProposeIsr {
+                kind: IsrChangeKind::Expand,
+                isr: vec![1, 2, 3],
+                broker_epochs: vec![(2, 20), (3, 30)],
+                leader_epoch: 5,
+                partition_epoch: 8,
+            }),
+            "{proposed:?}"
+        );
+        l.on_isr_rejected();
+        // The new process lost its log's tail: it fetches from offset 4.
+        l.on_follower_fetch_as(3, Some(31), 4, 500).unwrap();
+        let p = l.follower(3).unwrap();
+        assert_eq!(p.broker_epoch, 31);
+        assert_eq!(p.log_end_offset, Some(4));
+        assert_eq!(p.last_caught_up_ms, None, "nothing carried over");
+        l.tick(1_000);
+        assert!(l.take_actions().is_empty(), "behind: not proposed");
+        // Caught up by its own fetches: proposed under its new registration.
+        l.on_follower_fetch_as(3, Some(31), 10, 1_100).unwrap();
+        let proposed = l.take_actions();
+        assert!(
+            proposed.iter().any(|a| matches!(
+                a,
+                LeaderAction::ProposeIsr { broker_epochs, .. } if broker_epochs == &vec![(2, 20), (3, 31)]
+            )),
+            "{proposed:?}"
+        );
+    }
+
+    #[test]
     fn expand_requires_hw_and_epoch_start() {
         // Leader took over at LEO 10 with HW 6; follower 3 is out of the ISR.
         let mut l = leader(&[1, 2], 10, 6, 1);
@@ -1043,6 +1128,7 @@ mod tests {
         assert!(a.contains(&LeaderAction::ProposeIsr {
             kind: IsrChangeKind::Expand,
             isr: vec![1, 2, 3],
+            broker_epochs: Vec::new(),
             leader_epoch: 5,
             partition_epoch: 7,
         }));

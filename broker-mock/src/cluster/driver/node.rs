@@ -21,9 +21,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use baton_protocol::messages::{
-    AlterPartitionRequest, AlterPartitionRequestPartitionData, AlterPartitionRequestTopicData,
-    BrokerHeartbeatRequest, BrokerRegistrationRequest, BrokerRegistrationRequestListener,
-    FetchPartition, FetchRequest, FetchTopic,
+    AlterPartitionRequest, AlterPartitionRequestBrokerState, AlterPartitionRequestPartitionData,
+    AlterPartitionRequestTopicData, BrokerHeartbeatRequest, BrokerRegistrationRequest,
+    BrokerRegistrationRequestListener, FetchPartition, FetchRequest, FetchTopic,
 };
 use baton_protocol::ErrorCode;
 use tokio::sync::{mpsc, watch};
@@ -758,10 +758,28 @@ async fn reports_loop(
                 leader_epoch,
                 partition_epoch,
                 isr,
+                broker_epochs,
             } => {
                 let Some(topic_id) = link.image().topic_by_name(&topic).map(|t| t.topic_id) else {
                     continue;
                 };
+                // Each member with the registration its fetches came from (ours for
+                // this node, -1 where unknown), so the controller can refuse one
+                // that has restarted since (KIP-903).
+                let new_isr_with_epochs = isr
+                    .iter()
+                    .map(|&broker_id| AlterPartitionRequestBrokerState {
+                        broker_id,
+                        broker_epoch: if broker_id == me {
+                            epoch
+                        } else {
+                            broker_epochs
+                                .iter()
+                                .find(|(r, _)| *r == broker_id)
+                                .map_or(-1, |(_, e)| *e)
+                        },
+                    })
+                    .collect();
                 let req = AlterPartitionRequest {
                     broker_id: me,
                     broker_epoch: epoch,
@@ -770,14 +788,14 @@ async fn reports_loop(
                         partitions: vec![AlterPartitionRequestPartitionData {
                             partition_index: partition,
                             leader_epoch,
-                            new_isr: isr.clone(),
+                            new_isr_with_epochs,
                             partition_epoch,
                             ..Default::default()
                         }],
                         ..Default::default()
                     }],
                 };
-                let answer = rpc.call(&req, 2, timeout).await;
+                let answer = rpc.call(&req, 3, timeout).await;
                 let result = match &answer {
                     Ok(r) => r
                         .topics
