@@ -30,6 +30,7 @@ mod real;
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 pub use net::{Listener, ListenerImpl, Net, NetFuture, Socket, SocketRead, SocketWrite, Stream};
 pub use real::{RealBlocking, RealClock, RealNet, RealRandom};
@@ -55,6 +56,23 @@ pub trait Blocking: Send + Sync + fmt::Debug {
     /// hands it to tokio's blocking pool; a simulation runs it in place, so its
     /// completion is ordered deterministically.
     fn run(&self, work: Box<dyn FnOnce() + Send>);
+
+    /// The blocking work running now takes `d` longer, as on a slow device (a
+    /// slow fsync). The default sleeps the calling thread, which is what a slow
+    /// device does to the real blocking pool. A simulation, whose blocking work
+    /// runs in place on its one thread, notes the time instead; [`Env::spawn_blocking`]
+    /// then waits it out in simulated time before it hands back the result
+    /// (see [`Blocking::take_stalled`]).
+    fn stall(&self, d: Duration) {
+        std::thread::sleep(d);
+    }
+
+    /// How long the work [`Blocking::run`] just ran in place was stalled
+    /// ([`Blocking::stall`]), reset to zero. The default is zero: work run
+    /// elsewhere sleeps through its own stalls.
+    fn take_stalled(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// The environment a component runs in: network, wall clock, randomness and
@@ -89,7 +107,9 @@ impl Env {
     }
 
     /// Runs `work` through [`Blocking`] and waits for its result; `Err` if it
-    /// panicked.
+    /// panicked. Where the work ran in place and was stalled ([`Blocking::stall`]),
+    /// the result comes that much later in the runtime's time; locks the work
+    /// held are already released then, so a stall delays its caller, not others.
     ///
     /// # Cancel safety
     ///
@@ -104,7 +124,14 @@ impl Env {
         self.blocking.run(Box::new(move || {
             let _ = tx.send(work());
         }));
-        async move { rx.await.map_err(|_| BlockingFailed) }
+        let stalled = self.blocking.take_stalled();
+        async move {
+            let out = rx.await.map_err(|_| BlockingFailed);
+            if !stalled.is_zero() {
+                tokio::time::sleep(stalled).await;
+            }
+            out
+        }
     }
 }
 
@@ -145,6 +172,12 @@ pub fn random_u64() -> u64 {
     process().random.next_u64()
 }
 
+/// [`Blocking::stall`] on [`process`]: the blocking work running now takes `d`
+/// longer (the disk-fault hooks call this for a slow fsync).
+pub fn stall(d: Duration) {
+    process().blocking.stall(d)
+}
+
 /// [`Env::spawn_blocking`] on [`process`].
 pub fn spawn_blocking<R, F>(work: F) -> impl Future<Output = Result<R, BlockingFailed>>
 where
@@ -152,4 +185,66 @@ where
     R: Send + 'static,
 {
     process().spawn_blocking(work)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// Runs work in place and notes its stalls, as a simulation does.
+    #[derive(Debug, Default)]
+    struct InPlace {
+        stalled: Mutex<Duration>,
+    }
+
+    impl Blocking for InPlace {
+        fn run(&self, work: Box<dyn FnOnce() + Send>) {
+            *self.stalled.lock().unwrap() = Duration::ZERO;
+            work()
+        }
+
+        fn stall(&self, d: Duration) {
+            *self.stalled.lock().unwrap() += d;
+        }
+
+        fn take_stalled(&self) -> Duration {
+            std::mem::take(&mut *self.stalled.lock().unwrap())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stall_of_work_run_in_place_delays_its_result_in_runtime_time() {
+        let env = Env {
+            blocking: Arc::new(InPlace::default()),
+            ..Env::real()
+        };
+        let b = env.blocking.clone();
+        let t = tokio::time::Instant::now();
+        let out = env.spawn_blocking(move || {
+            b.stall(Duration::from_millis(200));
+            b.stall(Duration::from_millis(100));
+            7
+        });
+        assert_eq!(out.await, Ok(7));
+        let waited = t.elapsed();
+        assert!(
+            waited >= Duration::from_millis(300) && waited < Duration::from_millis(310),
+            "{waited:?}"
+        );
+        // Work that was not stalled answers at once.
+        let t = tokio::time::Instant::now();
+        assert_eq!(env.spawn_blocking(|| 8).await, Ok(8));
+        assert_eq!(t.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test]
+    async fn the_real_blocking_pool_sleeps_through_a_stall() {
+        let env = Env::real();
+        let b = env.blocking.clone();
+        let t = std::time::Instant::now();
+        let out = env.spawn_blocking(move || b.stall(Duration::from_millis(50)));
+        assert_eq!(out.await, Ok(()));
+        assert!(t.elapsed() >= Duration::from_millis(50));
+    }
 }

@@ -8,9 +8,13 @@
 //!   a byte inside a stored batch (a bad sector);
 //! - a node's disk failing for 0.2-2 s (ENOSPC or EIO on write, a short write, a
 //!   failing fsync), after which it is restarted, as an operator would;
+//! - a node's disk slow for 0.5-4 s: every fsync (segments roll every 2 KiB here,
+//!   and each roll syncs) takes 20-1,500 ms longer in simulated time, which the
+//!   blocking append's caller waits out;
 //! - one host's wall clock stepped by up to ±3 s (each host has its own clock).
 //!
-//! At most one node is down or has a failing disk at a time, and a node's stored
+//! At most one node is down or has a failing disk at a time (one slow disk may
+//! come on top: it loses nothing), and a node's stored
 //! data is damaged (torn, flipped, failing writes) only while the cluster is
 //! healthy: every node up and in every partition's ISR, and no node restarted in
 //! the last 5 s (the controller learns of a quick restart only when the node
@@ -45,6 +49,10 @@ enum Down {
 pub struct Faults {
     data: PathBuf,
     down: Option<(usize, Down, Duration)>,
+    /// A node whose fsyncs are slow, until when, and the stall count then.
+    slow: Option<(usize, Duration, u64)>,
+    /// Fsyncs the slow disks stalled.
+    pub stalled: u64,
     cuts: Vec<(&'static str, &'static str, bool, Duration)>,
     next: Duration,
     /// No stored data is damaged before this: a restarted node needs a session
@@ -62,6 +70,8 @@ impl Faults {
         Faults {
             data: data.to_path_buf(),
             down: None,
+            slow: None,
+            stalled: 0,
             cuts: Vec::new(),
             next: rng.ms(300, 800),
             calm_until: Duration::ZERO,
@@ -94,6 +104,9 @@ impl Faults {
         if self.down.as_ref().is_some_and(|d| d.2 <= now) {
             self.restart(sim, "");
         }
+        if self.slow.is_some_and(|s| s.1 <= now) {
+            self.end_slow(now, "");
+        }
         if now < self.next {
             return;
         }
@@ -103,8 +116,8 @@ impl Faults {
         match rng.below(8) {
             0..=2 => self.cut(sim, rng, now),
             3 | 4 => self.crash(sim, rng, now, healthy),
-            5 if healthy => self.fail_disk(rng, now),
-            5 => self.injected -= 1,
+            5 if healthy && rng.below(5) < 4 => self.fail_disk(rng, now),
+            5 => self.slow_fsync(rng, now),
             _ => {
                 let hosts = ["controller", "node1", "node2", "node3", "clients"];
                 let host = hosts[rng.below(hosts.len() as u64) as usize];
@@ -122,6 +135,8 @@ impl Faults {
             reconnect(sim, a, b, held);
         }
         self.restart(sim, "heal: ");
+        let now = sim.elapsed();
+        self.end_slow(now, "heal: ");
     }
 
     fn cut(&mut self, sim: &mut turmoil::Sim<'_>, rng: &mut Rng, now: Duration) {
@@ -199,6 +214,10 @@ impl Faults {
             return;
         }
         let n = rng.below(3) as usize;
+        if let Some((_, _, before)) = self.slow.take_if(|s| s.0 == n) {
+            // The failing disk replaces the slow one.
+            self.stalled += crate::sim_env::stalls() - before;
+        }
         let fault = match rng.below(4) {
             0 => DiskFault::NoSpace,
             1 => DiskFault::FailWrite,
@@ -212,6 +231,36 @@ impl Faults {
             NODES[n]
         ));
         self.down = Some((n, Down::Disk, until));
+    }
+
+    fn slow_fsync(&mut self, rng: &mut Rng, now: Duration) {
+        let n = rng.below(3) as usize;
+        let disk_down = matches!(self.down, Some((m, Down::Disk, _)) if m == n);
+        if self.slow.is_some() || disk_down {
+            self.injected -= 1;
+            return;
+        }
+        let delay = rng.ms(20, 1_500);
+        disk::set(&self.data.join(NODES[n]), DiskFault::SlowFsync(delay));
+        let until = now + rng.ms(500, 4_000);
+        self.timeline.push(format!(
+            "{now:?} {}'s fsyncs take {delay:?} longer until {until:?}",
+            NODES[n]
+        ));
+        self.slow = Some((n, until, crate::sim_env::stalls()));
+    }
+
+    fn end_slow(&mut self, now: Duration, prefix: &str) {
+        let Some((n, _, before)) = self.slow.take() else {
+            return;
+        };
+        disk::set(&self.data.join(NODES[n]), DiskFault::None);
+        let stalled = crate::sim_env::stalls() - before;
+        self.stalled += stalled;
+        self.timeline.push(format!(
+            "{now:?} {prefix}{}'s fsyncs are fast again ({stalled} stalled)",
+            NODES[n]
+        ));
     }
 
     fn restart(&mut self, sim: &mut turmoil::Sim<'_>, prefix: &str) {

@@ -27,6 +27,10 @@ use crate::workload::{consume, group_history, group_member, produce, GroupLog, M
 pub const TOPIC: &str = "sim";
 /// Its partitions.
 pub const PARTITIONS: i32 = 2;
+
+/// Each node's log segment size: a few batches, so segments roll, and fsync,
+/// several times per seed.
+const SEGMENT_BYTES: u64 = 2_048;
 /// The controller's port (on its own host).
 const CONTROLLER_PORT: u16 = 9093;
 /// Each node's port (on its own host).
@@ -57,12 +61,32 @@ struct Shared {
     healed: bool,
 }
 
+impl Shared {
+    /// The highest HW a running replica of `part` reports now (-1 if none).
+    fn best_hw(&self, part: i32) -> i64 {
+        (1..=3)
+            .filter_map(|n| self.last_hw.get(&(n, part)))
+            .max()
+            .copied()
+            .unwrap_or(-1)
+    }
+
+    /// Every partition has a replica whose HW reached the largest one seen.
+    fn hw_recovered(&self) -> bool {
+        self.committed
+            .iter()
+            .all(|(part, committed)| self.best_hw(*part) >= *committed)
+    }
+}
+
 /// What one seed's run found.
 pub struct SeedRun {
     /// Each invariant broken, described.
     pub violations: Vec<String>,
     /// Faults injected.
     pub faults: u64,
+    /// Fsyncs a slow disk stalled.
+    pub stalled_fsyncs: u64,
     /// Records the consumer read and the history checked.
     pub records: u64,
     /// A hash of what happened (timeline, history report, end state).
@@ -181,6 +205,8 @@ pub fn run_seed(seed: u64, world: &World, groups: bool) -> SeedRun {
                     SocketAddr::new(turmoil::lookup(format!("node{id}")), NODE_PORT);
                 options.broker.data_dir = Some(dir.join(format!("node{id}")));
                 options.broker.env = env.clone();
+                // Small segments: logs roll (and fsync) many times per seed.
+                options.broker.segment_bytes = SEGMENT_BYTES;
                 options.heartbeat_interval = Duration::from_millis(200);
                 options.replica_lag_time_max_ms = 3_000;
                 options.replica_fetch_wait_ms = 100;
@@ -283,6 +309,14 @@ pub fn run_seed(seed: u64, world: &World, groups: bool) -> SeedRun {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
+        // A new leader's HW may lag until its ISR has fetched from it (as in
+        // Kafka): committed records must become visible again, so the run goes
+        // on until some replica of each partition reaches the largest HW seen,
+        // or a minute passes (then the check below reports it).
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        while !flags.borrow().hw_recovered() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         let _ = stop.send(true);
         while members.join_next().await.is_some() {}
         *gp.lock().expect("produced") = produced;
@@ -338,11 +372,7 @@ pub fn run_seed(seed: u64, world: &World, groups: bool) -> SeedRun {
         ));
     }
     for (part, committed) in &shared.committed {
-        let best = (1..=3)
-            .filter_map(|n| shared.last_hw.get(&(n, *part)))
-            .max()
-            .copied()
-            .unwrap_or(-1);
+        let best = shared.best_hw(*part);
         if best < *committed {
             violations.push(format!(
                 "partition {part}: committed up to {committed}, but the replicas end at HW {best}"
@@ -359,6 +389,7 @@ pub fn run_seed(seed: u64, world: &World, groups: bool) -> SeedRun {
     SeedRun {
         violations,
         faults: faults.injected,
+        stalled_fsyncs: faults.stalled,
         records: report.consumed + group_report.consumed,
         trace: hasher.finish(),
         timeline,

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use baton_kafka::env::{
     Blocking, Clock, Env, Listener, ListenerImpl, Net, NetFuture, Random, Socket,
@@ -34,7 +35,7 @@ impl World {
             net: Arc::new(SimNet),
             clock: clock.clone(),
             random,
-            blocking: Arc::new(InPlace),
+            blocking: Arc::new(InPlace::default()),
         };
         if baton_kafka::env::install(env.clone()).is_err() {
             panic!("the process environment was read before the simulation installed its own");
@@ -255,13 +256,35 @@ impl Random for SimRandom {
     }
 }
 
+/// Stalls noted so far in this process (each one a slow fsync).
+static STALLS: AtomicU64 = AtomicU64::new(0);
+
+/// How many stalls (slow fsyncs) blocking work has met so far.
+pub fn stalls() -> u64 {
+    STALLS.load(Ordering::Relaxed)
+}
+
 /// Blocking work runs where it is handed over, in the simulation's one thread.
-#[derive(Debug)]
-struct InPlace;
+/// A stall (a slow fsync) is noted, not slept: `Env::spawn_blocking` waits it
+/// out in simulated time.
+#[derive(Debug, Default)]
+struct InPlace {
+    stalled: Mutex<Duration>,
+}
 
 impl Blocking for InPlace {
     fn run(&self, work: Box<dyn FnOnce() + Send>) {
+        *self.stalled.lock().unwrap_or_else(|p| p.into_inner()) = Duration::ZERO;
         work()
+    }
+
+    fn stall(&self, d: Duration) {
+        *self.stalled.lock().unwrap_or_else(|p| p.into_inner()) += d;
+        STALLS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn take_stalled(&self) -> Duration {
+        std::mem::take(&mut *self.stalled.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
 

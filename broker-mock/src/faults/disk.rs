@@ -77,12 +77,13 @@ fn os_error(no_space: bool) -> io::Error {
     }
 }
 
-/// Called by the on-disk log before it syncs a file under `path`: sleeps for a slow
-/// fsync, fails for a failing one.
+/// Called by the on-disk log before it syncs a file under `path`: stalls the
+/// blocking work for a slow fsync ([`baton_env::stall`]: the thread sleeps, or a
+/// simulation waits in simulated time), fails for a failing one.
 pub fn before_fsync(path: &Path) -> io::Result<()> {
     match fault_for(path) {
         DiskFault::SlowFsync(d) => {
-            std::thread::sleep(d);
+            baton_env::stall(d);
             Ok(())
         }
         DiskFault::FailFsync => Err(os_error(false)),

@@ -29,7 +29,9 @@ use crate::node_mode::ClusterLink;
 use crate::partition::{Partition, PartitionState, Role};
 #[cfg(doc)]
 use crate::replication::TruncationMode;
-use crate::replication::{AppendedBatch, EpochEndOffset, FollowerAction, FollowerState};
+use crate::replication::{
+    AppendedBatch, EpochEndOffset, FollowerAction, FollowerState, LeaderEpochCache,
+};
 use crate::rpc::Rpc;
 use crate::state::BrokerState;
 
@@ -247,8 +249,17 @@ pub(crate) async fn run_fetcher(
                         actions.push_back(again);
                         continue;
                     }
-                    if !fetched.is_empty() && !append(&part, &follower, leader, epoch, fetched) {
-                        return;
+                    if !fetched.is_empty() {
+                        // On the blocking pool: a write (and, at a segment roll, an
+                        // fsync) under the partition lock.
+                        let (p, cache) = (part.clone(), follower.epoch_cache().clone());
+                        let appended = baton_env::spawn_blocking(move || {
+                            append(&p, cache, leader, epoch, fetched)
+                        })
+                        .await;
+                        if !appended.unwrap_or(false) {
+                            return;
+                        }
                     }
                     let mut st = part.lock();
                     if still_following(&st, leader, epoch) {
@@ -364,7 +375,7 @@ async fn leader_has_healthy_copy(rpc: &mut Rpc, topic: &str, partition: i32, off
 /// Appends fetched batches under the partition lock; false when the fetcher must end.
 fn append(
     part: &Partition,
-    follower: &FollowerState,
+    cache: LeaderEpochCache,
     leader: i32,
     epoch: i32,
     fetched: Vec<(Bytes, AppendedBatch)>,
@@ -379,7 +390,7 @@ fn append(
             return false;
         }
     }
-    st.set_epoch_cache(follower.epoch_cache().clone());
+    st.set_epoch_cache(cache);
     true
 }
 
