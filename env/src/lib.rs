@@ -24,6 +24,7 @@
 //! let _ = env.random.next_u64();
 //! ```
 
+mod in_place;
 mod net;
 mod real;
 
@@ -32,6 +33,7 @@ use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+pub use in_place::InPlaceBlocking;
 pub use net::{Listener, ListenerImpl, Net, NetFuture, Socket, SocketRead, SocketWrite, Stream};
 pub use real::{RealBlocking, RealClock, RealNet, RealRandom};
 
@@ -190,33 +192,12 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::Mutex;
-
-    /// Runs work in place and notes its stalls, as a simulation does.
-    #[derive(Debug, Default)]
-    struct InPlace {
-        stalled: Mutex<Duration>,
-    }
-
-    impl Blocking for InPlace {
-        fn run(&self, work: Box<dyn FnOnce() + Send>) {
-            *self.stalled.lock().unwrap() = Duration::ZERO;
-            work()
-        }
-
-        fn stall(&self, d: Duration) {
-            *self.stalled.lock().unwrap() += d;
-        }
-
-        fn take_stalled(&self) -> Duration {
-            std::mem::take(&mut *self.stalled.lock().unwrap())
-        }
-    }
 
     #[tokio::test(start_paused = true)]
     async fn a_stall_of_work_run_in_place_delays_its_result_in_runtime_time() {
+        let in_place = Arc::new(InPlaceBlocking::default());
         let env = Env {
-            blocking: Arc::new(InPlace::default()),
+            blocking: in_place.clone(),
             ..Env::real()
         };
         let b = env.blocking.clone();
@@ -232,6 +213,7 @@ mod tests {
             waited >= Duration::from_millis(300) && waited < Duration::from_millis(310),
             "{waited:?}"
         );
+        assert_eq!(in_place.stalls(), 2);
         // Work that was not stalled answers at once.
         let t = tokio::time::Instant::now();
         assert_eq!(env.spawn_blocking(|| 8).await, Ok(8));

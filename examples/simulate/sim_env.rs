@@ -5,11 +5,10 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use baton_kafka::env::{
-    Blocking, Clock, Env, Listener, ListenerImpl, Net, NetFuture, Random, Socket,
+    Clock, Env, InPlaceBlocking, Listener, ListenerImpl, Net, NetFuture, Random, Socket,
 };
 
 /// The simulated wall clock starts here (ms since the Unix epoch).
@@ -35,7 +34,7 @@ impl World {
             net: Arc::new(SimNet),
             clock: clock.clone(),
             random,
-            blocking: Arc::new(InPlace::default()),
+            blocking: IN_PLACE.get_or_init(Default::default).clone(),
         };
         if baton_kafka::env::install(env.clone()).is_err() {
             panic!("the process environment was read before the simulation installed its own");
@@ -256,36 +255,12 @@ impl Random for SimRandom {
     }
 }
 
-/// Stalls noted so far in this process (each one a slow fsync).
-static STALLS: AtomicU64 = AtomicU64::new(0);
+/// The process's in-place blocking work (set by [`World::install`]).
+static IN_PLACE: OnceLock<Arc<InPlaceBlocking>> = OnceLock::new();
 
 /// How many stalls (slow fsyncs) blocking work has met so far.
 pub fn stalls() -> u64 {
-    STALLS.load(Ordering::Relaxed)
-}
-
-/// Blocking work runs where it is handed over, in the simulation's one thread.
-/// A stall (a slow fsync) is noted, not slept: `Env::spawn_blocking` waits it
-/// out in simulated time.
-#[derive(Debug, Default)]
-struct InPlace {
-    stalled: Mutex<Duration>,
-}
-
-impl Blocking for InPlace {
-    fn run(&self, work: Box<dyn FnOnce() + Send>) {
-        *self.stalled.lock().unwrap_or_else(|p| p.into_inner()) = Duration::ZERO;
-        work()
-    }
-
-    fn stall(&self, d: Duration) {
-        *self.stalled.lock().unwrap_or_else(|p| p.into_inner()) += d;
-        STALLS.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn take_stalled(&self) -> Duration {
-        std::mem::take(&mut *self.stalled.lock().unwrap_or_else(|p| p.into_inner()))
-    }
+    IN_PLACE.get().map_or(0, |b| b.stalls())
 }
 
 /// SplitMix64's output function.
