@@ -250,14 +250,21 @@ pub(crate) async fn run_fetcher(
                         continue;
                     }
                     if !fetched.is_empty() {
-                        // On the blocking pool: a write (and, at a segment roll, an
-                        // fsync) under the partition lock.
-                        let (p, cache) = (part.clone(), follower.epoch_cache().clone());
-                        let appended = baton_env::spawn_blocking(move || {
-                            append(&p, cache, leader, epoch, fetched)
-                        })
-                        .await;
-                        if !appended.unwrap_or(false) {
+                        let cache = follower.epoch_cache().clone();
+                        let appended = if state.config.data_dir.is_none() {
+                            // An in-memory log never blocks: append in place.
+                            append(&part, cache, leader, epoch, fetched)
+                        } else {
+                            // On the blocking pool: a write (and, at a segment roll,
+                            // an fsync) under the partition lock.
+                            let p = part.clone();
+                            baton_env::spawn_blocking(move || {
+                                append(&p, cache, leader, epoch, fetched)
+                            })
+                            .await
+                            .unwrap_or(false)
+                        };
+                        if !appended {
                             return;
                         }
                     }
