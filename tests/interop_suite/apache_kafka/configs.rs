@@ -88,10 +88,24 @@ async fn altered_topic_configs_are_honoured() {
         )
         .await
         .expect("configs altered");
-    let after = topic_config(&admin, &topic).await;
-    let r = after.get("retention.ms").unwrap();
-    assert_eq!(r.value.as_deref(), Some("1"));
-    assert_eq!(r.source, ConfigSource::DynamicTopic);
+    // Kafka's controller commits the change and each broker applies it from the
+    // metadata log a moment later: DescribeConfigs, answered by a broker, may
+    // show the old value until then.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let after = topic_config(&admin, &topic).await;
+        let r = after.get("retention.ms").unwrap();
+        if r.value.as_deref() == Some("1") {
+            assert_eq!(r.source, ConfigSource::DynamicTopic);
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "retention.ms still {:?} after {DEADLINE:?}",
+            r.value
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // Retention deletes the rolled segments (Kafka's check interval is 500 ms here).
     let deadline = tokio::time::Instant::now() + DEADLINE;
