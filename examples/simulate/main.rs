@@ -72,9 +72,13 @@ use std::time::Instant;
 ///   with an empty log;
 /// - 5486: the check of the high watermark read it the instant the run ended,
 ///   100 ms after an election, while the new leader's HW waited for a follower
-///   cut off from the controller (the run now waits for the HW to recover).
+///   cut off from the controller (the run now waits for the HW to recover);
+/// - 8641 (`--groups`): a new generation's group record still carried the
+///   previous generation's assignments; the coordinator failed before the
+///   leader's SyncGroup, and the next one restored the group Stable with them,
+///   so a partition the leader had given to the other member reached no one.
 const REGRESSION_SEEDS: &[u64] = &[
-    103, 116, 124, 193, 392, 630, 278, 433, 64, 388, 664, 2929, 5486,
+    103, 116, 124, 193, 392, 630, 278, 433, 64, 388, 664, 2929, 5486, 8641,
 ];
 
 fn usage() -> ! {

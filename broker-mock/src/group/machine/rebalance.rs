@@ -94,6 +94,13 @@ impl Group {
             self.drop_member(&id, out);
         }
         self.generation_id = self.generation_id.wrapping_add(1);
+        // The previous generation's assignments are void: the leader's SyncGroup
+        // sets this one's. Left in place, they would go into this generation's
+        // group record, and a coordinator that replayed it after a failover would
+        // restore the group Stable with the old assignment.
+        for m in self.members.values_mut() {
+            m.assignment = Bytes::new();
+        }
         if self.members.is_empty() {
             self.protocol_name = None;
             self.leader = None;

@@ -98,6 +98,36 @@ fn the_record_carries_members_and_the_leaders_assignments() {
 }
 
 #[test]
+fn a_new_generations_record_carries_none_of_the_old_assignments() {
+    let mut h = Harness::new(0);
+    let (a, b, _) = two_member_group_no_delay(&mut h);
+    h.groups.take_group_records();
+    // b rejoins with another subscription: generation 3 starts.
+    let (wb, out) = h.join(Harness::join_req(&b, None, b"m2"));
+    assert!(join_of(&out, wb).is_none());
+    let (wa, out) = h.join(Harness::join_req(&a, None, b"m"));
+    assert_eq!(join_of(&out, wa).unwrap().generation_id, 3);
+    let r = h.groups.take_group_records();
+    assert_eq!(r.len(), 1);
+    assert!(r[0].new_generation);
+    assert_eq!(r[0].snapshot.generation_id, 3);
+    assert!(
+        r[0].snapshot
+            .members
+            .iter()
+            .all(|m| m.assignment.is_empty()),
+        "generation 2's assignments are void in generation 3"
+    );
+    // Replayed by a new coordinator before the leader's SyncGroup, it is a
+    // rebalance, not a stable group handing out generation 2's assignments.
+    let mut next = Harness::new(0);
+    next.groups
+        .restore("g", Some(r[0].snapshot.clone()), next.now);
+    next.groups.finish_restore(next.now, |_| true);
+    assert_eq!(next.state(), (GroupState::PreparingRebalance, 3));
+}
+
+#[test]
 fn a_restored_group_is_stable_and_its_members_carry_on() {
     let (a, b, record) = stable_record();
     let mut h = Harness::new(0);
